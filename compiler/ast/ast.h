@@ -1,0 +1,271 @@
+//===- ast/ast.h - The ETL abstract syntax tree ---------------------------===//
+//
+// What this owns: the tree the frontend builds from a `.etl` file and that
+// sema annotates in place. ANTLR types never appear here: the frontend turns
+// its parse tree into these nodes (compiler/frontend/ast_builder.cpp) and
+// nothing downstream knows ANTLR exists.
+//
+// Ownership: a Program owns its declarations through unique_ptr; children are
+// owned by their parent. Sema fills the fields marked "sema:" and never
+// restructures the tree, so every node keeps the source range it was parsed
+// from and diagnostics can always point at user text.
+//
+// Node kinds are listed once in ast/kinds.def (X-macros): the enums below,
+// their names (kind_name) and the printer (--emit=ast) are generated from it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "diag/source.h"
+#include "sema/symbolic.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace etl {
+
+//===-- Kinds ------------------------------------------------------------===//
+
+enum class ExprKind {
+#define ETL_EXPR(K, DOC) K,
+#include "ast/kinds.def"
+};
+enum class StmtKind {
+#define ETL_STMT(K, DOC) K,
+#include "ast/kinds.def"
+};
+enum class BinOp {
+#define ETL_BINOP(K, SPELLING) K,
+#include "ast/kinds.def"
+};
+enum class UnOp {
+#define ETL_UNOP(K, SPELLING) K,
+#include "ast/kinds.def"
+};
+/// Element types of tensors, tiles and scalars.
+enum class ElemType {
+#define ETL_ELEM(K, SPELLING, BYTES) K,
+#include "ast/kinds.def"
+};
+
+const char *kind_name(ExprKind k);
+const char *kind_name(StmtKind k);
+const char *spelling(BinOp op);
+const char *spelling(UnOp op);
+const char *spelling(ElemType t);
+unsigned byte_size(ElemType t);
+/// Parses "f32", "f16", "i32"; nullopt otherwise.
+std::optional<ElemType> parse_elem_type(const std::string &s);
+bool is_float(ElemType t);
+
+//===-- Types (filled by sema) -------------------------------------------===//
+
+/// What an expression denotes after sema.
+enum class TypeKind {
+  Unknown, ///< not checked yet, or an error was reported for it
+  Index,   ///< a scalar i64 index value (task index, loop var, dim, const)
+  Scalar,  ///< a scalar of `elem` (float literal, -inf, ...)
+  Tile,    ///< a register tile of `elem` with static `tile_shape`
+  Tensor,  ///< a global tensor (parameter or buffer); `tensor_shape` symbolic
+  Slice,   ///< a slice of a tensor: only as the operand of load/store
+};
+
+struct Type {
+  TypeKind kind = TypeKind::Unknown;
+  ElemType elem = ElemType::F32;
+  std::vector<int64_t> tile_shape; ///< Tile (and Slice: the tile it moves)
+  std::vector<Sym> tensor_shape;   ///< Tensor
+  bool is_tile() const { return kind == TypeKind::Tile; }
+};
+
+//===-- Expressions ------------------------------------------------------===//
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// A keyword argument of a call: `axis = 1`, `pad = -inf`.
+struct KwArg {
+  std::string name;
+  SourceRange name_range;
+  ExprPtr value;
+};
+
+/// What a Name refers to (filled by sema).
+enum class NameRef {
+  Unresolved,
+  Const,     ///< a top-level `const`
+  Dim,       ///< a symbolic `dim` parameter of the kernel
+  Tensor,    ///< a tensor parameter or a `buffer`
+  TaskIndex, ///< an index variable of the enclosing task's domain
+  LoopVar,   ///< the variable of an enclosing `for`
+  Local,     ///< a `let`/`var` in a task body
+  Builtin,   ///< `inf`
+};
+
+/// One expression node. A single struct rather than a class hierarchy keeps
+/// the builder, the printer and the visitors small; which fields are used
+/// depends on `kind` (see ast/kinds.def).
+struct Expr {
+  ExprKind kind;
+  SourceRange range;
+
+  int64_t int_value = 0;  ///< IntLit
+  double float_value = 0; ///< FloatLit
+  std::string name;       ///< Name, Call (callee)
+  BinOp bin_op = BinOp::Add;
+  UnOp un_op = UnOp::Neg;
+  /// Unary/Binary operands; Call positional args; Index: [base, components...]
+  /// where each component is an index expression or a Range; Range: [lo, hi]
+  /// (hi is the extent itself when `plus_extent`).
+  std::vector<ExprPtr> args;
+  std::vector<KwArg> kwargs;              ///< Call
+  std::optional<ElemType> type_arg;       ///< Call: zeros<f32>, cast<f16>, ...
+  std::vector<ExprPtr> shape_args;        ///< Call: zeros<f32>[TM, TN]
+  SourceRange callee_range;               ///< Call: the callee's name
+  bool plus_extent = false;               ///< Range written `lo .. +extent`
+
+  // sema:
+  Type type;
+  NameRef ref = NameRef::Unresolved;
+  int ref_index = -1; ///< index into the kernel's dims/tensors/task indices...
+  /// Index-valued expressions: the value as a symbolic expression over dims,
+  /// task indices ("%i") and loop variables, when sema could form one.
+  std::optional<Sym> sym;
+
+  Expr(ExprKind k, SourceRange r) : kind(k), range(r) {}
+};
+
+//===-- Statements (task bodies) -----------------------------------------===//
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+
+/// One statement of a task body.
+struct Stmt {
+  StmtKind kind;
+  SourceRange range;
+  std::string name;        ///< Let/Var/Assign: the variable; For: loop var
+  SourceRange name_range;
+  BinOp assign_op = BinOp::Add; ///< Assign: `+=` etc. (only if compound)
+  bool compound = false;        ///< Assign: `x op= e` rather than `x = e`
+  ExprPtr value;                ///< Let/Var/Assign value; ExprStmt
+  ExprPtr lo, hi, step;         ///< For: `for v in lo .. hi step s` (step opt.)
+  std::vector<StmtPtr> body;    ///< For
+
+  // sema:
+  int local_index = -1; ///< Let/Var/Assign: slot in TaskDecl::locals; For: loop slot
+
+  Stmt(StmtKind k, SourceRange r) : kind(k), range(r) {}
+};
+
+//===-- Declarations -----------------------------------------------------===//
+
+/// `tensor<f32>[M, N]`
+struct TensorType {
+  ElemType elem = ElemType::F32;
+  SourceRange elem_range;
+  std::vector<ExprPtr> shape;
+  SourceRange range;
+};
+
+/// `const TM = 16;`
+struct ConstDecl {
+  std::string name;
+  SourceRange name_range;
+  ExprPtr value;
+  SourceRange range;
+  int64_t folded = 0; ///< sema: the constant's value
+};
+
+/// `M: dim` in `kernel k<M: dim, ...>`.
+struct DimDecl {
+  std::string name;
+  SourceRange range;
+};
+
+/// A tensor parameter `x: tensor<f32>[M, N]` or a `buffer` intermediate.
+struct TensorDecl {
+  std::string name;
+  SourceRange name_range;
+  TensorType type;
+  bool is_buffer = false;
+  SourceRange range;
+  std::vector<Sym> shape; ///< sema
+};
+
+/// `event E[cdiv(M, TM)];`
+struct EventDecl {
+  std::string name;
+  SourceRange name_range;
+  std::vector<ExprPtr> shape;
+  SourceRange range;
+  std::vector<Sym> sym_shape; ///< sema
+};
+
+/// `E[i, *]` in a `waits` or `notifies` clause. A null index is `*`.
+struct EventRef {
+  std::string event;
+  SourceRange event_range;
+  std::vector<ExprPtr> indices; ///< nullptr for `*`
+  SourceRange range;
+  int event_index = -1; ///< sema: index into KernelDecl::events
+};
+
+/// `i in 0 .. cdiv(M, TM)` in a task's domain.
+struct TaskIndexDecl {
+  std::string name;
+  SourceRange name_range;
+  ExprPtr lo, hi;
+  SourceRange range;
+};
+
+/// A local `let`/`var` of a task body, collected by sema.
+struct LocalVar {
+  std::string name;
+  bool is_var = false;
+  Type type;
+};
+
+/// `task name[i in .., j in ..] waits ... notifies ... { body }`
+struct TaskDecl {
+  std::string name;
+  SourceRange name_range;
+  std::vector<TaskIndexDecl> domain;
+  std::vector<EventRef> waits;
+  std::vector<EventRef> notifies;
+  std::vector<StmtPtr> body;
+  SourceRange range;
+
+  // sema:
+  std::vector<LocalVar> locals; ///< indexed by Stmt::local_index
+  int num_loops = 0;            ///< `for` loops, indexed by For local_index
+};
+
+/// `kernel name<dims>(params) where ... { buffers, events, tasks }`
+struct KernelDecl {
+  std::string name;
+  SourceRange name_range;
+  std::vector<DimDecl> dims;
+  std::vector<TensorDecl> tensors; ///< parameters first, then buffers
+  std::vector<ExprPtr> where;      ///< constraints
+  std::vector<EventDecl> events;
+  std::vector<TaskDecl> tasks;
+  SourceRange range;
+  int num_params = 0; ///< tensors[0 .. num_params) are parameters
+};
+
+/// A whole `.etl` file.
+struct Program {
+  FileId file = 0;
+  std::vector<ConstDecl> consts;
+  std::vector<KernelDecl> kernels;
+};
+
+/// Prints the tree in the stable text form read by golden tests
+/// (`etlc --emit=ast`).
+std::string print_ast(const Program &p, const SourceManager &sm);
+
+} // namespace etl

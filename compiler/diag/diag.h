@@ -1,0 +1,83 @@
+//===- diag/diag.h - Diagnostics ------------------------------------------===//
+//
+// What this owns: reporting user errors. Every diagnostic the compiler can
+// emit is declared once in diag/kinds.def with its severity and message
+// format; code reports one by its id with arguments:
+//
+//   diag.error(DiagId::UndefinedName, e.range, {name});
+//   diag.note(DiagId::NoteDeclaredHere, decl.range, {name});
+//
+// Rendered as
+//
+//   file.etl:12:7: error: use of undefined name 'foo'
+//       let t = foo + 1;
+//               ^~~
+//
+// Notes attach to the error reported before them. Internal compiler errors
+// (a bug in etlc, never the user's fault) are not diagnostics: they go
+// through internal_error(), which prints and aborts.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "diag/source.h"
+
+#include <string>
+#include <vector>
+
+namespace etl {
+
+enum class DiagId {
+#define ETL_DIAG(ID, SEVERITY, FORMAT) ID,
+#include "diag/kinds.def"
+};
+
+enum class Severity { Error, Warning, Note };
+
+/// The message format of a diagnostic kind, e.g. "use of undefined name '{0}'".
+const char *diag_format(DiagId id);
+Severity diag_severity(DiagId id);
+const char *diag_name(DiagId id);
+/// All kinds, in declaration order (the coverage test walks this).
+std::vector<DiagId> all_diag_ids();
+
+struct Diagnostic {
+  DiagId id;
+  Severity severity;
+  SourceRange range;
+  std::string message; ///< formatted
+};
+
+/// Collects diagnostics and renders them to a stream.
+class Diag {
+public:
+  explicit Diag(const SourceManager &sm) : sm_(sm) {}
+
+  void error(DiagId id, SourceRange r, std::vector<std::string> args = {});
+  void warning(DiagId id, SourceRange r, std::vector<std::string> args = {});
+  void note(DiagId id, SourceRange r, std::vector<std::string> args = {});
+  /// Generic entry: severity comes from kinds.def.
+  void report(DiagId id, SourceRange r, std::vector<std::string> args = {});
+
+  unsigned error_count() const { return errors_; }
+  bool has_errors() const { return errors_ != 0; }
+  const std::vector<Diagnostic> &diagnostics() const { return diags_; }
+
+  /// Renders every diagnostic as `file:line:col: severity: message`, the
+  /// source line and a caret line (`^~~~` under the range).
+  std::string render() const;
+  std::string render(const Diagnostic &d) const;
+
+private:
+  const SourceManager &sm_;
+  std::vector<Diagnostic> diags_;
+  unsigned errors_ = 0;
+};
+
+/// Formats "{0} and {1}" with args.
+std::string format_message(const char *fmt, const std::vector<std::string> &args);
+
+/// A bug in etlc: prints "etlc: internal error: <msg>" and aborts.
+[[noreturn]] void internal_error(const std::string &msg);
+
+} // namespace etl

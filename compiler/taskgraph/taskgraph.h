@@ -1,0 +1,102 @@
+//===- taskgraph/taskgraph.h - Task groups, event tensors, edges ----------===//
+//
+// What this owns: the program as a graph. Built from a checked kernel
+// (build_task_graph), it lists the task groups with their symbolic domains,
+// the event tensors with their symbolic shapes, and the edges between them:
+// a `notifies` edge from a group to an event and a `waits` edge from an
+// event to a group, each with its index map (one index expression per event
+// dimension, or `*`). It derives each event element's wait count and checks
+// that the graph is acyclic and that every awaited event has producers.
+//
+// Downstream: schedule/ picks the group order, lower/ generates the waits and
+// notifies from the edges, artifact/ serialises the edges for the runtime
+// (which counts notifications per element at bind time).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ast/ast.h"
+#include "diag/diag.h"
+#include "sema/symbolic.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace etl {
+
+/// One component of an edge's index map: `*` or an expression of the task's
+/// indices and the dims.
+struct EdgeIndex {
+  bool star = false;
+  Sym value;                  ///< when !star
+  const Expr *expr = nullptr; ///< the source expression (for lowering)
+};
+
+/// `group waits E[...]` or `group notifies E[...]`.
+struct Edge {
+  int group = -1;
+  int event = -1;
+  std::vector<EdgeIndex> indices; ///< one per event dimension
+  const EventRef *ref = nullptr;
+};
+
+struct TaskGroup {
+  std::string name;
+  const TaskDecl *decl = nullptr;
+  std::vector<std::string> vars; ///< domain variable names
+  std::vector<Sym> lo, hi;       ///< var k ranges over [lo[k], hi[k])
+  Sym task_count;                ///< product of (hi - lo)
+  std::vector<int> waits;        ///< indices into TaskGraph::edges
+  std::vector<int> notifies;     ///< indices into TaskGraph::edges
+};
+
+struct EventTensor {
+  std::string name;
+  const EventDecl *decl = nullptr;
+  std::vector<Sym> shape;
+  Sym num_elements;
+  /// The wait count of every element, when it is the same for all elements
+  /// (e.g. cdiv(N, TN) for `partial[i, j] notifies E[i]`); nullopt when it
+  /// varies by element (the runtime counts per element either way).
+  std::optional<Sym> wait_count;
+  std::string wait_count_note; ///< why it varies, for --emit=taskgraph
+  std::vector<int> producers;  ///< edges that notify it
+  std::vector<int> consumers;  ///< edges that wait on it
+};
+
+struct TaskGraph {
+  const KernelDecl *kernel = nullptr;
+  std::vector<TaskGroup> groups;
+  std::vector<EventTensor> events;
+  std::vector<Edge> edges;
+  /// Groups in a topological order (producers before consumers); filled by
+  /// build_task_graph when the graph is acyclic.
+  std::vector<int> topo_order;
+};
+
+/// Builds the graph of a checked kernel. Reports cycles (naming the groups
+/// and events on the cycle) and waits on events nothing notifies. Returns
+/// the graph even on error so dumps can show it; check diag.has_errors().
+TaskGraph build_task_graph(const KernelDecl &k, Diag &diag);
+
+/// `--emit=taskgraph`: stable text for golden tests.
+std::string print_task_graph(const TaskGraph &g);
+/// `--emit=dot`: Graphviz.
+std::string print_dot(const TaskGraph &g);
+
+//===-- Argument block layout (see runtime/abi/etl_abi.h) -----------------===//
+
+/// Slot numbers of the kernel's argument block for one kernel: dims first,
+/// then tensors (parameters, then buffers), then events.
+struct ArgLayout {
+  unsigned first = 8; ///< ETL_SLOT_FIRST_PROGRAM
+  unsigned num_dims = 0, num_tensors = 0, num_events = 0;
+  unsigned dim(unsigned i) const { return first + i; }
+  unsigned tensor(unsigned i) const { return first + num_dims + i; }
+  unsigned event(unsigned i) const { return first + num_dims + num_tensors + i; }
+  unsigned num_slots() const { return first + num_dims + num_tensors + num_events; }
+};
+ArgLayout arg_layout(const KernelDecl &k);
+
+} // namespace etl

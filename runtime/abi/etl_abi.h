@@ -1,0 +1,181 @@
+/*===- abi/etl_abi.h - The contract between etlc and the runtime ----------===
+ *
+ * What this owns: every layout that both the compiler (C++) and the runtime
+ * (C11) must agree on. Nothing here is public API; applications include only
+ * <etl/etl.h>. Change a layout here and bump ETL_ARTIFACT_VERSION.
+ *
+ *   1. The artifact file (.etlb): header, section table, metadata encoding.
+ *   2. The expression bytecode used in metadata (shapes, constraints, index
+ *      maps, task domains) that the runtime evaluates at bind time.
+ *   3. The megakernel's single argument: a block of 64-bit slots.
+ *   4. The sim target's machine-operation table: the functions the sim code
+ *      calls instead of PTX special registers, barriers and atomics.
+ *
+ * All integers are little-endian.
+ *===----------------------------------------------------------------------===*/
+#ifndef ETL_ABI_H
+#define ETL_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===-- 1. Artifact file ---------------------------------------------------===
+ *
+ *   etl_artifact_header                       (32 bytes, at offset 0)
+ *   etl_section_entry[section_count]          (32 bytes each, right after)
+ *   section payloads                          (at the offsets the entries give)
+ *
+ * `checksum` is FNV-1a (32-bit) over every byte after the header, so a
+ * truncated or corrupted file is refused before anything is parsed.
+ * `file_size` must equal the actual size.
+ *
+ * Sections:
+ *   ETL_SECTION_META  exactly one, target "": the metadata (below).
+ *   ETL_SECTION_CODE  one per target. target "sim": an x86-64 ELF shared
+ *                     object exporting ETL_SIM_ENTRY and ETL_SIM_OPS_SYMBOL.
+ *                     target "sm_80", "sm_90", ...: NUL-terminated PTX text
+ *                     whose kernel entry is ETL_KERNEL_ENTRY.
+ */
+#define ETL_ARTIFACT_MAGIC "ETLB"
+#define ETL_ARTIFACT_VERSION 1u
+
+typedef struct etl_artifact_header {
+  char magic[4];          /* "ETLB" */
+  uint32_t version;       /* ETL_ARTIFACT_VERSION */
+  uint64_t file_size;     /* total bytes, header included */
+  uint32_t section_count;
+  uint32_t checksum;      /* FNV-1a 32 over bytes [32, file_size) */
+  uint64_t reserved;      /* 0 */
+} etl_artifact_header;
+
+enum { ETL_SECTION_META = 1, ETL_SECTION_CODE = 2 };
+
+typedef struct etl_section_entry {
+  uint32_t kind;      /* ETL_SECTION_* */
+  char target[12];    /* NUL-padded: "", "sim", "sm_90", ... */
+  uint64_t offset;    /* from file start */
+  uint64_t size;
+} etl_section_entry;
+
+#define ETL_FNV1A_OFFSET 2166136261u
+#define ETL_FNV1A_PRIME 16777619u
+
+/* Metadata section encoding. Primitive encodings:
+ *   u32, i64       little-endian
+ *   str            u32 length, then that many bytes (no NUL)
+ *   expr           u32 word count n, then n i64 words of bytecode (section 2)
+ *
+ *   u32 threads_per_cta
+ *   u32 smem_bytes               static shared memory the kernel declares
+ *   str kernel_name
+ *   str source_path              for messages
+ *   u32 num_slots                slots in the argument block (>= ETL_SLOT_FIRST_PROGRAM)
+ *   u32 n_dims      { str name; u32 slot }                        value slot: i64
+ *   u32 n_tensors   { str name; u32 elem; u32 is_buffer; u32 rank;
+ *                     expr shape[rank]; u32 slot }                slot: pointer
+ *   u32 n_constraints { expr cond; str text; str where }          where = "file:line:col"
+ *   u32 n_events    { str name; u32 rank; expr shape[rank]; u32 slot }
+ *                                       slot: element offset of E[0...] in the counter array
+ *   u32 n_groups    { str name; u32 rank; { expr lo; expr hi }[rank];
+ *                     u32 n_notifies { u32 event; u32 n; { u32 star; expr idx if !star }[n] };
+ *                     u32 n_waits    { same as notifies } }
+ *   u32 n_order     { u32 group }    groups in a topological order of the event graph
+ *
+ * Exprs in tensor/event shapes and constraints may use DIM; exprs in group
+ * domains may use DIM (lo/hi of var k may use VAR j for j < k: not yet);
+ * notify/wait indices may use DIM and VAR (the group's domain variables).
+ */
+enum { ETL_ELEM_F32 = 0, ETL_ELEM_F16 = 1, ETL_ELEM_I32 = 2 };
+
+/*===-- 2. Expression bytecode ---------------------------------------------===
+ *
+ * Postfix over a stack of int64. An op word is followed by its immediate, if
+ * any. Division, modulo and cdiv are floor-based and need a divisor > 0 (the
+ * evaluator reports an error otherwise); comparisons push 0 or 1.
+ */
+enum etl_xop {
+  ETL_XOP_CONST = 1,  /* imm: value */
+  ETL_XOP_DIM = 2,    /* imm: dim index (metadata order) */
+  ETL_XOP_VAR = 3,    /* imm: domain variable index of the group */
+  ETL_XOP_ADD = 10,
+  ETL_XOP_SUB,
+  ETL_XOP_MUL,
+  ETL_XOP_FLOORDIV,
+  ETL_XOP_MOD,
+  ETL_XOP_CDIV,
+  ETL_XOP_MIN,
+  ETL_XOP_MAX,
+  ETL_XOP_NEG,
+  ETL_XOP_EQ = 30,
+  ETL_XOP_NE,
+  ETL_XOP_LT,
+  ETL_XOP_LE,
+  ETL_XOP_GT,
+  ETL_XOP_GE,
+  ETL_XOP_AND,
+  ETL_XOP_OR,
+  ETL_XOP_NOT
+};
+
+/*===-- 3. Kernel argument block --------------------------------------------===
+ *
+ * The megakernel takes one parameter: a pointer (in device memory on CUDA,
+ * host memory on sim) to `num_slots` uint64 slots. Fixed slots first, then
+ * the program's slots as the metadata assigns them.
+ */
+enum etl_slot {
+  ETL_SLOT_EVENTS = 0,     /* uint32_t* event counters */
+  ETL_SLOT_QUEUE = 1,      /* uint32_t* static queue entries, (group, linear) pairs */
+  ETL_SLOT_QUEUE_OFFS = 2, /* uint32_t* per-CTA start, num_ctas+1 entries, in pairs */
+  ETL_SLOT_ABORT = 3,      /* volatile uint32_t* : non-zero = stop now */
+  ETL_SLOT_NUM_CTAS = 4,   /* uint64 value */
+  ETL_SLOT_TIMELINE = 5,   /* reserved for the timeline (0 = off) */
+  ETL_SLOT_RESERVED6 = 6,
+  ETL_SLOT_RESERVED7 = 7,
+  ETL_SLOT_FIRST_PROGRAM = 8
+};
+
+/* Kernel entry symbol, on every target: void etl_main(uint64_t *args). */
+#define ETL_KERNEL_ENTRY "etl_main"
+
+/*===-- 4. Sim machine operations ------------------------------------------===
+ *
+ * The sim object calls these through a table the runtime installs: after
+ * dlopen, the runtime stores a pointer to its `etl_sim_ops` in the object's
+ * global ETL_SIM_OPS_SYMBOL (type `const etl_sim_ops *`). Each simulated
+ * thread runs `etl_main(args)`; "current thread/CTA" is the runtime's
+ * business (per worker thread state). Order matters: the compiler calls
+ * entries by position, so only ever append.
+ *
+ * ETL_SIM_OP(name, return type, parameter list)
+ */
+#define ETL_SIM_OPS(X)                                                          \
+  X(tid, uint32_t, (void))               /* thread index in the CTA */          \
+  X(ctaid, uint32_t, (void))             /* CTA index in the grid */            \
+  X(barrier, void, (void))               /* bar.sync 0 over the CTA */          \
+  X(shared_base, void *, (void))         /* this CTA's shared memory */         \
+  X(check_access, void,                  /* before every global load/store */  \
+    (const void *ptr, uint64_t bytes, uint32_t is_store))                       \
+  X(atomic_add_release, uint32_t,        /* returns the old value */            \
+    (uint32_t *ptr, uint32_t value))                                            \
+  X(load_acquire, uint32_t, (const uint32_t *ptr))                              \
+  X(fence, void, (void))                 /* fence.acq_rel.gpu */                \
+  X(spin_pause, void, (void))            /* nanosleep in a spin-wait loop */    \
+  X(task_begin, void, (uint32_t group, uint32_t linear))                        \
+  X(task_end, void, (void))
+
+typedef struct etl_sim_ops {
+#define ETL_SIM_OP_FIELD(name, ret, params) ret(*name) params;
+  ETL_SIM_OPS(ETL_SIM_OP_FIELD)
+#undef ETL_SIM_OP_FIELD
+} etl_sim_ops;
+
+#define ETL_SIM_OPS_SYMBOL "__etl_sim_ops"
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ETL_ABI_H */
