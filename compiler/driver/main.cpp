@@ -1,1 +1,76 @@
-int main() { return 0; }
+//===- driver/main.cpp - The etlc command line -----------------------------===//
+//
+// What this owns: parsing the command line (CLI11) into CompileOptions and
+// calling the pipeline. Nothing else lives here.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/pipeline.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <sstream>
+
+namespace {
+
+std::string emit_help() {
+  std::ostringstream os;
+  os << "Print one stage's output instead of writing an artifact:";
+#define ETL_EMIT_HELP(NAME, DOC) os << "\n  " << #NAME << ": " << DOC;
+  ETL_EMIT_KINDS(ETL_EMIT_HELP)
+#undef ETL_EMIT_HELP
+  return os.str();
+}
+
+std::vector<std::string> emit_names() {
+  return {
+#define ETL_EMIT_NAME(NAME, DOC) #NAME,
+      ETL_EMIT_KINDS(ETL_EMIT_NAME)
+#undef ETL_EMIT_NAME
+  };
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"etlc: the ETL compiler.\n\n"
+               "Compiles a .etl program (tiled tasks and the event tensors between them)\n"
+               "ahead of time into one persistent megakernel, packed with the metadata\n"
+               "the ETL runtime needs into one artifact file (.etlb).\n\n"
+               "Example:\n"
+               "  etlc compile examples/rowsum/rowsum.etl -o rowsum.etlb --target sm_90,sim\n"
+               "  etlc compile examples/rowsum/rowsum.etl --emit=taskgraph\n",
+               "etlc"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "etlc 0.1.0 (artifact format 1, LLVM 16)");
+
+  etl::CompileOptions opts;
+  CLI::App *compile = app.add_subcommand("compile", "Compile a .etl file to an artifact");
+  compile->add_option("input", opts.input, "The .etl source file")->required();
+  compile->add_option("-o,--output", opts.output, "Artifact to write (written atomically)");
+  compile
+      ->add_option("--target", opts.targets,
+                   "Comma-separated targets: sim (CPU simulator), sm_80, sm_86, sm_89, sm_90 "
+                   "(PTX). Default: sm_90,sim")
+      ->delimiter(',')
+      ->capture_default_str();
+  compile->add_option("--emit", opts.emit, emit_help())
+      ->check(CLI::IsMember(emit_names()));
+  compile->add_flag("--time-passes", opts.time_passes, "Print the time of every stage");
+  compile
+      ->add_option("--threads", opts.threads_per_cta,
+                   "Threads per CTA of the megakernel (a multiple of 32)")
+      ->check(CLI::Range(32u, 1024u))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (opts.threads_per_cta % 32 != 0) {
+    std::cerr << "etlc: error: --threads must be a multiple of 32\n";
+    return 2;
+  }
+  return etl::compile(opts, std::cout, std::cerr);
+}

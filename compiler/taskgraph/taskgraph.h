@@ -6,9 +6,10 @@
 // a `notifies` edge from a group to an event and a `waits` edge from an
 // event to a group, each with its index map (one index expression per event
 // dimension, or `*`). It derives each event element's wait count and checks
-// that the graph is acyclic and that every awaited event has producers.
+// that every awaited event has producers.
 //
-// Downstream: schedule/ picks the group order, lower/ generates the waits and
+// Downstream: schedule/ checks acyclicity and picks the group order, lower/
+// generates the waits and
 // notifies from the edges, artifact/ serialises the edges for the runtime
 // (which counts notifications per element at bind time).
 //
@@ -37,6 +38,7 @@ struct EdgeIndex {
 struct Edge {
   int group = -1;
   int event = -1;
+  bool notify = false;            ///< a `notifies` edge (else `waits`)
   std::vector<EdgeIndex> indices; ///< one per event dimension
   const EventRef *ref = nullptr;
 };
@@ -71,13 +73,13 @@ struct TaskGraph {
   std::vector<EventTensor> events;
   std::vector<Edge> edges;
   /// Groups in a topological order (producers before consumers); filled by
-  /// build_task_graph when the graph is acyclic.
+  /// schedule_task_graph (schedule/schedule.h) when the graph is acyclic.
   std::vector<int> topo_order;
 };
 
-/// Builds the graph of a checked kernel. Reports cycles (naming the groups
-/// and events on the cycle) and waits on events nothing notifies. Returns
-/// the graph even on error so dumps can show it; check diag.has_errors().
+/// Builds the graph of a checked kernel. Reports waits on events nothing
+/// notifies. Returns the graph even on error so dumps can show it; check
+/// diag.has_errors().
 TaskGraph build_task_graph(const KernelDecl &k, Diag &diag);
 
 /// `--emit=taskgraph`: stable text for golden tests.

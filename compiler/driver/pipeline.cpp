@@ -1,0 +1,174 @@
+//===- driver/pipeline.cpp - The compiler pipeline ------------------------===//
+//
+// What this owns: compile() and compile_front(), the one place that knows
+// the order of the stages. Each stage is a free function from its folder;
+// this file only sequences them, stops at the requested dump and times them.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/pipeline.h"
+
+#include "artifact/artifact.h"
+#include "driver/metadata.h"
+#include "frontend/parser.h"
+#include "lower/backend.h"
+#include "schedule/schedule.h"
+#include "sema/check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <ostream>
+
+namespace etl {
+namespace {
+
+/// Times the stages for --time-passes.
+class PassTimer {
+public:
+  template <class F> auto run(const char *name, F &&f) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = f();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count();
+    times_.emplace_back(name, ms);
+    return r;
+  }
+  void print(std::ostream &os) const {
+    double total = 0;
+    os << "===-- etlc stage times --===\n";
+    for (const auto &[name, ms] : times_) {
+      os << "  " << std::left << std::setw(14) << name << std::right << std::fixed
+         << std::setprecision(2) << std::setw(10) << ms << " ms\n";
+      total += ms;
+    }
+    os << "  " << std::left << std::setw(14) << "total" << std::right << std::setw(10) << total
+       << " ms\n";
+  }
+
+private:
+  std::vector<std::pair<std::string, double>> times_;
+};
+
+bool is_gpu_target(const std::string &t) { return t.rfind("sm_", 0) == 0; }
+
+bool valid_target(const std::string &t) {
+  return t == "sim" || t == "sm_80" || t == "sm_86" || t == "sm_89" || t == "sm_90";
+}
+
+bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
+  c.program = timer.run("parse", [&] { return parse_program(c.file, c.sm, c.diag); });
+  if (c.diag.has_errors() || stop_after == "ast")
+    return !c.diag.has_errors();
+  if (!timer.run("sema", [&] { return check_program(*c.program, c.diag); }))
+    return false;
+  if (c.program->kernels.size() != 1) {
+    SourceRange r;
+    r.begin = c.sm.loc(c.file, 0);
+    r.end = r.begin;
+    if (c.program->kernels.empty())
+      c.diag.error(DiagId::NoKernel, r);
+    else
+      c.diag.error(DiagId::MultipleKernels, c.program->kernels[1].name_range,
+                   {c.program->kernels[1].name});
+    return false;
+  }
+  c.graph = timer.run("taskgraph",
+                      [&] { return build_task_graph(c.program->kernels[0], c.diag); });
+  if (c.diag.has_errors())
+    return false;
+  return timer.run("schedule", [&] { return schedule_task_graph(c.graph, c.diag); });
+}
+
+} // namespace
+
+bool compile_front(Compilation &c, const std::string &stop_after) {
+  PassTimer timer;
+  return front(c, stop_after, timer);
+}
+
+int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
+  for (const std::string &t : opts.targets)
+    if (!valid_target(t)) {
+      err << "etlc: error: unknown target '" << t
+          << "'; expected sim, sm_80, sm_86, sm_89 or sm_90\n";
+      return 2;
+    }
+  if (opts.emit == "ptx" && !std::any_of(opts.targets.begin(), opts.targets.end(), is_gpu_target)) {
+    err << "etlc: error: --emit=ptx needs an sm_* target\n";
+    return 2;
+  }
+  if (opts.emit.empty() && opts.output.empty()) {
+    err << "etlc: error: no output file; give -o FILE (or --emit=KIND to print a stage)\n";
+    return 2;
+  }
+
+  Compilation c;
+  std::string io_err;
+  if (!c.sm.load(opts.input, c.file, io_err)) {
+    err << "etlc: error: cannot read '" << opts.input << "': " << io_err << "\n";
+    return 2;
+  }
+  PassTimer timer;
+  auto finish = [&](int code) {
+    err << c.diag.render();
+    if (opts.time_passes)
+      timer.print(err);
+    return code;
+  };
+
+  bool ok = front(c, opts.emit == "ast" ? "ast" : "", timer);
+  if (opts.emit == "ast" && c.program) {
+    out << print_ast(*c.program, c.sm);
+    return finish(ok ? 0 : 1);
+  }
+  if (!ok)
+    return finish(1);
+  if (opts.emit == "taskgraph") {
+    out << print_task_graph(c.graph);
+    return finish(0);
+  }
+  if (opts.emit == "dot") {
+    out << print_dot(c.graph);
+    return finish(0);
+  }
+
+  std::vector<std::string> targets = opts.targets;
+  if (opts.emit == "ptx") {
+    targets.erase(std::remove_if(targets.begin(), targets.end(),
+                                 [](const std::string &t) { return !is_gpu_target(t); }),
+                  targets.end());
+  }
+  BackendOptions bopts;
+  bopts.threads_per_cta = opts.threads_per_cta;
+  const KernelDecl &k = c.program->kernels[0];
+  BackendResult be =
+      timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
+  if (!be.ok) {
+    err << "etlc: error: code generation failed: " << be.error << "\n";
+    return finish(2);
+  }
+  if (opts.emit == "llvm" || opts.emit == "ptx") {
+    for (const TargetOutput &o : be.outputs) {
+      if (be.outputs.size() > 1)
+        out << (opts.emit == "llvm" ? "; " : "// ") << "===-- target " << o.target
+            << " --===\n";
+      out << (opts.emit == "llvm" ? o.llvm_ir : o.code);
+    }
+    return finish(0);
+  }
+
+  std::string bytes = timer.run("artifact", [&] {
+    ArtifactMeta meta = build_metadata(*c.program, k, c.graph, be, c.sm);
+    std::vector<std::pair<std::string, std::string>> code;
+    for (const TargetOutput &o : be.outputs)
+      code.emplace_back(o.target, o.code);
+    return serialize_artifact(meta, code);
+  });
+  if (!write_file_atomically(opts.output, bytes, io_err)) {
+    err << "etlc: error: cannot write '" << opts.output << "': " << io_err << "\n";
+    return finish(2);
+  }
+  return finish(0);
+}
+
+} // namespace etl

@@ -1,0 +1,63 @@
+//===- driver/pipeline.h - The compiler pipeline, stage by stage ----------===//
+//
+// What this owns: running the stages in order. One readable function,
+// compile(), calls each stage, stops early where --emit asks for a dump, and
+// times every stage for --time-passes:
+//
+//   read -> parse -> sema -> taskgraph -> schedule -> backend (per target)
+//        -> artifact
+//
+// Tests drive the same functions in-process (tests/unit/golden).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ast/ast.h"
+#include "diag/diag.h"
+#include "taskgraph/taskgraph.h"
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace etl {
+
+/// What `--emit` can dump; each stops the pipeline after its stage.
+#define ETL_EMIT_KINDS(X)                                                      \
+  X(ast, "the syntax tree after parsing")                                      \
+  X(taskgraph, "task groups, event tensors, edges and wait counts")            \
+  X(dot, "the task graph as Graphviz")                                         \
+  X(llvm, "LLVM IR of the megakernel, per target")                             \
+  X(ptx, "PTX text for the sm_* targets")
+
+struct CompileOptions {
+  std::string input;
+  std::string output;                               ///< artifact path
+  std::vector<std::string> targets = {"sm_90", "sim"};
+  std::string emit;                                 ///< empty: write the artifact
+  bool time_passes = false;
+  unsigned threads_per_cta = 128;
+};
+
+/// A compilation in progress: the source, its diagnostics and what each
+/// stage produced so far.
+struct Compilation {
+  SourceManager sm;
+  Diag diag{sm};
+  FileId file = 0;
+  std::unique_ptr<Program> program;
+  TaskGraph graph;
+};
+
+/// Front half: parse, check, build and schedule the task graph of the
+/// program's (single) kernel. Returns false once any stage reported errors.
+/// `stop_after` may be "ast" to stop after parsing.
+bool compile_front(Compilation &c, const std::string &stop_after = "");
+
+/// The whole pipeline as `etlc compile` runs it. Dumps go to `out`,
+/// diagnostics and errors to `err`. Returns the process exit code:
+/// 0 success, 1 errors in the program, 2 usage or I/O errors.
+int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err);
+
+} // namespace etl

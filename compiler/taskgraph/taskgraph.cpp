@@ -1,0 +1,229 @@
+//===- taskgraph/taskgraph.cpp - Building and printing the task graph -----===//
+//
+// What this owns: build_task_graph (groups, events, edges, wait counts),
+// its text and Graphviz dumps, and the argument-block layout.
+//
+// Wait counts. Element e of event E receives one notification from every
+// (task, notify edge) pair whose index map hits e. When each non-`*`
+// component of an edge is a distinct task variable ranging exactly over the
+// event's extent in that dimension, every element receives the same number:
+// the product of the extents of the task variables the edge does not use.
+// That covers the common maps (`partial[i, j] notifies E[i]`); for any other
+// map the count varies by element and is left to the runtime, which counts
+// per element for the bound shape by enumeration.
+//
+//===----------------------------------------------------------------------===//
+#include "taskgraph/taskgraph.h"
+
+#include <sstream>
+
+namespace etl {
+namespace {
+
+/// The uniform per-element count contributed by one notify edge, if any.
+std::optional<Sym> uniform_count(const TaskGroup &g, const Edge &e, const EventTensor &ev,
+                                 std::string &why) {
+  std::vector<bool> used(g.vars.size(), false);
+  for (size_t d = 0; d < e.indices.size(); ++d) {
+    const EdgeIndex &ix = e.indices[d];
+    if (ix.star)
+      continue;
+    int var = -1;
+    for (size_t v = 0; v < g.vars.size(); ++v)
+      if (ix.value == Sym::symbol(g.vars[v]))
+        var = int(v);
+    if (var < 0) {
+      why = "index '" + ix.value.str() + "' of " + g.name + " is not a plain task index";
+      return std::nullopt;
+    }
+    if (used[var]) {
+      why = "task index '" + g.vars[var] + "' is used twice";
+      return std::nullopt;
+    }
+    used[var] = true;
+    if (g.lo[var] != Sym(0) || g.hi[var] != ev.shape[d]) {
+      why = "the range of '" + g.vars[var] + "' is not the extent of dimension " +
+            std::to_string(d);
+      return std::nullopt;
+    }
+  }
+  Sym count(1);
+  for (size_t v = 0; v < g.vars.size(); ++v)
+    if (!used[v])
+      count = count * (g.hi[v] - g.lo[v]);
+  return count;
+}
+
+std::string edge_str(const TaskGraph &g, const Edge &e) {
+  std::string s = g.events[e.event].name + "[";
+  for (size_t i = 0; i < e.indices.size(); ++i)
+    s += (i ? ", " : "") + (e.indices[i].star ? std::string("*") : e.indices[i].value.str());
+  return s + "]";
+}
+
+std::string shape_str(const std::vector<Sym> &s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + s[i].str();
+  return r;
+}
+
+} // namespace
+
+TaskGraph build_task_graph(const KernelDecl &k, Diag &diag) {
+  TaskGraph g;
+  g.kernel = &k;
+  for (const EventDecl &e : k.events) {
+    EventTensor ev;
+    ev.name = e.name;
+    ev.decl = &e;
+    ev.shape = e.sym_shape;
+    ev.num_elements = Sym(1);
+    for (const Sym &s : ev.shape)
+      ev.num_elements = ev.num_elements * s;
+    g.events.push_back(std::move(ev));
+  }
+  for (const TaskDecl &t : k.tasks) {
+    TaskGroup grp;
+    grp.name = t.name;
+    grp.decl = &t;
+    grp.task_count = Sym(1);
+    for (const TaskIndexDecl &d : t.domain) {
+      grp.vars.push_back(d.name);
+      grp.lo.push_back(d.lo->sym.value_or(Sym(0)));
+      grp.hi.push_back(d.hi->sym.value_or(Sym(1)));
+      grp.task_count = grp.task_count * (grp.hi.back() - grp.lo.back());
+    }
+    int gi = int(g.groups.size());
+    auto add_edges = [&](const std::vector<EventRef> &refs, bool notify) {
+      for (const EventRef &r : refs) {
+        if (r.event_index < 0)
+          continue;
+        Edge e;
+        e.group = gi;
+        e.event = r.event_index;
+        e.notify = notify;
+        e.ref = &r;
+        for (const ExprPtr &ix : r.indices) {
+          EdgeIndex ei;
+          ei.star = !ix;
+          if (ix) {
+            ei.value = ix->sym.value_or(Sym(0));
+            ei.expr = ix.get();
+          }
+          e.indices.push_back(ei);
+        }
+        int ei = int(g.edges.size());
+        g.edges.push_back(std::move(e));
+        (notify ? grp.notifies : grp.waits).push_back(ei);
+        (notify ? g.events[r.event_index].producers : g.events[r.event_index].consumers)
+            .push_back(ei);
+      }
+    };
+    add_edges(t.waits, false);
+    add_edges(t.notifies, true);
+    g.groups.push_back(std::move(grp));
+  }
+
+  for (EventTensor &ev : g.events) {
+    if (ev.producers.empty()) {
+      for (int c : ev.consumers) {
+        const Edge &e = g.edges[c];
+        diag.error(DiagId::EventNeverNotified, e.ref->range, {g.groups[e.group].name, ev.name});
+      }
+      if (!ev.consumers.empty())
+        diag.note(DiagId::NoteDeclaredHere, ev.decl->name_range, {ev.name});
+      ev.wait_count = Sym(0);
+      continue;
+    }
+    if (ev.consumers.empty())
+      diag.warning(DiagId::EventNeverAwaited, ev.decl->name_range, {ev.name});
+    Sym total(0);
+    bool uniform = true;
+    for (int p : ev.producers) {
+      const Edge &e = g.edges[p];
+      auto c = uniform_count(g.groups[e.group], e, ev, ev.wait_count_note);
+      if (!c) {
+        uniform = false;
+        break;
+      }
+      total = total + *c;
+    }
+    if (uniform)
+      ev.wait_count = total;
+  }
+  return g;
+}
+
+std::string print_task_graph(const TaskGraph &g) {
+  std::ostringstream os;
+  const KernelDecl &k = *g.kernel;
+  os << "kernel " << k.name << "<";
+  for (size_t i = 0; i < k.dims.size(); ++i)
+    os << (i ? ", " : "") << k.dims[i].name;
+  os << ">\n";
+  for (const EventTensor &ev : g.events) {
+    os << "event " << ev.name << "[" << shape_str(ev.shape) << "]\n";
+    os << "  elements:   " << ev.num_elements.str() << "\n";
+    if (ev.wait_count)
+      os << "  wait count: " << ev.wait_count->str() << " per element\n";
+    else
+      os << "  wait count: varies by element (" << ev.wait_count_note
+         << "); counted by the runtime\n";
+    for (int p : ev.producers)
+      os << "  notified by " << g.groups[g.edges[p].group].name << " as "
+         << edge_str(g, g.edges[p]) << "\n";
+    for (int c : ev.consumers)
+      os << "  awaited by  " << g.groups[g.edges[c].group].name << " as "
+         << edge_str(g, g.edges[c]) << "\n";
+  }
+  for (const TaskGroup &grp : g.groups) {
+    os << "group " << grp.name << "[";
+    for (size_t i = 0; i < grp.vars.size(); ++i)
+      os << (i ? ", " : "") << grp.vars[i] << " in " << grp.lo[i].str() << " .. "
+         << grp.hi[i].str();
+    os << "]\n  tasks:      " << grp.task_count.str() << "\n";
+    for (int w : grp.waits)
+      os << "  waits       " << edge_str(g, g.edges[w]) << "\n";
+    for (int n : grp.notifies)
+      os << "  notifies    " << edge_str(g, g.edges[n]) << "\n";
+    os << "  schedule:   static (per-CTA queues dealt round-robin in group order)\n";
+  }
+  os << "order:";
+  for (int gi : g.topo_order)
+    os << " " << g.groups[gi].name;
+  os << "\n";
+  return os.str();
+}
+
+std::string print_dot(const TaskGraph &g) {
+  std::ostringstream os;
+  os << "digraph \"" << g.kernel->name << "\" {\n  rankdir=LR;\n";
+  for (const TaskGroup &grp : g.groups)
+    os << "  \"task:" << grp.name << "\" [shape=box, label=\"" << grp.name << "\\n"
+       << grp.task_count.str() << " tasks\"];\n";
+  for (const EventTensor &ev : g.events)
+    os << "  \"event:" << ev.name << "\" [shape=ellipse, label=\"" << ev.name << "["
+       << shape_str(ev.shape) << "]\"];\n";
+  for (const Edge &e : g.edges) {
+    std::string label = edge_str(g, e);
+    if (e.notify)
+      os << "  \"task:" << g.groups[e.group].name << "\" -> \"event:" << g.events[e.event].name
+         << "\" [label=\"" << label << "\"];\n";
+    else
+      os << "  \"event:" << g.events[e.event].name << "\" -> \"task:"
+         << g.groups[e.group].name << "\" [label=\"" << label << "\"];\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+ArgLayout arg_layout(const KernelDecl &k) {
+  ArgLayout l;
+  l.num_dims = unsigned(k.dims.size());
+  l.num_tensors = unsigned(k.tensors.size());
+  l.num_events = unsigned(k.events.size());
+  return l;
+}
+
+} // namespace etl
