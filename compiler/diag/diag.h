@@ -56,6 +56,8 @@ public:
   void error(DiagId id, SourceRange r, std::vector<std::string> args = {});
   void warning(DiagId id, SourceRange r, std::vector<std::string> args = {});
   void note(DiagId id, SourceRange r, std::vector<std::string> args = {});
+  /// Adds an already formatted diagnostic (e.g. collected elsewhere).
+  void add(const Diagnostic &d);
   /// Generic entry: severity comes from kinds.def.
   void report(DiagId id, SourceRange r, std::vector<std::string> args = {});
 

@@ -1,0 +1,164 @@
+//===- diag/diag.cpp - Diagnostics ----------------------------------------===//
+//
+// Implements the diagnostic table (from diag/kinds.def), message formatting
+// and rendering:
+//
+//   file.etl:12:7: error: use of undefined name 'foo'
+//       let t = foo + 1;
+//               ^~~
+//
+// The caret line copies the tabs of the source line so that the caret lines
+// up in any editor; a range that runs past the end of its first line is
+// underlined to the end of that line.
+//
+//===----------------------------------------------------------------------===//
+#include "diag/diag.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace etl {
+
+namespace {
+struct DiagInfo {
+  const char *name;
+  Severity severity;
+  const char *format;
+};
+
+const DiagInfo kDiagInfo[] = {
+#define ETL_DIAG(ID, SEVERITY, FORMAT) {#ID, Severity::SEVERITY, FORMAT},
+#include "diag/kinds.def"
+};
+
+const char *severity_word(Severity s) {
+  switch (s) {
+  case Severity::Error:
+    return "error";
+  case Severity::Warning:
+    return "warning";
+  case Severity::Note:
+    return "note";
+  }
+  return "error";
+}
+} // namespace
+
+const char *diag_format(DiagId id) { return kDiagInfo[static_cast<size_t>(id)].format; }
+Severity diag_severity(DiagId id) { return kDiagInfo[static_cast<size_t>(id)].severity; }
+const char *diag_name(DiagId id) { return kDiagInfo[static_cast<size_t>(id)].name; }
+
+std::vector<DiagId> all_diag_ids() {
+  return {
+#define ETL_DIAG(ID, SEVERITY, FORMAT) DiagId::ID,
+#include "diag/kinds.def"
+  };
+}
+
+std::string format_message(const char *fmt, const std::vector<std::string> &args) {
+  std::string out;
+  for (const char *p = fmt; *p; ++p) {
+    if (*p == '{') {
+      const char *q = p + 1;
+      size_t n = 0;
+      bool digits = false;
+      while (*q >= '0' && *q <= '9') {
+        n = n * 10 + static_cast<size_t>(*q - '0');
+        digits = true;
+        ++q;
+      }
+      if (digits && *q == '}') {
+        if (n < args.size())
+          out += args[n];
+        else
+          out += "{" + std::to_string(n) + "}";
+        p = q;
+        continue;
+      }
+    }
+    out += *p;
+  }
+  return out;
+}
+
+void Diag::report(DiagId id, SourceRange r, std::vector<std::string> args) {
+  Diagnostic d{id, diag_severity(id), r, format_message(diag_format(id), args)};
+  if (d.severity == Severity::Error)
+    ++errors_;
+  diags_.push_back(std::move(d));
+}
+
+void Diag::add(const Diagnostic &d) {
+  if (d.severity == Severity::Error)
+    ++errors_;
+  diags_.push_back(d);
+}
+
+void Diag::error(DiagId id, SourceRange r, std::vector<std::string> args) {
+  Diagnostic d{id, Severity::Error, r, format_message(diag_format(id), args)};
+  ++errors_;
+  diags_.push_back(std::move(d));
+}
+
+void Diag::warning(DiagId id, SourceRange r, std::vector<std::string> args) {
+  diags_.push_back({id, Severity::Warning, r, format_message(diag_format(id), args)});
+}
+
+void Diag::note(DiagId id, SourceRange r, std::vector<std::string> args) {
+  diags_.push_back({id, Severity::Note, r, format_message(diag_format(id), args)});
+}
+
+std::string Diag::render(const Diagnostic &d) const {
+  std::string out;
+  if (!d.range.valid()) {
+    out += "etlc: ";
+    out += severity_word(d.severity);
+    out += ": " + d.message + "\n";
+    return out;
+  }
+  const SourceLoc &b = d.range.begin;
+  out += sm_.path(b.file) + ":" + std::to_string(b.line) + ":" + std::to_string(b.col) +
+         ": " + severity_word(d.severity) + ": " + d.message + "\n";
+  std::string_view line = sm_.line_text(b.file, b.line);
+  out += std::string(line) + "\n";
+  // Caret line: [col, end) underlined, clamped to the end of the line (one
+  // column past it is allowed, for "expected ';'" at the end of a line).
+  size_t col0 = b.col - 1;
+  size_t end0 = col0 + 1;
+  if (d.range.end.valid() && d.range.end.offset > b.offset) {
+    if (d.range.end.line == b.line)
+      end0 = d.range.end.col - 1;
+    else
+      end0 = line.size();
+  }
+  if (col0 > line.size())
+    col0 = line.size();
+  if (end0 > line.size())
+    end0 = std::max(line.size(), col0 + 1);
+  if (end0 <= col0)
+    end0 = col0 + 1;
+  std::string caret;
+  for (size_t i = 0; i < col0; ++i)
+    caret += line[i] == '\t' ? '\t' : ' ';
+  caret += '^';
+  for (size_t i = col0 + 1; i < end0; ++i)
+    caret += '~';
+  out += caret + "\n";
+  return out;
+}
+
+std::string Diag::render() const {
+  std::string out;
+  for (const Diagnostic &d : diags_)
+    out += render(d);
+  return out;
+}
+
+void internal_error(const std::string &msg) {
+  std::fprintf(stderr, "etlc: internal error: %s\n", msg.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+} // namespace etl

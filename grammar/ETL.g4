@@ -1,0 +1,125 @@
+// ETL.g4 - the grammar of ETL (.etl files).
+//
+// The generated C++ parser (ETLLexer/ETLParser, visitor, no listener) is used
+// only by compiler/frontend, which turns parse trees into the AST of
+// compiler/ast/ast.h. See grammar/README.md for a syntax reference.
+//
+// Decisions:
+//  - Element types (f32, f16, i32) are plain identifiers here; the AST builder
+//    reports UnknownElemType, which gives a better message than a syntax error.
+//  - `name<T>` starts a generic call only when followed by `[` or `(`:
+//    `zeros<f32>[TM]`, `cast<f16>(x)`, `full<f32>[TB](v)`. The (meaningless)
+//    chained comparison `a < b > (c)` therefore parses as a generic call.
+//  - A slice component is `e`, `lo .. hi` or `lo .. +extent`.
+//  - Characters the lexer does not know and unterminated block comments become
+//    tokens on the hidden channel; the frontend reports them, so the parser
+//    never sees them and each bad character is one clean error.
+grammar ETL;
+
+// -- declarations -----------------------------------------------------------
+
+program : topDecl* EOF ;
+
+topDecl : constDecl | kernelDecl ;
+
+constDecl : 'const' IDENT '=' expr ';' ;
+
+kernelDecl
+  : 'kernel' IDENT dimParams? '(' (param (',' param)*)? ')' whereClause? '{' kernelItem* '}'
+  ;
+
+dimParams : '<' dimParam (',' dimParam)* '>' ;
+
+dimParam : IDENT ':' 'dim' ;
+
+param : IDENT ':' tensorType ;
+
+tensorType : 'tensor' '<' IDENT '>' '[' exprList? ']' ;
+
+whereClause : 'where' expr (',' expr)* ;
+
+kernelItem : bufferDecl | eventDecl | taskDecl ;
+
+bufferDecl : 'buffer' IDENT ':' tensorType ';' ;
+
+eventDecl : 'event' IDENT '[' exprList? ']' ';' ;
+
+taskDecl
+  : 'task' IDENT '[' domainIndex (',' domainIndex)* ']' waitsClause? notifiesClause? block
+  ;
+
+domainIndex : IDENT 'in' expr '..' expr ;
+
+waitsClause : 'waits' eventRef (',' eventRef)* ;
+
+notifiesClause : 'notifies' eventRef (',' eventRef)* ;
+
+eventRef : IDENT '[' (eventIndex (',' eventIndex)*)? ']' ;
+
+eventIndex : '*' | expr ;
+
+// -- statements -------------------------------------------------------------
+
+block : '{' stmt* '}' ;
+
+stmt
+  : 'let' IDENT '=' expr ';'                                  # letStmt
+  | 'var' IDENT '=' expr ';'                                  # varStmt
+  | IDENT op=('=' | '+=' | '-=' | '*=' | '/=') expr ';'       # assignStmt
+  | 'for' IDENT 'in' expr '..' expr ('step' expr)? block      # forStmt
+  | expr ';'                                                  # exprStmt
+  ;
+
+// -- expressions (precedence from high to low) ------------------------------
+
+expr
+  : primary                                   # primaryExpr
+  | expr '[' sliceComp (',' sliceComp)* ']'   # indexExpr
+  | op=('-' | '!') expr                       # unaryExpr
+  | expr op=('*' | '/' | '%') expr            # binaryExpr
+  | expr op=('+' | '-') expr                  # binaryExpr
+  | expr op=('<' | '<=' | '>' | '>=') expr    # binaryExpr
+  | expr op=('==' | '!=') expr                # binaryExpr
+  | expr op='&&' expr                         # binaryExpr
+  | expr op='||' expr                         # binaryExpr
+  ;
+
+primary
+  : INT                                                         # intLit
+  | FLOAT                                                       # floatLit
+  | IDENT '<' IDENT '>' '[' exprList? ']' ('(' callArgs? ')')?  # genericCall
+  | IDENT '<' IDENT '>' '(' callArgs? ')'                       # genericCall
+  | IDENT '(' callArgs? ')'                                     # call
+  | IDENT                                                       # name
+  | '(' expr ')'                                                # paren
+  ;
+
+sliceComp
+  : expr '..' '+' expr   # extentRange
+  | expr '..' expr       # boundsRange
+  | expr                 # plainIndex
+  ;
+
+exprList : expr (',' expr)* ;
+
+callArgs : callArg (',' callArg)* ;
+
+callArg
+  : IDENT '=' expr   # kwArg
+  | expr             # posArg
+  ;
+
+// -- lexer ------------------------------------------------------------------
+
+IDENT : [a-zA-Z_] [a-zA-Z_0-9]* ;
+FLOAT : [0-9]+ '.' [0-9]+ EXPONENT? | [0-9]+ EXPONENT ;
+INT : [0-9]+ ;
+fragment EXPONENT : [eE] [+-]? [0-9]+ ;
+
+WS : [ \t\r\n]+ -> skip ;
+LINE_COMMENT : '//' ~[\n]* -> skip ;
+BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
+// A `/*` with no `*/` after it: everything to the end of the file (it cannot
+// contain `*/`, or BLOCK_COMMENT would match a longer text).
+UNTERMINATED_COMMENT : '/*' (~'*' | '*'+ ~[*/])* '*'* -> channel(HIDDEN) ;
+ERROR_CHAR : . -> channel(HIDDEN) ;
