@@ -1,0 +1,167 @@
+//===- driver/metadata.cpp - What the runtime needs to know ---------------===//
+//
+// What this owns: build_metadata() and expr_bytecode(); see metadata.h.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/metadata.h"
+
+#include "etl_abi.h"
+
+namespace etl {
+namespace {
+
+void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
+          std::vector<int64_t> &out) {
+  switch (e.kind) {
+  case ExprKind::IntLit:
+    out.insert(out.end(), {ETL_XOP_CONST, e.int_value});
+    return;
+  case ExprKind::Name:
+    switch (e.ref) {
+    case NameRef::Const:
+      out.insert(out.end(), {ETL_XOP_CONST, p.consts[e.ref_index].folded});
+      return;
+    case NameRef::Dim:
+      out.insert(out.end(), {ETL_XOP_DIM, e.ref_index});
+      return;
+    case NameRef::TaskIndex:
+      for (size_t v = 0; v < vars.size(); ++v)
+        if (vars[v] == e.name) {
+          out.insert(out.end(), {ETL_XOP_VAR, int64_t(v)});
+          return;
+        }
+      break;
+    default:
+      break;
+    }
+    internal_error("name '" + e.name + "' cannot appear in runtime metadata");
+  case ExprKind::Unary:
+    emit(*e.args[0], p, vars, out);
+    out.push_back(e.un_op == UnOp::Neg ? ETL_XOP_NEG : ETL_XOP_NOT);
+    return;
+  case ExprKind::Binary: {
+    emit(*e.args[0], p, vars, out);
+    emit(*e.args[1], p, vars, out);
+    switch (e.bin_op) {
+#define ETL_OP(A, B)                                                           \
+  case BinOp::A:                                                               \
+    out.push_back(B);                                                          \
+    return;
+      ETL_OP(Add, ETL_XOP_ADD)
+      ETL_OP(Sub, ETL_XOP_SUB)
+      ETL_OP(Mul, ETL_XOP_MUL)
+      ETL_OP(Div, ETL_XOP_FLOORDIV)
+      ETL_OP(Mod, ETL_XOP_MOD)
+      ETL_OP(Eq, ETL_XOP_EQ)
+      ETL_OP(Ne, ETL_XOP_NE)
+      ETL_OP(Lt, ETL_XOP_LT)
+      ETL_OP(Le, ETL_XOP_LE)
+      ETL_OP(Gt, ETL_XOP_GT)
+      ETL_OP(Ge, ETL_XOP_GE)
+      ETL_OP(And, ETL_XOP_AND)
+      ETL_OP(Or, ETL_XOP_OR)
+#undef ETL_OP
+    }
+    break;
+  }
+  case ExprKind::Call:
+    if (e.args.size() == 2 && (e.name == "cdiv" || e.name == "min" || e.name == "max")) {
+      emit(*e.args[0], p, vars, out);
+      emit(*e.args[1], p, vars, out);
+      out.push_back(e.name == "cdiv" ? ETL_XOP_CDIV
+                    : e.name == "min" ? ETL_XOP_MIN
+                                      : ETL_XOP_MAX);
+      return;
+    }
+    break;
+  default:
+    break;
+  }
+  internal_error(std::string("a ") + kind_name(e.kind) +
+                 " expression cannot appear in runtime metadata");
+}
+
+/// "file:line:col" of a range, for messages the runtime prints.
+std::string where(const SourceManager &sm, SourceRange r) {
+  return sm.path(r.begin.file) + ":" + std::to_string(r.begin.line) + ":" +
+         std::to_string(r.begin.col);
+}
+
+} // namespace
+
+std::vector<int64_t> expr_bytecode(const Expr &e, const Program &p,
+                                   const std::vector<std::string> &vars) {
+  std::vector<int64_t> out;
+  emit(e, p, vars, out);
+  return out;
+}
+
+ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGraph &g,
+                            const BackendResult &be, const SourceManager &sm) {
+  const ArgLayout layout = arg_layout(k);
+  ArtifactMeta m;
+  m.threads_per_cta = be.threads_per_cta;
+  m.smem_bytes = be.smem_bytes;
+  m.kernel_name = k.name;
+  m.source_path = sm.path(p.file);
+  m.num_slots = layout.num_slots();
+  for (size_t i = 0; i < k.dims.size(); ++i)
+    m.dims.push_back(ArtifactDim{k.dims[i].name, layout.dim(unsigned(i))});
+  for (size_t i = 0; i < k.tensors.size(); ++i) {
+    const TensorDecl &t = k.tensors[i];
+    ArtifactTensor at;
+    at.name = t.name;
+    at.elem = t.type.elem == ElemType::F32   ? ETL_ELEM_F32
+              : t.type.elem == ElemType::F16 ? ETL_ELEM_F16
+                                             : ETL_ELEM_I32;
+    at.is_buffer = t.is_buffer;
+    for (const ExprPtr &e : t.type.shape)
+      at.shape.push_back(expr_bytecode(*e, p));
+    at.slot = layout.tensor(unsigned(i));
+    m.tensors.push_back(std::move(at));
+  }
+  for (const ExprPtr &w : k.where) {
+    const std::string &text = sm.text(w->range.begin.file);
+    m.constraints.push_back(ArtifactConstraint{
+        expr_bytecode(*w, p),
+        text.substr(w->range.begin.offset, w->range.end.offset - w->range.begin.offset),
+        where(sm, w->range)});
+  }
+  for (size_t i = 0; i < k.events.size(); ++i) {
+    ArtifactEvent ev;
+    ev.name = k.events[i].name;
+    for (const ExprPtr &e : k.events[i].shape)
+      ev.shape.push_back(expr_bytecode(*e, p));
+    ev.slot = layout.event(unsigned(i));
+    m.events.push_back(std::move(ev));
+  }
+  for (const TaskGroup &grp : g.groups) {
+    ArtifactGroup ag;
+    ag.name = grp.name;
+    for (const TaskIndexDecl &d : grp.decl->domain)
+      ag.domain.emplace_back(expr_bytecode(*d.lo, p), expr_bytecode(*d.hi, p));
+    auto edges = [&](const std::vector<int> &ids, std::vector<ArtifactEdge> &out) {
+      for (int id : ids) {
+        const Edge &e = g.edges[id];
+        ArtifactEdge ae;
+        ae.event = uint32_t(e.event);
+        for (const EdgeIndex &ix : e.indices) {
+          ArtifactIndex ai;
+          ai.star = ix.star;
+          if (!ix.star)
+            ai.idx = expr_bytecode(*ix.expr, p, grp.vars);
+          ae.index.push_back(std::move(ai));
+        }
+        out.push_back(std::move(ae));
+      }
+    };
+    edges(grp.notifies, ag.notifies);
+    edges(grp.waits, ag.waits);
+    m.groups.push_back(std::move(ag));
+  }
+  for (int gi : g.topo_order)
+    m.order.push_back(uint32_t(gi));
+  return m;
+}
+
+} // namespace etl

@@ -1,0 +1,101 @@
+/*===- examples/common/example_util.h - Shared bits of the example hosts ---===
+ *
+ * What the example host programs share: checking runtime calls, a
+ * deterministic random generator, uploading/downloading f32 tensors,
+ * comparing with a reference, and the command line
+ *   HOST ARTIFACT [--device auto|sim|cuda] [--shape A,B]...
+ * On a GPU, every binding also runs on sim, and the two results are compared.
+ *===----------------------------------------------------------------------===*/
+#ifndef ETL_EXAMPLE_UTIL_H
+#define ETL_EXAMPLE_UTIL_H
+
+#include <etl/etl.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Fails the program with the runtime's message when a call fails. */
+#define CHECK_ETL(call)                                                                \
+  do {                                                                                 \
+    etlStatus st_ = (call);                                                            \
+    if (st_ != ETL_SUCCESS) {                                                          \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call,         \
+              etlGetErrorName(st_), etlGetLastErrorMessage());                         \
+      exit(1);                                                                         \
+    }                                                                                  \
+  } while (0)
+
+static inline float ex_random(uint64_t *state) { /* xorshift64*, in [-1, 1) */
+  *state ^= *state >> 12;
+  *state ^= *state << 25;
+  *state ^= *state >> 27;
+  return (float)((*state * 2685821657736338717ull) >> 40) / (float)(1ull << 23) - 1.0f;
+}
+
+static inline void *ex_upload(etlContext ctx, const float *host, size_t n) {
+  void *d = NULL;
+  CHECK_ETL(etlMalloc(ctx, n * sizeof(float) + 1, &d));
+  if (host)
+    CHECK_ETL(etlMemcpyHtoD(ctx, d, host, n * sizeof(float)));
+  return d;
+}
+
+static inline void ex_download(etlContext ctx, float *host, void *d, size_t n) {
+  CHECK_ETL(etlMemcpyDtoH(ctx, host, d, n * sizeof(float)));
+}
+
+/* Largest |a - b| / (1 + |b|); NaN anywhere counts as infinite. */
+static inline double ex_max_error(const float *a, const float *b, size_t n) {
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double e = fabs((double)a[i] - (double)b[i]) / (1.0 + fabs((double)b[i]));
+    if (e != e)
+      return INFINITY;
+    if (e > worst)
+      worst = e;
+  }
+  return worst;
+}
+
+/* Command line: ARTIFACT [--device D] [--shape A,B]... */
+typedef struct ex_args {
+  const char *artifact;
+  const char *device;
+  int nshapes;
+  int64_t shapes[16][2];
+} ex_args;
+
+static inline ex_args ex_parse_args(int argc, char **argv, const char *usage) {
+  ex_args a;
+  memset(&a, 0, sizeof a);
+  a.device = "auto";
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+      a.device = argv[++i];
+    } else if (!strcmp(argv[i], "--shape") && i + 1 < argc && a.nshapes < 16) {
+      long long x, y;
+      if (sscanf(argv[++i], "%lld,%lld", &x, &y) != 2) {
+        fprintf(stderr, "bad --shape '%s': expected A,B\n%s", argv[i], usage);
+        exit(2);
+      }
+      a.shapes[a.nshapes][0] = x;
+      a.shapes[a.nshapes][1] = y;
+      a.nshapes++;
+    } else if (!a.artifact && argv[i][0] != '-') {
+      a.artifact = argv[i];
+    } else {
+      fprintf(stderr, "%s", usage);
+      exit(2);
+    }
+  }
+  if (!a.artifact) {
+    fprintf(stderr, "%s", usage);
+    exit(2);
+  }
+  return a;
+}
+
+#endif
