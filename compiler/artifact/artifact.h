@@ -1,0 +1,95 @@
+//===- artifact/artifact.h - Writing .etlb artifacts ------------*- C++ -*-===//
+//
+// The writer side of the artifact format in runtime/abi/etl_abi.h: a plain
+// mirror of the metadata encoding (ArtifactMeta), its serialization together
+// with the code sections, and an atomic file write. The runtime's reader
+// (runtime/src/artifact.c) is the other half; tests/unit/artifact
+// round-trips one through the other.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "etl_abi.h"
+
+namespace etl {
+
+/// Expression bytecode (etl_abi.h section 2): postfix ETL_XOP_* words.
+using ArtifactExpr = std::vector<int64_t>;
+
+struct ArtifactDim {
+  std::string name;
+  uint32_t slot = 0;
+};
+
+struct ArtifactTensor {
+  std::string name;
+  uint32_t elem = ETL_ELEM_F32;
+  bool is_buffer = false;  ///< runtime-allocated intermediate, not a parameter
+  std::vector<ArtifactExpr> shape;  ///< one expr per dimension (rank = size)
+  uint32_t slot = 0;
+};
+
+struct ArtifactConstraint {
+  ArtifactExpr cond;
+  std::string text;   ///< source text, e.g. "D % 64 == 0"
+  std::string where;  ///< "file:line:col"
+};
+
+struct ArtifactEvent {
+  std::string name;
+  std::vector<ArtifactExpr> shape;
+  uint32_t slot = 0;
+};
+
+struct ArtifactIndex {
+  bool star = false;  ///< every index along this dimension
+  ArtifactExpr idx;   ///< unused when star
+};
+
+struct ArtifactEdge {
+  uint32_t event = 0;
+  std::vector<ArtifactIndex> index;  ///< one per event dimension
+};
+
+struct ArtifactGroup {
+  std::string name;
+  std::vector<std::pair<ArtifactExpr, ArtifactExpr>> domain;  ///< [lo, hi) per variable
+  std::vector<ArtifactEdge> notifies, waits;
+};
+
+/// Everything the metadata section holds, in its order.
+struct ArtifactMeta {
+  uint32_t threads_per_cta = 128;
+  uint32_t smem_bytes = 0;
+  std::string kernel_name = ETL_KERNEL_ENTRY;
+  std::string source_path;
+  uint32_t num_slots = ETL_SLOT_FIRST_PROGRAM;
+  std::vector<ArtifactDim> dims;
+  std::vector<ArtifactTensor> tensors;
+  std::vector<ArtifactConstraint> constraints;
+  std::vector<ArtifactEvent> events;
+  std::vector<ArtifactGroup> groups;
+  std::vector<uint32_t> order;  ///< group indices in a topological order
+};
+
+/// Encode the metadata section alone.
+std::string serialize_meta(const ArtifactMeta &meta);
+
+/// The whole artifact file: header, section table, metadata, then one code
+/// section per (target, bytes) pair ("sim": ELF object; "sm_90": PTX text,
+/// a NUL is appended if missing).
+std::string serialize_artifact(const ArtifactMeta &meta,
+                               const std::vector<std::pair<std::string, std::string>> &code);
+
+/// Write `bytes` to `path` through a temporary file in the same directory,
+/// fsync'ed and renamed over `path`: readers see the old file or the new
+/// one, never half of one. On failure returns false with `err` set and
+/// leaves no temporary behind.
+bool write_file_atomically(const std::string &path, const std::string &bytes, std::string &err);
+
+}  // namespace etl

@@ -1,0 +1,171 @@
+/*===- etl/etl.h - The ETL runtime's public C API --------------------------===
+ *
+ * The one header an application includes to run programs compiled by etlc.
+ * Shape: the CUDA Driver API / SQLite style. Opaque handles with create and
+ * destroy pairs, every function returns an `etlStatus` (0 = success) and a
+ * failing call leaves a detailed, per-thread message that
+ * etlGetLastErrorMessage() returns.
+ *
+ * Typical use:
+ *
+ *   etlContext ctx;   etlContextCreate(&ctx, "auto", NULL);
+ *   etlProgram prog;  etlProgramLoadFile(ctx, "model.etlb", &prog);
+ *   etlBindDim(prog, "B", 8);
+ *   etlBindTensor(prog, "x", x_dptr, ETL_F32, 2, shape);
+ *   if (etlRun(prog) != ETL_SUCCESS) fprintf(stderr, "%s\n", etlGetLastErrorMessage());
+ *   etlProgramDestroy(prog);  etlContextDestroy(ctx);
+ *
+ * Devices: "sim" runs the artifact's x86-64 code on the CPU (CTAs as worker
+ * threads, CUDA threads as fibers, every global access checked); "cuda" runs
+ * its PTX through libcuda.so.1, loaded at run time; "auto" picks "cuda" when a
+ * driver and a device exist and "sim" otherwise.
+ *
+ * Thread safety: handles may be used from any thread, but a program must not
+ * be bound or run from two threads at once.
+ *===----------------------------------------------------------------------===*/
+#ifndef ETL_ETL_H
+#define ETL_ETL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ETL_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define ETL_API __attribute__((visibility("default")))
+#else
+#define ETL_API
+#endif
+
+#define ETL_VERSION_MAJOR 0
+#define ETL_VERSION_MINOR 1
+#define ETL_VERSION_PATCH 0
+
+/// Result of every API call. 0 is success.
+typedef enum etlStatus {
+  ETL_SUCCESS = 0,
+  ETL_ERROR_INVALID_VALUE,      ///< a NULL pointer, a negative size, a bad option
+  ETL_ERROR_INVALID_HANDLE,     ///< a NULL or destroyed context/program
+  ETL_ERROR_NOT_FOUND,          ///< no dim/tensor/device/target by that name
+  ETL_ERROR_INVALID_ARTIFACT,   ///< truncated, corrupted or malformed artifact
+  ETL_ERROR_UNSUPPORTED_VERSION,///< artifact written for another runtime version
+  ETL_ERROR_NO_DEVICE,          ///< the driver exists but has no usable device
+  ETL_ERROR_NO_CUDA_DRIVER,     ///< libcuda.so.1 cannot be loaded
+  ETL_ERROR_OUT_OF_MEMORY,      ///< host or device allocation failed
+  ETL_ERROR_BINDING,            ///< wrong dtype/rank/shape or a constraint violated
+  ETL_ERROR_UNBOUND,            ///< a dim or tensor was not bound before etlRun
+  ETL_ERROR_LAUNCH_FAILED,      ///< the kernel could not be loaded or launched
+  ETL_ERROR_MEMORY_VIOLATION,   ///< sim: a load/store outside every bound buffer
+  ETL_ERROR_TIMEOUT,            ///< watchdog: no task completed within the limit
+  ETL_ERROR_CUDA                ///< any other CUDA driver error
+} etlStatus;
+
+/// Element types of tensors (the artifact's ETL_ELEM_* codes).
+typedef enum etlDType { ETL_F32 = 0, ETL_F16 = 1, ETL_I32 = 2 } etlDType;
+
+/// A device (sim or CUDA) with its memory; owns programs loaded into it.
+typedef struct etlContext_st *etlContext;
+/// A loaded artifact with its current bindings and per-shape caches.
+typedef struct etlProgram_st *etlProgram;
+
+/// Options for etlContextCreate. Get defaults with etlContextDefaultParams().
+typedef struct etlContextParams {
+  uint32_t sim_workers;      ///< sim: CTAs (one worker thread each); default 4
+  uint32_t sim_stack_bytes;  ///< sim: stack of each simulated thread; default 64 KiB
+  uint32_t watchdog_ms;      ///< stop a launch when no task completes for this long; default 10000
+  int32_t cuda_device;       ///< cuda: device ordinal; default 0
+} etlContextParams;
+
+/*===-- Errors and version ------------------------------------------------===*/
+
+/// Enum name of a status, e.g. "ETL_ERROR_BINDING". Never NULL.
+ETL_API const char *etlGetErrorName(etlStatus status);
+/// One-line description of a status. Never NULL.
+ETL_API const char *etlGetErrorString(etlStatus status);
+/// Detailed message of the last call that failed on the calling thread
+/// ("" if none). Successful calls do not clear it. Valid until the next
+/// failing call on this thread.
+ETL_API const char *etlGetLastErrorMessage(void);
+/// Runtime version as major*10000 + minor*100 + patch.
+ETL_API int etlVersion(void);
+/// Artifact format version this runtime reads.
+ETL_API uint32_t etlArtifactVersion(void);
+
+/*===-- Contexts ----------------------------------------------------------===*/
+
+/// Default context options (see etlContextParams).
+ETL_API etlContextParams etlContextDefaultParams(void);
+/// Create a context on `device`: "sim", "cuda" or "auto" ("cuda" when a
+/// driver and a device exist, else "sim"). `params` may be NULL (defaults).
+/// Fails with ETL_ERROR_NO_CUDA_DRIVER / ETL_ERROR_NO_DEVICE for "cuda"
+/// where none exists, ETL_ERROR_NOT_FOUND for an unknown device name.
+ETL_API etlStatus etlContextCreate(etlContext *ctx, const char *device,
+                                   const etlContextParams *params);
+/// Destroy a context, every program still loaded in it and every allocation
+/// made with etlMalloc. NULL is accepted and ignored.
+ETL_API etlStatus etlContextDestroy(etlContext ctx);
+/// Human-readable device name, e.g. "sim (4 workers)" or the CUDA device
+/// name. NULL for a NULL context.
+ETL_API const char *etlContextDeviceName(etlContext ctx);
+/// 1 if the context runs on a GPU, 0 for sim (and for NULL).
+ETL_API int etlContextIsGpu(etlContext ctx);
+
+/*===-- Device memory -----------------------------------------------------===*/
+
+/// Allocate `bytes` of device memory (sim: host memory, 256-byte aligned).
+ETL_API etlStatus etlMalloc(etlContext ctx, size_t bytes, void **dptr);
+/// Free memory from etlMalloc. NULL is accepted; an unknown pointer is
+/// ETL_ERROR_INVALID_VALUE.
+ETL_API etlStatus etlFree(etlContext ctx, void *dptr);
+/// Copy `bytes` from host memory to device memory.
+ETL_API etlStatus etlMemcpyHtoD(etlContext ctx, void *dst_dptr, const void *src, size_t bytes);
+/// Copy `bytes` from device memory to host memory.
+ETL_API etlStatus etlMemcpyDtoH(etlContext ctx, void *dst, const void *src_dptr, size_t bytes);
+
+/*===-- Programs ----------------------------------------------------------===*/
+
+/// Load an artifact (.etlb) written by etlc. Validates the whole file
+/// (version, size, checksum, metadata, bytecode) and loads the code for the
+/// context's device.
+ETL_API etlStatus etlProgramLoadFile(etlContext ctx, const char *path, etlProgram *prog);
+/// Same as etlProgramLoadFile from bytes in memory (copied; the caller keeps
+/// ownership of `data`).
+ETL_API etlStatus etlProgramLoadMemory(etlContext ctx, const void *data, size_t size,
+                                       etlProgram *prog);
+/// Destroy a program and the buffers, counters and queues it cached. NULL
+/// is accepted and ignored.
+ETL_API etlStatus etlProgramDestroy(etlProgram prog);
+/// Number of shape dimensions (symbols such as "B", "S") the program takes.
+ETL_API etlStatus etlProgramNumDims(etlProgram prog, int *count);
+/// Name of dimension `index` (0-based, metadata order).
+ETL_API etlStatus etlProgramDimName(etlProgram prog, int index, const char **name);
+/// Number of tensor parameters (runtime-allocated buffers are not counted).
+ETL_API etlStatus etlProgramNumTensors(etlProgram prog, int *count);
+/// Name of tensor parameter `index` (0-based).
+ETL_API etlStatus etlProgramTensorName(etlProgram prog, int index, const char **name);
+
+/*===-- Binding and running -----------------------------------------------===*/
+
+/// Bind a shape dimension. `value` must be >= 1. A failed call keeps the
+/// previous binding.
+ETL_API etlStatus etlBindDim(etlProgram prog, const char *name, int64_t value);
+/// Bind a tensor parameter to device memory. `dtype` and `rank` must match
+/// the program (checked now); `shape` is checked against the program's
+/// shape expressions at etlRun. A failed call keeps the previous binding.
+ETL_API etlStatus etlBindTensor(etlProgram prog, const char *name, void *dptr, etlDType dtype,
+                                int rank, const int64_t *shape);
+/// Validate every binding (all dims and tensors bound, shapes match, all
+/// constraints hold), then prepare intermediates, event counters and queues
+/// (cached per shape binding), launch the megakernel and wait for it.
+/// Nothing is launched when validation fails. After any failure the context
+/// and program stay usable.
+ETL_API etlStatus etlRun(etlProgram prog);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ETL_ETL_H */

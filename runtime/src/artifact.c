@@ -1,0 +1,415 @@
+/*===- src/artifact.c - Artifact reader ------------------------------------===
+ *
+ * Validates an .etlb file completely before anything uses it: magic,
+ * version, size, checksum, section table, then the metadata section with a
+ * bounds-checked cursor. Every count is checked against the bytes left
+ * before anything is allocated (a corrupt count cannot cause a huge
+ * allocation) and every expression is checked by etl_expr_check, so later
+ * code only meets well-formed metadata. Any byte string yields either a
+ * decoded artifact or ETL_ERROR_INVALID_ARTIFACT / _UNSUPPORTED_VERSION.
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/*===-- Arena --------------------------------------------------------------===*/
+
+struct etl_arena_block {
+  etl_arena_block *next;
+  max_align_t align[];
+};
+
+void *etl_arena_alloc(etl_arena *a, size_t bytes) {
+  if (bytes > ((size_t)1 << 40)) return NULL;
+  etl_arena_block *b = calloc(1, sizeof(etl_arena_block) + (bytes ? bytes : 1));
+  if (!b) return NULL;
+  b->next = a->head;
+  a->head = b;
+  return b->align;
+}
+
+void etl_arena_free(etl_arena *a) {
+  etl_arena_block *b = a->head;
+  while (b) {
+    etl_arena_block *n = b->next;
+    free(b);
+    b = n;
+  }
+  a->head = NULL;
+}
+
+uint32_t etl_fnv1a(const uint8_t *p, size_t n) {
+  uint32_t h = ETL_FNV1A_OFFSET;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= ETL_FNV1A_PRIME;
+  }
+  return h;
+}
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+/*===-- Metadata cursor ----------------------------------------------------===*/
+
+typedef struct rd {
+  const uint8_t *base, *p, *end;
+  etl_arena *arena;
+  int bad;          /* 1 = truncated/insane, 2 = out of memory */
+  char why[256];
+  char where[160];  /* what was being read */
+} rd;
+
+static void rd_fail(rd *r, const char *why) {
+  if (r->bad) return;
+  r->bad = 1;
+  snprintf(r->why, sizeof r->why, "%s at metadata offset %zu", why, (size_t)(r->p - r->base));
+}
+
+static uint32_t rd_u32(rd *r) {
+  if (r->bad) return 0;
+  if (r->end - r->p < 4) {
+    rd_fail(r, "truncated");
+    return 0;
+  }
+  uint32_t v = le32(r->p);
+  r->p += 4;
+  return v;
+}
+
+/* A count of items each needing at least `min_bytes`: refuses counts the
+ * remaining bytes cannot hold (so no allocation is ever larger than the
+ * file). */
+static uint32_t rd_count(rd *r, uint32_t min_bytes) {
+  uint32_t n = rd_u32(r);
+  if (r->bad) return 0;
+  if ((uint64_t)n * min_bytes > (uint64_t)(r->end - r->p)) {
+    char b[96];
+    snprintf(b, sizeof b, "count %u larger than the remaining bytes allow", n);
+    rd_fail(r, b);
+    return 0;
+  }
+  return n;
+}
+
+static void *rd_alloc(rd *r, size_t n, size_t size) {
+  if (r->bad) return NULL;
+  void *p = etl_arena_alloc(r->arena, n * size);
+  if (!p) {
+    r->bad = 2;
+    snprintf(r->why, sizeof r->why, "out of memory");
+  }
+  return p;
+}
+
+static char *rd_str(rd *r) {
+  uint32_t n = rd_count(r, 1);
+  char *s = rd_alloc(r, (size_t)n + 1, 1);
+  if (!s) return NULL;
+  memcpy(s, r->p, n);
+  s[n] = 0;
+  if (memchr(s, 0, n)) {
+    rd_fail(r, "string contains a NUL byte");
+    return NULL;
+  }
+  r->p += n;
+  return s;
+}
+
+static void rd_expr(rd *r, etl_expr *e, uint32_t n_dims, uint32_t n_vars) {
+  uint32_t n = rd_count(r, 8);
+  e->n = n;
+  e->code = rd_alloc(r, n ? n : 1, sizeof(int64_t));
+  if (!e->code) return;
+  for (uint32_t i = 0; i < n; ++i) e->code[i] = (int64_t)le64(r->p + 8 * (size_t)i);
+  r->p += 8 * (size_t)n;
+  char err[160];
+  if (etl_expr_check(e, n_dims, n_vars, err, sizeof err) != 0) {
+    char b[220];
+    snprintf(b, sizeof b, "bad expression (%s)", err);
+    rd_fail(r, b);
+  }
+}
+
+static void rd_slot(rd *r, const etl_meta *m, uint32_t slot, uint8_t *used) {
+  if (r->bad) return;
+  if (slot < ETL_SLOT_FIRST_PROGRAM || slot >= m->num_slots) {
+    char b[96];
+    snprintf(b, sizeof b, "argument slot %u outside [%d, %u)", slot, ETL_SLOT_FIRST_PROGRAM,
+             m->num_slots);
+    rd_fail(r, b);
+    return;
+  }
+  if (used[slot]) {
+    char b[64];
+    snprintf(b, sizeof b, "argument slot %u used twice", slot);
+    rd_fail(r, b);
+    return;
+  }
+  used[slot] = 1;
+}
+
+static void rd_edges(rd *r, const etl_meta *m, uint32_t n_vars, uint32_t *count,
+                     etl_edge_meta **out) {
+  uint32_t n = rd_count(r, 8);
+  *count = n;
+  *out = rd_alloc(r, n ? n : 1, sizeof(etl_edge_meta));
+  for (uint32_t i = 0; i < n && !r->bad; ++i) {
+    etl_edge_meta *e = &(*out)[i];
+    e->event = rd_u32(r);
+    if (!r->bad && e->event >= m->n_events) {
+      rd_fail(r, "edge names an event index out of range");
+      return;
+    }
+    e->n = rd_count(r, 4);
+    if (!r->bad && e->n != m->events[e->event].rank) {
+      rd_fail(r, "edge index count differs from the event's rank");
+      return;
+    }
+    e->idx = rd_alloc(r, e->n ? e->n : 1, sizeof(etl_index_meta));
+    for (uint32_t k = 0; k < e->n && !r->bad; ++k) {
+      e->idx[k].star = rd_u32(r);
+      if (r->bad) return;
+      if (e->idx[k].star > 1) {
+        rd_fail(r, "star flag not 0 or 1");
+        return;
+      }
+      if (!e->idx[k].star) rd_expr(r, &e->idx[k].idx, m->n_dims, n_vars);
+    }
+  }
+}
+
+static void parse_meta(rd *r, etl_meta *m) {
+  snprintf(r->where, sizeof r->where, "header");
+  m->threads_per_cta = rd_u32(r);
+  m->smem_bytes = rd_u32(r);
+  m->kernel_name = rd_str(r);
+  m->source_path = rd_str(r);
+  m->num_slots = rd_u32(r);
+  if (r->bad) return;
+  if (m->threads_per_cta < 1 || m->threads_per_cta > 1024) {
+    rd_fail(r, "threads_per_cta not in [1, 1024]");
+    return;
+  }
+  if (m->smem_bytes > (1u << 20)) {
+    rd_fail(r, "smem_bytes larger than 1 MiB");
+    return;
+  }
+  if (m->num_slots < ETL_SLOT_FIRST_PROGRAM || m->num_slots > (1u << 16)) {
+    rd_fail(r, "num_slots out of range");
+    return;
+  }
+  uint8_t *used = rd_alloc(r, m->num_slots, 1);
+  if (!used) return;
+
+  snprintf(r->where, sizeof r->where, "dims");
+  m->n_dims = rd_count(r, 8);
+  m->dims = rd_alloc(r, m->n_dims + 1, sizeof(etl_dim_meta));
+  for (uint32_t i = 0; i < m->n_dims && !r->bad; ++i) {
+    m->dims[i].name = rd_str(r);
+    m->dims[i].slot = rd_u32(r);
+    rd_slot(r, m, m->dims[i].slot, used);
+  }
+
+  snprintf(r->where, sizeof r->where, "tensors");
+  m->n_tensors = rd_count(r, 20);
+  m->tensors = rd_alloc(r, m->n_tensors + 1, sizeof(etl_tensor_meta));
+  for (uint32_t i = 0; i < m->n_tensors && !r->bad; ++i) {
+    etl_tensor_meta *t = &m->tensors[i];
+    t->name = rd_str(r);
+    if (!r->bad) snprintf(r->where, sizeof r->where, "tensor '%s'", t->name);
+    t->elem = rd_u32(r);
+    t->is_buffer = rd_u32(r);
+    t->rank = rd_u32(r);
+    if (r->bad) break;
+    if (t->elem > ETL_ELEM_I32) rd_fail(r, "unknown element type");
+    if (t->is_buffer > 1) rd_fail(r, "is_buffer not 0 or 1");
+    if (t->rank > ETL_MAX_RANK) rd_fail(r, "rank larger than 16");
+    t->shape = rd_alloc(r, t->rank + 1, sizeof(etl_expr));
+    for (uint32_t k = 0; k < t->rank && !r->bad; ++k) rd_expr(r, &t->shape[k], m->n_dims, 0);
+    t->slot = rd_u32(r);
+    rd_slot(r, m, t->slot, used);
+  }
+
+  snprintf(r->where, sizeof r->where, "constraints");
+  m->n_constraints = rd_count(r, 12);
+  m->constraints = rd_alloc(r, m->n_constraints + 1, sizeof(etl_constraint_meta));
+  for (uint32_t i = 0; i < m->n_constraints && !r->bad; ++i) {
+    rd_expr(r, &m->constraints[i].cond, m->n_dims, 0);
+    m->constraints[i].text = rd_str(r);
+    m->constraints[i].where = rd_str(r);
+  }
+
+  snprintf(r->where, sizeof r->where, "events");
+  m->n_events = rd_count(r, 12);
+  m->events = rd_alloc(r, m->n_events + 1, sizeof(etl_event_meta));
+  for (uint32_t i = 0; i < m->n_events && !r->bad; ++i) {
+    etl_event_meta *e = &m->events[i];
+    e->name = rd_str(r);
+    if (!r->bad) snprintf(r->where, sizeof r->where, "event '%s'", e->name);
+    e->rank = rd_u32(r);
+    if (!r->bad && e->rank > ETL_MAX_RANK) rd_fail(r, "rank larger than 16");
+    e->shape = rd_alloc(r, e->rank + 1, sizeof(etl_expr));
+    for (uint32_t k = 0; k < e->rank && !r->bad; ++k) rd_expr(r, &e->shape[k], m->n_dims, 0);
+    e->slot = rd_u32(r);
+    rd_slot(r, m, e->slot, used);
+  }
+
+  snprintf(r->where, sizeof r->where, "groups");
+  m->n_groups = rd_count(r, 16);
+  m->groups = rd_alloc(r, m->n_groups + 1, sizeof(etl_group_meta));
+  for (uint32_t i = 0; i < m->n_groups && !r->bad; ++i) {
+    etl_group_meta *g = &m->groups[i];
+    g->name = rd_str(r);
+    if (!r->bad) snprintf(r->where, sizeof r->where, "group '%s'", g->name);
+    g->rank = rd_u32(r);
+    if (!r->bad && g->rank > ETL_MAX_RANK) rd_fail(r, "domain rank larger than 16");
+    g->lo = rd_alloc(r, g->rank + 1, sizeof(etl_expr));
+    g->hi = rd_alloc(r, g->rank + 1, sizeof(etl_expr));
+    for (uint32_t k = 0; k < g->rank && !r->bad; ++k) {
+      rd_expr(r, &g->lo[k], m->n_dims, 0);
+      rd_expr(r, &g->hi[k], m->n_dims, 0);
+    }
+    rd_edges(r, m, g->rank, &g->n_notifies, &g->notifies);
+    rd_edges(r, m, g->rank, &g->n_waits, &g->waits);
+  }
+
+  snprintf(r->where, sizeof r->where, "group order");
+  m->n_order = rd_count(r, 4);
+  if (r->bad) return;
+  if (m->n_order != m->n_groups) {
+    rd_fail(r, "group order does not list every group");
+    return;
+  }
+  m->order = rd_alloc(r, m->n_order + 1, sizeof(uint32_t));
+  uint8_t *seen = rd_alloc(r, m->n_groups + 1, 1);
+  for (uint32_t i = 0; i < m->n_order && !r->bad; ++i) {
+    m->order[i] = rd_u32(r);
+    if (r->bad) break;
+    if (m->order[i] >= m->n_groups || seen[m->order[i]]) {
+      rd_fail(r, "group order is not a permutation of the groups");
+      break;
+    }
+    seen[m->order[i]] = 1;
+  }
+  if (!r->bad && r->p != r->end) {
+    snprintf(r->where, sizeof r->where, "end of metadata");
+    rd_fail(r, "trailing bytes");
+  }
+}
+
+/*===-- File ---------------------------------------------------------------===*/
+
+void etl_artifact_free(etl_artifact *a) {
+  etl_arena_free(&a->arena);
+  free(a->bytes);
+  free(a->code);
+  memset(a, 0, sizeof *a);
+}
+
+etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
+  memset(out, 0, sizeof *out);
+  if (!data) return etl_error(ETL_ERROR_INVALID_VALUE, "artifact data is NULL");
+  const uint8_t *b = data;
+  if (size < sizeof(etl_artifact_header))
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                     "not an ETL artifact: %zu bytes, smaller than the 32-byte header", size);
+  if (memcmp(b, ETL_ARTIFACT_MAGIC, 4) != 0)
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT, "not an ETL artifact (bad magic)");
+  uint32_t version = le32(b + 4);
+  if (version != ETL_ARTIFACT_VERSION)
+    return etl_error(ETL_ERROR_UNSUPPORTED_VERSION,
+                     "artifact version %u, this runtime reads %u (recompile with a matching "
+                     "etlc)",
+                     version, ETL_ARTIFACT_VERSION);
+  uint64_t file_size = le64(b + 8);
+  uint32_t n_sections = le32(b + 16), checksum = le32(b + 20);
+  if (file_size != size)
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                     "artifact is truncated or padded: header says %llu bytes, got %zu",
+                     (unsigned long long)file_size, size);
+  uint32_t actual = etl_fnv1a(b + 32, size - 32);
+  if (actual != checksum)
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                     "artifact checksum mismatch (stored 0x%08x, computed 0x%08x): the file "
+                     "is corrupted",
+                     checksum, actual);
+  if (le64(b + 24) != 0)
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact header: reserved field not zero");
+  uint64_t table_end = 32 + (uint64_t)n_sections * sizeof(etl_section_entry);
+  if (n_sections == 0 || n_sections > 4096 || table_end > size)
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact section table out of bounds (%u "
+                     "sections)", n_sections);
+
+  out->bytes = malloc(size);
+  out->code = calloc(n_sections, sizeof(etl_code_section));
+  if (!out->bytes || !out->code) {
+    free(out->bytes);
+    free(out->code);
+    memset(out, 0, sizeof *out);
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory reading a %zu-byte artifact", size);
+  }
+  memcpy(out->bytes, data, size);
+  out->size = size;
+  b = out->bytes;
+
+  const uint8_t *meta = NULL;
+  uint64_t meta_size = 0;
+  etlStatus st = ETL_SUCCESS;
+  for (uint32_t i = 0; i < n_sections && st == ETL_SUCCESS; ++i) {
+    const uint8_t *e = b + 32 + (size_t)i * sizeof(etl_section_entry);
+    uint32_t kind = le32(e);
+    char target[13];
+    memcpy(target, e + 4, 12);
+    target[12] = 0;
+    uint64_t off = le64(e + 16), sz = le64(e + 24);
+    if (memchr(e + 4, 0, 12) == NULL) {
+      st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "section %u: target name not NUL-terminated", i);
+    } else if (off < table_end || off > size || sz > size - off) {
+      st = etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                     "section %u (%s) out of bounds: offset %llu size %llu, file %zu bytes", i,
+                     target, (unsigned long long)off, (unsigned long long)sz, size);
+    } else if (kind == ETL_SECTION_META) {
+      if (meta)
+        st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact has two metadata sections");
+      meta = b + off;
+      meta_size = sz;
+    } else if (kind == ETL_SECTION_CODE) {
+      if (target[0] == 0) {
+        st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "code section %u has no target name", i);
+        break;
+      }
+      for (uint32_t k = 0; k < out->n_code; ++k)
+        if (strcmp(out->code[k].target, target) == 0)
+          st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "two code sections for target '%s'",
+                         target);
+      etl_code_section *c = &out->code[out->n_code++];
+      memcpy(c->target, target, sizeof target);
+      c->data = b + off;
+      c->size = sz;
+    } else {
+      st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "section %u has unknown kind %u", i, kind);
+    }
+  }
+  if (st == ETL_SUCCESS && !meta)
+    st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact has no metadata section");
+  if (st == ETL_SUCCESS) {
+    rd r;
+    memset(&r, 0, sizeof r);
+    r.base = r.p = meta;
+    r.end = meta + meta_size;
+    r.arena = &out->arena;
+    parse_meta(&r, &out->meta);
+    if (r.bad == 2)
+      st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory decoding artifact metadata");
+    else if (r.bad)
+      st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact metadata is malformed: %s (in %s)",
+                     r.why, r.where);
+  }
+  if (st != ETL_SUCCESS) etl_artifact_free(out);
+  return st;
+}

@@ -1,0 +1,267 @@
+/*===- src/cuda.c - The CUDA device through the Driver API ------------------===
+ *
+ * libcuda.so.1 is dlopen'ed when a "cuda" or "auto" context is created and
+ * every function is resolved through the ETL_CUDA_FUNCS table (cuda_mini.h),
+ * so the runtime builds and runs where no driver is installed ("cuda" then
+ * fails with ETL_ERROR_NO_CUDA_DRIVER; "auto" falls back to sim).
+ *
+ * A launch is one persistent grid: num_ctas = SM count, threads_per_cta
+ * threads, one parameter (the device pointer of the argument block). The
+ * abort flag is host-mapped memory. The watchdog here is coarser than on
+ * sim: the host polls the stream and raises the abort flag once the launch
+ * has run for watchdog_ms (device progress is not visible from the host).
+ *===----------------------------------------------------------------------===*/
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_mini.h"
+#include "internal.h"
+
+struct etl_cuda_state {
+  void *lib;
+#define ETL_CUDA_FIELD(field, sym, ret, params) ret(*field) params;
+  ETL_CUDA_FUNCS(ETL_CUDA_FIELD)
+#undef ETL_CUDA_FIELD
+  CUdevice dev;
+  CUcontext cu;
+  int cc; /* major * 10 + minor */
+};
+
+static const char *cu_err(etl_cuda_state *s, CUresult r) {
+  const char *str = NULL;
+  if (s && s->GetErrorString && s->GetErrorString(r, &str) == ETL_CUDA_SUCCESS && str) return str;
+  return "unknown CUDA error";
+}
+
+#define CU_FAIL(s, r, what) \
+  etl_error(ETL_ERROR_CUDA, "cuda: %s failed: %s (CUresult %d)", what, cu_err(s, r), (int)(r))
+
+etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
+  (void)quiet_probe;
+  etl_cuda_state *s = calloc(1, sizeof *s);
+  if (!s) return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory");
+  s->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!s->lib) {
+    const char *e = dlerror();
+    free(s);
+    return etl_error(ETL_ERROR_NO_CUDA_DRIVER,
+                     "cuda: cannot load the CUDA driver libcuda.so.1 (%s); is an NVIDIA driver "
+                     "installed? Use device \"sim\" to run on the CPU",
+                     e ? e : "not found");
+  }
+#define ETL_CUDA_RESOLVE(field, sym, ret, params)                                       \
+  {                                                                                     \
+    void *fp = dlsym(s->lib, sym);                                                      \
+    if (!fp) {                                                                          \
+      dlclose(s->lib);                                                                  \
+      free(s);                                                                          \
+      return etl_error(ETL_ERROR_NO_CUDA_DRIVER, "cuda: libcuda.so.1 lacks %s (driver too old?)", \
+                       sym);                                                            \
+    }                                                                                   \
+    memcpy(&s->field, &fp, sizeof fp);                                                  \
+  }
+  ETL_CUDA_FUNCS(ETL_CUDA_RESOLVE)
+#undef ETL_CUDA_RESOLVE
+  etlStatus st = ETL_SUCCESS;
+  CUresult r = s->Init(0);
+  int count = 0;
+  if (r == ETL_CUDA_SUCCESS) r = s->DeviceGetCount(&count);
+  if (r != ETL_CUDA_SUCCESS || count == 0) {
+    st = etl_error(ETL_ERROR_NO_DEVICE, "cuda: no CUDA device available (%s)",
+                   r != ETL_CUDA_SUCCESS ? cu_err(s, r) : "0 devices");
+    goto fail;
+  }
+  if (ctx->params.cuda_device < 0 || ctx->params.cuda_device >= count) {
+    st = etl_error(ETL_ERROR_NO_DEVICE, "cuda: device %d requested, %d present",
+                   ctx->params.cuda_device, count);
+    goto fail;
+  }
+  int sms = 0, major = 0, minor = 0;
+  char name[200] = "";
+  if ((r = s->DeviceGet(&s->dev, ctx->params.cuda_device)) ||
+      (r = s->DeviceGetName(name, (int)sizeof name, s->dev)) ||
+      (r = s->DeviceGetAttribute(&sms, ETL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s->dev)) ||
+      (r = s->DeviceGetAttribute(&major, ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev)) ||
+      (r = s->DeviceGetAttribute(&minor, ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev))) {
+    st = CU_FAIL(s, r, "querying the device");
+    goto fail;
+  }
+  if ((r = s->CtxCreate(&s->cu, 0, s->dev))) {
+    st = CU_FAIL(s, r, "cuCtxCreate");
+    goto fail;
+  }
+  void *abort_host = NULL;
+  CUdeviceptr abort_dev = 0;
+  if ((r = s->MemHostAlloc(&abort_host, 64, ETL_CU_MEMHOSTALLOC_DEVICEMAP)) ||
+      (r = s->MemHostGetDevicePointer(&abort_dev, abort_host, 0))) {
+    st = CU_FAIL(s, r, "allocating the mapped abort flag");
+    if (abort_host) s->MemFreeHost(abort_host);
+    s->CtxDestroy(s->cu);
+    goto fail;
+  }
+  memset(abort_host, 0, 64);
+  s->cc = major * 10 + minor;
+  ctx->cuda = s;
+  ctx->abort_host = abort_host;
+  ctx->abort_dptr = abort_dev;
+  ctx->num_ctas = sms > 0 ? (uint32_t)sms : 1;
+  snprintf(ctx->device_name, sizeof ctx->device_name, "%s (sm_%d, %d SMs)", name, s->cc, sms);
+  return ETL_SUCCESS;
+fail:
+  dlclose(s->lib);
+  free(s);
+  return st;
+}
+
+void etl_cuda_context_destroy(etlContext ctx) {
+  etl_cuda_state *s = ctx->cuda;
+  if (!s) return;
+  s->CtxSetCurrent(s->cu);
+  if (ctx->abort_host) s->MemFreeHost(ctx->abort_host);
+  s->CtxDestroy(s->cu);
+  dlclose(s->lib);
+  free(s);
+  ctx->cuda = NULL;
+  ctx->abort_host = NULL;
+}
+
+etlStatus etl_cuda_malloc(etlContext ctx, size_t bytes, uint64_t *dptr) {
+  etl_cuda_state *s = ctx->cuda;
+  s->CtxSetCurrent(s->cu);
+  CUdeviceptr d = 0;
+  CUresult r = s->MemAlloc(&d, bytes);
+  if (r)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "cuda: cuMemAlloc of %zu bytes failed: %s", bytes,
+                     cu_err(s, r));
+  *dptr = d;
+  return ETL_SUCCESS;
+}
+
+etlStatus etl_cuda_free(etlContext ctx, uint64_t dptr) {
+  etl_cuda_state *s = ctx->cuda;
+  s->CtxSetCurrent(s->cu);
+  CUresult r = s->MemFree(dptr);
+  return r ? CU_FAIL(s, r, "cuMemFree") : ETL_SUCCESS;
+}
+
+etlStatus etl_cuda_htod(etlContext ctx, uint64_t dst, const void *src, size_t n) {
+  etl_cuda_state *s = ctx->cuda;
+  s->CtxSetCurrent(s->cu);
+  CUresult r = s->MemcpyHtoD(dst, src, n);
+  return r ? CU_FAIL(s, r, "cuMemcpyHtoD") : ETL_SUCCESS;
+}
+
+etlStatus etl_cuda_dtoh(etlContext ctx, void *dst, uint64_t src, size_t n) {
+  etl_cuda_state *s = ctx->cuda;
+  s->CtxSetCurrent(s->cu);
+  CUresult r = s->MemcpyDtoH(dst, src, n);
+  return r ? CU_FAIL(s, r, "cuMemcpyDtoH") : ETL_SUCCESS;
+}
+
+etlStatus etl_cuda_program_load(etlProgram p) {
+  etl_cuda_state *s = p->ctx->cuda;
+  const etl_code_section *best = NULL;
+  int best_sm = -1;
+  for (uint32_t i = 0; i < p->art.n_code; ++i) {
+    int sm = 0;
+    char tail = 0;
+    if (sscanf(p->art.code[i].target, "sm_%d%c", &sm, &tail) != 1) continue;
+    if (sm <= s->cc && sm > best_sm) {
+      best_sm = sm;
+      best = &p->art.code[i];
+    }
+  }
+  if (!best)
+    return etl_error(ETL_ERROR_NOT_FOUND,
+                     "cuda: artifact has no PTX for a target <= sm_%d (compile with "
+                     "--target=sm_%d)",
+                     s->cc, s->cc);
+  if (best->size == 0 || best->data[best->size - 1] != 0)
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT, "cuda: PTX section '%s' is not NUL-terminated",
+                     best->target);
+  s->CtxSetCurrent(s->cu);
+  char log[4096] = "";
+  CUjit_option opts[2] = {ETL_CU_JIT_ERROR_LOG_BUFFER, ETL_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+  CUmodule mod = NULL;
+  CUresult r = s->ModuleLoadDataEx(&mod, best->data, 2, opts, vals);
+  if (r)
+    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: loading PTX for %s failed: %s%s%s",
+                     best->target, cu_err(s, r), log[0] ? "\n" : "", log);
+  CUfunction fn = NULL;
+  r = s->ModuleGetFunction(&fn, mod, ETL_KERNEL_ENTRY);
+  if (r) {
+    s->ModuleUnload(mod);
+    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: PTX has no kernel '%s': %s", ETL_KERNEL_ENTRY,
+                     cu_err(s, r));
+  }
+  p->cuda_module = mod;
+  p->cuda_function = fn;
+  return ETL_SUCCESS;
+}
+
+void etl_cuda_program_unload(etlProgram p) {
+  etl_cuda_state *s = p->ctx->cuda;
+  if (s && p->cuda_module) {
+    s->CtxSetCurrent(s->cu);
+    s->ModuleUnload((CUmodule)p->cuda_module);
+  }
+  p->cuda_module = NULL;
+  p->cuda_function = NULL;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan) {
+  etlContext ctx = p->ctx;
+  etl_cuda_state *s = ctx->cuda;
+  s->CtxSetCurrent(s->cu);
+  CUdeviceptr args = plan->args_dptr;
+  void *params[1] = {&args};
+  CUresult r = s->LaunchKernel((CUfunction)p->cuda_function, ctx->num_ctas, 1, 1,
+                               p->art.meta.threads_per_cta, 1, 1, 0, NULL, params, NULL);
+  if (r) return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: cuLaunchKernel failed: %s", cu_err(s, r));
+  int64_t start = now_ms();
+  int timed_out = 0;
+  for (;;) {
+    r = s->StreamQuery(NULL);
+    if (r != ETL_CUDA_ERROR_NOT_READY) break;
+    if (!timed_out && now_ms() - start > (int64_t)ctx->params.watchdog_ms) {
+      __atomic_store_n((volatile uint32_t *)ctx->abort_host, 1u, __ATOMIC_SEQ_CST);
+      timed_out = 1;
+    }
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+  if (r == ETL_CUDA_SUCCESS) r = s->CtxSynchronize();
+  if (r) return etl_error(ETL_ERROR_CUDA, "cuda: kernel failed: %s (CUresult %d)", cu_err(s, r), r);
+  if (timed_out) {
+    /* report the elements still pending */
+    uint32_t *ctr = malloc((plan->n_counters + 1) * sizeof(uint32_t));
+    char msg[4096];
+    size_t len = (size_t)snprintf(msg, sizeof msg,
+                                  "watchdog: launch still running after %u ms, aborted; pending "
+                                  "events:",
+                                  ctx->params.watchdog_ms);
+    if (ctr && s->MemcpyDtoH(ctr, plan->counters_dptr, plan->n_counters * 4) == 0) {
+      uint32_t listed = 0;
+      for (uint64_t i = 0; i < plan->n_counters && listed < 32 && len < sizeof msg - 200; ++i) {
+        if (!ctr[i]) continue;
+        char name[256];
+        etl_plan_counter_name(&p->art.meta, plan, i, name, sizeof name);
+        len += (size_t)snprintf(msg + len, sizeof msg - len, " %s=%u", name, ctr[i]);
+        listed++;
+      }
+    }
+    free(ctr);
+    return etl_error_str(ETL_ERROR_TIMEOUT, msg);
+  }
+  return ETL_SUCCESS;
+}

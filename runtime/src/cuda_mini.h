@@ -1,0 +1,62 @@
+/*===- src/cuda_mini.h - The slice of the CUDA Driver API the runtime uses --===
+ *
+ * Declared here instead of including cuda.h, so the runtime builds where no
+ * CUDA toolkit is installed. ETL_CUDA_FUNCS lists every function with its
+ * exported symbol; cuda.c resolves them with dlsym after dlopen.
+ *===----------------------------------------------------------------------===*/
+#ifndef ETL_CUDA_MINI_H
+#define ETL_CUDA_MINI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int CUresult; /* 0 = CUDA_SUCCESS */
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+typedef int CUjit_option;
+
+#define ETL_CUDA_SUCCESS 0
+#define ETL_CUDA_ERROR_NOT_READY 600
+#define ETL_CUDA_ERROR_NO_DEVICE 100
+#define ETL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define ETL_CU_JIT_ERROR_LOG_BUFFER 5
+#define ETL_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define ETL_CU_MEMHOSTALLOC_DEVICEMAP 0x02
+
+/* X(field, symbol, return, parameters) */
+#define ETL_CUDA_FUNCS(X)                                                                  \
+  X(Init, "cuInit", CUresult, (unsigned flags))                                            \
+  X(DeviceGetCount, "cuDeviceGetCount", CUresult, (int *count))                            \
+  X(DeviceGet, "cuDeviceGet", CUresult, (CUdevice * dev, int ordinal))                     \
+  X(DeviceGetName, "cuDeviceGetName", CUresult, (char *name, int len, CUdevice dev))       \
+  X(DeviceGetAttribute, "cuDeviceGetAttribute", CUresult, (int *v, int attr, CUdevice dev)) \
+  X(CtxCreate, "cuCtxCreate_v2", CUresult, (CUcontext * c, unsigned flags, CUdevice dev))  \
+  X(CtxDestroy, "cuCtxDestroy_v2", CUresult, (CUcontext c))                                \
+  X(CtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext c))                             \
+  X(CtxSynchronize, "cuCtxSynchronize", CUresult, (void))                                  \
+  X(ModuleLoadDataEx, "cuModuleLoadDataEx", CUresult,                                      \
+    (CUmodule * m, const void *image, unsigned n, CUjit_option *opts, void **vals))        \
+  X(ModuleUnload, "cuModuleUnload", CUresult, (CUmodule m))                                \
+  X(ModuleGetFunction, "cuModuleGetFunction", CUresult,                                    \
+    (CUfunction * f, CUmodule m, const char *name))                                        \
+  X(MemAlloc, "cuMemAlloc_v2", CUresult, (CUdeviceptr * p, size_t bytes))                  \
+  X(MemFree, "cuMemFree_v2", CUresult, (CUdeviceptr p))                                    \
+  X(MemcpyHtoD, "cuMemcpyHtoD_v2", CUresult, (CUdeviceptr dst, const void *src, size_t n)) \
+  X(MemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *dst, CUdeviceptr src, size_t n))       \
+  X(MemHostAlloc, "cuMemHostAlloc", CUresult, (void **p, size_t bytes, unsigned flags))    \
+  X(MemFreeHost, "cuMemFreeHost", CUresult, (void *p))                                     \
+  X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult,                     \
+    (CUdeviceptr * d, void *p, unsigned flags))                                            \
+  X(LaunchKernel, "cuLaunchKernel", CUresult,                                              \
+    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,        \
+     unsigned bz, unsigned smem, CUstream s, void **params, void **extra))                 \
+  X(StreamQuery, "cuStreamQuery", CUresult, (CUstream s))                                  \
+  X(GetErrorString, "cuGetErrorString", CUresult, (CUresult e, const char **s))
+
+#endif /* ETL_CUDA_MINI_H */

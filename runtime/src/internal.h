@@ -1,0 +1,259 @@
+/*===- src/internal.h - Private types shared by the runtime's files --------===
+ *
+ * The decoded artifact (etl_artifact, etl_meta), the expression evaluator,
+ * the per-shape plan (event offsets, wait counts, static queues), and the
+ * device layer that sim.c and cuda.c implement. Tests may include this file
+ * to exercise the pieces directly.
+ *===----------------------------------------------------------------------===*/
+#ifndef ETL_RUNTIME_INTERNAL_H
+#define ETL_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etl/etl.h"
+#include "etl_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ETL_MAX_RANK 16           /* tensors, events and group domains */
+#define ETL_MAX_EXPR_STACK 64     /* deepest expression stack accepted */
+#define ETL_MAX_TASKS (1u << 27)  /* tasks in one launch (queue entries) */
+#define ETL_MAX_COUNTERS (1u << 30)
+
+/*===-- Errors (error.c) ---------------------------------------------------===*/
+
+/// Record a message for the calling thread and return `st`.
+etlStatus etl_error(etlStatus st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/// Record a message verbatim.
+etlStatus etl_error_str(etlStatus st, const char *msg);
+
+/*===-- Arena: everything a decoded artifact owns --------------------------===*/
+
+typedef struct etl_arena_block etl_arena_block;
+typedef struct etl_arena {
+  etl_arena_block *head;
+} etl_arena;
+void *etl_arena_alloc(etl_arena *a, size_t bytes); /* zeroed, NULL on OOM */
+void etl_arena_free(etl_arena *a);
+
+/*===-- Decoded metadata (artifact.c) --------------------------------------===*/
+
+typedef struct etl_expr {
+  uint32_t n;
+  int64_t *code;
+} etl_expr;
+
+typedef struct etl_dim_meta {
+  char *name;
+  uint32_t slot;
+} etl_dim_meta;
+
+typedef struct etl_tensor_meta {
+  char *name;
+  uint32_t elem, is_buffer, rank, slot;
+  etl_expr *shape;
+} etl_tensor_meta;
+
+typedef struct etl_constraint_meta {
+  etl_expr cond;
+  char *text, *where;
+} etl_constraint_meta;
+
+typedef struct etl_event_meta {
+  char *name;
+  uint32_t rank, slot;
+  etl_expr *shape;
+} etl_event_meta;
+
+typedef struct etl_index_meta {
+  uint32_t star;
+  etl_expr idx;
+} etl_index_meta;
+
+typedef struct etl_edge_meta {
+  uint32_t event, n;
+  etl_index_meta *idx;
+} etl_edge_meta;
+
+typedef struct etl_group_meta {
+  char *name;
+  uint32_t rank;
+  etl_expr *lo, *hi;
+  uint32_t n_notifies, n_waits;
+  etl_edge_meta *notifies, *waits;
+} etl_group_meta;
+
+typedef struct etl_meta {
+  uint32_t threads_per_cta, smem_bytes;
+  char *kernel_name, *source_path;
+  uint32_t num_slots;
+  uint32_t n_dims, n_tensors, n_constraints, n_events, n_groups, n_order;
+  etl_dim_meta *dims;
+  etl_tensor_meta *tensors;
+  etl_constraint_meta *constraints;
+  etl_event_meta *events;
+  etl_group_meta *groups;
+  uint32_t *order;
+} etl_meta;
+
+typedef struct etl_code_section {
+  char target[13];
+  const uint8_t *data; /* points into etl_artifact.bytes */
+  uint64_t size;
+} etl_code_section;
+
+typedef struct etl_artifact {
+  uint8_t *bytes; /* owned copy of the file */
+  uint64_t size;
+  etl_meta meta;
+  uint32_t n_code;
+  etl_code_section *code;
+  etl_arena arena;
+} etl_artifact;
+
+/// Validate and decode an artifact (copies `data`). On failure returns
+/// ETL_ERROR_INVALID_ARTIFACT / _UNSUPPORTED_VERSION / _OUT_OF_MEMORY with
+/// the message set, and leaves `out` empty.
+etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out);
+void etl_artifact_free(etl_artifact *a);
+uint32_t etl_fnv1a(const uint8_t *p, size_t n);
+
+/*===-- Expressions (expr.c) -----------------------------------------------===*/
+
+/// Check bytecode: known ops, immediates present, DIM < n_dims,
+/// VAR < n_vars, stack never underflows, ends with depth 1, depth <=
+/// ETL_MAX_EXPR_STACK. Returns 0 or -1 with a message in `err`.
+int etl_expr_check(const etl_expr *e, uint32_t n_dims, uint32_t n_vars, char *err, size_t errsz);
+/// Evaluate checked bytecode. Overflow, division by a divisor <= 0 and a
+/// malformed program are errors: returns -1 with a message in `err`.
+int etl_expr_eval(const etl_expr *e, const int64_t *dims, uint32_t n_dims, const int64_t *vars,
+                  uint32_t n_vars, int64_t *out, char *err, size_t errsz);
+
+/*===-- Per-shape plan (plan.c) --------------------------------------------===*/
+
+typedef struct etl_plan {
+  struct etl_plan *next;
+  int64_t *dims;            /* key: the dim values it was built for */
+  uint32_t num_ctas;
+  /* events */
+  uint64_t n_counters;
+  uint64_t *event_offset;   /* per event: element offset of its first element */
+  uint64_t *event_elems;    /* per event: number of elements */
+  int64_t *event_shape;     /* per event: ETL_MAX_RANK extents */
+  uint32_t *wait_counts;    /* n_counters initial values */
+  /* groups */
+  int64_t *group_lo, *group_hi; /* per group: ETL_MAX_RANK bounds */
+  uint64_t *group_tasks;
+  /* static queue */
+  uint64_t n_entries;       /* tasks */
+  uint32_t *queue;          /* 2 * n_entries: (group, linear) */
+  uint32_t *queue_offs;     /* num_ctas + 1, in pairs */
+  /* buffers: per tensor, elements for runtime buffers (0 for parameters) */
+  uint64_t *buffer_bytes;
+  /* device memory, filled by api.c */
+  uint64_t *buffer_dptr;    /* per tensor; 0 for parameters */
+  uint64_t counters_dptr, queue_dptr, offs_dptr, args_dptr;
+  uint64_t *args_host;      /* num_slots */
+} etl_plan;
+
+/// Evaluate shapes, count tasks, compute event offsets and wait counts and
+/// build the static queue for `dims` over `num_ctas` CTAs (host side only).
+etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ctas,
+                         etl_plan **out);
+/// Free the host side of a plan (device memory is the caller's).
+void etl_plan_free_host(etl_plan *p);
+/// Row-major domain indices of task `linear` of group `g`, printed as
+/// "name[i, j]" into buf.
+void etl_plan_task_name(const etl_meta *m, const etl_plan *p, uint32_t g, uint32_t linear,
+                        char *buf, size_t n);
+/// Print "E[i, j]" for counter `offset`.
+void etl_plan_counter_name(const etl_meta *m, const etl_plan *p, uint64_t offset, char *buf,
+                           size_t n);
+size_t etl_elem_size(uint32_t elem);
+
+/*===-- Handles and the device layer (api.c, sim.c, cuda.c) ----------------===*/
+
+typedef enum etl_device_kind { ETL_DEVICE_SIM = 0, ETL_DEVICE_CUDA = 1 } etl_device_kind;
+
+typedef struct etl_alloc {
+  uint64_t dptr;
+  uint64_t bytes;
+} etl_alloc;
+
+typedef struct etl_cuda_state etl_cuda_state;
+
+struct etlContext_st {
+  uint32_t magic;
+  etl_device_kind kind;
+  etlContextParams params;
+  char device_name[256];
+  uint32_t num_ctas;
+  pthread_mutex_t mu;            /* allocations and the program list */
+  pthread_mutex_t launch_mu;     /* one launch at a time */
+  etl_alloc *allocs;
+  size_t n_allocs, cap_allocs;
+  struct etlProgram_st *programs;
+  uint32_t *abort_host;          /* host-visible abort flag */
+  uint64_t abort_dptr;           /* as the kernel sees it */
+  etl_cuda_state *cuda;
+};
+
+typedef struct etl_tensor_binding {
+  int bound;
+  uint64_t dptr;
+  int64_t shape[ETL_MAX_RANK];
+} etl_tensor_binding;
+
+struct etlProgram_st {
+  uint32_t magic;
+  etlContext ctx;
+  struct etlProgram_st *next;    /* in ctx->programs */
+  etl_artifact art;
+  int64_t *dim_values;
+  uint8_t *dim_bound;
+  etl_tensor_binding *tensors;
+  etl_plan *plans;               /* cache, most recent first */
+  uint32_t n_plans;
+  /* device code */
+  void *sim_handle;              /* dlopen handle */
+  int sim_fd;
+  void (*sim_entry)(uint64_t *);
+  void *cuda_module, *cuda_function;
+};
+
+#define ETL_CTX_MAGIC 0x45544c43u
+#define ETL_PROG_MAGIC 0x45544c50u
+
+/* sim.c */
+etlStatus etl_sim_program_load(etlProgram p);
+void etl_sim_program_unload(etlProgram p);
+etlStatus etl_sim_launch(etlProgram p, etl_plan *plan);
+
+/* cuda.c */
+etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe);
+void etl_cuda_context_destroy(etlContext ctx);
+etlStatus etl_cuda_malloc(etlContext ctx, size_t bytes, uint64_t *dptr);
+etlStatus etl_cuda_free(etlContext ctx, uint64_t dptr);
+etlStatus etl_cuda_htod(etlContext ctx, uint64_t dst, const void *src, size_t n);
+etlStatus etl_cuda_dtoh(etlContext ctx, void *dst, uint64_t src, size_t n);
+etlStatus etl_cuda_program_load(etlProgram p);
+void etl_cuda_program_unload(etlProgram p);
+etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan);
+
+/* api.c: device memory regardless of device kind */
+etlStatus etl_dev_alloc(etlContext ctx, size_t bytes, uint64_t *dptr);
+void etl_dev_free(etlContext ctx, uint64_t dptr);
+etlStatus etl_dev_htod(etlContext ctx, uint64_t dst, const void *src, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ETL_RUNTIME_INTERNAL_H */

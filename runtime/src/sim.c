@@ -1,0 +1,563 @@
+/*===- src/sim.c - The sim device: the artifact's x86-64 code on the CPU ---===
+ *
+ * The "sim" code section is an ELF shared object. It is written to a memfd
+ * (kept open while the program lives, so its /proc/self/fd name stays
+ * unique) and dlopen'ed; the runtime stores its etl_sim_ops table in the
+ * object's ETL_SIM_OPS_SYMBOL.
+ *
+ * A launch runs num_ctas = sim_workers CTAs, one pthread each. A CTA's
+ * threads are ucontext fibers scheduled round-robin by that pthread; a fiber
+ * gives up the CPU only in barrier() (until every live fiber of the CTA has
+ * arrived; exited fibers count as arrived) and spin_pause(). Every global
+ * access is checked (check_access) against the bound tensors, runtime
+ * buffers and runtime arrays; a violation records the task, thread and
+ * nearest tensor, raises the abort flag and abandons the CTA. spin_pause()
+ * is also the watchdog: when no task has completed anywhere for watchdog_ms
+ * it raises the abort flag and reports the event elements still pending.
+ *
+ * Sanitizers: fiber switches are annotated for ThreadSanitizer
+ * (__tsan_*_fiber) and AddressSanitizer (__sanitizer_*_switch_fiber).
+ *===----------------------------------------------------------------------===*/
+#include <dlfcn.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define ETL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ETL_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ETL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ETL_ASAN 1
+#endif
+#endif
+
+#ifdef ETL_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+#ifdef ETL_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
+                                     size_t *size_old);
+#endif
+
+/*===-- Loading ------------------------------------------------------------===*/
+
+static const etl_sim_ops sim_ops_table;
+
+etlStatus etl_sim_program_load(etlProgram p) {
+  const etl_code_section *code = NULL;
+  for (uint32_t i = 0; i < p->art.n_code; ++i)
+    if (strcmp(p->art.code[i].target, "sim") == 0) code = &p->art.code[i];
+  if (!code) {
+    char have[256] = "";
+    size_t len = 0;
+    for (uint32_t i = 0; i < p->art.n_code && len < sizeof have; ++i)
+      len += (size_t)snprintf(have + len, sizeof have - len, "%s%s", i ? ", " : "",
+                              p->art.code[i].target);
+    return etl_error(ETL_ERROR_NOT_FOUND,
+                     "artifact has no code for target 'sim' (it has: %s); compile with "
+                     "--target=sim",
+                     len ? have : "none");
+  }
+  int fd = memfd_create("etl-sim-kernel", MFD_CLOEXEC);
+  char path[4096];
+  if (fd >= 0) {
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/etl-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    fd = mkstemp(path);
+    if (fd < 0) return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot create a file for the "
+                                 "kernel object");
+  }
+  const uint8_t *d = code->data;
+  uint64_t left = code->size;
+  while (left > 0) {
+    ssize_t w = write(fd, d, left);
+    if (w <= 0) {
+      close(fd);
+      if (path[0] == '/' && strncmp(path, "/proc/", 6) != 0) unlink(path);
+      return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot write the kernel object");
+    }
+    d += w;
+    left -= (uint64_t)w;
+  }
+  dlerror();
+  void *h = dlopen(path, RTLD_LOCAL | RTLD_NOW);
+  if (strncmp(path, "/proc/", 6) != 0) {
+    unlink(path); /* the mapping stays valid */
+    close(fd);
+    fd = -1;
+  }
+  if (!h) {
+    const char *e = dlerror();
+    if (fd >= 0) close(fd);
+    return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot load the kernel object: %s",
+                     e ? e : "unknown dlopen error");
+  }
+  void *entry = dlsym(h, ETL_KERNEL_ENTRY);
+  void *ops = dlsym(h, ETL_SIM_OPS_SYMBOL);
+  if (!entry || !ops) {
+    dlclose(h);
+    if (fd >= 0) close(fd);
+    return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: kernel object does not export '%s'",
+                     !entry ? ETL_KERNEL_ENTRY : ETL_SIM_OPS_SYMBOL);
+  }
+  *(const etl_sim_ops **)ops = &sim_ops_table;
+  p->sim_handle = h;
+  p->sim_fd = fd;
+  /* POSIX leaves object-to-function pointer conversion to the platform;
+     dlsym's contract makes it valid here. */
+  memcpy(&p->sim_entry, &entry, sizeof entry);
+  return ETL_SUCCESS;
+}
+
+void etl_sim_program_unload(etlProgram p) {
+  if (p->sim_handle) dlclose(p->sim_handle);
+  if (p->sim_fd >= 0) close(p->sim_fd);
+  p->sim_handle = NULL;
+  p->sim_fd = -1;
+}
+
+/*===-- Launch state -------------------------------------------------------===*/
+
+typedef struct sim_range {
+  uint64_t base, bytes;
+  const char *name;
+  uint32_t elem_size;
+  int is_tensor;
+} sim_range;
+
+enum { FIBER_RUNNABLE, FIBER_AT_BARRIER, FIBER_EXITED, FIBER_DEAD };
+
+typedef struct sim_fiber {
+  ucontext_t uc;
+  void *stack;
+  uint32_t tid;
+  int state;
+  void *tsan;
+  void *asan_fake;
+} sim_fiber;
+
+typedef struct sim_run sim_run;
+
+typedef struct sim_cta {
+  sim_run *run;
+  uint32_t cta;
+  pthread_t thread;
+  sim_fiber *fibers;
+  sim_fiber *cur;
+  ucontext_t sched_uc;
+  uint32_t n_live, n_at_barrier;
+  int stopped;
+  void *smem;
+  void *tsan_sched;
+  const void *asan_sched_bottom;
+  size_t asan_sched_size;
+  _Atomic uint32_t task_group, task_linear, in_task;
+} sim_cta;
+
+struct sim_run {
+  etlProgram prog;
+  etl_plan *plan;
+  const etl_meta *meta;
+  uint64_t *args;
+  uint32_t num_ctas, tpc;
+  size_t stack_bytes;
+  _Atomic uint32_t *abort_flag;
+  _Atomic int64_t last_progress_ns;
+  int64_t watchdog_ns;
+  sim_range *ranges;
+  uint32_t n_ranges;
+  sim_cta *ctas;
+  pthread_mutex_t err_mu;
+  etlStatus status;
+  char msg[4096];
+};
+
+static _Thread_local sim_cta *tls_cta;
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* First error wins; later ones (other CTAs seeing the abort) are dropped. */
+static int run_fail(sim_run *r, etlStatus st, const char *msg) {
+  pthread_mutex_lock(&r->err_mu);
+  int first = r->status == ETL_SUCCESS;
+  if (first) {
+    r->status = st;
+    snprintf(r->msg, sizeof r->msg, "%s", msg);
+  }
+  pthread_mutex_unlock(&r->err_mu);
+  atomic_store_explicit(r->abort_flag, 1u, memory_order_seq_cst);
+  return first;
+}
+
+/*===-- Fibers -------------------------------------------------------------===*/
+
+static void switch_to_fiber(sim_cta *c, sim_fiber *f) {
+  c->cur = f;
+#ifdef ETL_ASAN
+  void *fake = NULL;
+  __sanitizer_start_switch_fiber(&fake, f->stack, c->run->stack_bytes);
+#endif
+#ifdef ETL_TSAN
+  __tsan_switch_to_fiber(f->tsan, 0);
+#endif
+  swapcontext(&c->sched_uc, &f->uc);
+#ifdef ETL_ASAN
+  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+  c->cur = NULL;
+}
+
+/* Back to the CTA's scheduler. `dying`: this fiber is never resumed. */
+static void yield_fiber(sim_cta *c, int dying) {
+  sim_fiber *f = c->cur;
+#ifdef ETL_ASAN
+  __sanitizer_start_switch_fiber(dying ? NULL : &f->asan_fake, c->asan_sched_bottom,
+                                 c->asan_sched_size);
+#else
+  (void)dying;
+#endif
+#ifdef ETL_TSAN
+  __tsan_switch_to_fiber(c->tsan_sched, 0);
+#endif
+  swapcontext(&f->uc, &c->sched_uc);
+#ifdef ETL_ASAN
+  __sanitizer_finish_switch_fiber(f->asan_fake, &c->asan_sched_bottom, &c->asan_sched_size);
+#endif
+}
+
+static void fiber_main(void) {
+  sim_cta *c = tls_cta;
+#ifdef ETL_ASAN
+  __sanitizer_finish_switch_fiber(NULL, &c->asan_sched_bottom, &c->asan_sched_size);
+#endif
+  c->run->prog->sim_entry(c->run->args);
+  c->cur->state = FIBER_EXITED;
+  yield_fiber(c, 1);
+  abort(); /* never resumed */
+}
+
+/* Abandon the current fiber and stop its CTA. */
+static void stop_cta(sim_cta *c) {
+  c->stopped = 1;
+  c->cur->state = FIBER_DEAD;
+  yield_fiber(c, 1);
+  abort();
+}
+
+static void release_barrier(sim_cta *c) {
+  if (c->n_at_barrier == 0 || c->n_at_barrier < c->n_live) return;
+  for (uint32_t i = 0; i < c->run->tpc; ++i)
+    if (c->fibers[i].state == FIBER_AT_BARRIER) c->fibers[i].state = FIBER_RUNNABLE;
+  c->n_at_barrier = 0;
+}
+
+/* Separate function: getcontext returns twice, keep it away from loops. */
+static __attribute__((noinline)) int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
+  f->tid = tid;
+  f->stack = malloc(r->stack_bytes);
+  if (!f->stack) return -1;
+  if (getcontext(&f->uc) != 0) {
+    free(f->stack);
+    f->stack = NULL;
+    return -1;
+  }
+  f->uc.uc_stack.ss_sp = f->stack;
+  f->uc.uc_stack.ss_size = r->stack_bytes;
+  f->uc.uc_link = NULL;
+  makecontext(&f->uc, fiber_main, 0);
+#ifdef ETL_TSAN
+  f->tsan = __tsan_create_fiber(0);
+#endif
+  f->state = FIBER_RUNNABLE;
+  return 0;
+}
+
+static void *cta_main(void *arg) {
+  sim_cta *c = arg;
+  sim_run *r = c->run;
+  tls_cta = c;
+#ifdef ETL_TSAN
+  c->tsan_sched = __tsan_get_current_fiber();
+#endif
+  uint32_t made = 0;
+  for (; made < r->tpc; ++made) {
+    if (make_fiber(r, &c->fibers[made], made) != 0) {
+      run_fail(r, ETL_ERROR_OUT_OF_MEMORY, "sim: out of memory for thread stacks");
+      goto done;
+    }
+  }
+  c->n_live = r->tpc;
+  while (c->n_live > 0 && !c->stopped) {
+    for (uint32_t i = 0; i < r->tpc && !c->stopped; ++i) {
+      sim_fiber *f = &c->fibers[i];
+      if (f->state != FIBER_RUNNABLE) continue;
+      switch_to_fiber(c, f);
+      if (f->state == FIBER_EXITED) c->n_live--;
+      release_barrier(c);
+    }
+  }
+done:
+  for (uint32_t i = 0; i < made; ++i) {
+#ifdef ETL_TSAN
+    __tsan_destroy_fiber(c->fibers[i].tsan);
+#endif
+    free(c->fibers[i].stack);
+  }
+  return NULL;
+}
+
+/*===-- Machine operations -------------------------------------------------===*/
+
+static uint32_t op_tid(void) { return tls_cta->cur->tid; }
+static uint32_t op_ctaid(void) { return tls_cta->cta; }
+
+static void op_barrier(void) {
+  sim_cta *c = tls_cta;
+  c->cur->state = FIBER_AT_BARRIER;
+  c->n_at_barrier++;
+  yield_fiber(c, 0);
+}
+
+static void *op_shared_base(void) { return tls_cta->smem; }
+
+static void current_task(sim_cta *c, char *buf, size_t n) {
+  if (!atomic_load_explicit(&c->in_task, memory_order_relaxed)) {
+    snprintf(buf, n, "<no task>");
+    return;
+  }
+  etl_plan_task_name(c->run->meta, c->run->plan,
+                     atomic_load_explicit(&c->task_group, memory_order_relaxed),
+                     atomic_load_explicit(&c->task_linear, memory_order_relaxed), buf, n);
+}
+
+static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) {
+  sim_cta *c = tls_cta;
+  sim_run *r = c->run;
+  uint64_t a = (uint64_t)(uintptr_t)ptr;
+  for (uint32_t i = 0; i < r->n_ranges; ++i) {
+    const sim_range *g = &r->ranges[i];
+    if (a >= g->base && bytes <= g->bytes && a - g->base <= g->bytes - bytes) return;
+  }
+  /* violation: name the nearest tensors below and above the address */
+  const sim_range *below = NULL, *above = NULL;
+  for (uint32_t i = 0; i < r->n_ranges; ++i) {
+    const sim_range *g = &r->ranges[i];
+    if (!g->is_tensor) continue;
+    if (g->base <= a) {
+      if (!below || g->base > below->base) below = g;
+    } else if (!above || g->base < above->base) {
+      above = g;
+    }
+  }
+  char task[256], where[640];
+  current_task(c, task, sizeof task);
+  size_t len = 0;
+  where[0] = 0;
+  const sim_range *near[2] = {below, above};
+  for (int i = 0; i < 2; ++i) {
+    const sim_range *g = near[i];
+    if (!g || len >= sizeof where) continue;
+    int64_t off = (int64_t)(a - g->base); /* two's complement: negative above */
+    int64_t es = (int64_t)g->elem_size;
+    int64_t elem = off >= 0 ? off / es : -((-off + es - 1) / es);
+    len += (size_t)snprintf(where + len, sizeof where - len,
+                            "%stensor '%s' (%llu elements) at element offset %lld",
+                            len ? "; " : "nearest ", g->name,
+                            (unsigned long long)(g->bytes / g->elem_size), (long long)elem);
+  }
+  if (!below && !above) snprintf(where, sizeof where, "no tensor is bound");
+  char msg[1024];
+  snprintf(msg, sizeof msg,
+           "sim: out-of-bounds %s of %llu bytes at %p in task %s, thread (cta %u, tid %u): %s",
+           is_store ? "store" : "load", (unsigned long long)bytes, ptr, task, c->cta, c->cur->tid,
+           where);
+  run_fail(r, ETL_ERROR_MEMORY_VIOLATION, msg);
+  stop_cta(c);
+}
+
+static uint32_t op_atomic_add_release(uint32_t *ptr, uint32_t value) {
+  return atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_release);
+}
+
+static uint32_t op_load_acquire(const uint32_t *ptr) {
+  return atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
+}
+
+static void op_fence(void) { atomic_thread_fence(memory_order_seq_cst); }
+
+static void report_timeout(sim_run *r) {
+  char msg[4096];
+  size_t len = (size_t)snprintf(msg, sizeof msg,
+                                "watchdog: no task completed for %lld ms (deadlock?); pending "
+                                "events:",
+                                (long long)(r->watchdog_ns / 1000000));
+  const uint32_t *ctr = (const uint32_t *)(uintptr_t)r->args[ETL_SLOT_EVENTS];
+  uint32_t listed = 0, more = 0;
+  for (uint64_t i = 0; i < r->plan->n_counters; ++i) {
+    uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)&ctr[i], memory_order_relaxed);
+    if (v == 0) continue;
+    if (listed >= 32 || len >= sizeof msg - 200) {
+      more++;
+      continue;
+    }
+    char name[256];
+    etl_plan_counter_name(r->meta, r->plan, i, name, sizeof name);
+    len += (size_t)snprintf(msg + len, sizeof msg - len, " %s=%u", name, v);
+    listed++;
+  }
+  if (listed == 0 && len < sizeof msg) len += (size_t)snprintf(msg + len, sizeof msg - len, " none");
+  if (more && len < sizeof msg)
+    len += (size_t)snprintf(msg + len, sizeof msg - len, " ... and %u more", more);
+  for (uint32_t i = 0; i < r->num_ctas && len < sizeof msg - 300; ++i) {
+    char task[256];
+    current_task(&r->ctas[i], task, sizeof task);
+    len += (size_t)snprintf(msg + len, sizeof msg - len, "%s cta %u in %s", i ? ";" : "; tasks:", i,
+                            task);
+  }
+  run_fail(r, ETL_ERROR_TIMEOUT, msg);
+}
+
+static void op_spin_pause(void) {
+  sim_cta *c = tls_cta;
+  sim_run *r = c->run;
+  if (atomic_load_explicit(r->abort_flag, memory_order_acquire)) stop_cta(c);
+  int64_t last = atomic_load_explicit(&r->last_progress_ns, memory_order_relaxed);
+  if (now_ns() - last > r->watchdog_ns) {
+    report_timeout(r);
+    stop_cta(c);
+  }
+  sched_yield();
+  yield_fiber(c, 0);
+}
+
+static void op_task_begin(uint32_t group, uint32_t linear) {
+  sim_cta *c = tls_cta;
+  atomic_store_explicit(&c->task_group, group, memory_order_relaxed);
+  atomic_store_explicit(&c->task_linear, linear, memory_order_relaxed);
+  atomic_store_explicit(&c->in_task, 1u, memory_order_relaxed);
+}
+
+static void op_task_end(void) {
+  sim_cta *c = tls_cta;
+  atomic_store_explicit(&c->in_task, 0u, memory_order_relaxed);
+  atomic_store_explicit(&c->run->last_progress_ns, now_ns(), memory_order_relaxed);
+}
+
+static const etl_sim_ops sim_ops_table = {
+#define ETL_SIM_OP_INIT(name, ret, params) .name = op_##name,
+    ETL_SIM_OPS(ETL_SIM_OP_INIT)
+#undef ETL_SIM_OP_INIT
+};
+
+/*===-- Launch -------------------------------------------------------------===*/
+
+etlStatus etl_sim_launch(etlProgram p, etl_plan *plan) {
+  etlContext ctx = p->ctx;
+  const etl_meta *m = &p->art.meta;
+  sim_run r;
+  memset(&r, 0, sizeof r);
+  r.prog = p;
+  r.plan = plan;
+  r.meta = m;
+  r.args = plan->args_host;
+  r.num_ctas = ctx->num_ctas;
+  r.tpc = m->threads_per_cta;
+  r.stack_bytes = ctx->params.sim_stack_bytes;
+#ifdef ETL_ASAN
+  if (r.stack_bytes < 256 * 1024) r.stack_bytes = 256 * 1024;
+#endif
+  r.abort_flag = (_Atomic uint32_t *)ctx->abort_host;
+  r.watchdog_ns = (int64_t)ctx->params.watchdog_ms * 1000000;
+  atomic_store(&r.last_progress_ns, now_ns());
+  pthread_mutex_init(&r.err_mu, NULL);
+
+  /* accessible ranges: tensors and buffers, then the runtime's arrays */
+  r.ranges = calloc(m->n_tensors + 5, sizeof(sim_range));
+  r.ctas = calloc(r.num_ctas, sizeof(sim_cta));
+  etlStatus st = ETL_SUCCESS;
+  if (!r.ranges || !r.ctas) {
+    st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "sim: out of memory");
+    goto out;
+  }
+  for (uint32_t i = 0; i < m->n_tensors; ++i) {
+    const etl_tensor_meta *t = &m->tensors[i];
+    sim_range *g = &r.ranges[r.n_ranges++];
+    g->name = t->name;
+    g->elem_size = (uint32_t)etl_elem_size(t->elem);
+    g->is_tensor = 1;
+    if (t->is_buffer) {
+      g->base = plan->buffer_dptr[i];
+      g->bytes = plan->buffer_bytes[i];
+    } else {
+      uint64_t n = 1;
+      for (uint32_t k = 0; k < t->rank; ++k) n *= (uint64_t)p->tensors[i].shape[k];
+      g->base = p->tensors[i].dptr;
+      g->bytes = n * g->elem_size;
+    }
+  }
+  sim_range rt[] = {
+      {plan->counters_dptr, plan->n_counters * 4, "<event counters>", 4, 0},
+      {plan->queue_dptr, plan->n_entries * 8, "<queue>", 4, 0},
+      {plan->offs_dptr, ((uint64_t)r.num_ctas + 1) * 4, "<queue offsets>", 4, 0},
+      {(uint64_t)(uintptr_t)plan->args_host, (uint64_t)m->num_slots * 8, "<arguments>", 8, 0},
+  };
+  for (size_t i = 0; i < sizeof rt / sizeof rt[0]; ++i) r.ranges[r.n_ranges++] = rt[i];
+
+  uint32_t started = 0;
+  for (uint32_t i = 0; i < r.num_ctas; ++i) {
+    sim_cta *c = &r.ctas[i];
+    c->run = &r;
+    c->cta = i;
+    c->fibers = calloc(r.tpc, sizeof(sim_fiber));
+    c->smem = calloc(1, m->smem_bytes ? m->smem_bytes : 16);
+    if (!c->fibers || !c->smem) {
+      run_fail(&r, ETL_ERROR_OUT_OF_MEMORY, "sim: out of memory");
+      break;
+    }
+  }
+  if (r.status == ETL_SUCCESS) {
+    for (; started < r.num_ctas; ++started) {
+      if (pthread_create(&r.ctas[started].thread, NULL, cta_main, &r.ctas[started]) != 0) {
+        run_fail(&r, ETL_ERROR_LAUNCH_FAILED, "sim: cannot start a worker thread");
+        break;
+      }
+    }
+  }
+  for (uint32_t i = 0; i < started; ++i) pthread_join(r.ctas[i].thread, NULL);
+  for (uint32_t i = 0; i < r.num_ctas; ++i) {
+    free(r.ctas[i].fibers);
+    free(r.ctas[i].smem);
+  }
+  st = r.status;
+  if (st) etl_error_str(st, r.msg);
+out:
+  free(r.ranges);
+  free(r.ctas);
+  pthread_mutex_destroy(&r.err_mu);
+  return st;
+}

@@ -1,0 +1,759 @@
+// Runtime tests: the whole public API on the sim device, with artifacts
+// built here (a small writer mirroring etl_abi.h) and a hand-written C kernel
+// compiled into the "sim" code section at test time with `cc -shared -fPIC`.
+// Also covers the reader's robustness (fuzzed/truncated/wrong-version
+// artifacts), the evaluator, wait counts and static queues (through the
+// private header), the memory checker and the watchdog.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "etl/etl.h"
+#include "etl_abi.h"
+#include "internal.h"
+
+namespace {
+
+using X = std::vector<int64_t>;
+
+X C(int64_t v) { return {ETL_XOP_CONST, v}; }
+X D(int64_t i) { return {ETL_XOP_DIM, i}; }
+X V(int64_t i) { return {ETL_XOP_VAR, i}; }
+X op(X a, const X &b, int64_t o) {
+  a.insert(a.end(), b.begin(), b.end());
+  a.push_back(o);
+  return a;
+}
+
+struct W {
+  std::string b;
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(char((v >> (8 * i)) & 0xff));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) b.push_back(char((v >> (8 * i)) & 0xff));
+  }
+  void str(const std::string &s) {
+    u32(uint32_t(s.size()));
+    b += s;
+  }
+  void expr(const X &x) {
+    u32(uint32_t(x.size()));
+    for (int64_t w : x) u64(uint64_t(w));
+  }
+};
+
+uint32_t fnv(const std::string &s, size_t from) {
+  uint32_t h = ETL_FNV1A_OFFSET;
+  for (size_t i = from; i < s.size(); ++i) {
+    h ^= uint8_t(s[i]);
+    h *= ETL_FNV1A_PRIME;
+  }
+  return h;
+}
+
+void put32(std::string &s, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s[at + i] = char((v >> (8 * i)) & 0xff);
+}
+
+void fix_checksum(std::string &a) { put32(a, 20, fnv(a, 32)); }
+
+std::string artifact(const std::string &meta,
+                     const std::vector<std::pair<std::string, std::string>> &code,
+                     uint32_t version = ETL_ARTIFACT_VERSION) {
+  size_t n = 1 + code.size();
+  W w;
+  w.b += "ETLB";
+  w.u32(version);
+  w.u64(0);  // file size, patched
+  w.u32(uint32_t(n));
+  w.u32(0);  // checksum, patched
+  w.u64(0);
+  uint64_t off = 32 + 32 * n;
+  auto entry = [&](uint32_t kind, const std::string &target, uint64_t size) {
+    w.u32(kind);
+    std::string t = target;
+    t.resize(12, '\0');
+    w.b += t;
+    w.u64(off);
+    w.u64(size);
+    off += size;
+  };
+  entry(ETL_SECTION_META, "", meta.size());
+  for (auto &c : code) entry(ETL_SECTION_CODE, c.first, c.second.size());
+  w.b += meta;
+  for (auto &c : code) w.b += c.second;
+  for (int i = 0; i < 8; ++i) w.b[8 + i] = char((uint64_t(w.b.size()) >> (8 * i)) & 0xff);
+  fix_checksum(w.b);
+  return w.b;
+}
+
+// The test program:
+//   dim N (slot 8); x f32[N*32] (9), y f32[N] (10), total f32[1] (11),
+//   buffer partial f32[N*32] (12); constraint N <= 1000;
+//   events E[N] (13), F[1] (14);
+//   group 0 consume j in [0,N): waits E[j], notifies F[0]
+//   group 1 produce i in [0,N): notifies E[i + notify_shift]
+//   group 2 total   [0,1):      waits F[*]
+//   order: produce, consume, total.
+std::string test_meta(int64_t notify_shift = 0) {
+  W w;
+  w.u32(32);  // threads per CTA
+  w.u32(0);   // smem
+  w.str("etl_main");
+  w.str("test.etl");
+  w.u32(15);
+  w.u32(1);
+  w.str("N");
+  w.u32(8);
+  w.u32(4);
+  auto tensor = [&](const char *name, uint32_t is_buffer, const X &shape, uint32_t slot) {
+    w.str(name);
+    w.u32(ETL_ELEM_F32);
+    w.u32(is_buffer);
+    w.u32(1);
+    w.expr(shape);
+    w.u32(slot);
+  };
+  tensor("x", 0, op(D(0), C(32), ETL_XOP_MUL), 9);
+  tensor("y", 0, D(0), 10);
+  tensor("total", 0, C(1), 11);
+  tensor("partial", 1, op(D(0), C(32), ETL_XOP_MUL), 12);
+  w.u32(1);
+  w.expr(op(D(0), C(1000), ETL_XOP_LE));
+  w.str("N <= 1000");
+  w.str("test.etl:3:7");
+  w.u32(2);
+  w.str("E");
+  w.u32(1);
+  w.expr(D(0));
+  w.u32(13);
+  w.str("F");
+  w.u32(1);
+  w.expr(C(1));
+  w.u32(14);
+  w.u32(3);
+  // consume
+  w.str("consume");
+  w.u32(1);
+  w.expr(C(0));
+  w.expr(D(0));
+  w.u32(1);  // notifies F[0]
+  w.u32(1);
+  w.u32(1);
+  w.u32(0);
+  w.expr(C(0));
+  w.u32(1);  // waits E[j]
+  w.u32(0);
+  w.u32(1);
+  w.u32(0);
+  w.expr(V(0));
+  // produce
+  w.str("produce");
+  w.u32(1);
+  w.expr(C(0));
+  w.expr(D(0));
+  w.u32(1);
+  w.u32(0);
+  w.u32(1);
+  w.u32(0);
+  w.expr(op(V(0), C(notify_shift), ETL_XOP_ADD));
+  w.u32(0);
+  // total
+  w.str("total");
+  w.u32(1);
+  w.expr(C(0));
+  w.expr(C(1));
+  w.u32(0);
+  w.u32(1);  // waits F[*]
+  w.u32(1);
+  w.u32(1);
+  w.u32(1);
+  w.u32(3);
+  w.u32(1);
+  w.u32(0);
+  w.u32(2);
+  return w.b;
+}
+
+#define OPS_FIELD(name, ret, params) #ret " (*" #name ")" #params ";\n"
+
+const char *kernel_body = R"(
+const etl_sim_ops *__etl_sim_ops;
+#define O __etl_sim_ops
+static void wait_ev(uint32_t *c) {
+  if (O->tid() == 0)
+    while (O->load_acquire(c) != 0) O->spin_pause();
+  O->barrier();
+}
+static void notify(uint32_t *c) {
+  O->barrier();
+  if (O->tid() == 0) { O->fence(); O->atomic_add_release(c, 0xffffffffu); }
+}
+void etl_main(uint64_t *a) {
+  uint32_t *ev = (uint32_t *)a[0], *q = (uint32_t *)a[1], *offs = (uint32_t *)a[2];
+  uint32_t cta = O->ctaid(), t = O->tid();
+  int64_t N = (int64_t)a[8];
+  float *x = (float *)a[9], *y = (float *)a[10], *total = (float *)a[11], *partial = (float *)a[12];
+  uint64_t E = a[13], F = a[14];
+  O->check_access(&offs[cta], 8, 0);
+  for (uint32_t k = offs[cta]; k < offs[cta + 1]; ++k) {
+    O->check_access(&q[2 * k], 8, 0);
+    uint32_t g = q[2 * k], lin = q[2 * k + 1];
+    O->task_begin(g, lin);
+    if (g == 1) {
+      int64_t idx = (int64_t)lin * 32 + t;
+#ifdef BAD
+      if (lin == 2) idx += 32 * N;
+#endif
+      O->check_access(&x[idx], 4, 0);
+      float v = x[idx];
+      O->check_access(&partial[idx], 4, 1);
+      partial[idx] = v * 2.0f;
+#ifdef DEADLOCK
+      O->barrier();
+#else
+      notify(&ev[E + lin]);
+#endif
+    } else if (g == 0) {
+      wait_ev(&ev[E + lin]);
+      if (t == 0) {
+        float s = 0;
+        for (int i = 0; i < 32; ++i) {
+          O->check_access(&partial[lin * 32 + i], 4, 0);
+          s += partial[lin * 32 + i];
+        }
+        O->check_access(&y[lin], 4, 1);
+        y[lin] = s;
+      }
+      notify(&ev[F]);
+    } else {
+      wait_ev(&ev[F]);
+      if (t == 0) {
+        float s = 0;
+        for (int64_t j = 0; j < N; ++j) { O->check_access(&y[j], 4, 0); s += y[j]; }
+        O->check_access(total, 4, 1);
+        total[0] = s;
+      }
+      O->barrier();
+    }
+    O->task_end();
+  }
+}
+)";
+
+std::string read_file(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Compiles the kernel with `defines`; returns "" (and prints why) when no C
+// compiler is available.
+std::string compile_kernel(const std::string &defines) {
+  std::string dir = std::string(ETL_TEST_BINARY_DIR) + "/runtime_kernels";
+  mkdir(dir.c_str(), 0755);
+  std::string tag = defines.empty() ? "good" : defines.substr(2);
+  std::string src = dir + "/k_" + tag + ".c", so = dir + "/k_" + tag + ".so";
+  {
+    std::ofstream f(src);
+    f << "#include <stdint.h>\ntypedef struct etl_sim_ops {\n"
+      << ETL_SIM_OPS(OPS_FIELD) << "} etl_sim_ops;\n"
+      << kernel_body;
+  }
+  std::string cmd = "cc -shared -fPIC -O1 " + defines + " -o " + so + " " + src + " 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    MESSAGE("skipping: `cc` is not available or failed to compile the test kernel: " << cmd);
+    return "";
+  }
+  return read_file(so);
+}
+
+const std::string &kernel(const std::string &defines) {
+  static std::vector<std::pair<std::string, std::string>> cache;
+  for (auto &c : cache)
+    if (c.first == defines) return c.second;
+  cache.emplace_back(defines, compile_kernel(defines));
+  return cache.back().second;
+}
+
+struct Ctx {
+  etlContext ctx = nullptr;
+  explicit Ctx(uint32_t workers = 4, uint32_t watchdog_ms = 10000) {
+    etlContextParams p = etlContextDefaultParams();
+    p.sim_workers = workers;
+    p.watchdog_ms = watchdog_ms;
+    REQUIRE(etlContextCreate(&ctx, "sim", &p) == ETL_SUCCESS);
+  }
+  ~Ctx() { etlContextDestroy(ctx); }
+};
+
+struct Buffers {
+  etlContext ctx;
+  void *x = nullptr, *y = nullptr, *total = nullptr;
+  int64_t n;
+  Buffers(etlContext c, int64_t n_) : ctx(c), n(n_) {
+    REQUIRE(etlMalloc(ctx, size_t(n * 32 * 4), &x) == ETL_SUCCESS);
+    REQUIRE(etlMalloc(ctx, size_t(n * 4), &y) == ETL_SUCCESS);
+    REQUIRE(etlMalloc(ctx, 4, &total) == ETL_SUCCESS);
+    std::vector<float> hx(size_t(n * 32));
+    for (size_t i = 0; i < hx.size(); ++i) hx[i] = float(i % 7);
+    REQUIRE(etlMemcpyHtoD(ctx, x, hx.data(), hx.size() * 4) == ETL_SUCCESS);
+  }
+  ~Buffers() {
+    etlFree(ctx, x);
+    etlFree(ctx, y);
+    etlFree(ctx, total);
+  }
+  void bind(etlProgram p) {
+    int64_t sx = n * 32, sy = n, st = 1;
+    REQUIRE(etlBindDim(p, "N", n) == ETL_SUCCESS);
+    REQUIRE(etlBindTensor(p, "x", x, ETL_F32, 1, &sx) == ETL_SUCCESS);
+    REQUIRE(etlBindTensor(p, "y", y, ETL_F32, 1, &sy) == ETL_SUCCESS);
+    REQUIRE(etlBindTensor(p, "total", total, ETL_F32, 1, &st) == ETL_SUCCESS);
+  }
+  void check() {
+    std::vector<float> hy(static_cast<size_t>(n));
+    float ht = -1;
+    REQUIRE(etlMemcpyDtoH(ctx, hy.data(), y, hy.size() * 4) == ETL_SUCCESS);
+    REQUIRE(etlMemcpyDtoH(ctx, &ht, total, 4) == ETL_SUCCESS);
+    double want_total = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t i = 0; i < 32; ++i) s += 2.0 * double((j * 32 + i) % 7);
+      CHECK(hy[size_t(j)] == doctest::Approx(s));
+      want_total += s;
+    }
+    CHECK(ht == doctest::Approx(want_total));
+  }
+};
+
+std::string good_artifact() {
+  const std::string &k = kernel("");
+  if (k.empty()) return "";
+  return artifact(test_meta(), {{"sim", k}, {"sm_90", std::string(".version 7.8\n", 14)}});
+}
+
+}  // namespace
+
+TEST_CASE("errors: names, strings, version") {
+  CHECK(std::string(etlGetErrorName(ETL_SUCCESS)) == "ETL_SUCCESS");
+  CHECK(std::string(etlGetErrorName(ETL_ERROR_TIMEOUT)) == "ETL_ERROR_TIMEOUT");
+  CHECK(std::string(etlGetErrorName(etlStatus(999))) == "ETL_ERROR_UNKNOWN");
+  CHECK(std::strlen(etlGetErrorString(ETL_ERROR_BINDING)) > 0);
+  CHECK(etlVersion() == ETL_VERSION_MAJOR * 10000 + ETL_VERSION_MINOR * 100 + ETL_VERSION_PATCH);
+  CHECK(etlArtifactVersion() == ETL_ARTIFACT_VERSION);
+}
+
+TEST_CASE("expression evaluator") {
+  auto ev = [](const X &x, int64_t dim, int64_t *out) {
+    etl_expr e{uint32_t(x.size()), const_cast<int64_t *>(x.data())};
+    char err[160];
+    if (etl_expr_check(&e, 1, 1, err, sizeof err) != 0) return -2;
+    int64_t var = 5;
+    return etl_expr_eval(&e, &dim, 1, &var, 1, out, err, sizeof err);
+  };
+  int64_t r = 0;
+  CHECK(ev(op(C(-7), C(2), ETL_XOP_FLOORDIV), 0, &r) == 0);
+  CHECK(r == -4);
+  CHECK(ev(op(C(-7), C(2), ETL_XOP_MOD), 0, &r) == 0);
+  CHECK(r == 1);
+  CHECK(ev(op(C(7), C(2), ETL_XOP_CDIV), 0, &r) == 0);
+  CHECK(r == 4);
+  CHECK(ev(op(C(-7), C(2), ETL_XOP_CDIV), 0, &r) == 0);
+  CHECK(r == -3);
+  CHECK(ev(op(D(0), V(0), ETL_XOP_MUL), 6, &r) == 0);
+  CHECK(r == 30);
+  CHECK(ev(op(op(D(0), C(3), ETL_XOP_GE), op(D(0), C(9), ETL_XOP_LT), ETL_XOP_AND), 6, &r) == 0);
+  CHECK(r == 1);
+  CHECK(ev(op(C(1), D(0), ETL_XOP_FLOORDIV), 0, &r) == -1);             // divide by zero
+  CHECK(ev(op(C(INT64_MAX), C(1), ETL_XOP_ADD), 0, &r) == -1);         // overflow
+  CHECK(ev(op(C(INT64_MAX / 2 + 1), C(2), ETL_XOP_MUL), 0, &r) == -1);  // overflow
+  X neg = C(INT64_MIN);
+  neg.push_back(ETL_XOP_NEG);
+  CHECK(ev(neg, 0, &r) == -1);
+  CHECK(ev({ETL_XOP_ADD}, 0, &r) == -2);          // underflow
+  CHECK(ev({ETL_XOP_CONST}, 0, &r) == -2);        // missing immediate
+  CHECK(ev({ETL_XOP_DIM, 3}, 0, &r) == -2);       // dim out of range
+  CHECK(ev(op(C(1), C(2), 999), 0, &r) == -2);    // unknown op
+  CHECK(ev({ETL_XOP_CONST, 1, ETL_XOP_CONST, 2}, 0, &r) == -2);  // depth 2 at end
+}
+
+TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
+  // dims N; events G[N, 3]; groups: a (i in [0,N), j in [0,2)) notifies G[i, *];
+  // b (i in [0,N)) waits G[i, 1]; order b? no: a, b.
+  W w;
+  w.u32(4);
+  w.u32(0);
+  w.str("k");
+  w.str("p.etl");
+  w.u32(10);
+  w.u32(1);
+  w.str("N");
+  w.u32(8);
+  w.u32(0);  // tensors
+  w.u32(0);  // constraints
+  w.u32(1);
+  w.str("G");
+  w.u32(2);
+  w.expr(D(0));
+  w.expr(C(3));
+  w.u32(9);
+  w.u32(2);
+  w.str("a");
+  w.u32(2);
+  w.expr(C(0));
+  w.expr(D(0));
+  w.expr(C(0));
+  w.expr(C(2));
+  w.u32(1);
+  w.u32(0);
+  w.u32(2);
+  w.u32(0);
+  w.expr(V(0));
+  w.u32(1);
+  w.u32(0);
+  w.str("b");
+  w.u32(1);
+  w.expr(C(0));
+  w.expr(D(0));
+  w.u32(0);
+  w.u32(1);
+  w.u32(0);
+  w.u32(2);
+  w.u32(0);
+  w.expr(V(0));
+  w.u32(0);
+  w.expr(C(1));
+  w.u32(2);
+  w.u32(1);  // order: b listed last
+  w.u32(0);
+  // order is [1, 0] above? no: written as order[0]=1? fix below
+  std::string meta = w.b;
+  // order entries are the last two u32: make them (0, 1)
+  put32(meta, meta.size() - 8, 0);
+  put32(meta, meta.size() - 4, 1);
+  std::string a = artifact(meta, {});
+  etl_artifact art;
+  REQUIRE(etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS);
+  int64_t n = 3;
+  etl_plan *p = nullptr;
+  REQUIRE(etl_plan_build(&art.meta, &n, 4, &p) == ETL_SUCCESS);
+  CHECK(p->n_counters == 9);
+  for (int i = 0; i < 9; ++i) CHECK(p->wait_counts[i] == 2);
+  CHECK(p->n_entries == 9);  // 6 tasks of a, 3 of b
+  // round robin over 4 CTAs: CTA 0 gets tasks 0, 4, 8; CTA 1: 1, 5; ...
+  CHECK(p->queue_offs[0] == 0);
+  CHECK(p->queue_offs[1] == 3);
+  CHECK(p->queue_offs[2] == 5);
+  CHECK(p->queue_offs[3] == 7);
+  CHECK(p->queue_offs[4] == 9);
+  uint32_t want0[] = {0, 0, 0, 4, 1, 2};  // (a,0) (a,4) (b,2)
+  for (int i = 0; i < 6; ++i) CHECK(p->queue[i] == want0[i]);
+  CHECK(p->queue[2 * 5] == 0);  // CTA 2 starts with (a, 2)
+  CHECK(p->queue[2 * 5 + 1] == 2);
+  char name[64];
+  etl_plan_task_name(&art.meta, p, 0, 5, name, sizeof name);
+  CHECK(std::string(name) == "a[2, 1]");
+  etl_plan_counter_name(&art.meta, p, 7, name, sizeof name);
+  CHECK(std::string(name) == "G[2, 1]");
+  etl_plan_free_host(p);
+  etl_artifact_free(&art);
+}
+
+TEST_CASE("plan: out-of-range notify names group and event") {
+  std::string a = artifact(test_meta(1), {});
+  etl_artifact art;
+  REQUIRE(etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS);
+  int64_t n = 4;
+  etl_plan *p = nullptr;
+  CHECK(etl_plan_build(&art.meta, &n, 2, &p) == ETL_ERROR_BINDING);
+  std::string msg = etlGetLastErrorMessage();
+  CHECK(msg.find("produce") != std::string::npos);
+  CHECK(msg.find("'E'") != std::string::npos);
+  CHECK(msg.find("produce[3]") != std::string::npos);
+  etl_artifact_free(&art);
+}
+
+TEST_CASE("artifact reader refuses corrupt, truncated and wrong-version files") {
+  std::string good = artifact(test_meta(), {{"sim", std::string(100, 'k')}});
+  etl_artifact art;
+  REQUIRE(etl_artifact_parse(good.data(), good.size(), &art) == ETL_SUCCESS);
+  CHECK(art.meta.n_groups == 3);
+  CHECK(std::string(art.meta.constraints[0].text) == "N <= 1000");
+  etl_artifact_free(&art);
+
+  SUBCASE("wrong version") {
+    std::string a = artifact(test_meta(), {}, ETL_ARTIFACT_VERSION + 1);
+    CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_UNSUPPORTED_VERSION);
+    std::string msg = etlGetLastErrorMessage();
+    CHECK(msg.find("artifact version 2, this runtime reads 1") != std::string::npos);
+  }
+  SUBCASE("bad magic, checksum, size") {
+    std::string a = good;
+    a[0] = 'X';
+    CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_INVALID_ARTIFACT);
+    a = good;
+    a[a.size() - 1] ^= 1;
+    CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_INVALID_ARTIFACT);
+    CHECK(std::string(etlGetLastErrorMessage()).find("checksum") != std::string::npos);
+    a = good + "x";
+    CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_INVALID_ARTIFACT);
+  }
+  SUBCASE("malformed metadata with a valid checksum") {
+    std::string meta = test_meta();
+    std::string bad = meta;
+    put32(bad, 0, 0);  // threads_per_cta 0
+    std::string a = artifact(bad, {});
+    CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_INVALID_ARTIFACT);
+    bad = meta;
+    put32(bad, bad.size() - 16, 0x7fffffff);  // huge group order count
+    a = artifact(bad, {});
+    CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_INVALID_ARTIFACT);
+    a = artifact(meta + "zz", {});
+    CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_INVALID_ARTIFACT);
+    CHECK(std::string(etlGetLastErrorMessage()).find("trailing") != std::string::npos);
+  }
+  SUBCASE("every truncation") {
+    for (size_t n = 0; n < good.size(); ++n)
+      REQUIRE(etl_artifact_parse(good.data(), n, &art) != ETL_SUCCESS);
+  }
+  SUBCASE("flipped bytes, checksum left stale") {
+    for (size_t i = 0; i < good.size(); ++i) {
+      std::string a = good;
+      a[i] = char(a[i] ^ 0x5a);
+      REQUIRE(etl_artifact_parse(a.data(), a.size(), &art) != ETL_SUCCESS);
+    }
+  }
+  SUBCASE("flipped/overwritten metadata bytes with a fixed checksum never crash") {
+    size_t meta_end = 32 + 64 + test_meta().size();
+    const uint8_t patterns[] = {0x01, 0x80, 0xff, 0x5a};
+    int ok = 0, bad = 0;
+    for (size_t i = 0; i < meta_end; ++i) {
+      for (uint8_t pat : patterns) {
+        std::string a = good;
+        a[i] = char(uint8_t(a[i]) ^ pat);
+        fix_checksum(a);
+        if (etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS) {
+          ++ok;
+          etl_artifact_free(&art);
+        } else {
+          ++bad;
+        }
+        a = good;
+        a[i] = char(0xff);
+        if (i + 1 < a.size()) a[i + 1] = char(0xff);
+        fix_checksum(a);
+        if (etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS) etl_artifact_free(&art);
+      }
+    }
+    CHECK(bad > 0);
+    MESSAGE("fuzz: " << ok << " accepted, " << bad << " refused");
+  }
+}
+
+TEST_CASE("contexts, memory and NULL handles") {
+  etlContext c = nullptr;
+  CHECK(etlContextCreate(&c, "tpu", nullptr) == ETL_ERROR_NOT_FOUND);
+  CHECK(etlContextCreate(nullptr, "sim", nullptr) == ETL_ERROR_INVALID_VALUE);
+  etlStatus cuda = etlContextCreate(&c, "cuda", nullptr);
+  if (cuda == ETL_SUCCESS) {
+    CHECK(etlContextIsGpu(c) == 1);
+    etlContextDestroy(c);
+  } else {
+    CHECK((cuda == ETL_ERROR_NO_CUDA_DRIVER || cuda == ETL_ERROR_NO_DEVICE));
+    CHECK(std::strlen(etlGetLastErrorMessage()) > 10);
+    REQUIRE(etlContextCreate(&c, "auto", nullptr) == ETL_SUCCESS);
+    CHECK(etlContextIsGpu(c) == 0);
+    CHECK(std::string(etlContextDeviceName(c)) == "sim (4 workers)");
+    etlContextDestroy(c);
+  }
+  CHECK(etlContextDestroy(nullptr) == ETL_SUCCESS);
+  CHECK(etlContextDeviceName(nullptr) == nullptr);
+  CHECK(etlContextIsGpu(nullptr) == 0);
+  void *p = nullptr;
+  CHECK(etlMalloc(nullptr, 16, &p) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlFree(nullptr, p) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlMemcpyHtoD(nullptr, p, p, 1) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlMemcpyDtoH(nullptr, p, p, 1) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlProgramLoadMemory(nullptr, "x", 1, nullptr) == ETL_ERROR_INVALID_HANDLE);
+  int n;
+  const char *nm;
+  CHECK(etlProgramNumDims(nullptr, &n) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlProgramDimName(nullptr, 0, &nm) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlProgramNumTensors(nullptr, &n) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlProgramTensorName(nullptr, 0, &nm) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlBindDim(nullptr, "N", 1) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlBindTensor(nullptr, "x", p, ETL_F32, 0, nullptr) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(etlRun(nullptr) == ETL_ERROR_INVALID_HANDLE);
+  CHECK(std::string(etlGetLastErrorMessage()).find("etlRun") != std::string::npos);
+  CHECK(etlProgramDestroy(nullptr) == ETL_SUCCESS);
+
+  Ctx ctx;
+  CHECK(etlMalloc(ctx.ctx, 100, &p) == ETL_SUCCESS);
+  int local = 0;
+  CHECK(etlFree(ctx.ctx, &local) == ETL_ERROR_INVALID_VALUE);
+  CHECK(etlFree(ctx.ctx, p) == ETL_SUCCESS);
+  CHECK(etlFree(ctx.ctx, p) == ETL_ERROR_INVALID_VALUE);
+  etlProgram prog = nullptr;
+  CHECK(etlProgramLoadFile(ctx.ctx, "/nonexistent/x.etlb", &prog) == ETL_ERROR_NOT_FOUND);
+  CHECK(etlProgramLoadMemory(ctx.ctx, "ETLB", 4, &prog) == ETL_ERROR_INVALID_ARTIFACT);
+  CHECK(prog == nullptr);
+  // an artifact without sim code
+  std::string no_sim = artifact(test_meta(), {{"sm_90", std::string("x\0", 2)}});
+  CHECK(etlProgramLoadMemory(ctx.ctx, no_sim.data(), no_sim.size(), &prog) == ETL_ERROR_NOT_FOUND);
+  CHECK(std::string(etlGetLastErrorMessage()).find("sm_90") != std::string::npos);
+}
+
+TEST_CASE("end to end on sim: several shape bindings") {
+  std::string a = good_artifact();
+  if (a.empty()) return;
+  for (uint32_t workers : {1u, 3u, 4u}) {
+    Ctx ctx(workers);
+    // through a file, as applications do
+    std::string path = std::string(ETL_TEST_BINARY_DIR) + "/runtime_kernels/good.etlb";
+    {
+      std::ofstream f(path, std::ios::binary);
+      f << a;
+    }
+    etlProgram prog = nullptr;
+    REQUIRE(etlProgramLoadFile(ctx.ctx, path.c_str(), &prog) == ETL_SUCCESS);
+    int n = 0;
+    const char *nm = nullptr;
+    CHECK(etlProgramNumDims(prog, &n) == ETL_SUCCESS);
+    CHECK(n == 1);
+    CHECK(etlProgramDimName(prog, 0, &nm) == ETL_SUCCESS);
+    CHECK(std::string(nm) == "N");
+    CHECK(etlProgramDimName(prog, 1, &nm) == ETL_ERROR_INVALID_VALUE);
+    CHECK(etlProgramNumTensors(prog, &n) == ETL_SUCCESS);
+    CHECK(n == 3);
+    CHECK(etlProgramTensorName(prog, 2, &nm) == ETL_SUCCESS);
+    CHECK(std::string(nm) == "total");
+    CHECK(etlProgramTensorName(prog, 3, &nm) == ETL_ERROR_INVALID_VALUE);
+    for (int64_t size : {1, 2, 5, 13, 40, 5}) {
+      CAPTURE(workers);
+      CAPTURE(size);
+      Buffers b(ctx.ctx, size);
+      b.bind(prog);
+      etlStatus st = etlRun(prog);
+      INFO(etlGetLastErrorMessage());
+      REQUIRE(st == ETL_SUCCESS);
+      b.check();
+      REQUIRE(etlRun(prog) == ETL_SUCCESS);  // counters re-initialised
+      b.check();
+    }
+    etlProgramDestroy(prog);
+  }
+}
+
+TEST_CASE("binding validation") {
+  std::string a = good_artifact();
+  if (a.empty()) return;
+  Ctx ctx;
+  etlProgram prog = nullptr;
+  REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &prog) == ETL_SUCCESS);
+  Buffers b(ctx.ctx, 4);
+  auto msg = [] { return std::string(etlGetLastErrorMessage()); };
+
+  CHECK(etlRun(prog) == ETL_ERROR_UNBOUND);
+  CHECK(msg().find("'N'") != std::string::npos);
+  CHECK(etlBindDim(prog, "M", 3) == ETL_ERROR_NOT_FOUND);
+  CHECK(msg().find("'M'") != std::string::npos);
+  CHECK(etlBindDim(prog, "N", 0) == ETL_ERROR_BINDING);
+  CHECK(etlBindDim(prog, nullptr, 3) == ETL_ERROR_INVALID_VALUE);
+  REQUIRE(etlBindDim(prog, "N", 4) == ETL_SUCCESS);
+  CHECK(etlRun(prog) == ETL_ERROR_UNBOUND);
+  CHECK(msg().find("'x'") != std::string::npos);
+
+  b.bind(prog);
+  REQUIRE(etlRun(prog) == ETL_SUCCESS);
+  b.check();
+
+  int64_t bad = 4 * 32 + 1, two[2] = {4, 32};
+  CHECK(etlBindTensor(prog, "x", b.x, ETL_I32, 1, &bad) == ETL_ERROR_BINDING);
+  CHECK(msg().find("dtype") != std::string::npos);
+  CHECK(etlBindTensor(prog, "x", b.x, ETL_F32, 2, two) == ETL_ERROR_BINDING);
+  CHECK(msg().find("rank") != std::string::npos);
+  CHECK(etlBindTensor(prog, "x", nullptr, ETL_F32, 1, &bad) == ETL_ERROR_INVALID_VALUE);
+  CHECK(etlBindTensor(prog, "partial", b.x, ETL_F32, 1, &bad) == ETL_ERROR_NOT_FOUND);
+  CHECK(etlBindTensor(prog, "nope", b.x, ETL_F32, 1, &bad) == ETL_ERROR_NOT_FOUND);
+  CHECK(msg().find("x, y, total") != std::string::npos);
+  // failed binds left the previous binding intact
+  REQUIRE(etlRun(prog) == ETL_SUCCESS);
+
+  CHECK(etlBindTensor(prog, "x", b.x, ETL_F32, 1, &bad) == ETL_SUCCESS);
+  CHECK(etlRun(prog) == ETL_ERROR_BINDING);
+  CHECK(msg().find("tensor 'x'") != std::string::npos);
+  CHECK(msg().find("[129]") != std::string::npos);
+  CHECK(msg().find("[128]") != std::string::npos);
+
+  b.bind(prog);
+  CHECK(etlBindDim(prog, "N", 2000) == ETL_SUCCESS);
+  CHECK(etlRun(prog) == ETL_ERROR_BINDING);
+  CHECK(msg().find("N <= 1000") != std::string::npos);
+  CHECK(msg().find("test.etl:3:7") != std::string::npos);
+  CHECK(msg().find("N=2000") != std::string::npos);
+
+  b.bind(prog);
+  REQUIRE(etlRun(prog) == ETL_SUCCESS);
+  b.check();
+  etlProgramDestroy(prog);
+}
+
+TEST_CASE("sim: memory violation names the task, and the context stays usable") {
+  std::string k = kernel("-DBAD");
+  std::string a = good_artifact();
+  if (k.empty() || a.empty()) return;
+  std::string bad = artifact(test_meta(), {{"sim", k}});
+  Ctx ctx(3);
+  etlProgram pb = nullptr, pg = nullptr;
+  REQUIRE(etlProgramLoadMemory(ctx.ctx, bad.data(), bad.size(), &pb) == ETL_SUCCESS);
+  REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &pg) == ETL_SUCCESS);
+  Buffers b(ctx.ctx, 5);
+  b.bind(pb);
+  CHECK(etlRun(pb) == ETL_ERROR_MEMORY_VIOLATION);
+  std::string msg = etlGetLastErrorMessage();
+  INFO(msg);
+  CHECK(msg.find("produce[2]") != std::string::npos);
+  CHECK(msg.find("load") != std::string::npos);
+  CHECK(msg.find("'x'") != std::string::npos);
+  CHECK(msg.find("'x' (160 elements) at element offset 224") != std::string::npos);
+  b.bind(pg);
+  REQUIRE(etlRun(pg) == ETL_SUCCESS);
+  b.check();
+  CHECK(etlRun(pb) == ETL_ERROR_MEMORY_VIOLATION);  // and again
+  REQUIRE(etlRun(pg) == ETL_SUCCESS);
+  b.check();
+}
+
+TEST_CASE("sim: a deadlock ends in ETL_ERROR_TIMEOUT listing pending events") {
+  std::string k = kernel("-DDEADLOCK");
+  std::string a = good_artifact();
+  if (k.empty() || a.empty()) return;
+  std::string dead = artifact(test_meta(), {{"sim", k}});
+  Ctx ctx(4, 200);
+  etlProgram pd = nullptr, pg = nullptr;
+  REQUIRE(etlProgramLoadMemory(ctx.ctx, dead.data(), dead.size(), &pd) == ETL_SUCCESS);
+  Buffers b(ctx.ctx, 3);
+  b.bind(pd);
+  CHECK(etlRun(pd) == ETL_ERROR_TIMEOUT);
+  std::string msg = etlGetLastErrorMessage();
+  INFO(msg);
+  CHECK(msg.find("E[0]=1") != std::string::npos);
+  CHECK(msg.find("E[2]=1") != std::string::npos);
+  CHECK(msg.find("F[0]=3") != std::string::npos);
+  CHECK(msg.find("consume[") != std::string::npos);
+  etlProgramDestroy(pd);
+  REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &pg) == ETL_SUCCESS);
+  b.bind(pg);
+  REQUIRE(etlRun(pg) == ETL_SUCCESS);
+  b.check();
+}
