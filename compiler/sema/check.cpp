@@ -165,7 +165,10 @@ private:
   KernelDecl *kernel_ = nullptr;
   TaskDecl *task_ = nullptr;
   Facts facts_;
-  std::vector<std::string> loop_names_;
+  /// Task indices whose range had an error, and events whose shape had one:
+  /// proofs about them are skipped so one mistake is reported once.
+  std::set<std::string> poisoned_vars_;
+  std::vector<bool> event_ok_;
 
   //===-- Scopes ---------------------------------------------------------===//
 
@@ -244,11 +247,15 @@ private:
         t.shape.push_back(check_extent(*e, IndexCtx::Shape, "the extent").value_or(Sym(1)));
       declare(t.name, t.name_range, NameRef::Tensor, int(i));
     }
+    event_ok_.assign(k.events.size(), true);
     for (size_t i = 0; i < k.events.size(); ++i) {
       EventDecl &ev = k.events[i];
       ev.sym_shape.clear();
-      for (auto &e : ev.shape)
-        ev.sym_shape.push_back(check_extent(*e, IndexCtx::Shape, "the extent").value_or(Sym(1)));
+      for (auto &e : ev.shape) {
+        std::optional<Sym> ext = check_extent(*e, IndexCtx::Shape, "the extent");
+        event_ok_[i] = event_ok_[i] && ext.has_value();
+        ev.sym_shape.push_back(ext.value_or(Sym(1)));
+      }
       // Events live in their own namespace (they appear only in clauses), but
       // a clash with another name would be confusing: report it.
       declare(ev.name, ev.name_range, NameRef::Unresolved, int(i));
@@ -356,6 +363,7 @@ private:
     t.locals.clear();
     t.num_loops = 0;
     Facts saved = facts_;
+    poisoned_vars_.clear();
     scopes_.emplace_back();
     for (size_t i = 0; i < t.domain.size(); ++i) {
       TaskIndexDecl &d = t.domain[i];
@@ -369,6 +377,8 @@ private:
         diag_.error(DiagId::NonPositiveExtent, join(d.lo->range, d.hi->range),
                     {"the task range", (*hi - *lo).str()});
       declare(d.name, d.name_range, NameRef::TaskIndex, int(i));
+      if (!lo || !hi)
+        poisoned_vars_.insert(d.name);
       facts_.add_bounds(d.name, lo, hi ? std::optional<Sym>(*hi - 1) : std::nullopt);
     }
     for (auto &r : t.waits)
@@ -413,7 +423,12 @@ private:
       if (!r.indices[i])
         continue; // `*`
       std::optional<Sym> s = check_index(*r.indices[i], IndexCtx::Domain);
-      if (!s || i >= ev.sym_shape.size())
+      if (!s || !event_ok_[idx])
+        continue;
+      bool poisoned = false;
+      for (const std::string &v : s->symbols())
+        poisoned |= poisoned_vars_.count(v) != 0;
+      if (poisoned)
         continue;
       const Sym &ext = ev.sym_shape[i];
       if (!facts_.prove_ge(*s, Sym(0)) || !facts_.prove_ge(ext - 1, *s))

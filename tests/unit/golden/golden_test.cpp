@@ -25,7 +25,7 @@
 #include "ast/ast.h"
 #include "diag/diag.h"
 #include "frontend/parser.h"
-#include "sema/check.h"
+#include "driver/pipeline.h"
 
 #include <doctest/doctest.h>
 
@@ -43,15 +43,11 @@ namespace {
 
 using Emitter = std::function<std::string(const std::string &name, const std::string &text)>;
 
-/// Parses (and checks, if parsing succeeded); returns the program and fills
-/// `out` with the rendered diagnostics.
-std::unique_ptr<etl::Program> compile(etl::SourceManager &sm, etl::Diag &diag,
-                                      const std::string &name, const std::string &text) {
-  etl::FileId f = sm.add(name, text);
-  std::unique_ptr<etl::Program> p = etl::parse_program(f, sm, diag);
-  if (!diag.has_errors())
-    etl::check_program(*p, diag);
-  return p;
+/// Runs the front half of the pipeline (parse, sema, task graph, schedule)
+/// exactly as etlc does; diagnostics stay in `c.diag`.
+bool front(etl::Compilation &c, const std::string &name, const std::string &text) {
+  c.file = c.sm.add(name, text);
+  return etl::compile_front(c);
 }
 
 /// `--emit=<name>` → what the golden test prints.
@@ -60,21 +56,33 @@ const std::map<std::string, Emitter> &emitters() {
       // Diagnostics only (the default for tests/diag).
       {"diag",
        [](const std::string &name, const std::string &text) {
-         etl::SourceManager sm;
-         etl::Diag diag(sm);
-         compile(sm, diag, name, text);
-         return diag.render();
+         etl::Compilation c;
+         front(c, name, text);
+         return c.diag.render();
        }},
       // The AST after parsing (diagnostics instead if there were errors).
       {"ast",
        [](const std::string &name, const std::string &text) {
-         etl::SourceManager sm;
-         etl::Diag diag(sm);
-         etl::FileId f = sm.add(name, text);
-         std::unique_ptr<etl::Program> p = etl::parse_program(f, sm, diag);
-         if (diag.has_errors())
-           return diag.render();
-         return etl::print_ast(*p, sm);
+         etl::Compilation c;
+         c.file = c.sm.add(name, text);
+         if (!etl::compile_front(c, "ast"))
+           return c.diag.render();
+         return etl::print_ast(*c.program, c.sm);
+       }},
+      // The task graph (--emit=taskgraph) and its Graphviz form (--emit=dot).
+      {"taskgraph",
+       [](const std::string &name, const std::string &text) {
+         etl::Compilation c;
+         if (!front(c, name, text))
+           return c.diag.render();
+         return etl::print_task_graph(c.graph) + c.diag.render();
+       }},
+      {"dot",
+       [](const std::string &name, const std::string &text) {
+         etl::Compilation c;
+         if (!front(c, name, text))
+           return c.diag.render();
+         return etl::print_dot(c.graph);
        }},
   };
   return table;

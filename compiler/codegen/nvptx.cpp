@@ -1,0 +1,193 @@
+//===- codegen/nvptx.cpp - The NVPTX machine ------------------------------===//
+//
+// What this owns: the Machine for NVIDIA GPUs (sm_80, sm_90, ...): NVVM
+// intrinsics for tid/ctaid/bar.sync, one static addrspace(3) shared array
+// (`__etl_smem`, sized after lowering), inline PTX for what LLVM 16 NVPTX
+// cannot select or silently weakens (release atomics, acquire loads,
+// fence.acq_rel.gpu, nanosleep; see ARCHITECTURE.md "Toolchain facts"),
+// approximate NVVM math (never llvm.exp & co., which NVPTX cannot select),
+// `nvvm.annotations` kernel metadata, and PTX emission through a
+// TargetMachine for nvptx64-nvidia-cuda with "+ptx78".
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/optimize.h"
+#include "lower/machine.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cmath>
+#include <optional>
+
+namespace etl {
+
+namespace {
+
+constexpr const char *kTriple = "nvptx64-nvidia-cuda";
+constexpr const char *kSmemName = "__etl_smem";
+
+/// A module-owned `[bytes x i8]` in addrspace(3). (GCC 12 reports a false
+/// -Wmismatched-new-delete on GlobalVariable's operand-allocating `new` with
+/// an address space; it is confined to this helper.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+llvm::GlobalVariable *new_shared_array(llvm::Module &m, unsigned bytes, const char *name) {
+  auto *ty = llvm::ArrayType::get(llvm::Type::getInt8Ty(m.getContext()), bytes);
+  auto *gv = new llvm::GlobalVariable(m, ty, false, llvm::GlobalValue::InternalLinkage,
+                                      llvm::UndefValue::get(ty), name, nullptr,
+                                      llvm::GlobalValue::NotThreadLocal, 3);
+  gv->setAlignment(llvm::Align(16));
+  return gv;
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+class NvptxMachine : public Machine {
+public:
+  NvptxMachine(std::string sm, std::unique_ptr<llvm::TargetMachine> tm)
+      : sm_(std::move(sm)), tm_(std::move(tm)) {}
+
+  const std::string &target() const override { return sm_; }
+  llvm::TargetMachine &target_machine() override { return *tm_; }
+
+  void init_module(llvm::Module &m) override {
+    m.setTargetTriple(kTriple);
+    m.setDataLayout(tm_->createDataLayout());
+    smem_ = new_shared_array(m, 16, kSmemName);
+  }
+
+  llvm::Function *create_kernel(llvm::Module &m) override {
+    auto &c = m.getContext();
+    auto *fty = llvm::FunctionType::get(llvm::Type::getVoidTy(c), {llvm::PointerType::get(c, 0)}, false);
+    auto *f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, "etl_main", m);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    return f;
+  }
+
+  void finish_kernel(llvm::Module &m, llvm::Function *k, unsigned threads,
+                     unsigned smem_bytes) override {
+    auto &c = m.getContext();
+    // The shared array, now that its size is known.
+    llvm::GlobalVariable *gv = new_shared_array(m, std::max(16u, smem_bytes), "");
+    smem_->replaceAllUsesWith(gv);
+    smem_->eraseFromParent();
+    gv->setName(kSmemName);
+    smem_ = gv;
+    // Kernel annotations.
+    llvm::NamedMDNode *ann = m.getOrInsertNamedMetadata("nvvm.annotations");
+    auto *i32 = llvm::Type::getInt32Ty(c);
+    auto md = [&](const char *key, unsigned v) {
+      llvm::Metadata *ops[] = {llvm::ValueAsMetadata::get(k), llvm::MDString::get(c, key),
+                               llvm::ValueAsMetadata::get(llvm::ConstantInt::get(i32, v))};
+      ann->addOperand(llvm::MDNode::get(c, ops));
+    };
+    md("kernel", 1);
+    md("maxntidx", threads);
+  }
+
+  llvm::Value *thread_id(Builder &b) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+  }
+  llvm::Value *cta_id(Builder &b) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {});
+  }
+  void barrier(Builder &b) override { b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+  llvm::Value *shared_base(Builder &b) override {
+    return b.CreateAddrSpaceCast(smem_, b.getPtrTy(0));
+  }
+
+  llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
+    return b.CreateLoad(ty, p);
+  }
+  void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override { b.CreateStore(v, p); }
+
+  llvm::Value *atomic_add_release(Builder &b, llvm::Value *p, llvm::Value *v) override {
+    llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));
+    auto *fty = llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy(1), b.getInt32Ty()}, false);
+    auto *asm_ = llvm::InlineAsm::get(fty, "atom.release.gpu.global.add.u32 $0, [$1], $2;",
+                                      "=r,l,r,~{memory}", /*hasSideEffects=*/true);
+    return b.CreateCall(fty, asm_, {g, v});
+  }
+  llvm::Value *load_acquire(Builder &b, llvm::Value *p) override {
+    llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));
+    auto *fty = llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy(1)}, false);
+    auto *asm_ = llvm::InlineAsm::get(fty, "ld.acquire.gpu.global.u32 $0, [$1];",
+                                      "=r,l,~{memory}", true);
+    return b.CreateCall(fty, asm_, {g});
+  }
+  void fence(Builder &b) override { void_asm(b, "fence.acq_rel.gpu;"); }
+  void spin_pause(Builder &b) override { void_asm(b, "nanosleep.u32 64;"); }
+  void task_begin(Builder &, llvm::Value *, llvm::Value *) override {} // timeline: not yet
+  void task_end(Builder &) override {}
+
+  llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) override {
+    switch (fn) {
+    case MathFn::Exp: // 2^(x * log2 e)
+      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {},
+                               {b.CreateFMul(x, llvm::ConstantFP::get(b.getFloatTy(), M_LOG2E))});
+    case MathFn::Log: // lg2(x) * ln 2
+      return b.CreateFMul(b.CreateIntrinsic(llvm::Intrinsic::nvvm_lg2_approx_f, {}, {x}),
+                          llvm::ConstantFP::get(b.getFloatTy(), M_LN2));
+    case MathFn::Sqrt: return b.CreateIntrinsic(llvm::Intrinsic::nvvm_sqrt_rn_f, {}, {x});
+    case MathFn::Rsqrt: return b.CreateIntrinsic(llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {x});
+    }
+    return x;
+  }
+
+  bool emit(llvm::Module &m, std::string &code, std::string &error) override {
+    llvm::SmallString<0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile)) {
+      error = "the NVPTX target cannot emit assembly";
+      return false;
+    }
+    pm.run(m);
+    code.assign(buf.begin(), buf.end());
+    return true;
+  }
+
+private:
+  static void void_asm(Builder &b, const char *text) {
+    auto *fty = llvm::FunctionType::get(b.getVoidTy(), false);
+    b.CreateCall(fty, llvm::InlineAsm::get(fty, text, "~{memory}", true));
+  }
+
+  std::string sm_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  llvm::GlobalVariable *smem_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &error) {
+  init_llvm_targets();
+  std::string err;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(kTriple, err);
+  if (!t) {
+    error = "LLVM has no NVPTX target: " + err;
+    return nullptr;
+  }
+  if (sm != "sm_80" && sm != "sm_86" && sm != "sm_89" && sm != "sm_90") {
+    error = "unsupported GPU target '" + sm + "' (LLVM 16: sm_80, sm_86, sm_89, sm_90)";
+    return nullptr;
+  }
+  llvm::TargetOptions opts;
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      kTriple, sm, "+ptx78", opts, llvm::Reloc::Static, std::nullopt, llvm::CodeGenOpt::Aggressive));
+  if (!tm) {
+    error = "cannot create the NVPTX target machine for " + sm;
+    return nullptr;
+  }
+  return std::make_unique<NvptxMachine>(sm, std::move(tm));
+}
+
+} // namespace etl

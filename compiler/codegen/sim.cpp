@@ -1,0 +1,215 @@
+//===- codegen/sim.cpp - The CPU-simulator machine ------------------------===//
+//
+// What this owns: the Machine for the `sim` target. Every machine operation
+// loads the function pointer at its field position in the `etl_sim_ops` table
+// that the runtime stores, after dlopen, in the object's exported global
+// `__etl_sim_ops` (runtime/abi/etl_abi.h), and calls it; each simulated thread
+// runs etl_main itself, so the code is the same SIMT code as on the GPU.
+// Tensor loads and stores call check_access first. Math uses the generic LLVM
+// intrinsics (libm). Emission: an x86-64 PIC object through a TargetMachine,
+// linked by the system C compiler into a shared object (`cc -shared ... -lm`).
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/optimize.h"
+#include "lower/machine.h"
+
+#include "etl_abi.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Program.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <optional>
+
+namespace etl {
+
+namespace {
+
+constexpr const char *kTriple = "x86_64-pc-linux-gnu";
+
+/// Field positions in etl_sim_ops, from the ABI's X-macro.
+enum SimOp : unsigned {
+#define ETL_SIM_OP_INDEX(name, ret, params) kOp_##name,
+  ETL_SIM_OPS(ETL_SIM_OP_INDEX)
+#undef ETL_SIM_OP_INDEX
+};
+
+class SimMachine : public Machine {
+public:
+  explicit SimMachine(std::unique_ptr<llvm::TargetMachine> tm) : tm_(std::move(tm)) {}
+
+  const std::string &target() const override { return name_; }
+  llvm::TargetMachine &target_machine() override { return *tm_; }
+
+  void init_module(llvm::Module &m) override {
+    m.setTargetTriple(kTriple);
+    m.setDataLayout(tm_->createDataLayout());
+    m.setPICLevel(llvm::PICLevel::BigPIC);
+    auto *p = llvm::PointerType::get(m.getContext(), 0);
+    ops_ = new llvm::GlobalVariable(m, p, false, llvm::GlobalValue::ExternalLinkage,
+                                    llvm::ConstantPointerNull::get(p), ETL_SIM_OPS_SYMBOL);
+    ops_->setVisibility(llvm::GlobalValue::DefaultVisibility);
+    ops_->setAlignment(llvm::Align(8));
+  }
+
+  llvm::Function *create_kernel(llvm::Module &m) override {
+    auto &c = m.getContext();
+    auto *fty = llvm::FunctionType::get(llvm::Type::getVoidTy(c), {llvm::PointerType::get(c, 0)}, false);
+    auto *f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, ETL_KERNEL_ENTRY, m);
+    f->setVisibility(llvm::GlobalValue::DefaultVisibility);
+    return f;
+  }
+  void finish_kernel(llvm::Module &, llvm::Function *, unsigned, unsigned) override {}
+
+  llvm::Value *thread_id(Builder &b) override { return call(b, kOp_tid, b.getInt32Ty(), {}); }
+  llvm::Value *cta_id(Builder &b) override { return call(b, kOp_ctaid, b.getInt32Ty(), {}); }
+  void barrier(Builder &b) override { call(b, kOp_barrier, b.getVoidTy(), {}); }
+  llvm::Value *shared_base(Builder &b) override { return call(b, kOp_shared_base, b.getPtrTy(), {}); }
+
+  llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
+    check(b, p, ty, false);
+    return b.CreateLoad(ty, p);
+  }
+  void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override {
+    check(b, p, v->getType(), true);
+    b.CreateStore(v, p);
+  }
+  llvm::Value *atomic_add_release(Builder &b, llvm::Value *p, llvm::Value *v) override {
+    return call(b, kOp_atomic_add_release, b.getInt32Ty(), {p, v});
+  }
+  llvm::Value *load_acquire(Builder &b, llvm::Value *p) override {
+    return call(b, kOp_load_acquire, b.getInt32Ty(), {p});
+  }
+  void fence(Builder &b) override { call(b, kOp_fence, b.getVoidTy(), {}); }
+  void spin_pause(Builder &b) override { call(b, kOp_spin_pause, b.getVoidTy(), {}); }
+  void task_begin(Builder &b, llvm::Value *g, llvm::Value *lin) override {
+    call(b, kOp_task_begin, b.getVoidTy(), {g, lin});
+  }
+  void task_end(Builder &b) override { call(b, kOp_task_end, b.getVoidTy(), {}); }
+
+  llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) override {
+    switch (fn) {
+    case MathFn::Exp: return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+    case MathFn::Log: return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+    case MathFn::Sqrt: return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case MathFn::Rsqrt:
+      return b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
+                          b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    }
+    return x;
+  }
+
+  bool emit(llvm::Module &m, std::string &code, std::string &error) override;
+
+private:
+  /// ((etl_sim_ops *)__etl_sim_ops)->field(args...)
+  llvm::Value *call(Builder &b, unsigned field, llvm::Type *ret, std::vector<llvm::Value *> args) {
+    std::vector<llvm::Type *> params;
+    for (llvm::Value *a : args) params.push_back(a->getType());
+    auto *fty = llvm::FunctionType::get(ret, params, false);
+    llvm::Value *table = b.CreateLoad(b.getPtrTy(), ops_, "sim.ops");
+    llvm::Value *slot = b.CreateConstGEP1_64(b.getPtrTy(), table, field);
+    llvm::Value *f = b.CreateLoad(b.getPtrTy(), slot);
+    return b.CreateCall(fty, f, args);
+  }
+  void check(Builder &b, llvm::Value *p, llvm::Type *ty, bool store) {
+    uint64_t bytes = tm_->createDataLayout().getTypeStoreSize(ty);
+    call(b, kOp_check_access, b.getVoidTy(), {p, b.getInt64(bytes), b.getInt32(store ? 1 : 0)});
+  }
+
+  std::string name_ = "sim";
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  llvm::GlobalVariable *ops_ = nullptr;
+};
+
+/// Removes its files when it goes out of scope.
+struct TempFiles {
+  std::vector<llvm::SmallString<128>> paths;
+  ~TempFiles() {
+    for (auto &p : paths) llvm::sys::fs::remove(p);
+  }
+};
+
+bool SimMachine::emit(llvm::Module &m, std::string &code, std::string &error) {
+  TempFiles tmp;
+  int fd = -1;
+  llvm::SmallString<128> obj, so;
+  if (llvm::sys::fs::createTemporaryFile("etl-sim", "o", fd, obj)) {
+    error = "cannot create a temporary object file";
+    return false;
+  }
+  tmp.paths.push_back(obj);
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) {
+      error = "the x86-64 target cannot emit an object file";
+      return false;
+    }
+    pm.run(m);
+    os.flush();
+    if (os.has_error()) {
+      error = "cannot write the sim object file";
+      os.clear_error();
+      return false;
+    }
+  }
+  if (llvm::sys::fs::createTemporaryFile("etl-sim", "so", so)) {
+    error = "cannot create a temporary shared-object file";
+    return false;
+  }
+  tmp.paths.push_back(so);
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc) {
+    error = "the sim target needs a C compiler to link its shared object, and no `cc` is in PATH";
+    return false;
+  }
+  llvm::SmallString<128> log;
+  llvm::sys::fs::createTemporaryFile("etl-sim-link", "log", log);
+  tmp.paths.push_back(log);
+  std::string ccs = *cc, objs = std::string(obj), sos = std::string(so);
+  llvm::StringRef argv[] = {ccs, "-shared", "-o", sos, objs, "-lm"};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log), llvm::StringRef(log)};
+  std::string msg;
+  int rc = llvm::sys::ExecuteAndWait(ccs, argv, std::nullopt, redirects, 0, 0, &msg);
+  if (rc != 0) {
+    auto text = llvm::MemoryBuffer::getFile(log);
+    error = "linking the sim shared object with `" + ccs + "` failed" +
+            (msg.empty() ? "" : ": " + msg) + (text ? "\n" + (*text)->getBuffer().str() : "");
+    return false;
+  }
+  auto bytes = llvm::MemoryBuffer::getFile(so, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!bytes) {
+    error = "cannot read back the sim shared object";
+    return false;
+  }
+  code = (*bytes)->getBuffer().str();
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<Machine> make_sim_machine(std::string &error) {
+  init_llvm_targets();
+  std::string err;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(kTriple, err);
+  if (!t) {
+    error = "LLVM has no x86-64 target: " + err;
+    return nullptr;
+  }
+  llvm::TargetOptions opts;
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      kTriple, "x86-64", "", opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOpt::Default));
+  if (!tm) {
+    error = "cannot create the x86-64 target machine";
+    return nullptr;
+  }
+  return std::make_unique<SimMachine>(std::move(tm));
+}
+
+} // namespace etl

@@ -1,0 +1,137 @@
+//===- lower/backend.cpp - The back-end pipeline --------------------------===//
+//
+// What this owns: run_backend. It turns the task graph into a KernelPlan
+// (groups with their wait/notify index expressions), and for each target
+// builds a fresh LLVM module: machine setup, tile lowering (Lowerer), kernel
+// annotations, verification + the standard pipeline (codegen/optimize.cpp),
+// then code emission by the target's machine.
+//
+//===----------------------------------------------------------------------===//
+#include "lower/backend.h"
+
+#include "codegen/optimize.h"
+#include "lower/lowerer.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace etl {
+
+static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::string> &targets,
+                              const BackendOptions &opts) {
+  BackendResult res;
+  res.threads_per_cta = opts.threads_per_cta;
+  if (opts.threads_per_cta == 0 || opts.threads_per_cta > 1024) {
+    res.error = "threads_per_cta must be in 1 .. 1024";
+    return res;
+  }
+  for (const GroupPlan &g : plan.groups)
+    if (!g.decl) {
+      res.error = "task group '" + g.name + "' has no declaration";
+      return res;
+    }
+  for (const std::string &t : targets) {
+    std::string err;
+    std::unique_ptr<Machine> m;
+    if (t == "sim") m = make_sim_machine(err);
+    else if (t.rfind("sm_", 0) == 0) m = make_nvptx_machine(t, err);
+    else err = "unknown target '" + t + "' (expected sim, sm_80, sm_90, ...)";
+    if (!m) {
+      res.error = err;
+      return res;
+    }
+    llvm::LLVMContext ctx;
+    llvm::Module mod(plan.kernel->name, ctx);
+    m->init_module(mod);
+    unsigned smem = 0;
+    try {
+      Lowerer L(plan, *m, mod, opts.threads_per_cta);
+      llvm::Function *k = L.lower_kernel();
+      smem = (L.smem_bytes() + 15u) & ~15u;
+      m->finish_kernel(mod, k, opts.threads_per_cta, smem);
+    } catch (const LowerError &e) {
+      res.error = std::string("lowering kernel '") + plan.kernel->name + "': " + e.what();
+      return res;
+    }
+    if (t != "sim" && smem > 48u * 1024u) {
+      res.error = "kernel '" + plan.kernel->name + "' needs " + std::to_string(smem) +
+                  " bytes of shared memory; static shared memory is limited to 49152";
+      return res;
+    }
+    res.smem_bytes = smem;
+    if (!optimize_module(mod, m->target_machine(), opts.opt_level, err)) {
+      res.error = t + ": " + err;
+      return res;
+    }
+    TargetOutput out;
+    out.target = t;
+    llvm::raw_string_ostream os(out.llvm_ir);
+    mod.print(os, nullptr);
+    os.flush();
+    if (!m->emit(mod, out.code, err)) {
+      res.error = t + ": " + err;
+      return res;
+    }
+    res.outputs.push_back(std::move(out));
+  }
+  res.ok = true;
+  return res;
+}
+
+BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph &g,
+                          const std::vector<std::string> &targets, const BackendOptions &opts) {
+  KernelPlan plan;
+  plan.program = &p;
+  plan.kernel = &k;
+  auto edge_use = [&](int ei) {
+    const Edge &e = g.edges.at(size_t(ei));
+    EventUse u;
+    u.event = e.event;
+    for (size_t d = 0; d < e.indices.size(); ++d) {
+      const Expr *x = e.indices[d].star ? nullptr : e.indices[d].expr;
+      if (!e.indices[d].star && !x && e.ref && d < e.ref->indices.size())
+        x = e.ref->indices[d].get();
+      u.idx.push_back(x);
+    }
+    if (e.indices.empty() && e.ref)
+      for (const ExprPtr &x : e.ref->indices) u.idx.push_back(x.get());
+    return u;
+  };
+  for (const TaskGroup &tg : g.groups) {
+    GroupPlan gp;
+    gp.name = tg.name;
+    gp.decl = tg.decl;
+    for (int w : tg.waits) gp.waits.push_back(edge_use(w));
+    for (int n : tg.notifies) gp.notifies.push_back(edge_use(n));
+    plan.groups.push_back(std::move(gp));
+  }
+  return run_plan(plan, targets, opts);
+}
+
+BackendResult run_backend_from_ast(const Program &p, const KernelDecl &k,
+                                   const std::vector<std::string> &targets,
+                                   const BackendOptions &opts) {
+  KernelPlan plan;
+  plan.program = &p;
+  plan.kernel = &k;
+  auto use = [&](const EventRef &r) {
+    EventUse u;
+    u.event = r.event_index;
+    if (u.event < 0)
+      for (size_t i = 0; i < k.events.size(); ++i)
+        if (k.events[i].name == r.event) u.event = int(i);
+    for (const ExprPtr &x : r.indices) u.idx.push_back(x.get());
+    return u;
+  };
+  for (const TaskDecl &t : k.tasks) {
+    GroupPlan gp;
+    gp.name = t.name;
+    gp.decl = &t;
+    for (const EventRef &r : t.waits) gp.waits.push_back(use(r));
+    for (const EventRef &r : t.notifies) gp.notifies.push_back(use(r));
+    plan.groups.push_back(std::move(gp));
+  }
+  return run_plan(plan, targets, opts);
+}
+
+} // namespace etl

@@ -1,0 +1,141 @@
+//===- lower/lower_index.cpp - Index expressions to i64 -------------------===//
+//
+// What this owns: lowering of index-typed expressions (TypeKind::Index) to
+// i64 values: literals, consts (sema's folded value), dims (read from the
+// argument block), task indices, loop variables and index locals, + - * and
+// floor-based / and %, cdiv, min, max; and the argument-block slot layout
+// (dims, then tensors, then events; see taskgraph/taskgraph.h ArgLayout).
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+namespace etl {
+
+unsigned Lowerer::dim_slot(int i) const { return 8 + unsigned(i); }
+unsigned Lowerer::tensor_slot(int i) const {
+  return 8 + unsigned(plan.kernel->dims.size()) + unsigned(i);
+}
+unsigned Lowerer::event_slot(int i) const {
+  return 8 + unsigned(plan.kernel->dims.size() + plan.kernel->tensors.size()) + unsigned(i);
+}
+
+llvm::Value *Lowerer::arg_slot_i64(unsigned slot) {
+  return b.CreateLoad(i64, b.CreateGEP(i64, args, b.getInt64(slot)));
+}
+llvm::Value *Lowerer::arg_slot_ptr(unsigned slot) {
+  return b.CreateLoad(ptr, b.CreateGEP(i64, args, b.getInt64(slot)));
+}
+
+llvm::Value *Lowerer::floordiv(llvm::Value *a, llvm::Value *d) {
+  // q = a / d rounded toward -inf: truncating quotient, minus one when the
+  // remainder is non-zero and its sign differs from the divisor's.
+  llvm::Value *q = b.CreateSDiv(a, d);
+  llvm::Value *r = b.CreateSRem(a, d);
+  llvm::Value *fix = b.CreateAnd(b.CreateICmpNE(r, b.getInt64(0)),
+                                 b.CreateICmpNE(b.CreateICmpSLT(r, b.getInt64(0)),
+                                                b.CreateICmpSLT(d, b.getInt64(0))));
+  return b.CreateSub(q, b.CreateZExt(fix, i64));
+}
+
+llvm::Value *Lowerer::floormod(llvm::Value *a, llvm::Value *d) {
+  llvm::Value *r = b.CreateSRem(a, d);
+  llvm::Value *fix = b.CreateAnd(b.CreateICmpNE(r, b.getInt64(0)),
+                                 b.CreateICmpNE(b.CreateICmpSLT(r, b.getInt64(0)),
+                                                b.CreateICmpSLT(d, b.getInt64(0))));
+  return b.CreateSelect(fix, b.CreateAdd(r, d), r);
+}
+
+llvm::Value *Lowerer::cdiv(llvm::Value *a, llvm::Value *d) {
+  return floordiv(b.CreateSub(b.CreateAdd(a, d), b.getInt64(1)), d);
+}
+
+static const ConstDecl *find_const(const Program &p, const Expr &e) {
+  if (e.ref_index >= 0 && size_t(e.ref_index) < p.consts.size() &&
+      p.consts[size_t(e.ref_index)].name == e.name)
+    return &p.consts[size_t(e.ref_index)];
+  for (const ConstDecl &c : p.consts)
+    if (c.name == e.name) return &c;
+  return nullptr;
+}
+
+llvm::Value *Lowerer::index(const Expr &e) {
+  switch (e.kind) {
+  case ExprKind::IntLit:
+    return b.getInt64(uint64_t(e.int_value));
+  case ExprKind::Name:
+    switch (e.ref) {
+    case NameRef::Const: {
+      const ConstDecl *c = find_const(*plan.program, e);
+      if (!c) throw LowerError("unknown const '" + e.name + "'");
+      return b.getInt64(uint64_t(c->folded));
+    }
+    case NameRef::Dim: {
+      int i = e.ref_index;
+      const auto &dims = plan.kernel->dims;
+      if (i < 0 || size_t(i) >= dims.size() || dims[size_t(i)].name != e.name) {
+        i = -1;
+        for (size_t d = 0; d < dims.size(); ++d)
+          if (dims[d].name == e.name) i = int(d);
+      }
+      if (i < 0) throw LowerError("unknown dim '" + e.name + "'");
+      return arg_slot_i64(dim_slot(i));
+    }
+    case NameRef::TaskIndex: {
+      int i = e.ref_index;
+      if (task && (i < 0 || size_t(i) >= task->domain.size() ||
+                   task->domain[size_t(i)].name != e.name)) {
+        i = -1;
+        for (size_t d = 0; d < task->domain.size(); ++d)
+          if (task->domain[d].name == e.name) i = int(d);
+      }
+      if (i < 0 || size_t(i) >= task_vars.size() || !task_vars[size_t(i)])
+        throw LowerError("task index '" + e.name + "' used before it is defined");
+      return task_vars[size_t(i)];
+    }
+    case NameRef::LoopVar: {
+      auto it = loop_by_name.find(e.name);
+      if (it != loop_by_name.end() && !it->second.empty())
+        return b.CreateLoad(i64, it->second.back());
+      auto lv = loop_vars.find(e.ref_index);
+      if (lv == loop_vars.end()) throw LowerError("unknown loop variable '" + e.name + "'");
+      return b.CreateLoad(i64, lv->second);
+    }
+    case NameRef::Local: {
+      TileVal v = read_local(e.ref_index);
+      if (!v.is_index) throw LowerError("local '" + e.name + "' is not an index");
+      return v.regs[0];
+    }
+    default:
+      throw LowerError("name '" + e.name + "' is not an index value");
+    }
+  case ExprKind::Unary:
+    if (e.un_op == UnOp::Neg) return b.CreateNeg(index(*e.args[0]));
+    break;
+  case ExprKind::Binary: {
+    llvm::Value *l = index(*e.args[0]), *r = index(*e.args[1]);
+    switch (e.bin_op) {
+    case BinOp::Add: return b.CreateAdd(l, r);
+    case BinOp::Sub: return b.CreateSub(l, r);
+    case BinOp::Mul: return b.CreateMul(l, r);
+    case BinOp::Div: return floordiv(l, r);
+    case BinOp::Mod: return floormod(l, r);
+    default: break;
+    }
+    break;
+  }
+  case ExprKind::Call:
+    if (e.args.size() == 2 && e.kwargs.empty()) {
+      llvm::Value *l = index(*e.args[0]), *r = index(*e.args[1]);
+      if (e.name == "cdiv") return cdiv(l, r);
+      if (e.name == "min") return b.CreateSelect(b.CreateICmpSLT(l, r), l, r);
+      if (e.name == "max") return b.CreateSelect(b.CreateICmpSGT(l, r), l, r);
+    }
+    break;
+  default:
+    break;
+  }
+  throw LowerError(std::string("unsupported index expression (") + kind_name(e.kind) +
+                   (e.name.empty() ? "" : " '" + e.name + "'") + ")");
+}
+
+} // namespace etl

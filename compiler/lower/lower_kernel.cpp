@@ -1,0 +1,339 @@
+//===- lower/lower_kernel.cpp - The persistent loop, waits, notifies ------===//
+//
+// What this owns: the megakernel's skeleton. `etl_main(args)` is a persistent
+// loop: thread 0 takes the next (group, linear) pair of its CTA's static queue
+// (args[QUEUE], args[QUEUE_OFFS]; CTA c owns pairs [offs[c], offs[c+1])) and
+// broadcasts it through shared memory; the CTA dispatches to that group's
+// internal function, which decodes `linear` into the domain indices
+// (row-major, last variable fastest), waits on its events (thread 0 spins
+// with acquire loads, then a CTA barrier), runs the body (statements here,
+// tile ops in lower_tile.cpp, index arithmetic in lower_index.cpp) and
+// notifies (barrier, thread 0 fences and decrements with release atomics).
+// The abort flag args[ABORT] is checked at each task start and in every
+// spin; thread 0 publishes it in shared memory so the whole CTA leaves.
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include <llvm/IR/Constants.h>
+
+namespace etl {
+
+Lowerer::Lowerer(const KernelPlan &p, Machine &mach, llvm::Module &md, unsigned threads)
+    : plan(p), m(mach), mod(md), ctx(md.getContext()), b(md.getContext()), T(threads) {
+  i1 = b.getInt1Ty();
+  i32 = b.getInt32Ty();
+  i64 = b.getInt64Ty();
+  f32 = b.getFloatTy();
+  ptr = b.getPtrTy();
+}
+
+unsigned Lowerer::smem_bytes() const {
+  return unsigned(kSmemScratch + max_scratch_elems * 4);
+}
+
+//===-- Helpers ----------------------------------------------------------===//
+
+llvm::Type *Lowerer::reg_type(ElemType t) const {
+  return t == ElemType::I32 ? i32 : f32; // f16 is computed in f32
+}
+
+llvm::AllocaInst *Lowerer::entry_alloca(llvm::Type *ty, const char *name) {
+  llvm::BasicBlock &entry = fn->getEntryBlock();
+  llvm::IRBuilder<> eb(&entry, entry.getFirstInsertionPt());
+  return eb.CreateAlloca(ty, nullptr, name);
+}
+
+void Lowerer::if_then(llvm::Value *cond, const std::function<void()> &then) {
+  auto *tb = llvm::BasicBlock::Create(ctx, "then", fn);
+  auto *jb = llvm::BasicBlock::Create(ctx, "endif", fn);
+  b.CreateCondBr(cond, tb, jb);
+  b.SetInsertPoint(tb);
+  then();
+  b.CreateBr(jb);
+  b.SetInsertPoint(jb);
+}
+
+void Lowerer::for_range(llvm::Value *lo, llvm::Value *hi, llvm::Value *step,
+                        const std::function<void(llvm::Value *)> &body) {
+  llvm::AllocaInst *iv = entry_alloca(i64, "iv");
+  b.CreateStore(lo, iv);
+  auto *head = llvm::BasicBlock::Create(ctx, "for.head", fn);
+  auto *bb = llvm::BasicBlock::Create(ctx, "for.body", fn);
+  auto *done = llvm::BasicBlock::Create(ctx, "for.end", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::Value *v = b.CreateLoad(i64, iv);
+  b.CreateCondBr(b.CreateICmpSLT(v, hi), bb, done);
+  b.SetInsertPoint(bb);
+  body(v);
+  b.CreateStore(b.CreateAdd(b.CreateLoad(i64, iv), step), iv);
+  b.CreateBr(head);
+  b.SetInsertPoint(done);
+}
+
+llvm::Value *Lowerer::elem_index(unsigned k) {
+  return b.CreateAdd(b.CreateZExt(tid, i64), b.getInt64(int64_t(k) * T));
+}
+
+llvm::Value *Lowerer::elem_alive(unsigned k, int64_t numel) {
+  if (int64_t(k + 1) * T <= numel) return nullptr;
+  return b.CreateICmpULT(elem_index(k), b.getInt64(numel));
+}
+
+std::vector<llvm::Value *> Lowerer::coords(llvm::Value *e, const std::vector<int64_t> &shape) {
+  std::vector<llvm::Value *> c(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    llvm::Value *q = stride == 1 ? e : b.CreateUDiv(e, b.getInt64(stride));
+    c[d] = d == 0 ? q : b.CreateURem(q, b.getInt64(shape[d]));
+    stride *= shape[d];
+  }
+  return c;
+}
+
+llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem) {
+  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(4)), b.getInt64(kSmemScratch));
+  return b.CreateGEP(b.getInt8Ty(), smem, off);
+}
+
+void Lowerer::note_scratch(int64_t numel) {
+  if (numel > max_scratch_elems) max_scratch_elems = numel;
+}
+
+//===-- The persistent loop ----------------------------------------------===//
+
+llvm::Function *Lowerer::lower_kernel() {
+  std::vector<llvm::Function *> groups;
+  for (size_t g = 0; g < plan.groups.size(); ++g) groups.push_back(lower_group(int(g)));
+
+  llvm::Function *k = m.create_kernel(mod);
+  fn = k;
+  auto *entry = llvm::BasicBlock::Create(ctx, "entry", k);
+  b.SetInsertPoint(entry);
+  args = k->getArg(0);
+  tid = m.thread_id(b);
+  llvm::Value *cta = m.cta_id(b);
+  smem = m.shared_base(b);
+  llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
+  llvm::AllocaInst *cursor = entry_alloca(i32, "cursor");
+  llvm::AllocaInst *end = entry_alloca(i32, "end");
+  auto smem_at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
+
+  if_then(is0, [&] {
+    llvm::Value *offs = arg_slot_ptr(2 /*ETL_SLOT_QUEUE_OFFS*/);
+    llvm::Value *c64 = b.CreateZExt(cta, i64);
+    b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, c64)), cursor);
+    b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, b.CreateAdd(c64, b.getInt64(1)))), end);
+    b.CreateStore(b.getInt32(0), smem_at(kSmemAbort));
+  });
+  auto *loop = llvm::BasicBlock::Create(ctx, "persistent", k);
+  b.CreateBr(loop);
+  b.SetInsertPoint(loop);
+  if_then(is0, [&] {
+    llvm::Value *abortp = arg_slot_ptr(3 /*ETL_SLOT_ABORT*/);
+    llvm::LoadInst *ab = b.CreateLoad(i32, abortp);
+    ab->setVolatile(true);
+    llvm::Value *cur = b.CreateLoad(i32, cursor);
+    llvm::Value *has = b.CreateAnd(b.CreateICmpULT(cur, b.CreateLoad(i32, end)),
+                                   b.CreateICmpEQ(ab, b.getInt32(0)));
+    b.CreateStore(b.getInt32(kExitGroup), smem_at(kSmemGroup));
+    if_then(has, [&] {
+      llvm::Value *q = arg_slot_ptr(1 /*ETL_SLOT_QUEUE*/);
+      llvm::Value *at = b.CreateMul(b.CreateZExt(cur, i64), b.getInt64(2));
+      llvm::Value *grp = b.CreateLoad(i32, b.CreateGEP(i32, q, at));
+      llvm::Value *lin = b.CreateLoad(i32, b.CreateGEP(i32, q, b.CreateAdd(at, b.getInt64(1))));
+      b.CreateStore(grp, smem_at(kSmemGroup));
+      b.CreateStore(lin, smem_at(kSmemLinear));
+      b.CreateStore(b.CreateAdd(cur, b.getInt32(1)), cursor);
+    });
+  });
+  m.barrier(b);
+  llvm::Value *grp = b.CreateLoad(i32, smem_at(kSmemGroup));
+  llvm::Value *lin = b.CreateLoad(i32, smem_at(kSmemLinear));
+  auto *ret = llvm::BasicBlock::Create(ctx, "exit", k);
+  auto *after = llvm::BasicBlock::Create(ctx, "task.done", k);
+  llvm::SwitchInst *sw = b.CreateSwitch(grp, ret, unsigned(groups.size()));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    auto *cb = llvm::BasicBlock::Create(ctx, "group." + plan.groups[g].name, k, after);
+    sw->addCase(b.getInt32(uint32_t(g)), cb);
+    b.SetInsertPoint(cb);
+    b.CreateCall(groups[g], {args, lin, tid, smem});
+    b.CreateBr(after);
+  }
+  b.SetInsertPoint(after);
+  // Every thread is done with this task's shared memory before thread 0
+  // writes the next queue entry; the abort flag is read by all.
+  m.barrier(b);
+  llvm::Value *aborted = b.CreateLoad(i32, smem_at(kSmemAbort));
+  b.CreateCondBr(b.CreateICmpNE(aborted, b.getInt32(0)), ret, loop);
+  b.SetInsertPoint(ret);
+  b.CreateRetVoid();
+  return k;
+}
+
+//===-- One task group ---------------------------------------------------===//
+
+llvm::Function *Lowerer::lower_group(int g) {
+  const GroupPlan &gp = plan.groups[size_t(g)];
+  task = gp.decl;
+  auto *fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i32, i32, ptr}, false);
+  fn = llvm::Function::Create(fty, llvm::Function::InternalLinkage, "etl.task." + gp.name, mod);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  args = fn->getArg(0);
+  llvm::Value *lin = fn->getArg(1);
+  tid = fn->getArg(2);
+  smem = fn->getArg(3);
+  task_vars.clear();
+  loop_vars.clear();
+  loop_by_name.clear();
+  locals.assign(task->locals.size(), LocalSlot{});
+  auto *entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  b.SetInsertPoint(entry);
+
+  // Domain: var k = lo_k + (linear / stride_k) % extent_k, last var fastest.
+  size_t rank = task->domain.size();
+  std::vector<llvm::Value *> lo(rank), ext(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    lo[d] = index(*task->domain[d].lo);
+    ext[d] = b.CreateSub(index(*task->domain[d].hi), lo[d]);
+  }
+  task_vars.assign(rank, nullptr);
+  llvm::Value *stride = b.getInt64(1);
+  llvm::Value *lin64 = b.CreateZExt(lin, i64);
+  for (size_t d = rank; d-- > 0;) {
+    llvm::Value *q = b.CreateUDiv(lin64, stride);
+    task_vars[d] = b.CreateAdd(lo[d], d == 0 ? q : b.CreateURem(q, ext[d]));
+    stride = b.CreateMul(stride, ext[d]);
+  }
+
+  m.task_begin(b, b.getInt32(uint32_t(g)), lin);
+  if (!gp.waits.empty()) {
+    emit_event_ops(gp, /*wait=*/true);
+    m.barrier(b);
+    auto *go = llvm::BasicBlock::Create(ctx, "waited", fn);
+    auto *out = llvm::BasicBlock::Create(ctx, "aborted", fn);
+    llvm::Value *ab = b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
+    b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), out, go);
+    b.SetInsertPoint(out);
+    m.task_end(b);
+    b.CreateRetVoid();
+    b.SetInsertPoint(go);
+  }
+  lower_stmts(task->body);
+  if (!gp.notifies.empty()) {
+    m.barrier(b); // every thread's stores are done
+    emit_event_ops(gp, /*wait=*/false);
+  }
+  m.task_end(b);
+  b.CreateRetVoid();
+  return fn;
+}
+
+void Lowerer::for_each_event_element(const EventUse &use,
+                                     const std::function<void(llvm::Value *)> &f) {
+  const KernelDecl &k = *plan.kernel;
+  if (use.event < 0 || size_t(use.event) >= k.events.size())
+    throw LowerError("edge names an unknown event");
+  const EventDecl &ev = k.events[size_t(use.event)];
+  if (ev.shape.size() != use.idx.size())
+    throw LowerError("event '" + ev.name + "' indexed with the wrong rank");
+  std::vector<llvm::Value *> shape;
+  for (const ExprPtr &s : ev.shape) shape.push_back(index(*s));
+  llvm::Value *base = arg_slot_i64(event_slot(use.event));
+  // Recursive nest over the components; `*` loops over the whole dim.
+  std::function<void(size_t, llvm::Value *)> rec = [&](size_t d, llvm::Value *acc) {
+    if (d == shape.size()) {
+      f(b.CreateAdd(base, acc));
+      return;
+    }
+    llvm::Value *scaled = b.CreateMul(acc, shape[d]);
+    if (use.idx[d]) {
+      rec(d + 1, b.CreateAdd(scaled, index(*use.idx[d])));
+    } else {
+      for_range(b.getInt64(0), shape[d], b.getInt64(1),
+                [&](llvm::Value *iv) { rec(d + 1, b.CreateAdd(scaled, iv)); });
+    }
+  };
+  rec(0, b.getInt64(0));
+}
+
+void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
+  llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
+  if_then(is0, [&] {
+    llvm::Value *events = arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/);
+    if (!wait) m.fence(b);
+    for (const EventUse &use : wait ? gp.waits : gp.notifies) {
+      for_each_event_element(use, [&](llvm::Value *off) {
+        llvm::Value *p = b.CreateGEP(i32, events, off);
+        if (!wait) {
+          m.atomic_add_release(b, p, b.getInt32(0xFFFFFFFFu));
+          return;
+        }
+        // while (load_acquire(p) != 0) { if (abort) { flag; break; } pause; }
+        auto *head = llvm::BasicBlock::Create(ctx, "wait.head", fn);
+        auto *body = llvm::BasicBlock::Create(ctx, "wait.spin", fn);
+        auto *abort_bb = llvm::BasicBlock::Create(ctx, "wait.abort", fn);
+        auto *pause = llvm::BasicBlock::Create(ctx, "wait.pause", fn);
+        auto *done = llvm::BasicBlock::Create(ctx, "wait.done", fn);
+        b.CreateBr(head);
+        b.SetInsertPoint(head);
+        llvm::Value *v = m.load_acquire(b, p);
+        b.CreateCondBr(b.CreateICmpEQ(v, b.getInt32(0)), done, body);
+        b.SetInsertPoint(body);
+        llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(3 /*ETL_SLOT_ABORT*/));
+        ab->setVolatile(true);
+        b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), abort_bb, pause);
+        b.SetInsertPoint(abort_bb);
+        b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
+        b.CreateBr(done);
+        b.SetInsertPoint(pause);
+        m.spin_pause(b);
+        b.CreateBr(head);
+        b.SetInsertPoint(done);
+      });
+    }
+  });
+}
+
+//===-- Statements -------------------------------------------------------===//
+
+void Lowerer::lower_stmts(const std::vector<StmtPtr> &body) {
+  for (const StmtPtr &s : body) lower_stmt(*s);
+}
+
+void Lowerer::lower_stmt(const Stmt &s) {
+  switch (s.kind) {
+  case StmtKind::Let:
+  case StmtKind::Var:
+    assign_local(s.local_index, value(*s.value));
+    return;
+  case StmtKind::Assign: {
+    TileVal v = value(*s.value);
+    if (s.compound) {
+      TileVal cur = read_local(s.local_index);
+      v = arith(s.assign_op, cur, v, cur.shape, cur.elem);
+    }
+    assign_local(s.local_index, v);
+    return;
+  }
+  case StmtKind::For: {
+    llvm::Value *lo = index(*s.lo), *hi = index(*s.hi);
+    llvm::Value *step = s.step ? index(*s.step) : b.getInt64(1);
+    llvm::AllocaInst *slot = entry_alloca(i64, s.name.c_str());
+    loop_vars[s.local_index] = slot;
+    loop_by_name[s.name].push_back(slot);
+    for_range(lo, hi, step, [&](llvm::Value *iv) {
+      b.CreateStore(iv, slot);
+      lower_stmts(s.body);
+    });
+    loop_by_name[s.name].pop_back();
+    return;
+  }
+  case StmtKind::ExprStmt:
+    value(*s.value);
+    return;
+  }
+}
+
+} // namespace etl

@@ -1,0 +1,165 @@
+//===- lower/lowerer.h - Shared state of the tile lowering (internal) -----===//
+//
+// What this owns: the data structures the lower_*.cpp files share: the
+// kernel plan (groups with their wait/notify edges as AST expressions), the
+// register-tile value, and the Lowerer that walks one kernel and emits LLVM IR
+// against a Machine. Not included outside compiler/lower.
+//
+// Tile layout: a tile of static shape S (rank 0..3, numel elements) is spread
+// over the CTA's T threads; thread `tid` owns the row-major linear elements
+// e = tid + k*T for k = 0 .. ceil(numel/T)-1 (e >= numel: dead). Every thread
+// keeps its elements as SSA values (`TileVal::regs[k]`); locals live in
+// allocas that mem2reg turns back into registers. Scalars (rank 0) hold one
+// uniform value. Any op that changes which thread owns an element (reduction,
+// broadcast of a smaller operand) goes through the shared scratch area:
+// write own elements, barrier, read with the new mapping, barrier.
+// `expand` only inserts a size-1 dim, which keeps the linear order, so it is
+// free. Shared memory: bytes [0, 16) broadcast the queue entry and the abort
+// flag; the scratch area starts at 16 and is sized by the largest tile that
+// is ever re-laid out (4 bytes per element).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ast/ast.h"
+#include "lower/machine.h"
+
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace etl {
+
+/// An unsupported construct or an inconsistent AST; becomes BackendResult::error.
+struct LowerError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// `E[idx...]` in a waits/notifies clause; a null index is `*`.
+struct EventUse {
+  int event = -1;
+  std::vector<const Expr *> idx;
+};
+
+struct GroupPlan {
+  std::string name;
+  const TaskDecl *decl = nullptr;
+  std::vector<EventUse> waits, notifies;
+};
+
+struct KernelPlan {
+  const Program *program = nullptr;
+  const KernelDecl *kernel = nullptr;
+  std::vector<GroupPlan> groups;
+};
+
+/// Byte offsets in shared memory.
+constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemScratch = 16;
+/// The group value thread 0 broadcasts when the CTA must stop.
+constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
+
+/// A register tile (or a uniform scalar when `shape` is empty).
+struct TileVal {
+  ElemType elem = ElemType::F32;
+  bool is_index = false; ///< an i64 index value used as a scalar operand
+  std::vector<int64_t> shape;
+  std::vector<llvm::Value *> regs;
+  bool scalar() const { return shape.empty(); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    return n;
+  }
+};
+
+/// Storage of a `let`/`var`: one alloca per register.
+struct LocalSlot {
+  bool set = false;
+  TileVal shape_of; ///< elem/shape; regs unused
+  std::vector<llvm::AllocaInst *> slots;
+};
+
+class Lowerer {
+public:
+  Lowerer(const KernelPlan &plan, Machine &m, llvm::Module &mod, unsigned threads);
+  /// Emits etl_main and one internal function per group.
+  llvm::Function *lower_kernel();
+  unsigned smem_bytes() const;
+
+  // ---- lower_kernel.cpp -----------------------------------------------------
+private:
+  llvm::Function *lower_group(int g);
+  void emit_event_ops(const GroupPlan &gp, bool wait);
+  /// Offset (i64) of each element of `use` in the counter array; calls `f`
+  /// for each one (loops over `*` components).
+  void for_each_event_element(const EventUse &use, const std::function<void(llvm::Value *)> &f);
+  void lower_stmts(const std::vector<StmtPtr> &body);
+  void lower_stmt(const Stmt &s);
+
+  // ---- lower_index.cpp ------------------------------------------------------
+public:
+  /// An index-typed expression as i64.
+  llvm::Value *index(const Expr &e);
+  llvm::Value *floordiv(llvm::Value *a, llvm::Value *b);
+  llvm::Value *floormod(llvm::Value *a, llvm::Value *b);
+  llvm::Value *cdiv(llvm::Value *a, llvm::Value *b);
+  llvm::Value *arg_slot_i64(unsigned slot);
+  llvm::Value *arg_slot_ptr(unsigned slot);
+  unsigned dim_slot(int i) const;
+  unsigned tensor_slot(int i) const;
+  unsigned event_slot(int i) const;
+
+  // ---- lower_tile.cpp -------------------------------------------------------
+  TileVal value(const Expr &e);
+  void lower_store(const Expr &call);
+  TileVal lower_load(const Expr &call);
+  /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
+  TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
+  TileVal reduce(const TileVal &v, int axis, const std::string &op);
+  /// Element-wise `a op b` (Add/Sub/Mul/Div) at the given result shape/elem.
+  TileVal arith(BinOp op, const TileVal &a, const TileVal &b,
+                const std::vector<int64_t> &shape, ElemType elem);
+  llvm::Value *convert_scalar(llvm::Value *v, const TileVal &from, ElemType to);
+  void assign_local(int index, const TileVal &v);
+  TileVal read_local(int index);
+
+  // ---- helpers (lower_kernel.cpp) -------------------------------------------
+  llvm::Type *reg_type(ElemType t) const;
+  llvm::AllocaInst *entry_alloca(llvm::Type *ty, const char *name = "");
+  void if_then(llvm::Value *cond, const std::function<void()> &then);
+  /// for (iv = lo; iv < hi; iv += step) body(iv); all i64, step > 0.
+  void for_range(llvm::Value *lo, llvm::Value *hi, llvm::Value *step,
+                 const std::function<void(llvm::Value *)> &body);
+  /// Element index (i64) of register k, and whether it is alive (i1 or null
+  /// when always alive).
+  llvm::Value *elem_index(unsigned k);
+  llvm::Value *elem_alive(unsigned k, int64_t numel);
+  /// Row-major coordinates (i64) of linear element `e` in `shape`.
+  std::vector<llvm::Value *> coords(llvm::Value *e, const std::vector<int64_t> &shape);
+  unsigned regs_for(int64_t numel) const { return unsigned((numel + T - 1) / T); }
+  llvm::Value *scratch_ptr(llvm::Value *elem_index);
+  void note_scratch(int64_t numel);
+
+  const KernelPlan &plan;
+  Machine &m;
+  llvm::Module &mod;
+  llvm::LLVMContext &ctx;
+  Builder b;
+  unsigned T;
+  llvm::Type *i1, *i32, *i64, *f32, *ptr;
+
+  // Per group function.
+  llvm::Function *fn = nullptr;
+  llvm::Value *args = nullptr, *tid = nullptr, *smem = nullptr;
+  const TaskDecl *task = nullptr;
+  std::vector<llvm::Value *> task_vars;
+  std::map<int, llvm::AllocaInst *> loop_vars; ///< For local_index -> i64 slot
+  std::map<std::string, std::vector<llvm::AllocaInst *>> loop_by_name;
+  std::vector<LocalSlot> locals;
+
+  int64_t max_scratch_elems = 0;
+};
+
+} // namespace etl

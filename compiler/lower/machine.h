@@ -1,0 +1,89 @@
+//===- lower/machine.h - What the lowering needs from a target ------------===//
+//
+// What this owns: the small abstract machine the target-neutral lowering
+// (lower/*.cpp) emits against, in the style of Triton's TargetInfo / Halide's
+// CodeGen_GPU_Dev. A tile program becomes SIMT code over the threads of one
+// CTA; everything that differs between a real GPU and the CPU simulator sits
+// behind this interface:
+//   codegen/nvptx.cpp  NVVM intrinsics, addrspace(3) shared memory, inline PTX
+//                      for acquire/release atomics, fences and nanosleep;
+//   codegen/sim.cpp    calls through the runtime's `etl_sim_ops` table.
+// Pointers handed to and returned from the machine are generic (addrspace 0).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <memory>
+#include <string>
+
+namespace etl {
+
+using Builder = llvm::IRBuilder<>;
+
+/// Unary f32 math the lowering needs; targets pick instructions/intrinsics.
+enum class MathFn { Exp, Log, Sqrt, Rsqrt };
+
+class Machine {
+public:
+  virtual ~Machine() = default;
+
+  /// "sm_90", "sm_80", "sim".
+  virtual const std::string &target() const = 0;
+  /// The LLVM target machine used for the data layout, passes and emission.
+  virtual llvm::TargetMachine &target_machine() = 0;
+
+  /// Sets the module's triple and data layout, declares target globals.
+  virtual void init_module(llvm::Module &m) = 0;
+  /// Creates the kernel `void etl_main(ptr args)` (external, exported).
+  virtual llvm::Function *create_kernel(llvm::Module &m) = 0;
+  /// After lowering: kernel annotations, the shared array's final size.
+  virtual void finish_kernel(llvm::Module &m, llvm::Function *kernel,
+                             unsigned threads_per_cta, unsigned smem_bytes) = 0;
+
+  // -- SIMT state -----------------------------------------------------------
+  virtual llvm::Value *thread_id(Builder &b) = 0; ///< i32
+  virtual llvm::Value *cta_id(Builder &b) = 0;    ///< i32
+  /// bar.sync 0 over the CTA; every thread must reach it.
+  virtual void barrier(Builder &b) = 0;
+  /// This CTA's shared memory, a generic pointer to `smem_bytes` bytes.
+  virtual llvm::Value *shared_base(Builder &b) = 0;
+
+  // -- Global memory ---------------------------------------------------------
+  /// A load/store of tensor data (sim: check_access first).
+  virtual llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *ptr) = 0;
+  virtual void global_store(Builder &b, llvm::Value *v, llvm::Value *ptr) = 0;
+
+  // -- Event protocol --------------------------------------------------------
+  /// atom.release.gpu.add.u32; returns the old value (i32).
+  virtual llvm::Value *atomic_add_release(Builder &b, llvm::Value *ptr, llvm::Value *v) = 0;
+  /// ld.acquire.gpu.u32 (i32).
+  virtual llvm::Value *load_acquire(Builder &b, llvm::Value *ptr) = 0;
+  /// fence.acq_rel.gpu
+  virtual void fence(Builder &b) = 0;
+  /// Back-off inside a spin-wait loop.
+  virtual void spin_pause(Builder &b) = 0;
+  /// Task bracketing (timeline, simulator bookkeeping); group/linear are i32.
+  virtual void task_begin(Builder &b, llvm::Value *group, llvm::Value *linear) = 0;
+  virtual void task_end(Builder &b) = 0;
+
+  // -- Math -----------------------------------------------------------------
+  /// f32 -> f32; only selectable instructions/intrinsics.
+  virtual llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) = 0;
+
+  // -- Emission -------------------------------------------------------------
+  /// Turns the optimised module into the target's code (PTX text or .so
+  /// bytes). Returns false with `error` set on failure.
+  virtual bool emit(llvm::Module &m, std::string &code, std::string &error) = 0;
+};
+
+/// codegen/nvptx.cpp: `sm` is "sm_80", "sm_90", ... Null with `error` set if
+/// LLVM lacks the NVPTX target.
+std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &error);
+/// codegen/sim.cpp: x86-64 host code calling the simulator's ops table.
+std::unique_ptr<Machine> make_sim_machine(std::string &error);
+
+} // namespace etl

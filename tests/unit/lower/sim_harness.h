@@ -1,0 +1,105 @@
+//===- tests/unit/lower/sim_harness.h - Run a sim .so in-process ----------===//
+//
+// What this owns: a tiny stand-in for the runtime's simulator, for back-end
+// unit tests: it dlopens a sim shared object, installs its own etl_sim_ops
+// (one OS thread per simulated GPU thread, a pthread barrier and a shared
+// buffer per CTA, bounds checks against registered buffers) and runs
+// etl_main on `ctas` x `threads` threads.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "etl_abi.h"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+#include <pthread.h>
+#include <sched.h>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace etl::testing {
+
+struct SimState {
+  struct Cta {
+    pthread_barrier_t bar;
+    std::vector<uint64_t> smem; // 8-byte aligned
+  };
+  std::vector<Cta> ctas;
+  std::vector<std::pair<const char *, size_t>> buffers; // allowed [ptr, ptr+bytes)
+  std::atomic<int> violations{0};
+  std::atomic<int> tasks{0};
+};
+
+inline SimState *g_sim = nullptr;
+inline thread_local uint32_t t_tid = 0, t_cta = 0;
+
+inline uint32_t sim_tid() { return t_tid; }
+inline uint32_t sim_ctaid() { return t_cta; }
+inline void sim_barrier() { pthread_barrier_wait(&g_sim->ctas[t_cta].bar); }
+inline void *sim_shared_base() { return g_sim->ctas[t_cta].smem.data(); }
+inline void sim_check_access(const void *p, uint64_t bytes, uint32_t) {
+  const char *c = static_cast<const char *>(p);
+  for (auto &b : g_sim->buffers)
+    if (c >= b.first && c + bytes <= b.first + b.second) return;
+  g_sim->violations++;
+}
+inline uint32_t sim_atomic_add_release(uint32_t *p, uint32_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+}
+inline uint32_t sim_load_acquire(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline void sim_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void sim_spin_pause() { sched_yield(); }
+inline void sim_task_begin(uint32_t, uint32_t) {
+  if (t_tid == 0) g_sim->tasks++;
+}
+inline void sim_task_end() {}
+
+inline const etl_sim_ops g_test_ops = {sim_tid,        sim_ctaid,         sim_barrier,
+                                       sim_shared_base, sim_check_access, sim_atomic_add_release,
+                                       sim_load_acquire, sim_fence,       sim_spin_pause,
+                                       sim_task_begin, sim_task_end};
+
+/// Loads `so_bytes` and runs it. Returns an error text, empty on success.
+inline std::string run_sim(const std::string &so_bytes, uint64_t *args, unsigned ctas,
+                           unsigned threads, unsigned smem_bytes, SimState &st) {
+  char path[] = "/tmp/etl-test-sim-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return "mkstemp failed";
+  if (write(fd, so_bytes.data(), so_bytes.size()) != ssize_t(so_bytes.size())) return "write failed";
+  close(fd);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  unlink(path);
+  if (!h) return std::string("dlopen: ") + dlerror();
+  auto **ops = static_cast<const etl_sim_ops **>(dlsym(h, ETL_SIM_OPS_SYMBOL));
+  auto entry = reinterpret_cast<void (*)(uint64_t *)>(dlsym(h, ETL_KERNEL_ENTRY));
+  if (!ops || !entry) return "missing " ETL_SIM_OPS_SYMBOL " or " ETL_KERNEL_ENTRY;
+  *ops = &g_test_ops;
+  g_sim = &st;
+  st.ctas = std::vector<SimState::Cta>(ctas);
+  for (auto &c : st.ctas) {
+    pthread_barrier_init(&c.bar, nullptr, threads);
+    c.smem.assign(smem_bytes / 8 + 1, 0);
+  }
+  std::vector<std::thread> pool;
+  for (unsigned c = 0; c < ctas; ++c)
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([=] {
+        t_cta = c;
+        t_tid = t;
+        entry(args);
+      });
+  for (auto &t : pool) t.join();
+  for (auto &c : st.ctas) pthread_barrier_destroy(&c.bar);
+  g_sim = nullptr;
+  dlclose(h);
+  return "";
+}
+
+} // namespace etl::testing
