@@ -1,0 +1,160 @@
+// Tests of the driver (driver/pipeline.h) as `etlc compile` runs it: exit
+// codes, dumps, nothing written on failure, and artifacts the runtime runs.
+#include "driver/pipeline.h"
+
+#include <etl/etl.h>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace etl {
+namespace {
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result run(CompileOptions o) {
+  std::ostringstream out, err;
+  int code = compile(o, out, err);
+  return {code, out.str(), err.str()};
+}
+
+fs::path temp_dir() {
+  fs::path d = fs::path(ETL_TEST_BINARY_DIR) / "driver_test";
+  fs::create_directories(d);
+  return d;
+}
+
+std::string write(const fs::path &p, const std::string &text) {
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+const std::string kRowsum = std::string(ETL_SOURCE_DIR) + "/examples/rowsum/rowsum.etl";
+
+TEST_CASE("etlc writes an artifact that the runtime runs on sim") {
+  CompileOptions o;
+  o.input = kRowsum;
+  o.output = (temp_dir() / "rowsum.etlb").string();
+  o.targets = {"sm_90", "sim"};
+  Result r = run(o);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+
+  etlContext ctx;
+  etlProgram prog;
+  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
+  REQUIRE(etlProgramLoadFile(ctx, o.output.c_str(), &prog) == ETL_SUCCESS);
+  const int64_t M = 33, N = 200;
+  std::vector<float> x(M * N), y(M, -1.f);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i % 7) - 3.f;
+  int64_t xs[2] = {M, N}, ys[1] = {M};
+  CHECK(etlBindDim(prog, "M", M) == ETL_SUCCESS);
+  CHECK(etlBindDim(prog, "N", N) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, xs) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 1, ys) == ETL_SUCCESS);
+  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+  for (int64_t m = 0; m < M; ++m) {
+    float ref = 0;
+    for (int64_t n = 0; n < N; ++n)
+      ref += x[m * N + n];
+    CHECK(std::fabs(y[m] - ref) < 1e-3f);
+  }
+  // A shape that breaks the tensor's declared shape is refused before launch.
+  int64_t bad[1] = {M + 1};
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 1, bad) == ETL_SUCCESS);
+  CHECK(etlRun(prog) == ETL_ERROR_BINDING);
+  etlProgramDestroy(prog);
+
+  // The same artifact, truncated, is refused with a message.
+  std::ifstream in(o.output, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  bytes.resize(bytes.size() / 2);
+  CHECK(etlProgramLoadMemory(ctx, bytes.data(), bytes.size(), &prog) ==
+        ETL_ERROR_INVALID_ARTIFACT);
+  CHECK(std::string(etlGetLastErrorMessage()).size() > 0);
+  etlContextDestroy(ctx);
+}
+
+TEST_CASE("a program with errors exits 1 and leaves the old artifact untouched") {
+  fs::path out = temp_dir() / "keep.etlb";
+  write(out, "previous contents");
+  CompileOptions o;
+  o.input = write(temp_dir() / "broken.etl", "const TM = 16\nkernel k<M: dim>() {}\n");
+  o.output = out.string();
+  Result r = run(o);
+  CHECK(r.code == 1);
+  CHECK(r.err.find("broken.etl:1:14: error: expected ';'") != std::string::npos);
+  CHECK(r.err.find("^") != std::string::npos);
+  std::ifstream in(out);
+  std::string kept((std::istreambuf_iterator<char>(in)), {});
+  CHECK(kept == "previous contents");
+}
+
+TEST_CASE("usage and I/O errors exit 2 with a message") {
+  CompileOptions o;
+  o.input = kRowsum;
+  o.output = (temp_dir() / "x.etlb").string();
+  o.targets = {"sm_70"};
+  Result r = run(o);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("unknown target 'sm_70'") != std::string::npos);
+
+  o.targets = {"sim"};
+  o.emit = "ptx";
+  r = run(o);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("needs an sm_* target") != std::string::npos);
+
+  o.emit = "";
+  o.input = (temp_dir() / "does-not-exist.etl").string();
+  r = run(o);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("cannot read") != std::string::npos);
+
+  o.input = kRowsum;
+  o.output = (temp_dir() / "no-such-dir" / "x.etlb").string();
+  r = run(o);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("cannot write") != std::string::npos);
+}
+
+TEST_CASE("--emit stops after its stage and prints to the output stream") {
+  CompileOptions o;
+  o.input = kRowsum;
+  for (const char *kind : {"ast", "taskgraph", "dot", "llvm", "ptx"}) {
+    o.emit = kind;
+    o.targets = {"sm_90"};
+    Result r = run(o);
+    INFO(kind << ": " << r.err);
+    CHECK(r.code == 0);
+    CHECK(!r.out.empty());
+  }
+  o.emit = "ptx";
+  CHECK(run(o).out.find(".target sm_90") != std::string::npos);
+  o.emit = "llvm";
+  CHECK(run(o).out.find("etl_main") != std::string::npos);
+}
+
+TEST_CASE("--time-passes reports every stage") {
+  CompileOptions o;
+  o.input = kRowsum;
+  o.emit = "llvm";
+  o.targets = {"sim"};
+  o.time_passes = true;
+  Result r = run(o);
+  for (const char *stage : {"parse", "sema", "taskgraph", "schedule", "backend", "total"})
+    CHECK(r.err.find(stage) != std::string::npos);
+}
+
+} // namespace
+} // namespace etl
