@@ -98,4 +98,37 @@ static inline ex_args ex_parse_args(int argc, char **argv, const char *usage) {
   return a;
 }
 
+/* The program loaded on the chosen device and, on a GPU, also on sim (to
+ * compare with): `sim`/`sim_prog` are NULL when the device is already sim. */
+typedef struct ex_session {
+  etlContext ctx, sim;
+  etlProgram prog, sim_prog;
+} ex_session;
+
+/* Opens the session for `a`, and fills in the default shapes if none were
+ * given on the command line. */
+static inline ex_session ex_open(ex_args *a, const int64_t (*defaults)[2], int ndefaults) {
+  ex_session s = {NULL, NULL, NULL, NULL};
+  if (a->nshapes == 0) {
+    a->nshapes = ndefaults;
+    memcpy(a->shapes, defaults, sizeof(int64_t) * 2 * (size_t)ndefaults);
+  }
+  CHECK_ETL(etlContextCreate(&s.ctx, a->device, NULL));
+  CHECK_ETL(etlProgramLoadFile(s.ctx, a->artifact, &s.prog));
+  if (etlContextIsGpu(s.ctx)) {
+    CHECK_ETL(etlContextCreate(&s.sim, "sim", NULL));
+    CHECK_ETL(etlProgramLoadFile(s.sim, a->artifact, &s.sim_prog));
+  }
+  return s;
+}
+
+static inline void ex_close(ex_session *s) {
+  if (s->sim_prog)
+    etlProgramDestroy(s->sim_prog);
+  if (s->sim)
+    etlContextDestroy(s->sim);
+  etlProgramDestroy(s->prog);
+  etlContextDestroy(s->ctx);
+}
+
 #endif

@@ -30,20 +30,10 @@ static void run_rowsum(etlContext ctx, etlProgram prog, int64_t M, int64_t N,
 int main(int argc, char **argv) {
   ex_args args = ex_parse_args(argc, argv, usage);
   static const int64_t defaults[][2] = {{16, 128}, {300, 1000}, {1, 1}, {77, 129}, {64, 4096}};
-  if (args.nshapes == 0) {
-    args.nshapes = (int)(sizeof defaults / sizeof defaults[0]);
-    memcpy(args.shapes, defaults, sizeof defaults);
-  }
-
-  etlContext ctx, sim = NULL;
-  etlProgram prog, sim_prog = NULL;
-  CHECK_ETL(etlContextCreate(&ctx, args.device, NULL));
-  CHECK_ETL(etlProgramLoadFile(ctx, args.artifact, &prog));
-  int gpu = etlContextIsGpu(ctx);
-  if (gpu) {
-    CHECK_ETL(etlContextCreate(&sim, "sim", NULL));
-    CHECK_ETL(etlProgramLoadFile(sim, args.artifact, &sim_prog));
-  }
+  ex_session ses = ex_open(&args, defaults, (int)(sizeof defaults / sizeof defaults[0]));
+  etlContext ctx = ses.ctx, sim = ses.sim;
+  etlProgram prog = ses.prog, sim_prog = ses.sim_prog;
+  int gpu = sim != NULL;
 
   int failures = 0;
   uint64_t seed = 0x9E3779B97F4A7C15ull;
@@ -79,11 +69,6 @@ int main(int argc, char **argv) {
   }
   printf("rowsum: %d of %d bindings correct on %s, from one artifact\n", args.nshapes - failures,
          args.nshapes, etlContextDeviceName(ctx));
-  if (sim_prog)
-    etlProgramDestroy(sim_prog);
-  if (sim)
-    etlContextDestroy(sim);
-  etlProgramDestroy(prog);
-  etlContextDestroy(ctx);
+  ex_close(&ses);
   return failures ? 1 : 0;
 }
