@@ -114,6 +114,8 @@ static inline ex_session ex_open(ex_args *a, const int64_t (*defaults)[2], int n
     memcpy(a->shapes, defaults, sizeof(int64_t) * 2 * (size_t)ndefaults);
   }
   CHECK_ETL(etlContextCreate(&s.ctx, a->device, NULL));
+  if (!etlContextIsGpu(s.ctx) && strcmp(a->device, "sim") != 0)
+    printf("no GPU used, so no GPU-vs-sim comparison: %s\n", etlGetLastErrorMessage());
   CHECK_ETL(etlProgramLoadFile(s.ctx, a->artifact, &s.prog));
   if (etlContextIsGpu(s.ctx)) {
     CHECK_ETL(etlContextCreate(&s.sim, "sim", NULL));
