@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace etl {
@@ -23,13 +23,16 @@ class Writer {
 public:
   std::string out;
   void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    for (int i = 0; i < 4; ++i)
+      out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
   }
   void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    for (int i = 0; i < 8; ++i)
+      out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
   }
   void count(size_t n) {
-    if (n > 0xffffffffu) throw std::length_error("artifact: count does not fit in u32");
+    if (n > 0xffffffffu)
+      throw std::length_error("artifact: count does not fit in u32");
     u32(static_cast<uint32_t>(n));
   }
   void str(const std::string &s) {
@@ -38,7 +41,8 @@ public:
   }
   void expr(const ArtifactExpr &e) {
     count(e.size());
-    for (int64_t w : e) u64(static_cast<uint64_t>(w));
+    for (int64_t w : e)
+      u64(static_cast<uint64_t>(w));
   }
   void edges(const std::vector<ArtifactEdge> &es) {
     count(es.size());
@@ -47,7 +51,8 @@ public:
       count(e.index.size());
       for (const ArtifactIndex &i : e.index) {
         u32(i.star ? 1 : 0);
-        if (!i.star) expr(i.idx);
+        if (!i.star)
+          expr(i.idx);
       }
     }
   }
@@ -63,13 +68,15 @@ uint32_t fnv1a(const std::string &s, size_t from) {
 }
 
 void patch_u32(std::string &s, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; ++i)
+    s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
 void patch_u64(std::string &s, size_t at, uint64_t v) {
-  for (int i = 0; i < 8; ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
 
-}  // namespace
+} // namespace
 
 std::string serialize_meta(const ArtifactMeta &m) {
   Writer w;
@@ -89,7 +96,8 @@ std::string serialize_meta(const ArtifactMeta &m) {
     w.u32(t.elem);
     w.u32(t.is_buffer ? 1 : 0);
     w.count(t.shape.size());
-    for (const ArtifactExpr &e : t.shape) w.expr(e);
+    for (const ArtifactExpr &e : t.shape)
+      w.expr(e);
     w.u32(t.slot);
   }
   w.count(m.constraints.size());
@@ -102,7 +110,8 @@ std::string serialize_meta(const ArtifactMeta &m) {
   for (const ArtifactEvent &e : m.events) {
     w.str(e.name);
     w.count(e.shape.size());
-    for (const ArtifactExpr &x : e.shape) w.expr(x);
+    for (const ArtifactExpr &x : e.shape)
+      w.expr(x);
     w.u32(e.slot);
   }
   w.count(m.groups.size());
@@ -117,7 +126,8 @@ std::string serialize_meta(const ArtifactMeta &m) {
     w.edges(g.waits);
   }
   w.count(m.order.size());
-  for (uint32_t g : m.order) w.u32(g);
+  for (uint32_t g : m.order)
+    w.u32(g);
   return std::move(w.out);
 }
 
@@ -126,7 +136,7 @@ std::string serialize_artifact(const ArtifactMeta &meta,
   static_assert(sizeof(etl_artifact_header) == 32, "header layout");
   static_assert(sizeof(etl_section_entry) == 32, "section entry layout");
   std::string meta_bytes = serialize_meta(meta);
-  std::vector<std::pair<std::string, std::string>> sections;  // target, payload
+  std::vector<std::pair<std::string, std::string>> sections; // target, payload
   sections.emplace_back("", std::move(meta_bytes));
   for (const auto &c : code) {
     if (c.first.empty() || c.first.size() > 11)
@@ -134,16 +144,16 @@ std::string serialize_artifact(const ArtifactMeta &meta,
                                   c.first + "'");
     std::string payload = c.second;
     if (c.first.rfind("sm_", 0) == 0 && (payload.empty() || payload.back() != '\0'))
-      payload.push_back('\0');  // PTX is NUL-terminated text
+      payload.push_back('\0'); // PTX is NUL-terminated text
     sections.emplace_back(c.first, std::move(payload));
   }
   Writer w;
   w.out.append(ETL_ARTIFACT_MAGIC, 4);
   w.u32(ETL_ARTIFACT_VERSION);
-  w.u64(0);  // file_size, patched below
+  w.u64(0); // file_size, patched below
   w.count(sections.size());
-  w.u32(0);  // checksum, patched below
-  w.u64(0);  // reserved
+  w.u32(0); // checksum, patched below
+  w.u64(0); // reserved
   uint64_t offset = 32 + 32 * static_cast<uint64_t>(sections.size());
   for (size_t i = 0; i < sections.size(); ++i) {
     // keep payloads 8-byte aligned (cheap, and friendlier to mmap readers)
@@ -177,7 +187,8 @@ bool write_file_atomically(const std::string &path, const std::string &bytes, st
   }
   auto fail = [&](const char *what) {
     err = std::string(what) + " '" + name.data() + "': " + std::strerror(errno);
-    if (fd >= 0) close(fd);
+    if (fd >= 0)
+      close(fd);
     unlink(name.data());
     return false;
   };
@@ -185,13 +196,17 @@ bool write_file_atomically(const std::string &path, const std::string &bytes, st
   size_t left = bytes.size();
   while (left > 0) {
     ssize_t n = write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("cannot write");
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return fail("cannot write");
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (fchmod(fd, 0644) != 0) return fail("cannot set permissions of");
-  if (fsync(fd) != 0) return fail("cannot sync");
+  if (fchmod(fd, 0644) != 0)
+    return fail("cannot set permissions of");
+  if (fsync(fd) != 0)
+    return fail("cannot sync");
   if (close(fd) != 0) {
     fd = -1;
     return fail("cannot close");
@@ -204,11 +219,11 @@ bool write_file_atomically(const std::string &path, const std::string &bytes, st
     return false;
   }
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {  // make the rename durable; best effort
+  if (dfd >= 0) { // make the rename durable; best effort
     fsync(dfd);
     close(dfd);
   }
   return true;
 }
 
-}  // namespace etl
+} // namespace etl

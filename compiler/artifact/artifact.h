@@ -29,15 +29,15 @@ struct ArtifactDim {
 struct ArtifactTensor {
   std::string name;
   uint32_t elem = ETL_ELEM_F32;
-  bool is_buffer = false;  ///< runtime-allocated intermediate, not a parameter
-  std::vector<ArtifactExpr> shape;  ///< one expr per dimension (rank = size)
+  bool is_buffer = false;          ///< runtime-allocated intermediate, not a parameter
+  std::vector<ArtifactExpr> shape; ///< one expr per dimension (rank = size)
   uint32_t slot = 0;
 };
 
 struct ArtifactConstraint {
   ArtifactExpr cond;
-  std::string text;   ///< source text, e.g. "D % 64 == 0"
-  std::string where;  ///< "file:line:col"
+  std::string text;  ///< source text, e.g. "D % 64 == 0"
+  std::string where; ///< "file:line:col"
 };
 
 struct ArtifactEvent {
@@ -47,18 +47,18 @@ struct ArtifactEvent {
 };
 
 struct ArtifactIndex {
-  bool star = false;  ///< every index along this dimension
-  ArtifactExpr idx;   ///< unused when star
+  bool star = false; ///< every index along this dimension
+  ArtifactExpr idx;  ///< unused when star
 };
 
 struct ArtifactEdge {
   uint32_t event = 0;
-  std::vector<ArtifactIndex> index;  ///< one per event dimension
+  std::vector<ArtifactIndex> index; ///< one per event dimension
 };
 
 struct ArtifactGroup {
   std::string name;
-  std::vector<std::pair<ArtifactExpr, ArtifactExpr>> domain;  ///< [lo, hi) per variable
+  std::vector<std::pair<ArtifactExpr, ArtifactExpr>> domain; ///< [lo, hi) per variable
   std::vector<ArtifactEdge> notifies, waits;
 };
 
@@ -74,7 +74,7 @@ struct ArtifactMeta {
   std::vector<ArtifactConstraint> constraints;
   std::vector<ArtifactEvent> events;
   std::vector<ArtifactGroup> groups;
-  std::vector<uint32_t> order;  ///< group indices in a topological order
+  std::vector<uint32_t> order; ///< group indices in a topological order
 };
 
 /// Encode the metadata section alone.
@@ -92,4 +92,4 @@ std::string serialize_artifact(const ArtifactMeta &meta,
 /// leaves no temporary behind.
 bool write_file_atomically(const std::string &path, const std::string &bytes, std::string &err);
 
-}  // namespace etl
+} // namespace etl

@@ -121,11 +121,11 @@ struct Expr {
   /// where each component is an index expression or a Range; Range: [lo, hi]
   /// (hi is the extent itself when `plus_extent`).
   std::vector<ExprPtr> args;
-  std::vector<KwArg> kwargs;              ///< Call
-  std::optional<ElemType> type_arg;       ///< Call: zeros<f32>, cast<f16>, ...
-  std::vector<ExprPtr> shape_args;        ///< Call: zeros<f32>[TM, TN]
-  SourceRange callee_range;               ///< Call: the callee's name
-  bool plus_extent = false;               ///< Range written `lo .. +extent`
+  std::vector<KwArg> kwargs;        ///< Call
+  std::optional<ElemType> type_arg; ///< Call: zeros<f32>, cast<f16>, ...
+  std::vector<ExprPtr> shape_args;  ///< Call: zeros<f32>[TM, TN]
+  SourceRange callee_range;         ///< Call: the callee's name
+  bool plus_extent = false;         ///< Range written `lo .. +extent`
 
   // sema:
   Type type;
@@ -147,7 +147,7 @@ using StmtPtr = std::unique_ptr<Stmt>;
 struct Stmt {
   StmtKind kind;
   SourceRange range;
-  std::string name;        ///< Let/Var/Assign: the variable; For: loop var
+  std::string name; ///< Let/Var/Assign: the variable; For: loop var
   SourceRange name_range;
   BinOp assign_op = BinOp::Add; ///< Assign: `+=` etc. (only if compound)
   bool compound = false;        ///< Assign: `x op= e` rather than `x = e`

@@ -5,8 +5,8 @@ namespace etl {
 
 const char *kind_name(ExprKind k) {
   switch (k) {
-#define ETL_EXPR(K, DOC)                                                       \
-  case ExprKind::K:                                                            \
+#define ETL_EXPR(K, DOC)                                                                           \
+  case ExprKind::K:                                                                                \
     return #K;
 #include "ast/kinds.def"
   }
@@ -15,8 +15,8 @@ const char *kind_name(ExprKind k) {
 
 const char *kind_name(StmtKind k) {
   switch (k) {
-#define ETL_STMT(K, DOC)                                                       \
-  case StmtKind::K:                                                            \
+#define ETL_STMT(K, DOC)                                                                           \
+  case StmtKind::K:                                                                                \
     return #K;
 #include "ast/kinds.def"
   }
@@ -25,8 +25,8 @@ const char *kind_name(StmtKind k) {
 
 const char *spelling(BinOp op) {
   switch (op) {
-#define ETL_BINOP(K, S)                                                        \
-  case BinOp::K:                                                               \
+#define ETL_BINOP(K, S)                                                                            \
+  case BinOp::K:                                                                                   \
     return S;
 #include "ast/kinds.def"
   }
@@ -35,8 +35,8 @@ const char *spelling(BinOp op) {
 
 const char *spelling(UnOp op) {
   switch (op) {
-#define ETL_UNOP(K, S)                                                         \
-  case UnOp::K:                                                                \
+#define ETL_UNOP(K, S)                                                                             \
+  case UnOp::K:                                                                                    \
     return S;
 #include "ast/kinds.def"
   }
@@ -45,8 +45,8 @@ const char *spelling(UnOp op) {
 
 const char *spelling(ElemType t) {
   switch (t) {
-#define ETL_ELEM(K, S, B)                                                      \
-  case ElemType::K:                                                            \
+#define ETL_ELEM(K, S, B)                                                                          \
+  case ElemType::K:                                                                                \
     return S;
 #include "ast/kinds.def"
   }
@@ -55,8 +55,8 @@ const char *spelling(ElemType t) {
 
 unsigned byte_size(ElemType t) {
   switch (t) {
-#define ETL_ELEM(K, S, B)                                                      \
-  case ElemType::K:                                                            \
+#define ETL_ELEM(K, S, B)                                                                          \
+  case ElemType::K:                                                                                \
     return B;
 #include "ast/kinds.def"
   }
@@ -64,8 +64,8 @@ unsigned byte_size(ElemType t) {
 }
 
 std::optional<ElemType> parse_elem_type(const std::string &s) {
-#define ETL_ELEM(K, S, B)                                                      \
-  if (s == S)                                                                  \
+#define ETL_ELEM(K, S, B)                                                                          \
+  if (s == S)                                                                                      \
     return ElemType::K;
 #include "ast/kinds.def"
   return std::nullopt;

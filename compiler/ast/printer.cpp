@@ -42,7 +42,6 @@ std::string format_double(double v) {
 
 class Printer {
 public:
-
   std::string program(const Program &p) {
     out_ += "(Program";
     for (const ConstDecl &c : p.consts) {
@@ -108,8 +107,8 @@ private:
     out_ += "(Task " + t.name + at(t.range);
     for (const TaskIndexDecl &d : t.domain) {
       line(3);
-      out_ += "(Index " + d.name + at(d.range) + " " + expr(d.lo.get()) + " " + expr(d.hi.get()) +
-              ")";
+      out_ +=
+          "(Index " + d.name + at(d.range) + " " + expr(d.lo.get()) + " " + expr(d.hi.get()) + ")";
     }
     if (!t.waits.empty()) {
       line(3);
@@ -144,8 +143,9 @@ private:
       out_ += " " + s->name + at(s->range) + " " + expr(s->value.get());
       break;
     case StmtKind::Assign:
-      out_ += " " + s->name + " " + (s->compound ? std::string(spelling(s->assign_op)) + "=" : "=") +
-              at(s->range) + " " + expr(s->value.get());
+      out_ += " " + s->name + " " +
+              (s->compound ? std::string(spelling(s->assign_op)) + "=" : "=") + at(s->range) + " " +
+              expr(s->value.get());
       break;
     case StmtKind::ExprStmt:
       out_ += at(s->range) + " " + expr(s->value.get());

@@ -66,7 +66,8 @@ public:
 
   llvm::Function *create_kernel(llvm::Module &m) override {
     auto &c = m.getContext();
-    auto *fty = llvm::FunctionType::get(llvm::Type::getVoidTy(c), {llvm::PointerType::get(c, 0)}, false);
+    auto *fty =
+        llvm::FunctionType::get(llvm::Type::getVoidTy(c), {llvm::PointerType::get(c, 0)}, false);
     auto *f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, "etl_main", m);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     return f;
@@ -119,8 +120,8 @@ public:
   llvm::Value *load_acquire(Builder &b, llvm::Value *p) override {
     llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));
     auto *fty = llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy(1)}, false);
-    auto *asm_ = llvm::InlineAsm::get(fty, "ld.acquire.gpu.global.u32 $0, [$1];",
-                                      "=r,l,~{memory}", true);
+    auto *asm_ =
+        llvm::InlineAsm::get(fty, "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
     return b.CreateCall(fty, asm_, {g});
   }
   void fence(Builder &b) override { void_asm(b, "fence.acq_rel.gpu;"); }
@@ -136,8 +137,10 @@ public:
     case MathFn::Log: // lg2(x) * ln 2
       return b.CreateFMul(b.CreateIntrinsic(llvm::Intrinsic::nvvm_lg2_approx_f, {}, {x}),
                           llvm::ConstantFP::get(b.getFloatTy(), M_LN2));
-    case MathFn::Sqrt: return b.CreateIntrinsic(llvm::Intrinsic::nvvm_sqrt_rn_f, {}, {x});
-    case MathFn::Rsqrt: return b.CreateIntrinsic(llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {x});
+    case MathFn::Sqrt:
+      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_sqrt_rn_f, {}, {x});
+    case MathFn::Rsqrt:
+      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {x});
     }
     return x;
   }
@@ -181,8 +184,9 @@ std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &
     return nullptr;
   }
   llvm::TargetOptions opts;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      kTriple, sm, "+ptx78", opts, llvm::Reloc::Static, std::nullopt, llvm::CodeGenOpt::Aggressive));
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(kTriple, sm, "+ptx78", opts,
+                                                                 llvm::Reloc::Static, std::nullopt,
+                                                                 llvm::CodeGenOpt::Aggressive));
   if (!tm) {
     error = "cannot create the NVPTX target machine for " + sm;
     return nullptr;

@@ -45,15 +45,18 @@ void init_llvm_targets() {
 static bool verify(llvm::Module &m, const char *when, std::string &error) {
   std::string msg;
   llvm::raw_string_ostream os(msg);
-  if (!llvm::verifyModule(m, &os)) return true;
+  if (!llvm::verifyModule(m, &os))
+    return true;
   os.flush();
   error = std::string("internal error: invalid LLVM IR ") + when + ": " + msg;
   return false;
 }
 
 bool optimize_module(llvm::Module &m, llvm::TargetMachine &tm, int opt_level, std::string &error) {
-  if (!verify(m, "after lowering", error)) return false;
-  if (opt_level <= 0) return true;
+  if (!verify(m, "after lowering", error))
+    return false;
+  if (opt_level <= 0)
+    return true;
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;

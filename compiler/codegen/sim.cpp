@@ -59,7 +59,8 @@ public:
 
   llvm::Function *create_kernel(llvm::Module &m) override {
     auto &c = m.getContext();
-    auto *fty = llvm::FunctionType::get(llvm::Type::getVoidTy(c), {llvm::PointerType::get(c, 0)}, false);
+    auto *fty =
+        llvm::FunctionType::get(llvm::Type::getVoidTy(c), {llvm::PointerType::get(c, 0)}, false);
     auto *f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, ETL_KERNEL_ENTRY, m);
     f->setVisibility(llvm::GlobalValue::DefaultVisibility);
     return f;
@@ -69,7 +70,9 @@ public:
   llvm::Value *thread_id(Builder &b) override { return call(b, kOp_tid, b.getInt32Ty(), {}); }
   llvm::Value *cta_id(Builder &b) override { return call(b, kOp_ctaid, b.getInt32Ty(), {}); }
   void barrier(Builder &b) override { call(b, kOp_barrier, b.getVoidTy(), {}); }
-  llvm::Value *shared_base(Builder &b) override { return call(b, kOp_shared_base, b.getPtrTy(), {}); }
+  llvm::Value *shared_base(Builder &b) override {
+    return call(b, kOp_shared_base, b.getPtrTy(), {});
+  }
 
   llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
     check(b, p, ty, false);
@@ -94,9 +97,12 @@ public:
 
   llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) override {
     switch (fn) {
-    case MathFn::Exp: return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
-    case MathFn::Log: return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
-    case MathFn::Sqrt: return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case MathFn::Exp:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+    case MathFn::Log:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+    case MathFn::Sqrt:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
     case MathFn::Rsqrt:
       return b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
                           b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
@@ -110,7 +116,8 @@ private:
   /// ((etl_sim_ops *)__etl_sim_ops)->field(args...)
   llvm::Value *call(Builder &b, unsigned field, llvm::Type *ret, std::vector<llvm::Value *> args) {
     std::vector<llvm::Type *> params;
-    for (llvm::Value *a : args) params.push_back(a->getType());
+    for (llvm::Value *a : args)
+      params.push_back(a->getType());
     auto *fty = llvm::FunctionType::get(ret, params, false);
     llvm::Value *table = b.CreateLoad(b.getPtrTy(), ops_, "sim.ops");
     llvm::Value *slot = b.CreateConstGEP1_64(b.getPtrTy(), table, field);
@@ -131,7 +138,8 @@ private:
 struct TempFiles {
   std::vector<llvm::SmallString<128>> paths;
   ~TempFiles() {
-    for (auto &p : paths) llvm::sys::fs::remove(p);
+    for (auto &p : paths)
+      llvm::sys::fs::remove(p);
   }
 };
 
@@ -174,7 +182,8 @@ bool SimMachine::emit(llvm::Module &m, std::string &code, std::string &error) {
   tmp.paths.push_back(log);
   std::string ccs = *cc, objs = std::string(obj), sos = std::string(so);
   llvm::StringRef argv[] = {ccs, "-shared", "-o", sos, objs, "-lm"};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log), llvm::StringRef(log)};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
+                                                llvm::StringRef(log)};
   std::string msg;
   int rc = llvm::sys::ExecuteAndWait(ccs, argv, std::nullopt, redirects, 0, 0, &msg);
   if (rc != 0) {

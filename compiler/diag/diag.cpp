@@ -118,8 +118,8 @@ std::string Diag::render(const Diagnostic &d) const {
     return out;
   }
   const SourceLoc &b = d.range.begin;
-  out += sm_.path(b.file) + ":" + std::to_string(b.line) + ":" + std::to_string(b.col) +
-         ": " + severity_word(d.severity) + ": " + d.message + "\n";
+  out += sm_.path(b.file) + ":" + std::to_string(b.line) + ":" + std::to_string(b.col) + ": " +
+         severity_word(d.severity) + ": " + d.message + "\n";
   std::string_view line = sm_.line_text(b.file, b.line);
   out += std::string(line) + "\n";
   // Caret line: [col, end) underlined, clamped to the end of the line (one

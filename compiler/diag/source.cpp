@@ -57,7 +57,7 @@ std::string_view SourceManager::line_text(FileId f, uint32_t line) const {
     return {};
   uint32_t begin = file.line_starts[line - 1];
   uint32_t end = line < file.line_starts.size() ? file.line_starts[line] - 1
-                                                 : static_cast<uint32_t>(file.text.size());
+                                                : static_cast<uint32_t>(file.text.size());
   if (end > begin && file.text[end - 1] == '\r')
     --end;
   return std::string_view(file.text).substr(begin, end - begin);

@@ -54,8 +54,7 @@ int main(int argc, char **argv) {
                    "(PTX). Default: sm_90,sim")
       ->delimiter(',')
       ->capture_default_str();
-  compile->add_option("--emit", opts.emit, emit_help())
-      ->check(CLI::IsMember(emit_names()));
+  compile->add_option("--emit", opts.emit, emit_help())->check(CLI::IsMember(emit_names()));
   compile->add_flag("--time-passes", opts.time_passes, "Print the time of every stage");
   compile
       ->add_option("--threads", opts.threads_per_cta,

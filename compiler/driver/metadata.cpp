@@ -43,9 +43,9 @@ void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
     emit(*e.args[0], p, vars, out);
     emit(*e.args[1], p, vars, out);
     switch (e.bin_op) {
-#define ETL_OP(A, B)                                                           \
-  case BinOp::A:                                                               \
-    out.push_back(B);                                                          \
+#define ETL_OP(A, B)                                                                               \
+  case BinOp::A:                                                                                   \
+    out.push_back(B);                                                                              \
     return;
       ETL_OP(Add, ETL_XOP_ADD)
       ETL_OP(Sub, ETL_XOP_SUB)
@@ -68,9 +68,7 @@ void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
     if (e.args.size() == 2 && (e.name == "cdiv" || e.name == "min" || e.name == "max")) {
       emit(*e.args[0], p, vars, out);
       emit(*e.args[1], p, vars, out);
-      out.push_back(e.name == "cdiv" ? ETL_XOP_CDIV
-                    : e.name == "min" ? ETL_XOP_MIN
-                                      : ETL_XOP_MAX);
+      out.push_back(e.name == "cdiv" ? ETL_XOP_CDIV : e.name == "min" ? ETL_XOP_MIN : ETL_XOP_MAX);
       return;
     }
     break;

@@ -28,8 +28,8 @@ public:
   template <class F> auto run(const char *name, F &&f) {
     auto t0 = std::chrono::steady_clock::now();
     auto r = f();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                    .count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     times_.emplace_back(name, ms);
     return r;
   }
@@ -72,8 +72,7 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
                    {c.program->kernels[1].name});
     return false;
   }
-  c.graph = timer.run("taskgraph",
-                      [&] { return build_task_graph(c.program->kernels[0], c.diag); });
+  c.graph = timer.run("taskgraph", [&] { return build_task_graph(c.program->kernels[0], c.diag); });
   if (c.diag.has_errors())
     return false;
   return timer.run("schedule", [&] { return schedule_task_graph(c.graph, c.diag); });
@@ -150,8 +149,7 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   if (opts.emit == "llvm" || opts.emit == "ptx") {
     for (const TargetOutput &o : be.outputs) {
       if (be.outputs.size() > 1)
-        out << (opts.emit == "llvm" ? "; " : "// ") << "===-- target " << o.target
-            << " --===\n";
+        out << (opts.emit == "llvm" ? "; " : "// ") << "===-- target " << o.target << " --===\n";
       out << (opts.emit == "llvm" ? o.llvm_ir : o.code);
     }
     return finish(0);

@@ -24,18 +24,18 @@
 namespace etl {
 
 /// What `--emit` can dump; each stops the pipeline after its stage.
-#define ETL_EMIT_KINDS(X)                                                      \
-  X(ast, "the syntax tree after parsing")                                      \
-  X(taskgraph, "task groups, event tensors, edges and wait counts")            \
-  X(dot, "the task graph as Graphviz")                                         \
-  X(llvm, "LLVM IR of the megakernel, per target")                             \
+#define ETL_EMIT_KINDS(X)                                                                          \
+  X(ast, "the syntax tree after parsing")                                                          \
+  X(taskgraph, "task groups, event tensors, edges and wait counts")                                \
+  X(dot, "the task graph as Graphviz")                                                             \
+  X(llvm, "LLVM IR of the megakernel, per target")                                                 \
   X(ptx, "PTX text for the sm_* targets")
 
 struct CompileOptions {
   std::string input;
-  std::string output;                               ///< artifact path
+  std::string output; ///< artifact path
   std::vector<std::string> targets = {"sm_90", "sim"};
-  std::string emit;                                 ///< empty: write the artifact
+  std::string emit; ///< empty: write the artifact
   bool time_passes = false;
   unsigned threads_per_cta = 128;
 };

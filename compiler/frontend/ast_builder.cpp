@@ -352,8 +352,8 @@ private:
   }
 
   static BinOp bin_op(const std::string &s) {
-#define ETL_BINOP(K, SPELLING)                                                 \
-  if (s == SPELLING)                                                           \
+#define ETL_BINOP(K, SPELLING)                                                                     \
+  if (s == SPELLING)                                                                               \
     return BinOp::K;
 #include "ast/kinds.def"
     return BinOp::Add;

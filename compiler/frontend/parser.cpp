@@ -163,13 +163,15 @@ public:
   explicit ErrorStrategy(SyntaxReporter &r) : rep_(r) {}
 
 protected:
-  void reportNoViableAlternative(antlr4::Parser *p, const antlr4::NoViableAltException &e) override {
+  void reportNoViableAlternative(antlr4::Parser *p,
+                                 const antlr4::NoViableAltException &e) override {
     unexpected(static_cast<ETLParser *>(p), e.getOffendingToken(), e.getExpectedTokens());
   }
   void reportInputMismatch(antlr4::Parser *p, const antlr4::InputMismatchException &e) override {
     unexpected(static_cast<ETLParser *>(p), e.getOffendingToken(), e.getExpectedTokens());
   }
-  void reportFailedPredicate(antlr4::Parser *p, const antlr4::FailedPredicateException &e) override {
+  void reportFailedPredicate(antlr4::Parser *p,
+                             const antlr4::FailedPredicateException &e) override {
     unexpected(static_cast<ETLParser *>(p), e.getOffendingToken(), e.getExpectedTokens());
   }
   void reportUnwantedToken(antlr4::Parser *p) override {
@@ -188,7 +190,8 @@ protected:
     std::string exp = expected_list(ep, expecting);
     if (exp.empty())
       exp = "unexpected " + token_display(p->getCurrentToken());
-    const char *what = p->getContext() ? rule_description(p->getContext()->getRuleIndex()) : nullptr;
+    const char *what =
+        p->getContext() ? rule_description(p->getContext()->getRuleIndex()) : nullptr;
     if (exp == "expected ';'" && what)
       exp += std::string(" after ") + what;
     antlr4::Token *prev = p->getTokenStream()->LT(-1);
@@ -322,8 +325,7 @@ std::unique_ptr<Program> parse_into(FileId file, const SourceManager &sm, Diag &
       size_t begin = t->getStartIndex(), end = t->getStopIndex() + 1;
       bool wide = static_cast<unsigned char>(text[begin]) >= 0x80;
       while (wide && j + 1 < all.size() && all[j + 1]->getType() == ETLLexer::ERROR_CHAR &&
-             all[j + 1]->getStartIndex() == end &&
-             static_cast<unsigned char>(text[end]) >= 0x80) {
+             all[j + 1]->getStartIndex() == end && static_cast<unsigned char>(text[end]) >= 0x80) {
         ++j;
         end = all[j]->getStopIndex() + 1;
       }

@@ -33,9 +33,12 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
   for (const std::string &t : targets) {
     std::string err;
     std::unique_ptr<Machine> m;
-    if (t == "sim") m = make_sim_machine(err);
-    else if (t.rfind("sm_", 0) == 0) m = make_nvptx_machine(t, err);
-    else err = "unknown target '" + t + "' (expected sim, sm_80, sm_90, ...)";
+    if (t == "sim")
+      m = make_sim_machine(err);
+    else if (t.rfind("sm_", 0) == 0)
+      m = make_nvptx_machine(t, err);
+    else
+      err = "unknown target '" + t + "' (expected sim, sm_80, sm_90, ...)";
     if (!m) {
       res.error = err;
       return res;
@@ -94,15 +97,18 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
       u.idx.push_back(x);
     }
     if (e.indices.empty() && e.ref)
-      for (const ExprPtr &x : e.ref->indices) u.idx.push_back(x.get());
+      for (const ExprPtr &x : e.ref->indices)
+        u.idx.push_back(x.get());
     return u;
   };
   for (const TaskGroup &tg : g.groups) {
     GroupPlan gp;
     gp.name = tg.name;
     gp.decl = tg.decl;
-    for (int w : tg.waits) gp.waits.push_back(edge_use(w));
-    for (int n : tg.notifies) gp.notifies.push_back(edge_use(n));
+    for (int w : tg.waits)
+      gp.waits.push_back(edge_use(w));
+    for (int n : tg.notifies)
+      gp.notifies.push_back(edge_use(n));
     plan.groups.push_back(std::move(gp));
   }
   return run_plan(plan, targets, opts);
@@ -119,16 +125,20 @@ BackendResult run_backend_from_ast(const Program &p, const KernelDecl &k,
     u.event = r.event_index;
     if (u.event < 0)
       for (size_t i = 0; i < k.events.size(); ++i)
-        if (k.events[i].name == r.event) u.event = int(i);
-    for (const ExprPtr &x : r.indices) u.idx.push_back(x.get());
+        if (k.events[i].name == r.event)
+          u.event = int(i);
+    for (const ExprPtr &x : r.indices)
+      u.idx.push_back(x.get());
     return u;
   };
   for (const TaskDecl &t : k.tasks) {
     GroupPlan gp;
     gp.name = t.name;
     gp.decl = &t;
-    for (const EventRef &r : t.waits) gp.waits.push_back(use(r));
-    for (const EventRef &r : t.notifies) gp.notifies.push_back(use(r));
+    for (const EventRef &r : t.waits)
+      gp.waits.push_back(use(r));
+    for (const EventRef &r : t.notifies)
+      gp.notifies.push_back(use(r));
     plan.groups.push_back(std::move(gp));
   }
   return run_plan(plan, targets, opts);

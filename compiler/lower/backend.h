@@ -42,8 +42,7 @@ struct BackendResult {
 
 /// Lowers `k` (checked, annotated by sema) with the groups and edges of `g`.
 BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph &g,
-                          const std::vector<std::string> &targets,
-                          const BackendOptions &opts);
+                          const std::vector<std::string> &targets, const BackendOptions &opts);
 
 /// Same, with the groups taken straight from the kernel's tasks (group g =
 /// k.tasks[g], edges from each task's waits/notifies clauses). Used where no

@@ -31,17 +31,17 @@ llvm::Value *Lowerer::floordiv(llvm::Value *a, llvm::Value *d) {
   // remainder is non-zero and its sign differs from the divisor's.
   llvm::Value *q = b.CreateSDiv(a, d);
   llvm::Value *r = b.CreateSRem(a, d);
-  llvm::Value *fix = b.CreateAnd(b.CreateICmpNE(r, b.getInt64(0)),
-                                 b.CreateICmpNE(b.CreateICmpSLT(r, b.getInt64(0)),
-                                                b.CreateICmpSLT(d, b.getInt64(0))));
+  llvm::Value *fix = b.CreateAnd(
+      b.CreateICmpNE(r, b.getInt64(0)),
+      b.CreateICmpNE(b.CreateICmpSLT(r, b.getInt64(0)), b.CreateICmpSLT(d, b.getInt64(0))));
   return b.CreateSub(q, b.CreateZExt(fix, i64));
 }
 
 llvm::Value *Lowerer::floormod(llvm::Value *a, llvm::Value *d) {
   llvm::Value *r = b.CreateSRem(a, d);
-  llvm::Value *fix = b.CreateAnd(b.CreateICmpNE(r, b.getInt64(0)),
-                                 b.CreateICmpNE(b.CreateICmpSLT(r, b.getInt64(0)),
-                                                b.CreateICmpSLT(d, b.getInt64(0))));
+  llvm::Value *fix = b.CreateAnd(
+      b.CreateICmpNE(r, b.getInt64(0)),
+      b.CreateICmpNE(b.CreateICmpSLT(r, b.getInt64(0)), b.CreateICmpSLT(d, b.getInt64(0))));
   return b.CreateSelect(fix, b.CreateAdd(r, d), r);
 }
 
@@ -54,7 +54,8 @@ static const ConstDecl *find_const(const Program &p, const Expr &e) {
       p.consts[size_t(e.ref_index)].name == e.name)
     return &p.consts[size_t(e.ref_index)];
   for (const ConstDecl &c : p.consts)
-    if (c.name == e.name) return &c;
+    if (c.name == e.name)
+      return &c;
   return nullptr;
 }
 
@@ -66,7 +67,8 @@ llvm::Value *Lowerer::index(const Expr &e) {
     switch (e.ref) {
     case NameRef::Const: {
       const ConstDecl *c = find_const(*plan.program, e);
-      if (!c) throw LowerError("unknown const '" + e.name + "'");
+      if (!c)
+        throw LowerError("unknown const '" + e.name + "'");
       return b.getInt64(uint64_t(c->folded));
     }
     case NameRef::Dim: {
@@ -75,18 +77,21 @@ llvm::Value *Lowerer::index(const Expr &e) {
       if (i < 0 || size_t(i) >= dims.size() || dims[size_t(i)].name != e.name) {
         i = -1;
         for (size_t d = 0; d < dims.size(); ++d)
-          if (dims[d].name == e.name) i = int(d);
+          if (dims[d].name == e.name)
+            i = int(d);
       }
-      if (i < 0) throw LowerError("unknown dim '" + e.name + "'");
+      if (i < 0)
+        throw LowerError("unknown dim '" + e.name + "'");
       return arg_slot_i64(dim_slot(i));
     }
     case NameRef::TaskIndex: {
       int i = e.ref_index;
-      if (task && (i < 0 || size_t(i) >= task->domain.size() ||
-                   task->domain[size_t(i)].name != e.name)) {
+      if (task &&
+          (i < 0 || size_t(i) >= task->domain.size() || task->domain[size_t(i)].name != e.name)) {
         i = -1;
         for (size_t d = 0; d < task->domain.size(); ++d)
-          if (task->domain[d].name == e.name) i = int(d);
+          if (task->domain[d].name == e.name)
+            i = int(d);
       }
       if (i < 0 || size_t(i) >= task_vars.size() || !task_vars[size_t(i)])
         throw LowerError("task index '" + e.name + "' used before it is defined");
@@ -97,38 +102,50 @@ llvm::Value *Lowerer::index(const Expr &e) {
       if (it != loop_by_name.end() && !it->second.empty())
         return b.CreateLoad(i64, it->second.back());
       auto lv = loop_vars.find(e.ref_index);
-      if (lv == loop_vars.end()) throw LowerError("unknown loop variable '" + e.name + "'");
+      if (lv == loop_vars.end())
+        throw LowerError("unknown loop variable '" + e.name + "'");
       return b.CreateLoad(i64, lv->second);
     }
     case NameRef::Local: {
       TileVal v = read_local(e.ref_index);
-      if (!v.is_index) throw LowerError("local '" + e.name + "' is not an index");
+      if (!v.is_index)
+        throw LowerError("local '" + e.name + "' is not an index");
       return v.regs[0];
     }
     default:
       throw LowerError("name '" + e.name + "' is not an index value");
     }
   case ExprKind::Unary:
-    if (e.un_op == UnOp::Neg) return b.CreateNeg(index(*e.args[0]));
+    if (e.un_op == UnOp::Neg)
+      return b.CreateNeg(index(*e.args[0]));
     break;
   case ExprKind::Binary: {
     llvm::Value *l = index(*e.args[0]), *r = index(*e.args[1]);
     switch (e.bin_op) {
-    case BinOp::Add: return b.CreateAdd(l, r);
-    case BinOp::Sub: return b.CreateSub(l, r);
-    case BinOp::Mul: return b.CreateMul(l, r);
-    case BinOp::Div: return floordiv(l, r);
-    case BinOp::Mod: return floormod(l, r);
-    default: break;
+    case BinOp::Add:
+      return b.CreateAdd(l, r);
+    case BinOp::Sub:
+      return b.CreateSub(l, r);
+    case BinOp::Mul:
+      return b.CreateMul(l, r);
+    case BinOp::Div:
+      return floordiv(l, r);
+    case BinOp::Mod:
+      return floormod(l, r);
+    default:
+      break;
     }
     break;
   }
   case ExprKind::Call:
     if (e.args.size() == 2 && e.kwargs.empty()) {
       llvm::Value *l = index(*e.args[0]), *r = index(*e.args[1]);
-      if (e.name == "cdiv") return cdiv(l, r);
-      if (e.name == "min") return b.CreateSelect(b.CreateICmpSLT(l, r), l, r);
-      if (e.name == "max") return b.CreateSelect(b.CreateICmpSGT(l, r), l, r);
+      if (e.name == "cdiv")
+        return cdiv(l, r);
+      if (e.name == "min")
+        return b.CreateSelect(b.CreateICmpSLT(l, r), l, r);
+      if (e.name == "max")
+        return b.CreateSelect(b.CreateICmpSGT(l, r), l, r);
     }
     break;
   default:

@@ -28,9 +28,7 @@ Lowerer::Lowerer(const KernelPlan &p, Machine &mach, llvm::Module &md, unsigned 
   ptr = b.getPtrTy();
 }
 
-unsigned Lowerer::smem_bytes() const {
-  return unsigned(kSmemScratch + max_scratch_elems * 4);
-}
+unsigned Lowerer::smem_bytes() const { return unsigned(kSmemScratch + max_scratch_elems * 4); }
 
 //===-- Helpers ----------------------------------------------------------===//
 
@@ -77,7 +75,8 @@ llvm::Value *Lowerer::elem_index(unsigned k) {
 }
 
 llvm::Value *Lowerer::elem_alive(unsigned k, int64_t numel) {
-  if (int64_t(k + 1) * T <= numel) return nullptr;
+  if (int64_t(k + 1) * T <= numel)
+    return nullptr;
   return b.CreateICmpULT(elem_index(k), b.getInt64(numel));
 }
 
@@ -98,14 +97,16 @@ llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem) {
 }
 
 void Lowerer::note_scratch(int64_t numel) {
-  if (numel > max_scratch_elems) max_scratch_elems = numel;
+  if (numel > max_scratch_elems)
+    max_scratch_elems = numel;
 }
 
 //===-- The persistent loop ----------------------------------------------===//
 
 llvm::Function *Lowerer::lower_kernel() {
   std::vector<llvm::Function *> groups;
-  for (size_t g = 0; g < plan.groups.size(); ++g) groups.push_back(lower_group(int(g)));
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    groups.push_back(lower_group(int(g)));
 
   llvm::Function *k = m.create_kernel(mod);
   fn = k;
@@ -239,7 +240,8 @@ void Lowerer::for_each_event_element(const EventUse &use,
   if (ev.shape.size() != use.idx.size())
     throw LowerError("event '" + ev.name + "' indexed with the wrong rank");
   std::vector<llvm::Value *> shape;
-  for (const ExprPtr &s : ev.shape) shape.push_back(index(*s));
+  for (const ExprPtr &s : ev.shape)
+    shape.push_back(index(*s));
   llvm::Value *base = arg_slot_i64(event_slot(use.event));
   // Recursive nest over the components; `*` loops over the whole dim.
   std::function<void(size_t, llvm::Value *)> rec = [&](size_t d, llvm::Value *acc) {
@@ -262,7 +264,8 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
   llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
   if_then(is0, [&] {
     llvm::Value *events = arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/);
-    if (!wait) m.fence(b);
+    if (!wait)
+      m.fence(b);
     for (const EventUse &use : wait ? gp.waits : gp.notifies) {
       for_each_event_element(use, [&](llvm::Value *off) {
         llvm::Value *p = b.CreateGEP(i32, events, off);
@@ -299,7 +302,8 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
 //===-- Statements -------------------------------------------------------===//
 
 void Lowerer::lower_stmts(const std::vector<StmtPtr> &body) {
-  for (const StmtPtr &s : body) lower_stmt(*s);
+  for (const StmtPtr &s : body)
+    lower_stmt(*s);
 }
 
 void Lowerer::lower_stmt(const Stmt &s) {

@@ -35,7 +35,8 @@ std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a, const std::v
 
 const KwArg *kwarg(const Expr &call, const char *name) {
   for (const KwArg &k : call.kwargs)
-    if (k.name == name) return &k;
+    if (k.name == name)
+      return &k;
   return nullptr;
 }
 
@@ -44,34 +45,45 @@ const KwArg *kwarg(const Expr &call, const char *name) {
 /// A compile-time integer (IntLit, const names, + - *), for axes and extents.
 static std::optional<int64_t> static_int(const Program &p, const Expr &e) {
   switch (e.kind) {
-  case ExprKind::IntLit: return e.int_value;
+  case ExprKind::IntLit:
+    return e.int_value;
   case ExprKind::Name:
     if (e.ref == NameRef::Const)
       for (const ConstDecl &c : p.consts)
-        if (c.name == e.name) return c.folded;
+        if (c.name == e.name)
+          return c.folded;
     return std::nullopt;
   case ExprKind::Unary:
     if (e.un_op == UnOp::Neg)
-      if (auto v = static_int(p, *e.args[0])) return -*v;
+      if (auto v = static_int(p, *e.args[0]))
+        return -*v;
     return std::nullopt;
   case ExprKind::Binary: {
     auto l = static_int(p, *e.args[0]), r = static_int(p, *e.args[1]);
-    if (!l || !r) return std::nullopt;
-    if (e.bin_op == BinOp::Add) return *l + *r;
-    if (e.bin_op == BinOp::Sub) return *l - *r;
-    if (e.bin_op == BinOp::Mul) return *l * *r;
+    if (!l || !r)
+      return std::nullopt;
+    if (e.bin_op == BinOp::Add)
+      return *l + *r;
+    if (e.bin_op == BinOp::Sub)
+      return *l - *r;
+    if (e.bin_op == BinOp::Mul)
+      return *l * *r;
     return std::nullopt;
   }
-  default: return std::nullopt;
+  default:
+    return std::nullopt;
   }
 }
 
 //===-- Conversions and broadcasting -------------------------------------===//
 
 llvm::Value *Lowerer::convert_scalar(llvm::Value *v, const TileVal &from, ElemType to) {
-  if (from.is_index) return to == ElemType::I32 ? b.CreateTrunc(v, i32) : b.CreateSIToFP(v, f32);
-  if (is_f(from.elem) && !is_f(to)) return b.CreateFPToSI(v, i32);
-  if (!is_f(from.elem) && is_f(to)) v = b.CreateSIToFP(v, f32);
+  if (from.is_index)
+    return to == ElemType::I32 ? b.CreateTrunc(v, i32) : b.CreateSIToFP(v, f32);
+  if (is_f(from.elem) && !is_f(to))
+    return b.CreateFPToSI(v, i32);
+  if (!is_f(from.elem) && is_f(to))
+    v = b.CreateSIToFP(v, f32);
   if (to == ElemType::F16 && from.elem != ElemType::F16) // round to half precision
     v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
   return v;
@@ -90,7 +102,8 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
   if (v.numel() == r.numel() && !shape.empty()) {
     // Same shape, or one that differs only by size-1 dims (expand/squeeze):
     // the row-major order, hence the owner of each element, is unchanged.
-    for (llvm::Value *x : v.regs) r.regs.push_back(conv(x));
+    for (llvm::Value *x : v.regs)
+      r.regs.push_back(conv(x));
     return r;
   }
   // Broadcast of a smaller operand: through shared memory.
@@ -98,7 +111,10 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     llvm::Value *alive = elem_alive(k, v.numel());
     auto write = [&, k] { b.CreateStore(v.regs[k], scratch_ptr(elem_index(k))); };
-    if (alive) if_then(alive, write); else write();
+    if (alive)
+      if_then(alive, write);
+    else
+      write();
   }
   m.barrier(b);
   size_t off = shape.size() - v.shape.size();
@@ -117,7 +133,10 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
       }
       b.CreateStore(b.CreateLoad(ty, scratch_ptr(lin)), tmp);
     };
-    if (alive) if_then(alive, read); else read();
+    if (alive)
+      if_then(alive, read);
+    else
+      read();
     r.regs.push_back(conv(b.CreateLoad(ty, tmp)));
   }
   m.barrier(b);
@@ -127,9 +146,12 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
 //===-- Reductions -------------------------------------------------------===//
 
 TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
-  if (v.scalar()) return v;
-  if (axis < 0) axis += int(v.shape.size());
-  if (axis < 0 || size_t(axis) >= v.shape.size()) throw LowerError("reduction axis out of range");
+  if (v.scalar())
+    return v;
+  if (axis < 0)
+    axis += int(v.shape.size());
+  if (axis < 0 || size_t(axis) >= v.shape.size())
+    throw LowerError("reduction axis out of range");
   TileVal r;
   r.elem = v.elem;
   r.shape = v.shape;
@@ -137,14 +159,19 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
   bool fl = is_f(v.elem);
   llvm::Type *ty = reg_type(v.elem);
   llvm::Value *init;
-  if (op == "sum") init = llvm::Constant::getNullValue(ty);
-  else if (fl) init = llvm::ConstantFP::getInfinity(f32, op == "max");
-  else init = b.getInt32(op == "max" ? uint32_t(std::numeric_limits<int32_t>::min())
-                                     : uint32_t(std::numeric_limits<int32_t>::max()));
+  if (op == "sum")
+    init = llvm::Constant::getNullValue(ty);
+  else if (fl)
+    init = llvm::ConstantFP::getInfinity(f32, op == "max");
+  else
+    init = b.getInt32(op == "max" ? uint32_t(std::numeric_limits<int32_t>::min())
+                                  : uint32_t(std::numeric_limits<int32_t>::max()));
   auto combine = [&](llvm::Value *a, llvm::Value *x) -> llvm::Value * {
-    if (op == "sum") return fl ? b.CreateFAdd(a, x) : b.CreateAdd(a, x);
-    if (fl) return b.CreateBinaryIntrinsic(op == "max" ? llvm::Intrinsic::maxnum
-                                                       : llvm::Intrinsic::minnum, a, x);
+    if (op == "sum")
+      return fl ? b.CreateFAdd(a, x) : b.CreateAdd(a, x);
+    if (fl)
+      return b.CreateBinaryIntrinsic(
+          op == "max" ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, x);
     return b.CreateSelect(op == "max" ? b.CreateICmpSGT(a, x) : b.CreateICmpSLT(a, x), a, x);
   };
 
@@ -152,12 +179,16 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     llvm::Value *alive = elem_alive(k, v.numel());
     auto write = [&, k] { b.CreateStore(v.regs[k], scratch_ptr(elem_index(k))); };
-    if (alive) if_then(alive, write); else write();
+    if (alive)
+      if_then(alive, write);
+    else
+      write();
   }
   m.barrier(b);
   // Strides of the source; output element o reads src[o with axis := j].
   std::vector<int64_t> stride(v.shape.size(), 1);
-  for (size_t d = v.shape.size() - 1; d-- > 0;) stride[d] = stride[d + 1] * v.shape[d + 1];
+  for (size_t d = v.shape.size() - 1; d-- > 0;)
+    stride[d] = stride[d + 1] * v.shape[d + 1];
   unsigned nregs = r.shape.empty() ? 1 : regs_for(r.numel());
   for (unsigned k = 0; k < nregs; ++k) {
     llvm::AllocaInst *acc = entry_alloca(ty, "acc");
@@ -168,18 +199,22 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
       if (!r.shape.empty()) {
         std::vector<llvm::Value *> c = coords(elem_index(k), r.shape);
         for (size_t d = 0, o = 0; d < v.shape.size(); ++d) {
-          if (int(d) == axis) continue;
+          if (int(d) == axis)
+            continue;
           base = b.CreateAdd(base, b.CreateMul(c[o++], b.getInt64(stride[d])));
         }
       }
-      for_range(b.getInt64(0), b.getInt64(v.shape[size_t(axis)]), b.getInt64(1),
-                [&](llvm::Value *j) {
-                  llvm::Value *lin = b.CreateAdd(base, b.CreateMul(j, b.getInt64(stride[size_t(axis)])));
-                  llvm::Value *x = b.CreateLoad(ty, scratch_ptr(lin));
-                  b.CreateStore(combine(b.CreateLoad(ty, acc), x), acc);
-                });
+      for_range(
+          b.getInt64(0), b.getInt64(v.shape[size_t(axis)]), b.getInt64(1), [&](llvm::Value *j) {
+            llvm::Value *lin = b.CreateAdd(base, b.CreateMul(j, b.getInt64(stride[size_t(axis)])));
+            llvm::Value *x = b.CreateLoad(ty, scratch_ptr(lin));
+            b.CreateStore(combine(b.CreateLoad(ty, acc), x), acc);
+          });
     };
-    if (alive) if_then(alive, body); else body();
+    if (alive)
+      if_then(alive, body);
+    else
+      body();
     r.regs.push_back(b.CreateLoad(ty, acc));
   }
   m.barrier(b);
@@ -198,13 +233,23 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
   for (size_t k = 0; k < x.regs.size(); ++k) {
     llvm::Value *l = x.regs[k], *rr = y.regs[k], *v = nullptr;
     switch (op) {
-    case BinOp::Add: v = fl ? b.CreateFAdd(l, rr) : b.CreateAdd(l, rr); break;
-    case BinOp::Sub: v = fl ? b.CreateFSub(l, rr) : b.CreateSub(l, rr); break;
-    case BinOp::Mul: v = fl ? b.CreateFMul(l, rr) : b.CreateMul(l, rr); break;
-    case BinOp::Div: v = fl ? b.CreateFDiv(l, rr) : b.CreateSDiv(l, rr); break;
-    default: throw LowerError(std::string("operator '") + spelling(op) + "' is not supported on tiles");
+    case BinOp::Add:
+      v = fl ? b.CreateFAdd(l, rr) : b.CreateAdd(l, rr);
+      break;
+    case BinOp::Sub:
+      v = fl ? b.CreateFSub(l, rr) : b.CreateSub(l, rr);
+      break;
+    case BinOp::Mul:
+      v = fl ? b.CreateFMul(l, rr) : b.CreateMul(l, rr);
+      break;
+    case BinOp::Div:
+      v = fl ? b.CreateFDiv(l, rr) : b.CreateSDiv(l, rr);
+      break;
+    default:
+      throw LowerError(std::string("operator '") + spelling(op) + "' is not supported on tiles");
     }
-    if (elem == ElemType::F16) v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
+    if (elem == ElemType::F16)
+      v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
     r.regs.push_back(v);
   }
   return r;
@@ -213,7 +258,8 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
 //===-- Locals -----------------------------------------------------------===//
 
 void Lowerer::assign_local(int index, const TileVal &v) {
-  if (index < 0 || size_t(index) >= locals.size()) throw LowerError("local without a slot");
+  if (index < 0 || size_t(index) >= locals.size())
+    throw LowerError("local without a slot");
   LocalSlot &ls = locals[size_t(index)];
   const Type &t = task->locals[size_t(index)].type;
   if (!ls.set) {
@@ -224,20 +270,24 @@ void Lowerer::assign_local(int index, const TileVal &v) {
       ls.slots.push_back(entry_alloca(i64, task->locals[size_t(index)].name.c_str()));
     } else {
       ls.shape_of.elem = t.kind == TypeKind::Unknown ? v.elem : t.elem;
-      ls.shape_of.shape = t.kind == TypeKind::Tile ? t.tile_shape
-                          : t.kind == TypeKind::Unknown ? v.shape : std::vector<int64_t>{};
+      ls.shape_of.shape = t.kind == TypeKind::Tile      ? t.tile_shape
+                          : t.kind == TypeKind::Unknown ? v.shape
+                                                        : std::vector<int64_t>{};
       unsigned n = ls.shape_of.shape.empty() ? 1 : regs_for(ls.shape_of.numel());
       for (unsigned k = 0; k < n; ++k)
-        ls.slots.push_back(entry_alloca(reg_type(ls.shape_of.elem), task->locals[size_t(index)].name.c_str()));
+        ls.slots.push_back(
+            entry_alloca(reg_type(ls.shape_of.elem), task->locals[size_t(index)].name.c_str()));
     }
   }
   if (ls.shape_of.is_index) {
-    if (!v.is_index) throw LowerError("assigning a tile to an index local");
+    if (!v.is_index)
+      throw LowerError("assigning a tile to an index local");
     b.CreateStore(v.regs[0], ls.slots[0]);
     return;
   }
   TileVal c = coerce(v, ls.shape_of.shape, ls.shape_of.elem);
-  for (size_t k = 0; k < ls.slots.size(); ++k) b.CreateStore(c.regs[k], ls.slots[k]);
+  for (size_t k = 0; k < ls.slots.size(); ++k)
+    b.CreateStore(c.regs[k], ls.slots[k]);
 }
 
 TileVal Lowerer::read_local(int index) {
@@ -246,7 +296,8 @@ TileVal Lowerer::read_local(int index) {
   LocalSlot &ls = locals[size_t(index)];
   TileVal r = ls.shape_of;
   r.regs.clear();
-  for (llvm::AllocaInst *a : ls.slots) r.regs.push_back(b.CreateLoad(a->getAllocatedType(), a));
+  for (llvm::AllocaInst *a : ls.slots)
+    r.regs.push_back(b.CreateLoad(a->getAllocatedType(), a));
   return r;
 }
 
@@ -258,8 +309,8 @@ struct SliceAccess {
   ElemType elem;
   llvm::Value *base;
   std::vector<llvm::Value *> dims, strides, fixed; ///< fixed: scalar comps or range lo
-  std::vector<int> tile_dim;                      ///< per tensor dim: tile dim or -1
-  std::vector<int64_t> shape;                     ///< the tile shape
+  std::vector<int> tile_dim;                       ///< per tensor dim: tile dim or -1
+  std::vector<int64_t> shape;                      ///< the tile shape
 };
 } // namespace
 
@@ -272,16 +323,19 @@ static SliceAccess slice_access(Lowerer &L, const Expr &ix, const Expr &call) {
   if (ti < 0 || size_t(ti) >= k.tensors.size() || k.tensors[size_t(ti)].name != tn.name) {
     ti = -1;
     for (size_t i = 0; i < k.tensors.size(); ++i)
-      if (k.tensors[i].name == tn.name) ti = int(i);
+      if (k.tensors[i].name == tn.name)
+        ti = int(i);
   }
-  if (ti < 0) throw LowerError("unknown tensor '" + tn.name + "'");
+  if (ti < 0)
+    throw LowerError("unknown tensor '" + tn.name + "'");
   const TensorDecl &td = k.tensors[size_t(ti)];
   if (td.type.shape.size() != ix.args.size() - 1)
     throw LowerError("slice of '" + td.name + "' has the wrong number of components");
   SliceAccess s;
   s.elem = td.type.elem;
   s.base = L.arg_slot_ptr(L.tensor_slot(ti));
-  for (const ExprPtr &d : td.type.shape) s.dims.push_back(L.index(*d));
+  for (const ExprPtr &d : td.type.shape)
+    s.dims.push_back(L.index(*d));
   size_t rank = s.dims.size();
   s.strides.assign(rank, nullptr);
   llvm::Value *st = L.b.getInt64(1);
@@ -296,7 +350,8 @@ static SliceAccess slice_access(Lowerer &L, const Expr &ix, const Expr &call) {
       s.tile_dim.push_back(int(static_ext.size()));
       s.fixed.push_back(L.index(*c.args[0]));
       std::optional<int64_t> ext;
-      if (c.plus_extent) ext = static_int(*L.plan.program, *c.args[1]);
+      if (c.plus_extent)
+        ext = static_int(*L.plan.program, *c.args[1]);
       static_ext.push_back(ext ? *ext : -1);
     } else {
       s.tile_dim.push_back(-1);
@@ -310,7 +365,8 @@ static SliceAccess slice_access(Lowerer &L, const Expr &ix, const Expr &call) {
   else
     s.shape = static_ext;
   for (int64_t e : s.shape)
-    if (e <= 0) throw LowerError("slice of '" + td.name + "' has no static extent");
+    if (e <= 0)
+      throw LowerError("slice of '" + td.name + "' has no static extent");
   return s;
 }
 
@@ -320,17 +376,19 @@ static std::pair<llvm::Value *, llvm::Value *> slice_elem(Lowerer &L, const Slic
   std::vector<llvm::Value *> tc = L.coords(e, s.shape);
   llvm::Value *lin = L.b.getInt64(0), *mask = L.b.getTrue();
   for (size_t d = 0; d < s.dims.size(); ++d) {
-    llvm::Value *c = s.tile_dim[d] < 0 ? s.fixed[d] : L.b.CreateAdd(s.fixed[d], tc[size_t(s.tile_dim[d])]);
+    llvm::Value *c =
+        s.tile_dim[d] < 0 ? s.fixed[d] : L.b.CreateAdd(s.fixed[d], tc[size_t(s.tile_dim[d])]);
     mask = L.b.CreateAnd(mask, L.b.CreateICmpULT(c, s.dims[d]));
     lin = L.b.CreateAdd(lin, L.b.CreateMul(c, s.strides[d]));
   }
-  llvm::Value *p = L.b.CreateGEP(L.b.getInt8Ty(), s.base,
-                                 L.b.CreateMul(lin, L.b.getInt64(byte_size(s.elem))));
+  llvm::Value *p =
+      L.b.CreateGEP(L.b.getInt8Ty(), s.base, L.b.CreateMul(lin, L.b.getInt64(byte_size(s.elem))));
   return {p, mask};
 }
 
 TileVal Lowerer::lower_load(const Expr &call) {
-  if (call.args.size() != 1) throw LowerError("load takes one slice");
+  if (call.args.size() != 1)
+    throw LowerError("load takes one slice");
   SliceAccess s = slice_access(*this, *call.args[0], call);
   TileVal r;
   r.elem = s.elem;
@@ -354,7 +412,8 @@ TileVal Lowerer::lower_load(const Expr &call) {
     b.CreateCondBr(mask, lb, jb);
     b.SetInsertPoint(lb);
     llvm::Value *v = m.global_load(b, mem_ty, p);
-    if (s.elem == ElemType::F16) v = b.CreateFPExt(v, f32);
+    if (s.elem == ElemType::F16)
+      v = b.CreateFPExt(v, f32);
     llvm::BasicBlock *lend = b.GetInsertBlock();
     b.CreateBr(jb);
     b.SetInsertPoint(jb);
@@ -367,7 +426,8 @@ TileVal Lowerer::lower_load(const Expr &call) {
 }
 
 void Lowerer::lower_store(const Expr &call) {
-  if (call.args.size() != 2) throw LowerError("store takes a slice and a tile");
+  if (call.args.size() != 2)
+    throw LowerError("store takes a slice and a tile");
   SliceAccess s = slice_access(*this, *call.args[0], call);
   TileVal v = coerce(value(*call.args[1]), s.shape, s.elem);
   int64_t numel = v.numel();
@@ -375,8 +435,10 @@ void Lowerer::lower_store(const Expr &call) {
     // A rank-0 store is done once, by thread 0.
     llvm::Value *e = s.shape.empty() ? b.getInt64(0) : elem_index(k);
     auto [p, mask] = slice_elem(*this, s, e);
-    llvm::Value *alive = s.shape.empty() ? b.CreateICmpEQ(tid, b.getInt32(0)) : elem_alive(k, numel);
-    if (alive) mask = b.CreateAnd(mask, alive);
+    llvm::Value *alive =
+        s.shape.empty() ? b.CreateICmpEQ(tid, b.getInt32(0)) : elem_alive(k, numel);
+    if (alive)
+      mask = b.CreateAnd(mask, alive);
     llvm::Value *x = v.regs[k];
     if_then(mask, [&] {
       m.global_store(b, s.elem == ElemType::F16 ? b.CreateFPTrunc(x, b.getHalfTy()) : x, p);
@@ -394,7 +456,7 @@ TileVal Lowerer::value(const Expr &e) {
     return r;
   };
   ElemType want = e.type.kind == TypeKind::Tile || e.type.kind == TypeKind::Scalar ? e.type.elem
-                                                                                    : ElemType::F32;
+                                                                                   : ElemType::F32;
   if (e.type.kind == TypeKind::Index) {
     TileVal r = scalar(index(e), ElemType::I32);
     r.is_index = true;
@@ -402,13 +464,16 @@ TileVal Lowerer::value(const Expr &e) {
   }
   switch (e.kind) {
   case ExprKind::IntLit:
-    if (!is_f(want)) return scalar(b.getInt32(uint32_t(e.int_value)), want);
+    if (!is_f(want))
+      return scalar(b.getInt32(uint32_t(e.int_value)), want);
     return scalar(llvm::ConstantFP::get(f32, double(e.int_value)), want);
   case ExprKind::FloatLit:
-    if (!is_f(want)) return scalar(b.getInt32(uint32_t(int64_t(e.float_value))), want);
+    if (!is_f(want))
+      return scalar(b.getInt32(uint32_t(int64_t(e.float_value))), want);
     return scalar(llvm::ConstantFP::get(f32, e.float_value), want);
   case ExprKind::Name:
-    if (e.ref == NameRef::Local) return read_local(e.ref_index);
+    if (e.ref == NameRef::Local)
+      return read_local(e.ref_index);
     if (e.ref == NameRef::Builtin && e.name == "inf")
       return scalar(llvm::ConstantFP::getInfinity(f32), ElemType::F32);
     if (e.ref == NameRef::Const || e.ref == NameRef::Dim || e.ref == NameRef::TaskIndex ||
@@ -420,20 +485,24 @@ TileVal Lowerer::value(const Expr &e) {
     throw LowerError("name '" + e.name + "' is not a value here");
   case ExprKind::Unary: {
     TileVal a = value(*e.args[0]);
-    if (e.un_op != UnOp::Neg) throw LowerError("operator '!' is not supported on tiles");
+    if (e.un_op != UnOp::Neg)
+      throw LowerError("operator '!' is not supported on tiles");
     if (a.is_index) {
       a.regs[0] = b.CreateNeg(a.regs[0]);
       return a;
     }
-    for (auto &r : a.regs) r = is_f(a.elem) ? b.CreateFNeg(r) : b.CreateNeg(r);
+    for (auto &r : a.regs)
+      r = is_f(a.elem) ? b.CreateFNeg(r) : b.CreateNeg(r);
     return a;
   }
   case ExprKind::Binary: {
     TileVal a = value(*e.args[0]), c = value(*e.args[1]);
     std::vector<int64_t> shape = e.type.is_tile() ? e.type.tile_shape
-                                 : e.type.kind == TypeKind::Scalar ? std::vector<int64_t>{}
-                                                                    : broadcast_shape(a.shape, c.shape);
-    if (e.type.kind == TypeKind::Unknown) want = a.is_index ? c.elem : a.elem;
+                                 : e.type.kind == TypeKind::Scalar
+                                     ? std::vector<int64_t>{}
+                                     : broadcast_shape(a.shape, c.shape);
+    if (e.type.kind == TypeKind::Unknown)
+      want = a.is_index ? c.elem : a.elem;
     return arith(e.bin_op, a, c, shape, want);
   }
   case ExprKind::Call:
@@ -444,14 +513,16 @@ TileVal Lowerer::value(const Expr &e) {
 
   // Calls.
   const std::string &f = e.name;
-  if (f == "load") return lower_load(e);
+  if (f == "load")
+    return lower_load(e);
   if (f == "store") {
     lower_store(e);
     return TileVal{};
   }
   auto result_shape = [&](const TileVal &fallback) {
-    return e.type.is_tile() ? e.type.tile_shape
-           : e.type.kind == TypeKind::Scalar ? std::vector<int64_t>{} : fallback.shape;
+    return e.type.is_tile()                  ? e.type.tile_shape
+           : e.type.kind == TypeKind::Scalar ? std::vector<int64_t>{}
+                                             : fallback.shape;
   };
   if (f == "zeros" || f == "full") {
     ElemType t = e.type_arg ? *e.type_arg : want;
@@ -459,11 +530,12 @@ TileVal Lowerer::value(const Expr &e) {
     if (shape.empty())
       for (const ExprPtr &s : e.shape_args) {
         auto v = static_int(*plan.program, *s);
-        if (!v) throw LowerError(f + " needs a static shape");
+        if (!v)
+          throw LowerError(f + " needs a static shape");
         shape.push_back(*v);
       }
-    TileVal init = f == "zeros" ? scalar(llvm::Constant::getNullValue(reg_type(t)), t)
-                                : value(*e.args.at(0));
+    TileVal init =
+        f == "zeros" ? scalar(llvm::Constant::getNullValue(reg_type(t)), t) : value(*e.args.at(0));
     return coerce(init, shape, t);
   }
   if (f == "cast") {
@@ -477,7 +549,8 @@ TileVal Lowerer::value(const Expr &e) {
     if (!e.type.is_tile()) {
       const KwArg *ax = kwarg(e, "axis");
       auto v = ax ? static_int(*plan.program, *ax->value) : std::optional<int64_t>(0);
-      if (!v) throw LowerError("expand needs a static axis");
+      if (!v)
+        throw LowerError("expand needs a static axis");
       int64_t axis = *v < 0 ? *v + int64_t(a.shape.size()) + 1 : *v;
       shape = a.shape;
       shape.insert(shape.begin() + axis, 1);
@@ -488,31 +561,38 @@ TileVal Lowerer::value(const Expr &e) {
   if ((f == "sum" || f == "max" || f == "min") && kwarg(e, "axis")) {
     TileVal a = value(*e.args.at(0));
     auto axis = static_int(*plan.program, *kwarg(e, "axis")->value);
-    if (!axis) throw LowerError(f + " needs a static axis");
+    if (!axis)
+      throw LowerError(f + " needs a static axis");
     return reduce(a, int(*axis), f);
   }
   if (f == "sum" && e.args.size() == 1) { // full reduction
     TileVal a = value(*e.args[0]);
-    while (!a.scalar()) a = reduce(a, int(a.shape.size()) - 1, "sum");
+    while (!a.scalar())
+      a = reduce(a, int(a.shape.size()) - 1, "sum");
     return a;
   }
   if ((f == "max" || f == "min") && e.args.size() == 2) {
     TileVal a = value(*e.args[0]), c = value(*e.args[1]);
     std::vector<int64_t> shape = e.type.is_tile() ? e.type.tile_shape
-                                 : e.type.kind == TypeKind::Scalar ? std::vector<int64_t>{}
-                                                                    : broadcast_shape(a.shape, c.shape);
-    if (e.type.kind == TypeKind::Unknown) want = a.elem;
+                                 : e.type.kind == TypeKind::Scalar
+                                     ? std::vector<int64_t>{}
+                                     : broadcast_shape(a.shape, c.shape);
+    if (e.type.kind == TypeKind::Unknown)
+      want = a.elem;
     TileVal x = coerce(a, shape, want), y = coerce(c, shape, want);
     for (size_t k = 0; k < x.regs.size(); ++k) {
       llvm::Value *l = x.regs[k], *r = y.regs[k];
       if (is_f(want))
-        x.regs[k] = b.CreateBinaryIntrinsic(f == "max" ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l, r);
+        x.regs[k] = b.CreateBinaryIntrinsic(
+            f == "max" ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l, r);
       else
-        x.regs[k] = b.CreateSelect(f == "max" ? b.CreateICmpSGT(l, r) : b.CreateICmpSLT(l, r), l, r);
+        x.regs[k] =
+            b.CreateSelect(f == "max" ? b.CreateICmpSGT(l, r) : b.CreateICmpSLT(l, r), l, r);
     }
     return x;
   }
-  if (e.args.size() == 1 && (f == "exp" || f == "log" || f == "sqrt" || f == "rsqrt" || f == "abs")) {
+  if (e.args.size() == 1 &&
+      (f == "exp" || f == "log" || f == "sqrt" || f == "rsqrt" || f == "abs")) {
     TileVal a = value(*e.args[0]);
     if (f == "abs" && !a.is_index && !is_f(a.elem)) {
       for (auto &r : a.regs)
@@ -522,10 +602,17 @@ TileVal Lowerer::value(const Expr &e) {
     ElemType t = is_f(want) ? want : ElemType::F32;
     TileVal x = coerce(a, result_shape(a), t);
     for (auto &r : x.regs) {
-      if (f == "abs") r = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r);
-      else r = m.math(b, f == "exp" ? MathFn::Exp : f == "log" ? MathFn::Log
-                         : f == "sqrt" ? MathFn::Sqrt : MathFn::Rsqrt, r);
-      if (t == ElemType::F16) r = b.CreateFPExt(b.CreateFPTrunc(r, b.getHalfTy()), f32);
+      if (f == "abs")
+        r = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r);
+      else
+        r = m.math(b,
+                   f == "exp"    ? MathFn::Exp
+                   : f == "log"  ? MathFn::Log
+                   : f == "sqrt" ? MathFn::Sqrt
+                                 : MathFn::Rsqrt,
+                   r);
+      if (t == ElemType::F16)
+        r = b.CreateFPExt(b.CreateFPTrunc(r, b.getHalfTy()), f32);
     }
     return x;
   }

@@ -69,7 +69,8 @@ struct TileVal {
   bool scalar() const { return shape.empty(); }
   int64_t numel() const {
     int64_t n = 1;
-    for (int64_t s : shape) n *= s;
+    for (int64_t s : shape)
+      n *= s;
     return n;
   }
 };
@@ -119,8 +120,8 @@ public:
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
   TileVal reduce(const TileVal &v, int axis, const std::string &op);
   /// Element-wise `a op b` (Add/Sub/Mul/Div) at the given result shape/elem.
-  TileVal arith(BinOp op, const TileVal &a, const TileVal &b,
-                const std::vector<int64_t> &shape, ElemType elem);
+  TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
+                ElemType elem);
   llvm::Value *convert_scalar(llvm::Value *v, const TileVal &from, ElemType to);
   void assign_local(int index, const TileVal &v);
   TileVal read_local(int index);

@@ -41,8 +41,8 @@ public:
   /// Creates the kernel `void etl_main(ptr args)` (external, exported).
   virtual llvm::Function *create_kernel(llvm::Module &m) = 0;
   /// After lowering: kernel annotations, the shared array's final size.
-  virtual void finish_kernel(llvm::Module &m, llvm::Function *kernel,
-                             unsigned threads_per_cta, unsigned smem_bytes) = 0;
+  virtual void finish_kernel(llvm::Module &m, llvm::Function *kernel, unsigned threads_per_cta,
+                             unsigned smem_bytes) = 0;
 
   // -- SIMT state -----------------------------------------------------------
   virtual llvm::Value *thread_id(Builder &b) = 0; ///< i32

@@ -68,14 +68,15 @@ bool schedule_task_graph(TaskGraph &g, Diag &diag) {
   if (!cycle.empty()) {
     std::string path = g.groups[g.edges[cycle[0].notify_edge].group].name;
     for (const Succ &s : cycle)
-      path += " -> " + g.events[g.edges[s.notify_edge].event].name + " -> " +
-              g.groups[s.group].name;
+      path +=
+          " -> " + g.events[g.edges[s.notify_edge].event].name + " -> " + g.groups[s.group].name;
     const Edge &first = g.edges[cycle[0].wait_edge];
     diag.error(DiagId::EventCycle, first.ref->range, {path});
     for (const Succ &s : cycle) {
       const Edge &n = g.edges[s.notify_edge];
-      diag.note(DiagId::NoteCycleEdge, n.ref->range,
-                {"'" + g.groups[n.group].name + "' notifies '" + g.events[n.event].name + "' here"});
+      diag.note(
+          DiagId::NoteCycleEdge, n.ref->range,
+          {"'" + g.groups[n.group].name + "' notifies '" + g.events[n.event].name + "' here"});
     }
     return false;
   }

@@ -71,8 +71,8 @@ size_t edit_distance(const std::string &a, const std::string &b) {
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
-                         prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     std::swap(prev, cur);
   }
   return prev[b.size()];
@@ -202,8 +202,8 @@ private:
     return r;
   }
 
-  void undefined(const std::string &name, SourceRange r,
-                 const std::vector<std::string> &candidates, DiagId id) {
+  void undefined(const std::string &name, SourceRange r, const std::vector<std::string> &candidates,
+                 DiagId id) {
     diag_.error(id, r, {name});
     std::string best = closest(name, candidates);
     if (!best.empty())
@@ -341,8 +341,7 @@ private:
 
   /// Reports the first division in `e` that may drop a remainder.
   bool report_inexact(const Expr &e) {
-    if (e.kind == ExprKind::Binary && e.bin_op == BinOp::Div && e.args[0]->sym &&
-        e.args[1]->sym) {
+    if (e.kind == ExprKind::Binary && e.bin_op == BinOp::Div && e.args[0]->sym && e.args[1]->sym) {
       auto c = e.args[1]->sym->as_constant();
       if (c && *c > 0 && !facts_.divisible(*e.args[0]->sym, *c)) {
         diag_.error(DiagId::InexactDivision, e.range,
@@ -444,8 +443,7 @@ private:
     case StmtKind::Let:
     case StmtKind::Var: {
       Type t = check_value(*s.value);
-      if (t.kind != TypeKind::Unknown && t.kind != TypeKind::Tile &&
-          t.kind != TypeKind::Scalar) {
+      if (t.kind != TypeKind::Unknown && t.kind != TypeKind::Tile && t.kind != TypeKind::Scalar) {
         diag_.error(DiagId::LocalNotTile, s.value->range, {s.name, describe(t)});
         t.kind = TypeKind::Unknown;
       }
@@ -711,8 +709,7 @@ private:
       return a;
     auto shape = broadcast(a.tile_shape, b.tile_shape);
     if (!shape) {
-      diag_.error(DiagId::BroadcastMismatch, r,
-                  {shape_str(a.tile_shape), shape_str(b.tile_shape)});
+      diag_.error(DiagId::BroadcastMismatch, r, {shape_str(a.tile_shape), shape_str(b.tile_shape)});
       return std::nullopt;
     }
     return tile_type(a.elem, *shape);
@@ -788,8 +785,7 @@ private:
       }
     }
     if (e.args.size() != n) {
-      diag_.error(DiagId::WrongArgCount, e.range,
-                  {e.name, what, std::to_string(e.args.size())});
+      diag_.error(DiagId::WrongArgCount, e.range, {e.name, what, std::to_string(e.args.size())});
       return false;
     }
     return true;
@@ -1004,9 +1000,9 @@ private:
   }
 
   static const std::vector<std::string> &builtin_names() {
-    static const std::vector<std::string> names = {
-        "load", "store", "zeros", "full", "cast", "exp",  "log",   "sqrt",
-        "rsqrt", "abs",  "sum",   "max",  "min",  "expand", "cdiv"};
+    static const std::vector<std::string> names = {"load", "store", "zeros", "full",   "cast",
+                                                   "exp",  "log",   "sqrt",  "rsqrt",  "abs",
+                                                   "sum",  "max",   "min",   "expand", "cdiv"};
     return names;
   }
   static bool is_builtin(const std::string &f) {

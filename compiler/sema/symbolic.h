@@ -95,8 +95,7 @@ public:
   /// `e % c == 0` (c > 0).
   void add_divisible(const Sym &e, int64_t c);
   /// `lo <= symbol <= hi`; either bound may be absent. Dims get lo = 1.
-  void add_bounds(const std::string &symbol, std::optional<Sym> lo,
-                  std::optional<Sym> hi);
+  void add_bounds(const std::string &symbol, std::optional<Sym> lo, std::optional<Sym> hi);
   /// `a <= b` as a general fact (from `where a <= b`).
   void add_le(const Sym &a, const Sym &b);
 

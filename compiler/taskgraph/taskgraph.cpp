@@ -42,8 +42,8 @@ std::optional<Sym> uniform_count(const TaskGroup &g, const Edge &e, const EventT
     }
     used[var] = true;
     if (g.lo[var] != Sym(0) || g.hi[var] != ev.shape[d]) {
-      why = "the range of '" + g.vars[var] + "' is not the extent of dimension " +
-            std::to_string(d);
+      why =
+          "the range of '" + g.vars[var] + "' is not the extent of dimension " + std::to_string(d);
       return std::nullopt;
     }
   }
@@ -171,11 +171,11 @@ std::string print_task_graph(const TaskGraph &g) {
       os << "  wait count: varies by element (" << ev.wait_count_note
          << "); counted by the runtime\n";
     for (int p : ev.producers)
-      os << "  notified by " << g.groups[g.edges[p].group].name << " as "
-         << edge_str(g, g.edges[p]) << "\n";
+      os << "  notified by " << g.groups[g.edges[p].group].name << " as " << edge_str(g, g.edges[p])
+         << "\n";
     for (int c : ev.consumers)
-      os << "  awaited by  " << g.groups[g.edges[c].group].name << " as "
-         << edge_str(g, g.edges[c]) << "\n";
+      os << "  awaited by  " << g.groups[g.edges[c].group].name << " as " << edge_str(g, g.edges[c])
+         << "\n";
   }
   for (const TaskGroup &grp : g.groups) {
     os << "group " << grp.name << "[";
@@ -211,8 +211,8 @@ std::string print_dot(const TaskGraph &g) {
       os << "  \"task:" << g.groups[e.group].name << "\" -> \"event:" << g.events[e.event].name
          << "\" [label=\"" << label << "\"];\n";
     else
-      os << "  \"event:" << g.events[e.event].name << "\" -> \"task:"
-         << g.groups[e.group].name << "\" [label=\"" << label << "\"];\n";
+      os << "  \"event:" << g.events[e.event].name << "\" -> \"task:" << g.groups[e.group].name
+         << "\" [label=\"" << label << "\"];\n";
   }
   os << "}\n";
   return os.str();

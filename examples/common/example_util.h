@@ -18,14 +18,14 @@
 #include <string.h>
 
 /* Fails the program with the runtime's message when a call fails. */
-#define CHECK_ETL(call)                                                                \
-  do {                                                                                 \
-    etlStatus st_ = (call);                                                            \
-    if (st_ != ETL_SUCCESS) {                                                          \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call,         \
-              etlGetErrorName(st_), etlGetLastErrorMessage());                         \
-      exit(1);                                                                         \
-    }                                                                                  \
+#define CHECK_ETL(call)                                                                            \
+  do {                                                                                             \
+    etlStatus st_ = (call);                                                                        \
+    if (st_ != ETL_SUCCESS) {                                                                      \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call,                     \
+              etlGetErrorName(st_), etlGetLastErrorMessage());                                     \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 static inline float ex_random(uint64_t *state) { /* xorshift64*, in [-1, 1) */

@@ -12,8 +12,8 @@ static const char *usage =
     "usage: rowsum_host ARTIFACT [--device auto|sim|cuda] [--shape M,N]...\n";
 
 /* Runs one binding on `ctx`; leaves y in `out`. */
-static void run_rowsum(etlContext ctx, etlProgram prog, int64_t M, int64_t N,
-                       const float *x, float *out) {
+static void run_rowsum(etlContext ctx, etlProgram prog, int64_t M, int64_t N, const float *x,
+                       float *out) {
   void *dx = ex_upload(ctx, x, (size_t)(M * N));
   void *dy = ex_upload(ctx, NULL, (size_t)M);
   int64_t xs[2] = {M, N}, ys[1] = {M};

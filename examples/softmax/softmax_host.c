@@ -11,8 +11,8 @@
 static const char *usage =
     "usage: softmax_host ARTIFACT [--device auto|sim|cuda] [--shape B,N]...\n";
 
-static void run_softmax(etlContext ctx, etlProgram prog, int64_t B, int64_t N,
-                        const float *x, float *out) {
+static void run_softmax(etlContext ctx, etlProgram prog, int64_t B, int64_t N, const float *x,
+                        float *out) {
   size_t n = (size_t)(B * N);
   void *dx = ex_upload(ctx, x, n);
   void *dy = ex_upload(ctx, NULL, n);
@@ -76,8 +76,8 @@ int main(int argc, char **argv) {
     free(y);
     free(ref);
   }
-  printf("softmax: %d of %d bindings correct on %s, from one artifact\n",
-         args.nshapes - failures, args.nshapes, etlContextDeviceName(ctx));
+  printf("softmax: %d of %d bindings correct on %s, from one artifact\n", args.nshapes - failures,
+         args.nshapes, etlContextDeviceName(ctx));
   ex_close(&ses);
   return failures ? 1 : 0;
 }

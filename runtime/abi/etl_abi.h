@@ -43,20 +43,20 @@ extern "C" {
 #define ETL_ARTIFACT_VERSION 1u
 
 typedef struct etl_artifact_header {
-  char magic[4];          /* "ETLB" */
-  uint32_t version;       /* ETL_ARTIFACT_VERSION */
-  uint64_t file_size;     /* total bytes, header included */
+  char magic[4];      /* "ETLB" */
+  uint32_t version;   /* ETL_ARTIFACT_VERSION */
+  uint64_t file_size; /* total bytes, header included */
   uint32_t section_count;
-  uint32_t checksum;      /* FNV-1a 32 over bytes [32, file_size) */
-  uint64_t reserved;      /* 0 */
+  uint32_t checksum; /* FNV-1a 32 over bytes [32, file_size) */
+  uint64_t reserved; /* 0 */
 } etl_artifact_header;
 
 enum { ETL_SECTION_META = 1, ETL_SECTION_CODE = 2 };
 
 typedef struct etl_section_entry {
-  uint32_t kind;      /* ETL_SECTION_* */
-  char target[12];    /* NUL-padded: "", "sim", "sm_90", ... */
-  uint64_t offset;    /* from file start */
+  uint32_t kind;   /* ETL_SECTION_* */
+  char target[12]; /* NUL-padded: "", "sim", "sm_90", ... */
+  uint64_t offset; /* from file start */
   uint64_t size;
 } etl_section_entry;
 
@@ -97,9 +97,9 @@ enum { ETL_ELEM_F32 = 0, ETL_ELEM_F16 = 1, ETL_ELEM_I32 = 2 };
  * evaluator reports an error otherwise); comparisons push 0 or 1.
  */
 enum etl_xop {
-  ETL_XOP_CONST = 1,  /* imm: value */
-  ETL_XOP_DIM = 2,    /* imm: dim index (metadata order) */
-  ETL_XOP_VAR = 3,    /* imm: domain variable index of the group */
+  ETL_XOP_CONST = 1, /* imm: value */
+  ETL_XOP_DIM = 2,   /* imm: dim index (metadata order) */
+  ETL_XOP_VAR = 3,   /* imm: domain variable index of the group */
   ETL_XOP_ADD = 10,
   ETL_XOP_SUB,
   ETL_XOP_MUL,
@@ -152,19 +152,19 @@ enum etl_slot {
  *
  * ETL_SIM_OP(name, return type, parameter list)
  */
-#define ETL_SIM_OPS(X)                                                          \
-  X(tid, uint32_t, (void))               /* thread index in the CTA */          \
-  X(ctaid, uint32_t, (void))             /* CTA index in the grid */            \
-  X(barrier, void, (void))               /* bar.sync 0 over the CTA */          \
-  X(shared_base, void *, (void))         /* this CTA's shared memory */         \
-  X(check_access, void,                  /* before every global load/store */  \
-    (const void *ptr, uint64_t bytes, uint32_t is_store))                       \
-  X(atomic_add_release, uint32_t,        /* returns the old value */            \
-    (uint32_t *ptr, uint32_t value))                                            \
-  X(load_acquire, uint32_t, (const uint32_t *ptr))                              \
-  X(fence, void, (void))                 /* fence.acq_rel.gpu */                \
-  X(spin_pause, void, (void))            /* nanosleep in a spin-wait loop */    \
-  X(task_begin, void, (uint32_t group, uint32_t linear))                        \
+#define ETL_SIM_OPS(X)                                                                             \
+  X(tid, uint32_t, (void))       /* thread index in the CTA */                                     \
+  X(ctaid, uint32_t, (void))     /* CTA index in the grid */                                       \
+  X(barrier, void, (void))       /* bar.sync 0 over the CTA */                                     \
+  X(shared_base, void *, (void)) /* this CTA's shared memory */                                    \
+  X(check_access, void,          /* before every global load/store */                              \
+    (const void *ptr, uint64_t bytes, uint32_t is_store))                                          \
+  X(atomic_add_release, uint32_t, /* returns the old value */                                      \
+    (uint32_t * ptr, uint32_t value))                                                              \
+  X(load_acquire, uint32_t, (const uint32_t *ptr))                                                 \
+  X(fence, void, (void))      /* fence.acq_rel.gpu */                                              \
+  X(spin_pause, void, (void)) /* nanosleep in a spin-wait loop */                                  \
+  X(task_begin, void, (uint32_t group, uint32_t linear))                                           \
   X(task_end, void, (void))
 
 typedef struct etl_sim_ops {

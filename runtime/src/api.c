@@ -21,15 +21,15 @@
 static int ctx_ok(etlContext c) { return c && c->magic == ETL_CTX_MAGIC; }
 static int prog_ok(etlProgram p) { return p && p->magic == ETL_PROG_MAGIC; }
 
-#define CHECK_CTX(c)                                                                 \
-  do {                                                                               \
-    if (!ctx_ok(c))                                                                  \
-      return etl_error(ETL_ERROR_INVALID_HANDLE, "%s: invalid or NULL context", __func__); \
+#define CHECK_CTX(c)                                                                               \
+  do {                                                                                             \
+    if (!ctx_ok(c))                                                                                \
+      return etl_error(ETL_ERROR_INVALID_HANDLE, "%s: invalid or NULL context", __func__);         \
   } while (0)
-#define CHECK_PROG(p)                                                                \
-  do {                                                                               \
-    if (!prog_ok(p))                                                                 \
-      return etl_error(ETL_ERROR_INVALID_HANDLE, "%s: invalid or NULL program", __func__); \
+#define CHECK_PROG(p)                                                                              \
+  do {                                                                                             \
+    if (!prog_ok(p))                                                                               \
+      return etl_error(ETL_ERROR_INVALID_HANDLE, "%s: invalid or NULL program", __func__);         \
   } while (0)
 
 /*===-- Contexts -----------------------------------------------------------===*/
@@ -45,15 +45,19 @@ etlContextParams etlContextDefaultParams(void) {
 }
 
 etlStatus etlContextCreate(etlContext *out, const char *device, const etlContextParams *params) {
-  if (!out) return etl_error(ETL_ERROR_INVALID_VALUE, "etlContextCreate: ctx is NULL");
+  if (!out)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlContextCreate: ctx is NULL");
   *out = NULL;
-  if (!device) device = "auto";
+  if (!device)
+    device = "auto";
   etlContextParams prm = params ? *params : etlContextDefaultParams();
   if (prm.sim_workers < 1 || prm.sim_workers > 1024)
     return etl_error(ETL_ERROR_INVALID_VALUE, "etlContextCreate: sim_workers %u not in [1, 1024]",
                      prm.sim_workers);
-  if (prm.sim_stack_bytes < 16384) prm.sim_stack_bytes = 16384;
-  if (prm.watchdog_ms == 0) prm.watchdog_ms = 10000;
+  if (prm.sim_stack_bytes < 16384)
+    prm.sim_stack_bytes = 16384;
+  if (prm.watchdog_ms == 0)
+    prm.watchdog_ms = 10000;
   int want_sim = strcmp(device, "sim") == 0, want_cuda = strcmp(device, "cuda") == 0;
   int want_auto = strcmp(device, "auto") == 0;
   if (!want_sim && !want_cuda && !want_auto)
@@ -61,7 +65,8 @@ etlStatus etlContextCreate(etlContext *out, const char *device, const etlContext
                      "etlContextCreate: unknown device '%s' (use \"sim\", \"cuda\" or \"auto\")",
                      device);
   etlContext c = calloc(1, sizeof *c);
-  if (!c) return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory creating a context");
+  if (!c)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory creating a context");
   c->params = prm;
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->launch_mu, NULL);
@@ -97,10 +102,13 @@ etlStatus etlContextCreate(etlContext *out, const char *device, const etlContext
 }
 
 etlStatus etlContextDestroy(etlContext c) {
-  if (!c) return ETL_SUCCESS;
+  if (!c)
+    return ETL_SUCCESS;
   CHECK_CTX(c);
-  while (c->programs) etlProgramDestroy(c->programs);
-  for (size_t i = 0; i < c->n_allocs; ++i) etl_dev_free(c, c->allocs[i].dptr);
+  while (c->programs)
+    etlProgramDestroy(c->programs);
+  for (size_t i = 0; i < c->n_allocs; ++i)
+    etl_dev_free(c, c->allocs[i].dptr);
   free(c->allocs);
   if (c->kind == ETL_DEVICE_CUDA)
     etl_cuda_context_destroy(c);
@@ -120,9 +128,11 @@ int etlContextIsGpu(etlContext c) { return ctx_ok(c) && c->kind == ETL_DEVICE_CU
 /*===-- Device memory ------------------------------------------------------===*/
 
 etlStatus etl_dev_alloc(etlContext c, size_t bytes, uint64_t *dptr) {
-  if (c->kind == ETL_DEVICE_CUDA) return etl_cuda_malloc(c, bytes ? bytes : 1, dptr);
+  if (c->kind == ETL_DEVICE_CUDA)
+    return etl_cuda_malloc(c, bytes ? bytes : 1, dptr);
   size_t rounded = (bytes + 255) & ~(size_t)255;
-  if (rounded < bytes) return etl_error(ETL_ERROR_OUT_OF_MEMORY, "allocation too large");
+  if (rounded < bytes)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "allocation too large");
   void *p = aligned_alloc(256, rounded ? rounded : 256);
   if (!p)
     return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory allocating %zu bytes", bytes);
@@ -132,7 +142,8 @@ etlStatus etl_dev_alloc(etlContext c, size_t bytes, uint64_t *dptr) {
 }
 
 void etl_dev_free(etlContext c, uint64_t dptr) {
-  if (!dptr) return;
+  if (!dptr)
+    return;
   if (c->kind == ETL_DEVICE_CUDA)
     etl_cuda_free(c, dptr);
   else
@@ -140,15 +151,18 @@ void etl_dev_free(etlContext c, uint64_t dptr) {
 }
 
 etlStatus etl_dev_htod(etlContext c, uint64_t dst, const void *src, size_t n) {
-  if (n == 0) return ETL_SUCCESS;
-  if (c->kind == ETL_DEVICE_CUDA) return etl_cuda_htod(c, dst, src, n);
+  if (n == 0)
+    return ETL_SUCCESS;
+  if (c->kind == ETL_DEVICE_CUDA)
+    return etl_cuda_htod(c, dst, src, n);
   memcpy((void *)(uintptr_t)dst, src, n);
   return ETL_SUCCESS;
 }
 
 etlStatus etlMalloc(etlContext c, size_t bytes, void **dptr) {
   CHECK_CTX(c);
-  if (!dptr) return etl_error(ETL_ERROR_INVALID_VALUE, "etlMalloc: dptr is NULL");
+  if (!dptr)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlMalloc: dptr is NULL");
   *dptr = NULL;
   pthread_mutex_lock(&c->mu);
   if (c->n_allocs == c->cap_allocs) {
@@ -175,7 +189,8 @@ etlStatus etlMalloc(etlContext c, size_t bytes, void **dptr) {
 
 etlStatus etlFree(etlContext c, void *dptr) {
   CHECK_CTX(c);
-  if (!dptr) return ETL_SUCCESS;
+  if (!dptr)
+    return ETL_SUCCESS;
   pthread_mutex_lock(&c->mu);
   for (size_t i = 0; i < c->n_allocs; ++i) {
     if (c->allocs[i].dptr == (uint64_t)(uintptr_t)dptr) {
@@ -186,22 +201,29 @@ etlStatus etlFree(etlContext c, void *dptr) {
     }
   }
   pthread_mutex_unlock(&c->mu);
-  return etl_error(ETL_ERROR_INVALID_VALUE, "etlFree: %p was not allocated by etlMalloc in this "
-                   "context (or was freed already)", dptr);
+  return etl_error(ETL_ERROR_INVALID_VALUE,
+                   "etlFree: %p was not allocated by etlMalloc in this "
+                   "context (or was freed already)",
+                   dptr);
 }
 
 etlStatus etlMemcpyHtoD(etlContext c, void *dst, const void *src, size_t n) {
   CHECK_CTX(c);
-  if (n == 0) return ETL_SUCCESS;
-  if (!dst || !src) return etl_error(ETL_ERROR_INVALID_VALUE, "etlMemcpyHtoD: NULL pointer");
+  if (n == 0)
+    return ETL_SUCCESS;
+  if (!dst || !src)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlMemcpyHtoD: NULL pointer");
   return etl_dev_htod(c, (uint64_t)(uintptr_t)dst, src, n);
 }
 
 etlStatus etlMemcpyDtoH(etlContext c, void *dst, const void *src, size_t n) {
   CHECK_CTX(c);
-  if (n == 0) return ETL_SUCCESS;
-  if (!dst || !src) return etl_error(ETL_ERROR_INVALID_VALUE, "etlMemcpyDtoH: NULL pointer");
-  if (c->kind == ETL_DEVICE_CUDA) return etl_cuda_dtoh(c, dst, (uint64_t)(uintptr_t)src, n);
+  if (n == 0)
+    return ETL_SUCCESS;
+  if (!dst || !src)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlMemcpyDtoH: NULL pointer");
+  if (c->kind == ETL_DEVICE_CUDA)
+    return etl_cuda_dtoh(c, dst, (uint64_t)(uintptr_t)src, n);
   memcpy(dst, src, n);
   return ETL_SUCCESS;
 }
@@ -209,7 +231,8 @@ etlStatus etlMemcpyDtoH(etlContext c, void *dst, const void *src, size_t n) {
 /*===-- Programs -----------------------------------------------------------===*/
 
 static void plan_release(etlContext c, etl_plan *pl, const etl_meta *m) {
-  for (uint32_t t = 0; t < m->n_tensors; ++t) etl_dev_free(c, pl->buffer_dptr[t]);
+  for (uint32_t t = 0; t < m->n_tensors; ++t)
+    etl_dev_free(c, pl->buffer_dptr[t]);
   etl_dev_free(c, pl->counters_dptr);
   etl_dev_free(c, pl->queue_dptr);
   etl_dev_free(c, pl->offs_dptr);
@@ -219,11 +242,14 @@ static void plan_release(etlContext c, etl_plan *pl, const etl_meta *m) {
 
 etlStatus etlProgramLoadMemory(etlContext c, const void *data, size_t size, etlProgram *out) {
   CHECK_CTX(c);
-  if (!out) return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: prog is NULL");
+  if (!out)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: prog is NULL");
   *out = NULL;
-  if (!data) return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: data is NULL");
+  if (!data)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: data is NULL");
   etlProgram p = calloc(1, sizeof *p);
-  if (!p) return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  if (!p)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
   p->sim_fd = -1;
   p->ctx = c;
   etlStatus st = etl_artifact_parse(data, size, &p->art);
@@ -259,11 +285,14 @@ etlStatus etlProgramLoadMemory(etlContext c, const void *data, size_t size, etlP
 
 etlStatus etlProgramLoadFile(etlContext c, const char *path, etlProgram *out) {
   CHECK_CTX(c);
-  if (!out) return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadFile: prog is NULL");
+  if (!out)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadFile: prog is NULL");
   *out = NULL;
-  if (!path) return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadFile: path is NULL");
+  if (!path)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadFile: path is NULL");
   FILE *f = fopen(path, "rb");
-  if (!f) return etl_error(ETL_ERROR_NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
+  if (!f)
+    return etl_error(ETL_ERROR_NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
   char *buf = NULL;
   size_t size = 0, cap = 0;
   for (;;) {
@@ -279,7 +308,8 @@ etlStatus etlProgramLoadFile(etlContext c, const char *path, etlProgram *out) {
     }
     size_t got = fread(buf + size, 1, cap - size, f);
     size += got;
-    if (got == 0) break;
+    if (got == 0)
+      break;
   }
   int read_err = ferror(f);
   fclose(f);
@@ -298,7 +328,8 @@ etlStatus etlProgramLoadFile(etlContext c, const char *path, etlProgram *out) {
 }
 
 etlStatus etlProgramDestroy(etlProgram p) {
-  if (!p) return ETL_SUCCESS;
+  if (!p)
+    return ETL_SUCCESS;
   CHECK_PROG(p);
   etlContext c = p->ctx;
   pthread_mutex_lock(&c->mu);
@@ -328,43 +359,49 @@ etlStatus etlProgramDestroy(etlProgram p) {
 
 etlStatus etlProgramNumDims(etlProgram p, int *count) {
   CHECK_PROG(p);
-  if (!count) return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumDims: count is NULL");
+  if (!count)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumDims: count is NULL");
   *count = (int)p->art.meta.n_dims;
   return ETL_SUCCESS;
 }
 
 etlStatus etlProgramDimName(etlProgram p, int index, const char **name) {
   CHECK_PROG(p);
-  if (!name) return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramDimName: name is NULL");
+  if (!name)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramDimName: name is NULL");
   if (index < 0 || (uint32_t)index >= p->art.meta.n_dims)
-    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramDimName: index %d not in [0, %u)",
-                     index, p->art.meta.n_dims);
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramDimName: index %d not in [0, %u)", index,
+                     p->art.meta.n_dims);
   *name = p->art.meta.dims[index].name;
   return ETL_SUCCESS;
 }
 
 etlStatus etlProgramNumTensors(etlProgram p, int *count) {
   CHECK_PROG(p);
-  if (!count) return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumTensors: count is NULL");
+  if (!count)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumTensors: count is NULL");
   int n = 0;
-  for (uint32_t i = 0; i < p->art.meta.n_tensors; ++i) n += !p->art.meta.tensors[i].is_buffer;
+  for (uint32_t i = 0; i < p->art.meta.n_tensors; ++i)
+    n += !p->art.meta.tensors[i].is_buffer;
   *count = n;
   return ETL_SUCCESS;
 }
 
 etlStatus etlProgramTensorName(etlProgram p, int index, const char **name) {
   CHECK_PROG(p);
-  if (!name) return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorName: name is NULL");
+  if (!name)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorName: name is NULL");
   int n = 0;
   for (uint32_t i = 0; i < p->art.meta.n_tensors; ++i) {
-    if (p->art.meta.tensors[i].is_buffer) continue;
+    if (p->art.meta.tensors[i].is_buffer)
+      continue;
     if (n++ == index) {
       *name = p->art.meta.tensors[i].name;
       return ETL_SUCCESS;
     }
   }
-  return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorName: index %d not in [0, %d)",
-                   index, n);
+  return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorName: index %d not in [0, %d)", index,
+                   n);
 }
 
 /*===-- Binding ------------------------------------------------------------===*/
@@ -379,19 +416,23 @@ static void list_names(etlProgram p, int dims, char *buf, size_t n) {
   buf[0] = 0;
   uint32_t count = dims ? m->n_dims : m->n_tensors;
   for (uint32_t i = 0; i < count && len < n; ++i) {
-    if (!dims && m->tensors[i].is_buffer) continue;
+    if (!dims && m->tensors[i].is_buffer)
+      continue;
     const char *nm = dims ? m->dims[i].name : m->tensors[i].name;
     len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "", nm);
   }
-  if (len == 0) snprintf(buf, n, "none");
+  if (len == 0)
+    snprintf(buf, n, "none");
 }
 
 etlStatus etlBindDim(etlProgram p, const char *name, int64_t value) {
   CHECK_PROG(p);
-  if (!name) return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindDim: name is NULL");
+  if (!name)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindDim: name is NULL");
   const etl_meta *m = &p->art.meta;
   for (uint32_t i = 0; i < m->n_dims; ++i) {
-    if (strcmp(m->dims[i].name, name) != 0) continue;
+    if (strcmp(m->dims[i].name, name) != 0)
+      continue;
     if (value < 1)
       return etl_error(ETL_ERROR_BINDING, "etlBindDim: dimension '%s' = %lld, must be >= 1", name,
                        (long long)value);
@@ -408,22 +449,28 @@ etlStatus etlBindDim(etlProgram p, const char *name, int64_t value) {
 etlStatus etlBindTensor(etlProgram p, const char *name, void *dptr, etlDType dtype, int rank,
                         const int64_t *shape) {
   CHECK_PROG(p);
-  if (!name) return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindTensor: name is NULL");
+  if (!name)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindTensor: name is NULL");
   const etl_meta *m = &p->art.meta;
   for (uint32_t i = 0; i < m->n_tensors; ++i) {
     const etl_tensor_meta *t = &m->tensors[i];
-    if (strcmp(t->name, name) != 0) continue;
+    if (strcmp(t->name, name) != 0)
+      continue;
     if (t->is_buffer)
       return etl_error(ETL_ERROR_NOT_FOUND,
                        "etlBindTensor: '%s' is an intermediate buffer the runtime allocates, "
-                       "not a parameter", name);
-    if (!dptr) return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindTensor: '%s': dptr is NULL", name);
+                       "not a parameter",
+                       name);
+    if (!dptr)
+      return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindTensor: '%s': dptr is NULL", name);
     if ((uint32_t)dtype != t->elem)
       return etl_error(ETL_ERROR_BINDING, "etlBindTensor: tensor '%s' has dtype %s, bound as %s",
                        name, dtype_name(t->elem), dtype_name((uint32_t)dtype));
     if (rank < 0 || (uint32_t)rank != t->rank)
-      return etl_error(ETL_ERROR_BINDING, "etlBindTensor: tensor '%s' has rank %u, bound with "
-                       "rank %d", name, t->rank, rank);
+      return etl_error(ETL_ERROR_BINDING,
+                       "etlBindTensor: tensor '%s' has rank %u, bound with "
+                       "rank %d",
+                       name, t->rank, rank);
     if (rank > 0 && !shape)
       return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindTensor: '%s': shape is NULL", name);
     for (int k = 0; k < rank; ++k)
@@ -432,7 +479,8 @@ etlStatus etlBindTensor(etlProgram p, const char *name, void *dptr, etlDType dty
                          name, k);
     etl_tensor_binding *b = &p->tensors[i];
     b->dptr = (uint64_t)(uintptr_t)dptr;
-    for (int k = 0; k < rank; ++k) b->shape[k] = shape[k];
+    for (int k = 0; k < rank; ++k)
+      b->shape[k] = shape[k];
     b->bound = 1;
     return ETL_SUCCESS;
   }
@@ -456,7 +504,8 @@ static void shape_text(const int64_t *s, uint32_t rank, char *buf, size_t n) {
   size_t len = (size_t)snprintf(buf, n, "[");
   for (uint32_t k = 0; k < rank && len < n; ++k)
     len += (size_t)snprintf(buf + len, n - len, "%s%lld", k ? ", " : "", (long long)s[k]);
-  if (len < n) snprintf(buf + len, n - len, "]");
+  if (len < n)
+    snprintf(buf + len, n - len, "]");
 }
 
 static etlStatus validate(etlProgram p) {
@@ -475,27 +524,34 @@ static etlStatus validate(etlProgram p) {
     const etl_constraint_meta *c = &m->constraints[i];
     int64_t v;
     if (etl_expr_eval(&c->cond, p->dim_values, m->n_dims, NULL, 0, &v, err, sizeof err))
-      return etl_error(ETL_ERROR_BINDING, "etlRun: constraint '%s' (%s) cannot be evaluated with "
-                       "%s: %s", c->text, c->where, dt, err);
+      return etl_error(ETL_ERROR_BINDING,
+                       "etlRun: constraint '%s' (%s) cannot be evaluated with "
+                       "%s: %s",
+                       c->text, c->where, dt, err);
     if (!v)
-      return etl_error(ETL_ERROR_BINDING, "etlRun: constraint '%s' violated with %s (declared at %s)",
-                       c->text, dt, c->where);
+      return etl_error(ETL_ERROR_BINDING,
+                       "etlRun: constraint '%s' violated with %s (declared at %s)", c->text, dt,
+                       c->where);
   }
   for (uint32_t i = 0; i < m->n_tensors; ++i) {
     const etl_tensor_meta *t = &m->tensors[i];
-    if (t->is_buffer) continue;
+    if (t->is_buffer)
+      continue;
     int64_t want[ETL_MAX_RANK];
     for (uint32_t k = 0; k < t->rank; ++k)
-      if (etl_expr_eval(&t->shape[k], p->dim_values, m->n_dims, NULL, 0, &want[k], err,
-                        sizeof err))
-        return etl_error(ETL_ERROR_BINDING, "etlRun: shape of tensor '%s', dimension %u, with %s: "
-                         "%s", t->name, k, dt, err);
+      if (etl_expr_eval(&t->shape[k], p->dim_values, m->n_dims, NULL, 0, &want[k], err, sizeof err))
+        return etl_error(ETL_ERROR_BINDING,
+                         "etlRun: shape of tensor '%s', dimension %u, with %s: "
+                         "%s",
+                         t->name, k, dt, err);
     if (memcmp(want, p->tensors[i].shape, t->rank * sizeof(int64_t)) != 0) {
       char ws[256], gs[256];
       shape_text(want, t->rank, ws, sizeof ws);
       shape_text(p->tensors[i].shape, t->rank, gs, sizeof gs);
-      return etl_error(ETL_ERROR_BINDING, "etlRun: tensor '%s' is bound with shape %s but the "
-                       "program expects %s for %s", t->name, gs, ws, dt);
+      return etl_error(ETL_ERROR_BINDING,
+                       "etlRun: tensor '%s' is bound with shape %s but the "
+                       "program expects %s for %s",
+                       t->name, gs, ws, dt);
     }
   }
   return ETL_SUCCESS;
@@ -518,17 +574,24 @@ static etlStatus get_plan(etlProgram p, etl_plan **out) {
   }
   etl_plan *pl;
   etlStatus st = etl_plan_build(m, p->dim_values, c->num_ctas, &pl);
-  if (st) return st;
+  if (st)
+    return st;
   for (uint32_t t = 0; t < m->n_tensors && !st; ++t)
-    if (m->tensors[t].is_buffer) st = etl_dev_alloc(c, pl->buffer_bytes[t], &pl->buffer_dptr[t]);
-  if (!st) st = etl_dev_alloc(c, (pl->n_counters + 1) * sizeof(uint32_t), &pl->counters_dptr);
-  if (!st) st = etl_dev_alloc(c, (2 * pl->n_entries + 2) * sizeof(uint32_t), &pl->queue_dptr);
-  if (!st) st = etl_dev_alloc(c, ((size_t)c->num_ctas + 1) * sizeof(uint32_t), &pl->offs_dptr);
+    if (m->tensors[t].is_buffer)
+      st = etl_dev_alloc(c, pl->buffer_bytes[t], &pl->buffer_dptr[t]);
+  if (!st)
+    st = etl_dev_alloc(c, (pl->n_counters + 1) * sizeof(uint32_t), &pl->counters_dptr);
+  if (!st)
+    st = etl_dev_alloc(c, (2 * pl->n_entries + 2) * sizeof(uint32_t), &pl->queue_dptr);
+  if (!st)
+    st = etl_dev_alloc(c, ((size_t)c->num_ctas + 1) * sizeof(uint32_t), &pl->offs_dptr);
   if (!st && c->kind == ETL_DEVICE_CUDA)
     st = etl_dev_alloc(c, m->num_slots * sizeof(uint64_t), &pl->args_dptr);
-  if (!st) st = etl_dev_htod(c, pl->queue_dptr, pl->queue, 2 * pl->n_entries * sizeof(uint32_t));
   if (!st)
-    st = etl_dev_htod(c, pl->offs_dptr, pl->queue_offs, ((size_t)c->num_ctas + 1) * sizeof(uint32_t));
+    st = etl_dev_htod(c, pl->queue_dptr, pl->queue, 2 * pl->n_entries * sizeof(uint32_t));
+  if (!st)
+    st = etl_dev_htod(c, pl->offs_dptr, pl->queue_offs,
+                      ((size_t)c->num_ctas + 1) * sizeof(uint32_t));
   if (st) {
     plan_release(c, pl, m);
     return st;
@@ -555,7 +618,8 @@ etlStatus etlRun(etlProgram p) {
   etlContext c = p->ctx;
   const etl_meta *m = &p->art.meta;
   etlStatus st = validate(p);
-  if (st) return st;
+  if (st)
+    return st;
   pthread_mutex_lock(&c->launch_mu);
   etl_plan *pl = NULL;
   st = get_plan(p, &pl);
@@ -567,11 +631,14 @@ etlStatus etlRun(etlProgram p) {
     a[ETL_SLOT_QUEUE_OFFS] = pl->offs_dptr;
     a[ETL_SLOT_ABORT] = c->abort_dptr;
     a[ETL_SLOT_NUM_CTAS] = c->num_ctas;
-    for (uint32_t i = 0; i < m->n_dims; ++i) a[m->dims[i].slot] = (uint64_t)p->dim_values[i];
+    for (uint32_t i = 0; i < m->n_dims; ++i)
+      a[m->dims[i].slot] = (uint64_t)p->dim_values[i];
     for (uint32_t i = 0; i < m->n_tensors; ++i)
       a[m->tensors[i].slot] = m->tensors[i].is_buffer ? pl->buffer_dptr[i] : p->tensors[i].dptr;
-    for (uint32_t i = 0; i < m->n_events; ++i) a[m->events[i].slot] = pl->event_offset[i];
-    if (c->kind == ETL_DEVICE_CUDA) st = etl_dev_htod(c, pl->args_dptr, a, m->num_slots * 8);
+    for (uint32_t i = 0; i < m->n_events; ++i)
+      a[m->events[i].slot] = pl->event_offset[i];
+    if (c->kind == ETL_DEVICE_CUDA)
+      st = etl_dev_htod(c, pl->args_dptr, a, m->num_slots * 8);
     if (!st)
       st = etl_dev_htod(c, pl->counters_dptr, pl->wait_counts, pl->n_counters * sizeof(uint32_t));
     if (!st) {

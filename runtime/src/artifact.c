@@ -22,9 +22,11 @@ struct etl_arena_block {
 };
 
 void *etl_arena_alloc(etl_arena *a, size_t bytes) {
-  if (bytes > ((size_t)1 << 40)) return NULL;
+  if (bytes > ((size_t)1 << 40))
+    return NULL;
   etl_arena_block *b = calloc(1, sizeof(etl_arena_block) + (bytes ? bytes : 1));
-  if (!b) return NULL;
+  if (!b)
+    return NULL;
   b->next = a->head;
   a->head = b;
   return b->align;
@@ -59,19 +61,21 @@ static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le
 typedef struct rd {
   const uint8_t *base, *p, *end;
   etl_arena *arena;
-  int bad;          /* 1 = truncated/insane, 2 = out of memory */
+  int bad; /* 1 = truncated/insane, 2 = out of memory */
   char why[256];
-  char where[160];  /* what was being read */
+  char where[160]; /* what was being read */
 } rd;
 
 static void rd_fail(rd *r, const char *why) {
-  if (r->bad) return;
+  if (r->bad)
+    return;
   r->bad = 1;
   snprintf(r->why, sizeof r->why, "%s at metadata offset %zu", why, (size_t)(r->p - r->base));
 }
 
 static uint32_t rd_u32(rd *r) {
-  if (r->bad) return 0;
+  if (r->bad)
+    return 0;
   if (r->end - r->p < 4) {
     rd_fail(r, "truncated");
     return 0;
@@ -86,7 +90,8 @@ static uint32_t rd_u32(rd *r) {
  * file). */
 static uint32_t rd_count(rd *r, uint32_t min_bytes) {
   uint32_t n = rd_u32(r);
-  if (r->bad) return 0;
+  if (r->bad)
+    return 0;
   if ((uint64_t)n * min_bytes > (uint64_t)(r->end - r->p)) {
     char b[96];
     snprintf(b, sizeof b, "count %u larger than the remaining bytes allow", n);
@@ -97,7 +102,8 @@ static uint32_t rd_count(rd *r, uint32_t min_bytes) {
 }
 
 static void *rd_alloc(rd *r, size_t n, size_t size) {
-  if (r->bad) return NULL;
+  if (r->bad)
+    return NULL;
   void *p = etl_arena_alloc(r->arena, n * size);
   if (!p) {
     r->bad = 2;
@@ -109,7 +115,8 @@ static void *rd_alloc(rd *r, size_t n, size_t size) {
 static char *rd_str(rd *r) {
   uint32_t n = rd_count(r, 1);
   char *s = rd_alloc(r, (size_t)n + 1, 1);
-  if (!s) return NULL;
+  if (!s)
+    return NULL;
   memcpy(s, r->p, n);
   s[n] = 0;
   if (memchr(s, 0, n)) {
@@ -124,8 +131,10 @@ static void rd_expr(rd *r, etl_expr *e, uint32_t n_dims, uint32_t n_vars) {
   uint32_t n = rd_count(r, 8);
   e->n = n;
   e->code = rd_alloc(r, n ? n : 1, sizeof(int64_t));
-  if (!e->code) return;
-  for (uint32_t i = 0; i < n; ++i) e->code[i] = (int64_t)le64(r->p + 8 * (size_t)i);
+  if (!e->code)
+    return;
+  for (uint32_t i = 0; i < n; ++i)
+    e->code[i] = (int64_t)le64(r->p + 8 * (size_t)i);
   r->p += 8 * (size_t)n;
   char err[160];
   if (etl_expr_check(e, n_dims, n_vars, err, sizeof err) != 0) {
@@ -136,7 +145,8 @@ static void rd_expr(rd *r, etl_expr *e, uint32_t n_dims, uint32_t n_vars) {
 }
 
 static void rd_slot(rd *r, const etl_meta *m, uint32_t slot, uint8_t *used) {
-  if (r->bad) return;
+  if (r->bad)
+    return;
   if (slot < ETL_SLOT_FIRST_PROGRAM || slot >= m->num_slots) {
     char b[96];
     snprintf(b, sizeof b, "argument slot %u outside [%d, %u)", slot, ETL_SLOT_FIRST_PROGRAM,
@@ -173,12 +183,14 @@ static void rd_edges(rd *r, const etl_meta *m, uint32_t n_vars, uint32_t *count,
     e->idx = rd_alloc(r, e->n ? e->n : 1, sizeof(etl_index_meta));
     for (uint32_t k = 0; k < e->n && !r->bad; ++k) {
       e->idx[k].star = rd_u32(r);
-      if (r->bad) return;
+      if (r->bad)
+        return;
       if (e->idx[k].star > 1) {
         rd_fail(r, "star flag not 0 or 1");
         return;
       }
-      if (!e->idx[k].star) rd_expr(r, &e->idx[k].idx, m->n_dims, n_vars);
+      if (!e->idx[k].star)
+        rd_expr(r, &e->idx[k].idx, m->n_dims, n_vars);
     }
   }
 }
@@ -190,7 +202,8 @@ static void parse_meta(rd *r, etl_meta *m) {
   m->kernel_name = rd_str(r);
   m->source_path = rd_str(r);
   m->num_slots = rd_u32(r);
-  if (r->bad) return;
+  if (r->bad)
+    return;
   if (m->threads_per_cta < 1 || m->threads_per_cta > 1024) {
     rd_fail(r, "threads_per_cta not in [1, 1024]");
     return;
@@ -204,7 +217,8 @@ static void parse_meta(rd *r, etl_meta *m) {
     return;
   }
   uint8_t *used = rd_alloc(r, m->num_slots, 1);
-  if (!used) return;
+  if (!used)
+    return;
 
   snprintf(r->where, sizeof r->where, "dims");
   m->n_dims = rd_count(r, 8);
@@ -221,16 +235,22 @@ static void parse_meta(rd *r, etl_meta *m) {
   for (uint32_t i = 0; i < m->n_tensors && !r->bad; ++i) {
     etl_tensor_meta *t = &m->tensors[i];
     t->name = rd_str(r);
-    if (!r->bad) snprintf(r->where, sizeof r->where, "tensor '%s'", t->name);
+    if (!r->bad)
+      snprintf(r->where, sizeof r->where, "tensor '%s'", t->name);
     t->elem = rd_u32(r);
     t->is_buffer = rd_u32(r);
     t->rank = rd_u32(r);
-    if (r->bad) break;
-    if (t->elem > ETL_ELEM_I32) rd_fail(r, "unknown element type");
-    if (t->is_buffer > 1) rd_fail(r, "is_buffer not 0 or 1");
-    if (t->rank > ETL_MAX_RANK) rd_fail(r, "rank larger than 16");
+    if (r->bad)
+      break;
+    if (t->elem > ETL_ELEM_I32)
+      rd_fail(r, "unknown element type");
+    if (t->is_buffer > 1)
+      rd_fail(r, "is_buffer not 0 or 1");
+    if (t->rank > ETL_MAX_RANK)
+      rd_fail(r, "rank larger than 16");
     t->shape = rd_alloc(r, t->rank + 1, sizeof(etl_expr));
-    for (uint32_t k = 0; k < t->rank && !r->bad; ++k) rd_expr(r, &t->shape[k], m->n_dims, 0);
+    for (uint32_t k = 0; k < t->rank && !r->bad; ++k)
+      rd_expr(r, &t->shape[k], m->n_dims, 0);
     t->slot = rd_u32(r);
     rd_slot(r, m, t->slot, used);
   }
@@ -250,11 +270,14 @@ static void parse_meta(rd *r, etl_meta *m) {
   for (uint32_t i = 0; i < m->n_events && !r->bad; ++i) {
     etl_event_meta *e = &m->events[i];
     e->name = rd_str(r);
-    if (!r->bad) snprintf(r->where, sizeof r->where, "event '%s'", e->name);
+    if (!r->bad)
+      snprintf(r->where, sizeof r->where, "event '%s'", e->name);
     e->rank = rd_u32(r);
-    if (!r->bad && e->rank > ETL_MAX_RANK) rd_fail(r, "rank larger than 16");
+    if (!r->bad && e->rank > ETL_MAX_RANK)
+      rd_fail(r, "rank larger than 16");
     e->shape = rd_alloc(r, e->rank + 1, sizeof(etl_expr));
-    for (uint32_t k = 0; k < e->rank && !r->bad; ++k) rd_expr(r, &e->shape[k], m->n_dims, 0);
+    for (uint32_t k = 0; k < e->rank && !r->bad; ++k)
+      rd_expr(r, &e->shape[k], m->n_dims, 0);
     e->slot = rd_u32(r);
     rd_slot(r, m, e->slot, used);
   }
@@ -265,9 +288,11 @@ static void parse_meta(rd *r, etl_meta *m) {
   for (uint32_t i = 0; i < m->n_groups && !r->bad; ++i) {
     etl_group_meta *g = &m->groups[i];
     g->name = rd_str(r);
-    if (!r->bad) snprintf(r->where, sizeof r->where, "group '%s'", g->name);
+    if (!r->bad)
+      snprintf(r->where, sizeof r->where, "group '%s'", g->name);
     g->rank = rd_u32(r);
-    if (!r->bad && g->rank > ETL_MAX_RANK) rd_fail(r, "domain rank larger than 16");
+    if (!r->bad && g->rank > ETL_MAX_RANK)
+      rd_fail(r, "domain rank larger than 16");
     g->lo = rd_alloc(r, g->rank + 1, sizeof(etl_expr));
     g->hi = rd_alloc(r, g->rank + 1, sizeof(etl_expr));
     for (uint32_t k = 0; k < g->rank && !r->bad; ++k) {
@@ -280,7 +305,8 @@ static void parse_meta(rd *r, etl_meta *m) {
 
   snprintf(r->where, sizeof r->where, "group order");
   m->n_order = rd_count(r, 4);
-  if (r->bad) return;
+  if (r->bad)
+    return;
   if (m->n_order != m->n_groups) {
     rd_fail(r, "group order does not list every group");
     return;
@@ -289,7 +315,8 @@ static void parse_meta(rd *r, etl_meta *m) {
   uint8_t *seen = rd_alloc(r, m->n_groups + 1, 1);
   for (uint32_t i = 0; i < m->n_order && !r->bad; ++i) {
     m->order[i] = rd_u32(r);
-    if (r->bad) break;
+    if (r->bad)
+      break;
     if (m->order[i] >= m->n_groups || seen[m->order[i]]) {
       rd_fail(r, "group order is not a permutation of the groups");
       break;
@@ -313,7 +340,8 @@ void etl_artifact_free(etl_artifact *a) {
 
 etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
   memset(out, 0, sizeof *out);
-  if (!data) return etl_error(ETL_ERROR_INVALID_VALUE, "artifact data is NULL");
+  if (!data)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "artifact data is NULL");
   const uint8_t *b = data;
   if (size < sizeof(etl_artifact_header))
     return etl_error(ETL_ERROR_INVALID_ARTIFACT,
@@ -342,8 +370,10 @@ etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
     return etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact header: reserved field not zero");
   uint64_t table_end = 32 + (uint64_t)n_sections * sizeof(etl_section_entry);
   if (n_sections == 0 || n_sections > 4096 || table_end > size)
-    return etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact section table out of bounds (%u "
-                     "sections)", n_sections);
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                     "artifact section table out of bounds (%u "
+                     "sections)",
+                     n_sections);
 
   out->bytes = malloc(size);
   out->code = calloc(n_sections, sizeof(etl_code_section));
@@ -385,8 +415,7 @@ etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
       }
       for (uint32_t k = 0; k < out->n_code; ++k)
         if (strcmp(out->code[k].target, target) == 0)
-          st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "two code sections for target '%s'",
-                         target);
+          st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "two code sections for target '%s'", target);
       etl_code_section *c = &out->code[out->n_code++];
       memcpy(c->target, target, sizeof target);
       c->data = b + off;
@@ -410,6 +439,7 @@ etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
       st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact metadata is malformed: %s (in %s)",
                      r.why, r.where);
   }
-  if (st != ETL_SUCCESS) etl_artifact_free(out);
+  if (st != ETL_SUCCESS)
+    etl_artifact_free(out);
   return st;
 }

@@ -32,17 +32,19 @@ struct etl_cuda_state {
 
 static const char *cu_err(etl_cuda_state *s, CUresult r) {
   const char *str = NULL;
-  if (s && s->GetErrorString && s->GetErrorString(r, &str) == ETL_CUDA_SUCCESS && str) return str;
+  if (s && s->GetErrorString && s->GetErrorString(r, &str) == ETL_CUDA_SUCCESS && str)
+    return str;
   return "unknown CUDA error";
 }
 
-#define CU_FAIL(s, r, what) \
+#define CU_FAIL(s, r, what)                                                                        \
   etl_error(ETL_ERROR_CUDA, "cuda: %s failed: %s (CUresult %d)", what, cu_err(s, r), (int)(r))
 
 etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
   (void)quiet_probe;
   etl_cuda_state *s = calloc(1, sizeof *s);
-  if (!s) return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory");
+  if (!s)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory");
   s->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!s->lib) {
     const char *e = dlerror();
@@ -52,23 +54,24 @@ etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
                      "installed? Use device \"sim\" to run on the CPU",
                      e ? e : "not found");
   }
-#define ETL_CUDA_RESOLVE(field, sym, ret, params)                                       \
-  {                                                                                     \
-    void *fp = dlsym(s->lib, sym);                                                      \
-    if (!fp) {                                                                          \
-      dlclose(s->lib);                                                                  \
-      free(s);                                                                          \
-      return etl_error(ETL_ERROR_NO_CUDA_DRIVER, "cuda: libcuda.so.1 lacks %s (driver too old?)", \
-                       sym);                                                            \
-    }                                                                                   \
-    memcpy(&s->field, &fp, sizeof fp);                                                  \
+#define ETL_CUDA_RESOLVE(field, sym, ret, params)                                                  \
+  {                                                                                                \
+    void *fp = dlsym(s->lib, sym);                                                                 \
+    if (!fp) {                                                                                     \
+      dlclose(s->lib);                                                                             \
+      free(s);                                                                                     \
+      return etl_error(ETL_ERROR_NO_CUDA_DRIVER, "cuda: libcuda.so.1 lacks %s (driver too old?)",  \
+                       sym);                                                                       \
+    }                                                                                              \
+    memcpy(&s->field, &fp, sizeof fp);                                                             \
   }
   ETL_CUDA_FUNCS(ETL_CUDA_RESOLVE)
 #undef ETL_CUDA_RESOLVE
   etlStatus st = ETL_SUCCESS;
   CUresult r = s->Init(0);
   int count = 0;
-  if (r == ETL_CUDA_SUCCESS) r = s->DeviceGetCount(&count);
+  if (r == ETL_CUDA_SUCCESS)
+    r = s->DeviceGetCount(&count);
   if (r != ETL_CUDA_SUCCESS || count == 0) {
     st = etl_error(ETL_ERROR_NO_DEVICE, "cuda: no CUDA device available (%s)",
                    r != ETL_CUDA_SUCCESS ? cu_err(s, r) : "0 devices");
@@ -84,8 +87,10 @@ etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
   if ((r = s->DeviceGet(&s->dev, ctx->params.cuda_device)) ||
       (r = s->DeviceGetName(name, (int)sizeof name, s->dev)) ||
       (r = s->DeviceGetAttribute(&sms, ETL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s->dev)) ||
-      (r = s->DeviceGetAttribute(&major, ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev)) ||
-      (r = s->DeviceGetAttribute(&minor, ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev))) {
+      (r = s->DeviceGetAttribute(&major, ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                 s->dev)) ||
+      (r = s->DeviceGetAttribute(&minor, ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                 s->dev))) {
     st = CU_FAIL(s, r, "querying the device");
     goto fail;
   }
@@ -98,7 +103,8 @@ etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
   if ((r = s->MemHostAlloc(&abort_host, 64, ETL_CU_MEMHOSTALLOC_DEVICEMAP)) ||
       (r = s->MemHostGetDevicePointer(&abort_dev, abort_host, 0))) {
     st = CU_FAIL(s, r, "allocating the mapped abort flag");
-    if (abort_host) s->MemFreeHost(abort_host);
+    if (abort_host)
+      s->MemFreeHost(abort_host);
     s->CtxDestroy(s->cu);
     goto fail;
   }
@@ -118,9 +124,11 @@ fail:
 
 void etl_cuda_context_destroy(etlContext ctx) {
   etl_cuda_state *s = ctx->cuda;
-  if (!s) return;
+  if (!s)
+    return;
   s->CtxSetCurrent(s->cu);
-  if (ctx->abort_host) s->MemFreeHost(ctx->abort_host);
+  if (ctx->abort_host)
+    s->MemFreeHost(ctx->abort_host);
   s->CtxDestroy(s->cu);
   dlclose(s->lib);
   free(s);
@@ -168,7 +176,8 @@ etlStatus etl_cuda_program_load(etlProgram p) {
   for (uint32_t i = 0; i < p->art.n_code; ++i) {
     int sm = 0;
     char tail = 0;
-    if (sscanf(p->art.code[i].target, "sm_%d%c", &sm, &tail) != 1) continue;
+    if (sscanf(p->art.code[i].target, "sm_%d%c", &sm, &tail) != 1)
+      continue;
     if (sm <= s->cc && sm > best_sm) {
       best_sm = sm;
       best = &p->art.code[i];
@@ -227,12 +236,14 @@ etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan) {
   void *params[1] = {&args};
   CUresult r = s->LaunchKernel((CUfunction)p->cuda_function, ctx->num_ctas, 1, 1,
                                p->art.meta.threads_per_cta, 1, 1, 0, NULL, params, NULL);
-  if (r) return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: cuLaunchKernel failed: %s", cu_err(s, r));
+  if (r)
+    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: cuLaunchKernel failed: %s", cu_err(s, r));
   int64_t start = now_ms();
   int timed_out = 0;
   for (;;) {
     r = s->StreamQuery(NULL);
-    if (r != ETL_CUDA_ERROR_NOT_READY) break;
+    if (r != ETL_CUDA_ERROR_NOT_READY)
+      break;
     if (!timed_out && now_ms() - start > (int64_t)ctx->params.watchdog_ms) {
       __atomic_store_n((volatile uint32_t *)ctx->abort_host, 1u, __ATOMIC_SEQ_CST);
       timed_out = 1;
@@ -240,8 +251,10 @@ etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan) {
     struct timespec ts = {0, 200000};
     nanosleep(&ts, NULL);
   }
-  if (r == ETL_CUDA_SUCCESS) r = s->CtxSynchronize();
-  if (r) return etl_error(ETL_ERROR_CUDA, "cuda: kernel failed: %s (CUresult %d)", cu_err(s, r), r);
+  if (r == ETL_CUDA_SUCCESS)
+    r = s->CtxSynchronize();
+  if (r)
+    return etl_error(ETL_ERROR_CUDA, "cuda: kernel failed: %s (CUresult %d)", cu_err(s, r), r);
   if (timed_out) {
     /* report the elements still pending */
     uint32_t *ctr = malloc((plan->n_counters + 1) * sizeof(uint32_t));
@@ -253,7 +266,8 @@ etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan) {
     if (ctr && s->MemcpyDtoH(ctr, plan->counters_dptr, plan->n_counters * 4) == 0) {
       uint32_t listed = 0;
       for (uint64_t i = 0; i < plan->n_counters && listed < 32 && len < sizeof msg - 200; ++i) {
-        if (!ctr[i]) continue;
+        if (!ctr[i])
+          continue;
         char name[256];
         etl_plan_counter_name(&p->art.meta, plan, i, name, sizeof name);
         len += (size_t)snprintf(msg + len, sizeof msg - len, " %s=%u", name, ctr[i]);

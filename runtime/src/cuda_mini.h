@@ -30,33 +30,33 @@ typedef int CUjit_option;
 #define ETL_CU_MEMHOSTALLOC_DEVICEMAP 0x02
 
 /* X(field, symbol, return, parameters) */
-#define ETL_CUDA_FUNCS(X)                                                                  \
-  X(Init, "cuInit", CUresult, (unsigned flags))                                            \
-  X(DeviceGetCount, "cuDeviceGetCount", CUresult, (int *count))                            \
-  X(DeviceGet, "cuDeviceGet", CUresult, (CUdevice * dev, int ordinal))                     \
-  X(DeviceGetName, "cuDeviceGetName", CUresult, (char *name, int len, CUdevice dev))       \
-  X(DeviceGetAttribute, "cuDeviceGetAttribute", CUresult, (int *v, int attr, CUdevice dev)) \
-  X(CtxCreate, "cuCtxCreate_v2", CUresult, (CUcontext * c, unsigned flags, CUdevice dev))  \
-  X(CtxDestroy, "cuCtxDestroy_v2", CUresult, (CUcontext c))                                \
-  X(CtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext c))                             \
-  X(CtxSynchronize, "cuCtxSynchronize", CUresult, (void))                                  \
-  X(ModuleLoadDataEx, "cuModuleLoadDataEx", CUresult,                                      \
-    (CUmodule * m, const void *image, unsigned n, CUjit_option *opts, void **vals))        \
-  X(ModuleUnload, "cuModuleUnload", CUresult, (CUmodule m))                                \
-  X(ModuleGetFunction, "cuModuleGetFunction", CUresult,                                    \
-    (CUfunction * f, CUmodule m, const char *name))                                        \
-  X(MemAlloc, "cuMemAlloc_v2", CUresult, (CUdeviceptr * p, size_t bytes))                  \
-  X(MemFree, "cuMemFree_v2", CUresult, (CUdeviceptr p))                                    \
-  X(MemcpyHtoD, "cuMemcpyHtoD_v2", CUresult, (CUdeviceptr dst, const void *src, size_t n)) \
-  X(MemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *dst, CUdeviceptr src, size_t n))       \
-  X(MemHostAlloc, "cuMemHostAlloc", CUresult, (void **p, size_t bytes, unsigned flags))    \
-  X(MemFreeHost, "cuMemFreeHost", CUresult, (void *p))                                     \
-  X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult,                     \
-    (CUdeviceptr * d, void *p, unsigned flags))                                            \
-  X(LaunchKernel, "cuLaunchKernel", CUresult,                                              \
-    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,        \
-     unsigned bz, unsigned smem, CUstream s, void **params, void **extra))                 \
-  X(StreamQuery, "cuStreamQuery", CUresult, (CUstream s))                                  \
+#define ETL_CUDA_FUNCS(X)                                                                          \
+  X(Init, "cuInit", CUresult, (unsigned flags))                                                    \
+  X(DeviceGetCount, "cuDeviceGetCount", CUresult, (int *count))                                    \
+  X(DeviceGet, "cuDeviceGet", CUresult, (CUdevice * dev, int ordinal))                             \
+  X(DeviceGetName, "cuDeviceGetName", CUresult, (char *name, int len, CUdevice dev))               \
+  X(DeviceGetAttribute, "cuDeviceGetAttribute", CUresult, (int *v, int attr, CUdevice dev))        \
+  X(CtxCreate, "cuCtxCreate_v2", CUresult, (CUcontext * c, unsigned flags, CUdevice dev))          \
+  X(CtxDestroy, "cuCtxDestroy_v2", CUresult, (CUcontext c))                                        \
+  X(CtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext c))                                     \
+  X(CtxSynchronize, "cuCtxSynchronize", CUresult, (void))                                          \
+  X(ModuleLoadDataEx, "cuModuleLoadDataEx", CUresult,                                              \
+    (CUmodule * m, const void *image, unsigned n, CUjit_option *opts, void **vals))                \
+  X(ModuleUnload, "cuModuleUnload", CUresult, (CUmodule m))                                        \
+  X(ModuleGetFunction, "cuModuleGetFunction", CUresult,                                            \
+    (CUfunction * f, CUmodule m, const char *name))                                                \
+  X(MemAlloc, "cuMemAlloc_v2", CUresult, (CUdeviceptr * p, size_t bytes))                          \
+  X(MemFree, "cuMemFree_v2", CUresult, (CUdeviceptr p))                                            \
+  X(MemcpyHtoD, "cuMemcpyHtoD_v2", CUresult, (CUdeviceptr dst, const void *src, size_t n))         \
+  X(MemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *dst, CUdeviceptr src, size_t n))               \
+  X(MemHostAlloc, "cuMemHostAlloc", CUresult, (void **p, size_t bytes, unsigned flags))            \
+  X(MemFreeHost, "cuMemFreeHost", CUresult, (void *p))                                             \
+  X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult,                             \
+    (CUdeviceptr * d, void *p, unsigned flags))                                                    \
+  X(LaunchKernel, "cuLaunchKernel", CUresult,                                                      \
+    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,   \
+     unsigned smem, CUstream s, void **params, void **extra))                                      \
+  X(StreamQuery, "cuStreamQuery", CUresult, (CUstream s))                                          \
   X(GetErrorString, "cuGetErrorString", CUresult, (CUresult e, const char **s))
 
 #endif /* ETL_CUDA_MINI_H */

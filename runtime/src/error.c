@@ -9,29 +9,29 @@
 
 #include "internal.h"
 
-#define ETL_STATUS_LIST(X)                                                                 \
-  X(ETL_SUCCESS, "no error")                                                               \
-  X(ETL_ERROR_INVALID_VALUE, "invalid argument")                                           \
-  X(ETL_ERROR_INVALID_HANDLE, "invalid or destroyed handle")                               \
-  X(ETL_ERROR_NOT_FOUND, "name not found")                                                 \
-  X(ETL_ERROR_INVALID_ARTIFACT, "invalid artifact")                                        \
-  X(ETL_ERROR_UNSUPPORTED_VERSION, "unsupported artifact version")                         \
-  X(ETL_ERROR_NO_DEVICE, "no usable device")                                               \
-  X(ETL_ERROR_NO_CUDA_DRIVER, "CUDA driver (libcuda.so.1) not available")                  \
-  X(ETL_ERROR_OUT_OF_MEMORY, "out of memory")                                              \
-  X(ETL_ERROR_BINDING, "binding violates the program's shapes or constraints")             \
-  X(ETL_ERROR_UNBOUND, "a dimension or tensor is not bound")                               \
-  X(ETL_ERROR_LAUNCH_FAILED, "kernel load or launch failed")                               \
-  X(ETL_ERROR_MEMORY_VIOLATION, "out-of-bounds memory access")                             \
-  X(ETL_ERROR_TIMEOUT, "watchdog: no progress (deadlock?)")                                \
+#define ETL_STATUS_LIST(X)                                                                         \
+  X(ETL_SUCCESS, "no error")                                                                       \
+  X(ETL_ERROR_INVALID_VALUE, "invalid argument")                                                   \
+  X(ETL_ERROR_INVALID_HANDLE, "invalid or destroyed handle")                                       \
+  X(ETL_ERROR_NOT_FOUND, "name not found")                                                         \
+  X(ETL_ERROR_INVALID_ARTIFACT, "invalid artifact")                                                \
+  X(ETL_ERROR_UNSUPPORTED_VERSION, "unsupported artifact version")                                 \
+  X(ETL_ERROR_NO_DEVICE, "no usable device")                                                       \
+  X(ETL_ERROR_NO_CUDA_DRIVER, "CUDA driver (libcuda.so.1) not available")                          \
+  X(ETL_ERROR_OUT_OF_MEMORY, "out of memory")                                                      \
+  X(ETL_ERROR_BINDING, "binding violates the program's shapes or constraints")                     \
+  X(ETL_ERROR_UNBOUND, "a dimension or tensor is not bound")                                       \
+  X(ETL_ERROR_LAUNCH_FAILED, "kernel load or launch failed")                                       \
+  X(ETL_ERROR_MEMORY_VIOLATION, "out-of-bounds memory access")                                     \
+  X(ETL_ERROR_TIMEOUT, "watchdog: no progress (deadlock?)")                                        \
   X(ETL_ERROR_CUDA, "CUDA driver error")
 
 static _Thread_local char tls_message[4096];
 
 const char *etlGetErrorName(etlStatus status) {
   switch (status) {
-#define ETL_NAME_CASE(s, d) \
-  case s:                   \
+#define ETL_NAME_CASE(s, d)                                                                        \
+  case s:                                                                                          \
     return #s;
     ETL_STATUS_LIST(ETL_NAME_CASE)
 #undef ETL_NAME_CASE
@@ -41,8 +41,8 @@ const char *etlGetErrorName(etlStatus status) {
 
 const char *etlGetErrorString(etlStatus status) {
   switch (status) {
-#define ETL_DESC_CASE(s, d) \
-  case s:                   \
+#define ETL_DESC_CASE(s, d)                                                                        \
+  case s:                                                                                          \
     return d;
     ETL_STATUS_LIST(ETL_DESC_CASE)
 #undef ETL_DESC_CASE

@@ -72,8 +72,8 @@ int etl_expr_check(const etl_expr *e, uint32_t n_dims, uint32_t n_vars, char *er
         return -1;
       }
       if (op == ETL_XOP_VAR && (imm < 0 || imm >= (int64_t)n_vars)) {
-        snprintf(err, errsz, "variable index %lld out of range (%u variables here)",
-                 (long long)imm, n_vars);
+        snprintf(err, errsz, "variable index %lld out of range (%u variables here)", (long long)imm,
+                 n_vars);
         return -1;
       }
       depth += 1;
@@ -94,7 +94,8 @@ int etl_expr_check(const etl_expr *e, uint32_t n_dims, uint32_t n_vars, char *er
 
 static int64_t floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
-  if ((a % b != 0) && (a < 0)) q -= 1;
+  if ((a % b != 0) && (a < 0))
+    q -= 1;
   return q;
 }
 
@@ -148,9 +149,15 @@ int etl_expr_eval(const etl_expr *e, const int64_t *dims, uint32_t n_dims, const
     int64_t a = st[sp - 2], b = st[sp - 1], r = 0;
     int ovf = 0;
     switch (op) {
-    case ETL_XOP_ADD: ovf = __builtin_add_overflow(a, b, &r); break;
-    case ETL_XOP_SUB: ovf = __builtin_sub_overflow(a, b, &r); break;
-    case ETL_XOP_MUL: ovf = __builtin_mul_overflow(a, b, &r); break;
+    case ETL_XOP_ADD:
+      ovf = __builtin_add_overflow(a, b, &r);
+      break;
+    case ETL_XOP_SUB:
+      ovf = __builtin_sub_overflow(a, b, &r);
+      break;
+    case ETL_XOP_MUL:
+      ovf = __builtin_mul_overflow(a, b, &r);
+      break;
     case ETL_XOP_FLOORDIV:
     case ETL_XOP_MOD:
     case ETL_XOP_CDIV:
@@ -165,26 +172,46 @@ int etl_expr_eval(const etl_expr *e, const int64_t *dims, uint32_t n_dims, const
         r = a - floordiv(a, b) * b;
       } else {
         r = a / b;
-        if (a % b != 0 && a > 0) r += 1;
+        if (a % b != 0 && a > 0)
+          r += 1;
       }
       break;
-    case ETL_XOP_MIN: r = a < b ? a : b; break;
-    case ETL_XOP_MAX: r = a > b ? a : b; break;
-    case ETL_XOP_EQ: r = a == b; break;
-    case ETL_XOP_NE: r = a != b; break;
-    case ETL_XOP_LT: r = a < b; break;
-    case ETL_XOP_LE: r = a <= b; break;
-    case ETL_XOP_GT: r = a > b; break;
-    case ETL_XOP_GE: r = a >= b; break;
-    case ETL_XOP_AND: r = (a != 0) && (b != 0); break;
-    case ETL_XOP_OR: r = (a != 0) || (b != 0); break;
+    case ETL_XOP_MIN:
+      r = a < b ? a : b;
+      break;
+    case ETL_XOP_MAX:
+      r = a > b ? a : b;
+      break;
+    case ETL_XOP_EQ:
+      r = a == b;
+      break;
+    case ETL_XOP_NE:
+      r = a != b;
+      break;
+    case ETL_XOP_LT:
+      r = a < b;
+      break;
+    case ETL_XOP_LE:
+      r = a <= b;
+      break;
+    case ETL_XOP_GT:
+      r = a > b;
+      break;
+    case ETL_XOP_GE:
+      r = a >= b;
+      break;
+    case ETL_XOP_AND:
+      r = (a != 0) && (b != 0);
+      break;
+    case ETL_XOP_OR:
+      r = (a != 0) || (b != 0);
+      break;
     default:
       snprintf(err, errsz, "malformed expression at word %u", i);
       return -1;
     }
     if (ovf) {
-      snprintf(err, errsz, "integer overflow evaluating %lld and %lld", (long long)a,
-               (long long)b);
+      snprintf(err, errsz, "integer overflow evaluating %lld and %lld", (long long)a, (long long)b);
       return -1;
     }
     sp -= 1;

@@ -19,9 +19,9 @@
 extern "C" {
 #endif
 
-#define ETL_MAX_RANK 16           /* tensors, events and group domains */
-#define ETL_MAX_EXPR_STACK 64     /* deepest expression stack accepted */
-#define ETL_MAX_TASKS (1u << 27)  /* tasks in one launch (queue entries) */
+#define ETL_MAX_RANK 16          /* tensors, events and group domains */
+#define ETL_MAX_EXPR_STACK 64    /* deepest expression stack accepted */
+#define ETL_MAX_TASKS (1u << 27) /* tasks in one launch (queue entries) */
 #define ETL_MAX_COUNTERS (1u << 30)
 
 /*===-- Errors (error.c) ---------------------------------------------------===*/
@@ -141,33 +141,32 @@ int etl_expr_eval(const etl_expr *e, const int64_t *dims, uint32_t n_dims, const
 
 typedef struct etl_plan {
   struct etl_plan *next;
-  int64_t *dims;            /* key: the dim values it was built for */
+  int64_t *dims; /* key: the dim values it was built for */
   uint32_t num_ctas;
   /* events */
   uint64_t n_counters;
-  uint64_t *event_offset;   /* per event: element offset of its first element */
-  uint64_t *event_elems;    /* per event: number of elements */
-  int64_t *event_shape;     /* per event: ETL_MAX_RANK extents */
-  uint32_t *wait_counts;    /* n_counters initial values */
+  uint64_t *event_offset; /* per event: element offset of its first element */
+  uint64_t *event_elems;  /* per event: number of elements */
+  int64_t *event_shape;   /* per event: ETL_MAX_RANK extents */
+  uint32_t *wait_counts;  /* n_counters initial values */
   /* groups */
   int64_t *group_lo, *group_hi; /* per group: ETL_MAX_RANK bounds */
   uint64_t *group_tasks;
   /* static queue */
-  uint64_t n_entries;       /* tasks */
-  uint32_t *queue;          /* 2 * n_entries: (group, linear) */
-  uint32_t *queue_offs;     /* num_ctas + 1, in pairs */
+  uint64_t n_entries;   /* tasks */
+  uint32_t *queue;      /* 2 * n_entries: (group, linear) */
+  uint32_t *queue_offs; /* num_ctas + 1, in pairs */
   /* buffers: per tensor, elements for runtime buffers (0 for parameters) */
   uint64_t *buffer_bytes;
   /* device memory, filled by api.c */
-  uint64_t *buffer_dptr;    /* per tensor; 0 for parameters */
+  uint64_t *buffer_dptr; /* per tensor; 0 for parameters */
   uint64_t counters_dptr, queue_dptr, offs_dptr, args_dptr;
-  uint64_t *args_host;      /* num_slots */
+  uint64_t *args_host; /* num_slots */
 } etl_plan;
 
 /// Evaluate shapes, count tasks, compute event offsets and wait counts and
 /// build the static queue for `dims` over `num_ctas` CTAs (host side only).
-etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ctas,
-                         etl_plan **out);
+etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ctas, etl_plan **out);
 /// Free the host side of a plan (device memory is the caller's).
 void etl_plan_free_host(etl_plan *p);
 /// Row-major domain indices of task `linear` of group `g`, printed as
@@ -196,13 +195,13 @@ struct etlContext_st {
   etlContextParams params;
   char device_name[256];
   uint32_t num_ctas;
-  pthread_mutex_t mu;            /* allocations and the program list */
-  pthread_mutex_t launch_mu;     /* one launch at a time */
+  pthread_mutex_t mu;        /* allocations and the program list */
+  pthread_mutex_t launch_mu; /* one launch at a time */
   etl_alloc *allocs;
   size_t n_allocs, cap_allocs;
   struct etlProgram_st *programs;
-  uint32_t *abort_host;          /* host-visible abort flag */
-  uint64_t abort_dptr;           /* as the kernel sees it */
+  uint32_t *abort_host; /* host-visible abort flag */
+  uint64_t abort_dptr;  /* as the kernel sees it */
   etl_cuda_state *cuda;
 };
 
@@ -215,15 +214,15 @@ typedef struct etl_tensor_binding {
 struct etlProgram_st {
   uint32_t magic;
   etlContext ctx;
-  struct etlProgram_st *next;    /* in ctx->programs */
+  struct etlProgram_st *next; /* in ctx->programs */
   etl_artifact art;
   int64_t *dim_values;
   uint8_t *dim_bound;
   etl_tensor_binding *tensors;
-  etl_plan *plans;               /* cache, most recent first */
+  etl_plan *plans; /* cache, most recent first */
   uint32_t n_plans;
   /* device code */
-  void *sim_handle;              /* dlopen handle */
+  void *sim_handle; /* dlopen handle */
   int sim_fd;
   void (*sim_entry)(uint64_t *);
   void *cuda_module, *cuda_function;

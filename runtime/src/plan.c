@@ -22,7 +22,8 @@
 size_t etl_elem_size(uint32_t elem) { return elem == ETL_ELEM_F16 ? 2 : 4; }
 
 void etl_plan_free_host(etl_plan *p) {
-  if (!p) return;
+  if (!p)
+    return;
   free(p->dims);
   free(p->event_offset);
   free(p->event_elems);
@@ -61,13 +62,15 @@ void etl_plan_task_name(const etl_meta *m, const etl_plan *p, uint32_t g, uint32
   size_t len = (size_t)snprintf(buf, n, "%s[", gm->name);
   for (uint32_t k = 0; k < gm->rank && len < n; ++k)
     len += (size_t)snprintf(buf + len, n - len, "%s%lld", k ? ", " : "", (long long)vars[k]);
-  if (len < n) snprintf(buf + len, n - len, "]");
+  if (len < n)
+    snprintf(buf + len, n - len, "]");
 }
 
 void etl_plan_counter_name(const etl_meta *m, const etl_plan *p, uint64_t offset, char *buf,
                            size_t n) {
   for (uint32_t e = 0; e < m->n_events; ++e) {
-    if (offset < p->event_offset[e] || offset - p->event_offset[e] >= p->event_elems[e]) continue;
+    if (offset < p->event_offset[e] || offset - p->event_offset[e] >= p->event_elems[e])
+      continue;
     uint64_t rel = offset - p->event_offset[e];
     int64_t idx[ETL_MAX_RANK];
     const int64_t *shape = &p->event_shape[(size_t)e * ETL_MAX_RANK];
@@ -78,7 +81,8 @@ void etl_plan_counter_name(const etl_meta *m, const etl_plan *p, uint64_t offset
     size_t len = (size_t)snprintf(buf, n, "%s[", m->events[e].name);
     for (uint32_t k = 0; k < m->events[e].rank && len < n; ++k)
       len += (size_t)snprintf(buf + len, n - len, "%s%lld", k ? ", " : "", (long long)idx[k]);
-    if (len < n) snprintf(buf + len, n - len, "]");
+    if (len < n)
+      snprintf(buf + len, n - len, "]");
     return;
   }
   snprintf(buf, n, "<counter %llu>", (unsigned long long)offset);
@@ -88,8 +92,10 @@ void etl_plan_counter_name(const etl_meta *m, const etl_plan *p, uint64_t offset
 static int shape_elems(const int64_t *shape, uint32_t rank, uint64_t cap, uint64_t *out) {
   uint64_t n = 1;
   for (uint32_t k = 0; k < rank; ++k) {
-    if (shape[k] < 0) return -1;
-    if (__builtin_mul_overflow(n, (uint64_t)shape[k], &n) || n > cap) return -1;
+    if (shape[k] < 0)
+      return -1;
+    if (__builtin_mul_overflow(n, (uint64_t)shape[k], &n) || n > cap)
+      return -1;
   }
   *out = n;
   return 0;
@@ -106,12 +112,13 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
   char err[160];
   for (uint32_t k = 0; k < edge->n; ++k) {
     if (edge->idx[k].star) {
-      if (shape[k] == 0) return ETL_SUCCESS; /* no elements */
+      if (shape[k] == 0)
+        return ETL_SUCCESS; /* no elements */
       idx[k] = 0;
       continue;
     }
-    if (etl_expr_eval(&edge->idx[k].idx, p->dims, m->n_dims, vars, m->groups[g].rank, &idx[k],
-                      err, sizeof err) != 0) {
+    if (etl_expr_eval(&edge->idx[k].idx, p->dims, m->n_dims, vars, m->groups[g].rank, &idx[k], err,
+                      sizeof err) != 0) {
       char task[256];
       etl_plan_task_name(m, p, g, (uint32_t)linear, task, sizeof task);
       return etl_error(ETL_ERROR_BINDING, "task %s: index %u of its %s of event '%s': %s", task, k,
@@ -127,23 +134,27 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
                        (long long)shape[k]);
     }
   }
-  if (!counts) return ETL_SUCCESS;
+  if (!counts)
+    return ETL_SUCCESS;
   for (;;) {
     uint64_t off = 0;
-    for (uint32_t k = 0; k < edge->n; ++k) off = off * (uint64_t)shape[k] + (uint64_t)idx[k];
+    for (uint32_t k = 0; k < edge->n; ++k)
+      off = off * (uint64_t)shape[k] + (uint64_t)idx[k];
     uint32_t *c = &counts[p->event_offset[edge->event] + off];
     if (*c == UINT32_MAX)
-      return etl_error(ETL_ERROR_BINDING, "event '%s': more than 2^32-1 notifications",
-                       ev->name);
+      return etl_error(ETL_ERROR_BINDING, "event '%s': more than 2^32-1 notifications", ev->name);
     *c += 1;
     /* odometer over the star components */
     int k = (int)edge->n - 1;
     for (; k >= 0; --k) {
-      if (!edge->idx[k].star) continue;
-      if (++idx[k] < shape[k]) break;
+      if (!edge->idx[k].star)
+        continue;
+      if (++idx[k] < shape[k])
+        break;
       idx[k] = 0;
     }
-    if (k < 0) break;
+    if (k < 0)
+      break;
   }
   return ETL_SUCCESS;
 }
@@ -151,9 +162,11 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
 etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ctas,
                          etl_plan **out) {
   *out = NULL;
-  if (num_ctas == 0) return etl_error(ETL_ERROR_INVALID_VALUE, "num_ctas is 0");
+  if (num_ctas == 0)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "num_ctas is 0");
   etl_plan *p = calloc(1, sizeof *p);
-  if (!p) return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
+  if (!p)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
   size_t ne = m->n_events + 1, ng = m->n_groups + 1, nt = m->n_tensors + 1;
   p->num_ctas = num_ctas;
   p->dims = calloc(m->n_dims + 1, sizeof(int64_t));
@@ -180,7 +193,8 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
   /* runtime buffers */
   for (uint32_t t = 0; t < m->n_tensors; ++t) {
     const etl_tensor_meta *tm = &m->tensors[t];
-    if (!tm->is_buffer) continue;
+    if (!tm->is_buffer)
+      continue;
     int64_t shape[ETL_MAX_RANK];
     for (uint32_t k = 0; k < tm->rank; ++k)
       if (etl_expr_eval(&tm->shape[k], dims, m->n_dims, NULL, 0, &shape[k], err, sizeof err)) {
@@ -190,8 +204,7 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
       }
     uint64_t elems;
     if (shape_elems(shape, tm->rank, ((uint64_t)1 << 40) / etl_elem_size(tm->elem), &elems)) {
-      st = etl_error(ETL_ERROR_BINDING, "buffer '%s' has a negative or too large shape",
-                     tm->name);
+      st = etl_error(ETL_ERROR_BINDING, "buffer '%s' has a negative or too large shape", tm->name);
       goto fail;
     }
     p->buffer_bytes[t] = elems * etl_elem_size(tm->elem);
@@ -203,8 +216,8 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
     int64_t *shape = &p->event_shape[(size_t)e * ETL_MAX_RANK];
     for (uint32_t k = 0; k < em->rank; ++k)
       if (etl_expr_eval(&em->shape[k], dims, m->n_dims, NULL, 0, &shape[k], err, sizeof err)) {
-        st = etl_error(ETL_ERROR_BINDING, "shape of event '%s', dimension %u: %s", em->name, k,
-                       err);
+        st =
+            etl_error(ETL_ERROR_BINDING, "shape of event '%s', dimension %u: %s", em->name, k, err);
         goto fail;
       }
     if (shape_elems(shape, em->rank, ETL_MAX_COUNTERS, &p->event_elems[e]) ||
@@ -225,12 +238,13 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
       int64_t *hi = &p->group_hi[(size_t)g * ETL_MAX_RANK + k];
       if (etl_expr_eval(&gm->lo[k], dims, m->n_dims, NULL, 0, lo, err, sizeof err) ||
           etl_expr_eval(&gm->hi[k], dims, m->n_dims, NULL, 0, hi, err, sizeof err)) {
-        st = etl_error(ETL_ERROR_BINDING, "domain of group '%s', variable %u: %s", gm->name, k,
-                       err);
+        st =
+            etl_error(ETL_ERROR_BINDING, "domain of group '%s', variable %u: %s", gm->name, k, err);
         goto fail;
       }
       int64_t ext;
-      if (*hi < *lo) *hi = *lo; /* empty range */
+      if (*hi < *lo)
+        *hi = *lo; /* empty range */
       if (__builtin_sub_overflow(*hi, *lo, &ext) ||
           __builtin_mul_overflow(tasks, (uint64_t)ext, &tasks) || tasks > ETL_MAX_TASKS) {
         st = etl_error(ETL_ERROR_BINDING, "group '%s' has more than %u tasks", gm->name,
@@ -256,17 +270,20 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
   }
   for (uint32_t g = 0; g < m->n_groups; ++g) {
     const etl_group_meta *gm = &m->groups[g];
-    if (gm->n_notifies == 0 && gm->n_waits == 0) continue;
+    if (gm->n_notifies == 0 && gm->n_waits == 0)
+      continue;
     int64_t vars[ETL_MAX_RANK];
     for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin) {
       task_vars(p, g, gm->rank, lin, vars);
       for (uint32_t i = 0; i < gm->n_notifies; ++i) {
         st = edge_elements(m, p, g, &gm->notifies[i], vars, "notifies", lin, p->wait_counts);
-        if (st) goto fail;
+        if (st)
+          goto fail;
       }
       for (uint32_t i = 0; i < gm->n_waits; ++i) {
         st = edge_elements(m, p, g, &gm->waits[i], vars, "waits on", lin, NULL);
-        if (st) goto fail;
+        if (st)
+          goto fail;
       }
     }
   }

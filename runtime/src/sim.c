@@ -65,7 +65,8 @@ static const etl_sim_ops sim_ops_table;
 etlStatus etl_sim_program_load(etlProgram p) {
   const etl_code_section *code = NULL;
   for (uint32_t i = 0; i < p->art.n_code; ++i)
-    if (strcmp(p->art.code[i].target, "sim") == 0) code = &p->art.code[i];
+    if (strcmp(p->art.code[i].target, "sim") == 0)
+      code = &p->art.code[i];
   if (!code) {
     char have[256] = "";
     size_t len = 0;
@@ -85,8 +86,9 @@ etlStatus etl_sim_program_load(etlProgram p) {
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/etl-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     fd = mkstemp(path);
-    if (fd < 0) return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot create a file for the "
-                                 "kernel object");
+    if (fd < 0)
+      return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot create a file for the "
+                                                "kernel object");
   }
   const uint8_t *d = code->data;
   uint64_t left = code->size;
@@ -94,7 +96,8 @@ etlStatus etl_sim_program_load(etlProgram p) {
     ssize_t w = write(fd, d, left);
     if (w <= 0) {
       close(fd);
-      if (path[0] == '/' && strncmp(path, "/proc/", 6) != 0) unlink(path);
+      if (path[0] == '/' && strncmp(path, "/proc/", 6) != 0)
+        unlink(path);
       return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot write the kernel object");
     }
     d += w;
@@ -109,7 +112,8 @@ etlStatus etl_sim_program_load(etlProgram p) {
   }
   if (!h) {
     const char *e = dlerror();
-    if (fd >= 0) close(fd);
+    if (fd >= 0)
+      close(fd);
     return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot load the kernel object: %s",
                      e ? e : "unknown dlopen error");
   }
@@ -117,7 +121,8 @@ etlStatus etl_sim_program_load(etlProgram p) {
   void *ops = dlsym(h, ETL_SIM_OPS_SYMBOL);
   if (!entry || !ops) {
     dlclose(h);
-    if (fd >= 0) close(fd);
+    if (fd >= 0)
+      close(fd);
     return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: kernel object does not export '%s'",
                      !entry ? ETL_KERNEL_ENTRY : ETL_SIM_OPS_SYMBOL);
   }
@@ -131,8 +136,10 @@ etlStatus etl_sim_program_load(etlProgram p) {
 }
 
 void etl_sim_program_unload(etlProgram p) {
-  if (p->sim_handle) dlclose(p->sim_handle);
-  if (p->sim_fd >= 0) close(p->sim_fd);
+  if (p->sim_handle)
+    dlclose(p->sim_handle);
+  if (p->sim_fd >= 0)
+    close(p->sim_fd);
   p->sim_handle = NULL;
   p->sim_fd = -1;
 }
@@ -270,9 +277,11 @@ static void stop_cta(sim_cta *c) {
 }
 
 static void release_barrier(sim_cta *c) {
-  if (c->n_at_barrier == 0 || c->n_at_barrier < c->n_live) return;
+  if (c->n_at_barrier == 0 || c->n_at_barrier < c->n_live)
+    return;
   for (uint32_t i = 0; i < c->run->tpc; ++i)
-    if (c->fibers[i].state == FIBER_AT_BARRIER) c->fibers[i].state = FIBER_RUNNABLE;
+    if (c->fibers[i].state == FIBER_AT_BARRIER)
+      c->fibers[i].state = FIBER_RUNNABLE;
   c->n_at_barrier = 0;
 }
 
@@ -280,7 +289,8 @@ static void release_barrier(sim_cta *c) {
 static __attribute__((noinline)) int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
   f->tid = tid;
   f->stack = malloc(r->stack_bytes);
-  if (!f->stack) return -1;
+  if (!f->stack)
+    return -1;
   if (getcontext(&f->uc) != 0) {
     free(f->stack);
     f->stack = NULL;
@@ -315,9 +325,11 @@ static void *cta_main(void *arg) {
   while (c->n_live > 0 && !c->stopped) {
     for (uint32_t i = 0; i < r->tpc && !c->stopped; ++i) {
       sim_fiber *f = &c->fibers[i];
-      if (f->state != FIBER_RUNNABLE) continue;
+      if (f->state != FIBER_RUNNABLE)
+        continue;
       switch_to_fiber(c, f);
-      if (f->state == FIBER_EXITED) c->n_live--;
+      if (f->state == FIBER_EXITED)
+        c->n_live--;
       release_barrier(c);
     }
   }
@@ -361,15 +373,18 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
   uint64_t a = (uint64_t)(uintptr_t)ptr;
   for (uint32_t i = 0; i < r->n_ranges; ++i) {
     const sim_range *g = &r->ranges[i];
-    if (a >= g->base && bytes <= g->bytes && a - g->base <= g->bytes - bytes) return;
+    if (a >= g->base && bytes <= g->bytes && a - g->base <= g->bytes - bytes)
+      return;
   }
   /* violation: name the nearest tensors below and above the address */
   const sim_range *below = NULL, *above = NULL;
   for (uint32_t i = 0; i < r->n_ranges; ++i) {
     const sim_range *g = &r->ranges[i];
-    if (!g->is_tensor) continue;
+    if (!g->is_tensor)
+      continue;
     if (g->base <= a) {
-      if (!below || g->base > below->base) below = g;
+      if (!below || g->base > below->base)
+        below = g;
     } else if (!above || g->base < above->base) {
       above = g;
     }
@@ -381,7 +396,8 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
   const sim_range *near[2] = {below, above};
   for (int i = 0; i < 2; ++i) {
     const sim_range *g = near[i];
-    if (!g || len >= sizeof where) continue;
+    if (!g || len >= sizeof where)
+      continue;
     int64_t off = (int64_t)(a - g->base); /* two's complement: negative above */
     int64_t es = (int64_t)g->elem_size;
     int64_t elem = off >= 0 ? off / es : -((-off + es - 1) / es);
@@ -390,7 +406,8 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
                             len ? "; " : "nearest ", g->name,
                             (unsigned long long)(g->bytes / g->elem_size), (long long)elem);
   }
-  if (!below && !above) snprintf(where, sizeof where, "no tensor is bound");
+  if (!below && !above)
+    snprintf(where, sizeof where, "no tensor is bound");
   char msg[1024];
   snprintf(msg, sizeof msg,
            "sim: out-of-bounds %s of %llu bytes at %p in task %s, thread (cta %u, tid %u): %s",
@@ -420,7 +437,8 @@ static void report_timeout(sim_run *r) {
   uint32_t listed = 0, more = 0;
   for (uint64_t i = 0; i < r->plan->n_counters; ++i) {
     uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)&ctr[i], memory_order_relaxed);
-    if (v == 0) continue;
+    if (v == 0)
+      continue;
     if (listed >= 32 || len >= sizeof msg - 200) {
       more++;
       continue;
@@ -430,7 +448,8 @@ static void report_timeout(sim_run *r) {
     len += (size_t)snprintf(msg + len, sizeof msg - len, " %s=%u", name, v);
     listed++;
   }
-  if (listed == 0 && len < sizeof msg) len += (size_t)snprintf(msg + len, sizeof msg - len, " none");
+  if (listed == 0 && len < sizeof msg)
+    len += (size_t)snprintf(msg + len, sizeof msg - len, " none");
   if (more && len < sizeof msg)
     len += (size_t)snprintf(msg + len, sizeof msg - len, " ... and %u more", more);
   for (uint32_t i = 0; i < r->num_ctas && len < sizeof msg - 300; ++i) {
@@ -445,7 +464,8 @@ static void report_timeout(sim_run *r) {
 static void op_spin_pause(void) {
   sim_cta *c = tls_cta;
   sim_run *r = c->run;
-  if (atomic_load_explicit(r->abort_flag, memory_order_acquire)) stop_cta(c);
+  if (atomic_load_explicit(r->abort_flag, memory_order_acquire))
+    stop_cta(c);
   int64_t last = atomic_load_explicit(&r->last_progress_ns, memory_order_relaxed);
   if (now_ns() - last > r->watchdog_ns) {
     report_timeout(r);
@@ -489,7 +509,8 @@ etlStatus etl_sim_launch(etlProgram p, etl_plan *plan) {
   r.tpc = m->threads_per_cta;
   r.stack_bytes = ctx->params.sim_stack_bytes;
 #ifdef ETL_ASAN
-  if (r.stack_bytes < 256 * 1024) r.stack_bytes = 256 * 1024;
+  if (r.stack_bytes < 256 * 1024)
+    r.stack_bytes = 256 * 1024;
 #endif
   r.abort_flag = (_Atomic uint32_t *)ctx->abort_host;
   r.watchdog_ns = (int64_t)ctx->params.watchdog_ms * 1000000;
@@ -515,7 +536,8 @@ etlStatus etl_sim_launch(etlProgram p, etl_plan *plan) {
       g->bytes = plan->buffer_bytes[i];
     } else {
       uint64_t n = 1;
-      for (uint32_t k = 0; k < t->rank; ++k) n *= (uint64_t)p->tensors[i].shape[k];
+      for (uint32_t k = 0; k < t->rank; ++k)
+        n *= (uint64_t)p->tensors[i].shape[k];
       g->base = p->tensors[i].dptr;
       g->bytes = n * g->elem_size;
     }
@@ -526,7 +548,8 @@ etlStatus etl_sim_launch(etlProgram p, etl_plan *plan) {
       {plan->offs_dptr, ((uint64_t)r.num_ctas + 1) * 4, "<queue offsets>", 4, 0},
       {(uint64_t)(uintptr_t)plan->args_host, (uint64_t)m->num_slots * 8, "<arguments>", 8, 0},
   };
-  for (size_t i = 0; i < sizeof rt / sizeof rt[0]; ++i) r.ranges[r.n_ranges++] = rt[i];
+  for (size_t i = 0; i < sizeof rt / sizeof rt[0]; ++i)
+    r.ranges[r.n_ranges++] = rt[i];
 
   uint32_t started = 0;
   for (uint32_t i = 0; i < r.num_ctas; ++i) {
@@ -548,13 +571,15 @@ etlStatus etl_sim_launch(etlProgram p, etl_plan *plan) {
       }
     }
   }
-  for (uint32_t i = 0; i < started; ++i) pthread_join(r.ctas[i].thread, NULL);
+  for (uint32_t i = 0; i < started; ++i)
+    pthread_join(r.ctas[i].thread, NULL);
   for (uint32_t i = 0; i < r.num_ctas; ++i) {
     free(r.ctas[i].fibers);
     free(r.ctas[i].smem);
   }
   st = r.status;
-  if (st) etl_error_str(st, r.msg);
+  if (st)
+    etl_error_str(st, r.msg);
 out:
   free(r.ranges);
   free(r.ctas);

@@ -48,20 +48,20 @@ extern "C" {
 /// Result of every API call. 0 is success.
 typedef enum etlStatus {
   ETL_SUCCESS = 0,
-  ETL_ERROR_INVALID_VALUE,      ///< a NULL pointer, a negative size, a bad option
-  ETL_ERROR_INVALID_HANDLE,     ///< a NULL or destroyed context/program
-  ETL_ERROR_NOT_FOUND,          ///< no dim/tensor/device/target by that name
-  ETL_ERROR_INVALID_ARTIFACT,   ///< truncated, corrupted or malformed artifact
-  ETL_ERROR_UNSUPPORTED_VERSION,///< artifact written for another runtime version
-  ETL_ERROR_NO_DEVICE,          ///< the driver exists but has no usable device
-  ETL_ERROR_NO_CUDA_DRIVER,     ///< libcuda.so.1 cannot be loaded
-  ETL_ERROR_OUT_OF_MEMORY,      ///< host or device allocation failed
-  ETL_ERROR_BINDING,            ///< wrong dtype/rank/shape or a constraint violated
-  ETL_ERROR_UNBOUND,            ///< a dim or tensor was not bound before etlRun
-  ETL_ERROR_LAUNCH_FAILED,      ///< the kernel could not be loaded or launched
-  ETL_ERROR_MEMORY_VIOLATION,   ///< sim: a load/store outside every bound buffer
-  ETL_ERROR_TIMEOUT,            ///< watchdog: no task completed within the limit
-  ETL_ERROR_CUDA                ///< any other CUDA driver error
+  ETL_ERROR_INVALID_VALUE,       ///< a NULL pointer, a negative size, a bad option
+  ETL_ERROR_INVALID_HANDLE,      ///< a NULL or destroyed context/program
+  ETL_ERROR_NOT_FOUND,           ///< no dim/tensor/device/target by that name
+  ETL_ERROR_INVALID_ARTIFACT,    ///< truncated, corrupted or malformed artifact
+  ETL_ERROR_UNSUPPORTED_VERSION, ///< artifact written for another runtime version
+  ETL_ERROR_NO_DEVICE,           ///< the driver exists but has no usable device
+  ETL_ERROR_NO_CUDA_DRIVER,      ///< libcuda.so.1 cannot be loaded
+  ETL_ERROR_OUT_OF_MEMORY,       ///< host or device allocation failed
+  ETL_ERROR_BINDING,             ///< wrong dtype/rank/shape or a constraint violated
+  ETL_ERROR_UNBOUND,             ///< a dim or tensor was not bound before etlRun
+  ETL_ERROR_LAUNCH_FAILED,       ///< the kernel could not be loaded or launched
+  ETL_ERROR_MEMORY_VIOLATION,    ///< sim: a load/store outside every bound buffer
+  ETL_ERROR_TIMEOUT,             ///< watchdog: no task completed within the limit
+  ETL_ERROR_CUDA                 ///< any other CUDA driver error
 } etlStatus;
 
 /// Element types of tensors (the artifact's ETL_ELEM_* codes).
@@ -74,10 +74,10 @@ typedef struct etlProgram_st *etlProgram;
 
 /// Options for etlContextCreate. Get defaults with etlContextDefaultParams().
 typedef struct etlContextParams {
-  uint32_t sim_workers;      ///< sim: CTAs (one worker thread each); default 4
-  uint32_t sim_stack_bytes;  ///< sim: stack of each simulated thread; default 64 KiB
-  uint32_t watchdog_ms;      ///< stop a launch when no task completes for this long; default 10000
-  int32_t cuda_device;       ///< cuda: device ordinal; default 0
+  uint32_t sim_workers;     ///< sim: CTAs (one worker thread each); default 4
+  uint32_t sim_stack_bytes; ///< sim: stack of each simulated thread; default 64 KiB
+  uint32_t watchdog_ms;     ///< stop a launch when no task completes for this long; default 10000
+  int32_t cuda_device;      ///< cuda: device ordinal; default 0
 } etlContextParams;
 
 /*===-- Errors and version ------------------------------------------------===*/

@@ -35,8 +35,8 @@ etl::ArtifactMeta sample() {
   m.dims = {{"B", 8}, {"S", 9}};
   m.tensors.push_back({"x", ETL_ELEM_F16, false, {D(0), op(D(1), C(64), ETL_XOP_MUL)}, 10});
   m.tensors.push_back({"tmp", ETL_ELEM_F32, true, {D(0)}, 11});
-  m.constraints.push_back({op(op(D(1), C(64), ETL_XOP_MOD), C(0), ETL_XOP_EQ), "S % 64 == 0",
-                           "model.etl:2:9"});
+  m.constraints.push_back(
+      {op(op(D(1), C(64), ETL_XOP_MOD), C(0), ETL_XOP_EQ), "S % 64 == 0", "model.etl:2:9"});
   m.events.push_back({"E", {D(0)}, 12});
   m.events.push_back({"Done", {}, 13});
   etl::ArtifactGroup g;
@@ -60,7 +60,7 @@ std::string slurp(const std::string &path) {
   return ss.str();
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("artifact writer output loads in the runtime") {
   std::string bytes = etl::serialize_artifact(sample(), {{"sm_90", ".version 7.8\n"}});
@@ -120,7 +120,7 @@ TEST_CASE("artifact round trip: every metadata field") {
   REQUIRE(a.n_code == 2);
   CHECK(std::string(a.code[0].target) == "sim");
   CHECK(std::string(reinterpret_cast<const char *>(a.code[0].data), a.code[0].size) == "ELF...");
-  CHECK(a.code[1].size == 6);  // NUL appended to PTX
+  CHECK(a.code[1].size == 6); // NUL appended to PTX
   CHECK(a.code[1].data[5] == 0);
 
   // the plan for B=3, S=128: tile has 3*2 tasks notifying E[b] -> counts 2
@@ -130,7 +130,7 @@ TEST_CASE("artifact round trip: every metadata field") {
   CHECK(p->n_counters == 4);
   CHECK(p->wait_counts[0] == 2);
   CHECK(p->wait_counts[2] == 2);
-  CHECK(p->wait_counts[3] == 1);  // Done, notified by reduce
+  CHECK(p->wait_counts[3] == 1); // Done, notified by reduce
   CHECK(p->n_entries == 7);
   etl_plan_free_host(p);
   etl_artifact_free(&a);

@@ -31,7 +31,8 @@ struct Compiled {
   BackendResult result;
 };
 
-std::unique_ptr<Compiled> compile_example(const std::string &rel, const std::vector<std::string> &targets,
+std::unique_ptr<Compiled> compile_example(const std::string &rel,
+                                          const std::vector<std::string> &targets,
                                           BackendOptions opts = {}) {
   auto c = std::make_unique<Compiled>();
   std::ifstream f(std::string(ETL_SOURCE_DIR) + "/" + rel);
@@ -53,7 +54,8 @@ std::unique_ptr<Compiled> compile_example(const std::string &rel, const std::vec
 
 void assemble(const BackendResult &r) {
   for (const auto &o : r.outputs) {
-    if (o.target == "sim") continue;
+    if (o.target == "sim")
+      continue;
     if (std::string(ETL_PTXAS).empty()) {
       MESSAGE("ptxas not found at configure time: skipping PTX assembly of " << o.target);
       continue;
@@ -96,14 +98,16 @@ TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
   const int64_t TM = 16, TN = 128, M = 37, N = 300;
   const unsigned CTAS = 2;
   std::vector<float> x(size_t(M * N)), y(size_t(M), -1.f), part(size_t(cdiv(N, TN) * M));
-  for (int64_t i = 0; i < M * N; ++i) x[size_t(i)] = float((i * 3) % 17) - 8.f;
+  for (int64_t i = 0; i < M * N; ++i)
+    x[size_t(i)] = float((i * 3) % 17) - 8.f;
   std::vector<uint32_t> events(size_t(cdiv(M, TM)), uint32_t(cdiv(N, TN)));
   // Static queue in topological order, round-robin over the CTAs.
   std::vector<std::vector<uint32_t>> per(CTAS);
   unsigned next = 0;
   std::vector<int> order = c->graph.topo_order;
   if (order.empty()) // taskgraph may not fill it yet: declaration order is topological here
-    for (size_t g = 0; g < c->graph.groups.size(); ++g) order.push_back(int(g));
+    for (size_t g = 0; g < c->graph.groups.size(); ++g)
+      order.push_back(int(g));
   REQUIRE(order.size() == 2);
   for (int g : order) {
     int64_t n = g == 0 ? cdiv(M, TM) * cdiv(N, TN) : cdiv(M, TM);
@@ -138,12 +142,14 @@ TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
                 {reinterpret_cast<const char *>(part.data()), part.size() * 4}};
   std::string code;
   for (auto &o : c->result.outputs)
-    if (o.target == "sim") code = o.code;
+    if (o.target == "sim")
+      code = o.code;
   REQUIRE(run_sim(code, args.data(), CTAS, opts.threads_per_cta, c->result.smem_bytes, st) == "");
   CHECK(st.violations == 0);
   for (int64_t m = 0; m < M; ++m) {
     float want = 0;
-    for (int64_t n = 0; n < N; ++n) want += x[size_t(m * N + n)];
+    for (int64_t n = 0; n < N; ++n)
+      want += x[size_t(m * N + n)];
     CHECK(y[size_t(m)] == doctest::Approx(want));
   }
 }

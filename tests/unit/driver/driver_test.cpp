@@ -79,8 +79,7 @@ TEST_CASE("etlc writes an artifact that the runtime runs on sim") {
   std::ifstream in(o.output, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   bytes.resize(bytes.size() / 2);
-  CHECK(etlProgramLoadMemory(ctx, bytes.data(), bytes.size(), &prog) ==
-        ETL_ERROR_INVALID_ARTIFACT);
+  CHECK(etlProgramLoadMemory(ctx, bytes.data(), bytes.size(), &prog) == ETL_ERROR_INVALID_ARTIFACT);
   CHECK(std::string(etlGetLastErrorMessage()).size() > 0);
   etlContextDestroy(ctx);
 }

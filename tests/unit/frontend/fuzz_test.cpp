@@ -43,9 +43,9 @@ unsigned survive(const std::string &text) {
   return diag.error_count();
 }
 
-const char *kTokens[] = {"kernel", "task", "const", "{",  "}",  "(",   ")",  "[",  "]",  ";",
-                         ",",      "..",   "+",     "<",  ">",  "=",   "+=", "*",  "x",  "1",
-                         "1.5",    "waits", "for",  "in", "/*", "//",  "\n", "$",  "\xc3\xa9", "\0"};
+const char *kTokens[] = {"kernel", "task",  "const", "{",  "}",  "(",  ")",  "[", "]",        ";",
+                         ",",      "..",    "+",     "<",  ">",  "=",  "+=", "*", "x",        "1",
+                         "1.5",    "waits", "for",   "in", "/*", "//", "\n", "$", "\xc3\xa9", "\0"};
 
 } // namespace
 

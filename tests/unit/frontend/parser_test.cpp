@@ -197,8 +197,10 @@ TEST_CASE("parser: literals, generic calls, statements") {
   CHECK(assign->value->type_arg == ElemType::F16);
   CHECK(assign->value->shape_args.empty());
 
-  for (auto [src, op] : {std::pair{"x -= 1;", BinOp::Sub}, {"x *= 1;", BinOp::Mul},
-                         {"x /= 1;", BinOp::Div}, {"x += 1;", BinOp::Add}}) {
+  for (auto [src, op] : {std::pair{"x -= 1;", BinOp::Sub},
+                         {"x *= 1;", BinOp::Mul},
+                         {"x /= 1;", BinOp::Div},
+                         {"x += 1;", BinOp::Add}}) {
     auto s = parse_stmt(src);
     CHECK(one_stmt(*s)->compound);
     CHECK(one_stmt(*s)->assign_op == op);

@@ -24,8 +24,8 @@
 //===----------------------------------------------------------------------===//
 #include "ast/ast.h"
 #include "diag/diag.h"
-#include "frontend/parser.h"
 #include "driver/pipeline.h"
+#include "frontend/parser.h"
 
 #include <doctest/doctest.h>
 

@@ -59,13 +59,18 @@ inline ExprPtr name(const std::string &n, NameRef ref, int idx, Type t) {
 }
 inline ExprPtr cst(const Program &p, const std::string &n) {
   for (size_t i = 0; i < p.consts.size(); ++i)
-    if (p.consts[i].name == n) return name(n, NameRef::Const, int(i), index_t());
+    if (p.consts[i].name == n)
+      return name(n, NameRef::Const, int(i), index_t());
   return nullptr;
 }
 inline ExprPtr dim(const std::string &n, int i) { return name(n, NameRef::Dim, i, index_t()); }
-inline ExprPtr tvar(const std::string &n, int i) { return name(n, NameRef::TaskIndex, i, index_t()); }
+inline ExprPtr tvar(const std::string &n, int i) {
+  return name(n, NameRef::TaskIndex, i, index_t());
+}
 inline ExprPtr lvar(const std::string &n, int i) { return name(n, NameRef::LoopVar, i, index_t()); }
-inline ExprPtr local(const std::string &n, int i, Type t) { return name(n, NameRef::Local, i, std::move(t)); }
+inline ExprPtr local(const std::string &n, int i, Type t) {
+  return name(n, NameRef::Local, i, std::move(t));
+}
 inline ExprPtr inf() { return name("inf", NameRef::Builtin, -1, scalar_t()); }
 
 inline ExprPtr bin(BinOp op, ExprPtr a, ExprPtr b, Type t = index_t()) {
@@ -85,7 +90,8 @@ inline ExprPtr neg(ExprPtr a) {
 inline ExprPtr call(const std::string &f, std::vector<ExprPtr> args, Type t) {
   auto e = mk(ExprKind::Call, std::move(t));
   e->name = f;
-  for (auto &a : args) e->args.push_back(std::move(a));
+  for (auto &a : args)
+    e->args.push_back(std::move(a));
   return e;
 }
 inline ExprPtr kw(ExprPtr c, const std::string &n, ExprPtr v) {
@@ -106,7 +112,8 @@ inline ExprPtr slice(const KernelDecl &k, const std::string &tensor, std::vector
                      std::vector<int64_t> shape) {
   int ti = -1;
   for (size_t i = 0; i < k.tensors.size(); ++i)
-    if (k.tensors[i].name == tensor) ti = int(i);
+    if (k.tensors[i].name == tensor)
+      ti = int(i);
   Type s;
   s.kind = TypeKind::Slice;
   s.elem = k.tensors[size_t(ti)].type.elem;
@@ -115,7 +122,8 @@ inline ExprPtr slice(const KernelDecl &k, const std::string &tensor, std::vector
   Type tt;
   tt.kind = TypeKind::Tensor;
   e->args.push_back(name(tensor, NameRef::Tensor, ti, tt));
-  for (auto &c : comps) e->args.push_back(std::move(c));
+  for (auto &c : comps)
+    e->args.push_back(std::move(c));
   return e;
 }
 inline ExprPtr load(ExprPtr sl) {
@@ -184,13 +192,15 @@ inline void add_tensor(KernelDecl &k, const std::string &n, std::vector<ExprPtr>
   t.type.elem = ElemType::F32;
   t.type.shape = std::move(shape);
   k.tensors.push_back(std::move(t));
-  if (!buffer) k.num_params++;
+  if (!buffer)
+    k.num_params++;
 }
 inline EventRef event_ref(const KernelDecl &k, const std::string &ev, std::vector<ExprPtr> idx) {
   EventRef r;
   r.event = ev;
   for (size_t i = 0; i < k.events.size(); ++i)
-    if (k.events[i].name == ev) r.event_index = int(i);
+    if (k.events[i].name == ev)
+      r.event_index = int(i);
   r.indices = std::move(idx);
   return r;
 }
@@ -241,11 +251,17 @@ inline std::unique_ptr<Program> rowsum_program(int64_t TM, int64_t TN) {
   partial.domain.push_back(domain_var("j", lit(0), cdiv(dim("N", 1), cst(P, "TN"))));
   partial.notifies.push_back(event_ref(k, "E", exprs(tvar("i", 0))));
   partial.locals.push_back(local_decl("t", tile_t({TM, TN})));
-  partial.body.push_back(let("t", 0, load(slice(k, "x", exprs(range_plus(bin(BinOp::Mul, tvar("i", 0), cst(P, "TM")), cst(P, "TM")),
-                                                                  range_plus(bin(BinOp::Mul, tvar("j", 1), cst(P, "TN")), cst(P, "TN"))),
-                                                 {TM, TN}))));
+  partial.body.push_back(
+      let("t", 0,
+          load(slice(k, "x",
+                     exprs(range_plus(bin(BinOp::Mul, tvar("i", 0), cst(P, "TM")), cst(P, "TM")),
+                           range_plus(bin(BinOp::Mul, tvar("j", 1), cst(P, "TN")), cst(P, "TN"))),
+                     {TM, TN}))));
   partial.body.push_back(expr_stmt(store(
-      slice(k, "part", exprs(tvar("j", 1), range_plus(bin(BinOp::Mul, tvar("i", 0), cst(P, "TM")), cst(P, "TM"))), {TM}),
+      slice(k, "part",
+            exprs(tvar("j", 1),
+                  range_plus(bin(BinOp::Mul, tvar("i", 0), cst(P, "TM")), cst(P, "TM"))),
+            {TM}),
       kw(call("sum", exprs(local("t", 0, tile_t({TM, TN}))), tile_t({TM})), "axis", lit(1)))));
 
   k.tasks.emplace_back();
@@ -260,12 +276,18 @@ inline std::unique_ptr<Program> rowsum_program(int64_t TM, int64_t TN) {
   z->shape_args.push_back(cst(P, "TM"));
   fin.body.push_back(let("acc", 0, std::move(z), true));
   std::vector<StmtPtr> body;
-  body.push_back(assign("acc", 0,
-                        load(slice(k, "part", exprs(lvar("j", 0), range_plus(bin(BinOp::Mul, tvar("i", 0), cst(P, "TM")), cst(P, "TM"))), {TM})),
-                        true, BinOp::Add));
+  body.push_back(
+      assign("acc", 0,
+             load(slice(k, "part",
+                        exprs(lvar("j", 0), range_plus(bin(BinOp::Mul, tvar("i", 0), cst(P, "TM")),
+                                                       cst(P, "TM"))),
+                        {TM})),
+             true, BinOp::Add));
   fin.body.push_back(for_loop("j", 0, lit(0), cdiv(dim("N", 1), cst(P, "TN")), std::move(body)));
-  fin.body.push_back(expr_stmt(store(slice(k, "y", exprs(range_plus(bin(BinOp::Mul, tvar("i", 0), cst(P, "TM")), cst(P, "TM"))), {TM}),
-                                     local("acc", 0, tile_t({TM})))));
+  fin.body.push_back(expr_stmt(store(
+      slice(k, "y", exprs(range_plus(bin(BinOp::Mul, tvar("i", 0), cst(P, "TM")), cst(P, "TM"))),
+            {TM}),
+      local("acc", 0, tile_t({TM})))));
   return p;
 }
 
@@ -288,11 +310,17 @@ inline std::unique_ptr<Program> softmax_program(int64_t TB, int64_t TN) {
   ev.name = "S";
   ev.shape = exprs(cdiv(dim("B", 0), cst(P, "TB")));
   k.events.push_back(std::move(ev));
-  auto rows = [&](int var) { return range_plus(bin(BinOp::Mul, tvar("b", var), cst(P, "TB")), cst(P, "TB")); };
-  auto cols_j = [&](ExprPtr j) { return range_plus(bin(BinOp::Mul, std::move(j), cst(P, "TN")), cst(P, "TN")); };
+  auto rows = [&](int var) {
+    return range_plus(bin(BinOp::Mul, tvar("b", var), cst(P, "TB")), cst(P, "TB"));
+  };
+  auto cols_j = [&](ExprPtr j) {
+    return range_plus(bin(BinOp::Mul, std::move(j), cst(P, "TN")), cst(P, "TN"));
+  };
   Type row = tile_t({TB}), tile = tile_t({TB, TN}), col = tile_t({TB, 1});
   auto maxax = [&](ExprPtr t) { return kw(call("max", exprs(std::move(t)), row), "axis", lit(1)); };
-  auto expand = [&](ExprPtr t) { return kw(call("expand", exprs(std::move(t)), col), "axis", lit(1)); };
+  auto expand = [&](ExprPtr t) {
+    return kw(call("expand", exprs(std::move(t)), col), "axis", lit(1));
+  };
   auto ex = [&](ExprPtr t, Type ty) { return call("exp", exprs(std::move(t)), ty); };
 
   k.tasks.emplace_back();
@@ -312,18 +340,29 @@ inline std::unique_ptr<Program> softmax_program(int64_t TB, int64_t TN) {
   z->shape_args.push_back(cst(P, "TB"));
   st.body.push_back(let("l", 1, std::move(z), true));
   std::vector<StmtPtr> body;
-  body.push_back(let("t", 2, kw(load(slice(k, "x", exprs(rows(0), cols_j(lvar("j", 0))), {TB, TN})), "pad", neg(inf()))));
-  body.push_back(let("m_new", 3, call("max", exprs(local("m", 0, row), maxax(local("t", 2, tile))), row)));
+  body.push_back(let(
+      "t", 2,
+      kw(load(slice(k, "x", exprs(rows(0), cols_j(lvar("j", 0))), {TB, TN})), "pad", neg(inf()))));
+  body.push_back(
+      let("m_new", 3, call("max", exprs(local("m", 0, row), maxax(local("t", 2, tile))), row)));
   body.push_back(assign(
       "l", 1,
       bin(BinOp::Add,
-          bin(BinOp::Mul, local("l", 1, row), ex(bin(BinOp::Sub, local("m", 0, row), local("m_new", 3, row), row), row), row),
-          kw(call("sum", exprs(ex(bin(BinOp::Sub, local("t", 2, tile), expand(local("m_new", 3, row)), tile), tile)), row), "axis", lit(1)),
+          bin(BinOp::Mul, local("l", 1, row),
+              ex(bin(BinOp::Sub, local("m", 0, row), local("m_new", 3, row), row), row), row),
+          kw(call("sum",
+                  exprs(
+                      ex(bin(BinOp::Sub, local("t", 2, tile), expand(local("m_new", 3, row)), tile),
+                         tile)),
+                  row),
+             "axis", lit(1)),
           row)));
   body.push_back(assign("m", 0, local("m_new", 3, row)));
   st.body.push_back(for_loop("j", 0, lit(0), cdiv(dim("N", 1), cst(P, "TN")), std::move(body)));
-  st.body.push_back(expr_stmt(store(slice(k, "row_max", exprs(rows(0)), {TB}), local("m", 0, row))));
-  st.body.push_back(expr_stmt(store(slice(k, "row_sum", exprs(rows(0)), {TB}), local("l", 1, row))));
+  st.body.push_back(
+      expr_stmt(store(slice(k, "row_max", exprs(rows(0)), {TB}), local("m", 0, row))));
+  st.body.push_back(
+      expr_stmt(store(slice(k, "row_sum", exprs(rows(0)), {TB}), local("l", 1, row))));
 
   k.tasks.emplace_back();
   TaskDecl &nz = k.tasks.back();
@@ -332,12 +371,14 @@ inline std::unique_ptr<Program> softmax_program(int64_t TB, int64_t TN) {
   nz.domain.push_back(domain_var("j", lit(0), cdiv(dim("N", 1), cst(P, "TN"))));
   nz.waits.push_back(event_ref(k, "S", exprs(tvar("b", 0))));
   nz.locals = {local_decl("t", tile), local_decl("m", col), local_decl("l", col)};
-  nz.body.push_back(let("t", 0, load(slice(k, "x", exprs(rows(0), cols_j(tvar("j", 1))), {TB, TN}))));
+  nz.body.push_back(
+      let("t", 0, load(slice(k, "x", exprs(rows(0), cols_j(tvar("j", 1))), {TB, TN}))));
   nz.body.push_back(let("m", 1, expand(load(slice(k, "row_max", exprs(rows(0)), {TB})))));
   nz.body.push_back(let("l", 2, expand(load(slice(k, "row_sum", exprs(rows(0)), {TB})))));
   nz.body.push_back(expr_stmt(store(
       slice(k, "y", exprs(rows(0), cols_j(tvar("j", 1))), {TB, TN}),
-      bin(BinOp::Div, ex(bin(BinOp::Sub, local("t", 0, tile), local("m", 1, col), tile), tile), local("l", 2, col), tile))));
+      bin(BinOp::Div, ex(bin(BinOp::Sub, local("t", 0, tile), local("m", 1, col), tile), tile),
+          local("l", 2, col), tile))));
   return p;
 }
 

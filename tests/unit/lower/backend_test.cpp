@@ -28,7 +28,8 @@ std::string ptxas(const std::string &ptx, const std::string &arch, bool &ok) {
   std::string dir = "/tmp/etl-be-ptx-" + std::to_string(getpid());
   std::string in = dir + "-" + arch + ".ptx", log = dir + "-" + arch + ".log";
   std::ofstream(in) << ptx;
-  std::string cmd = std::string(ETL_PTXAS) + " -arch=" + arch + " " + in + " -o /dev/null > " + log + " 2>&1";
+  std::string cmd =
+      std::string(ETL_PTXAS) + " -arch=" + arch + " " + in + " -o /dev/null > " + log + " 2>&1";
   ok = std::system(cmd.c_str()) == 0;
   std::ifstream f(log);
   std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -39,7 +40,8 @@ std::string ptxas(const std::string &ptx, const std::string &arch, bool &ok) {
 
 const TargetOutput *find(const BackendResult &r, const std::string &t) {
   for (const auto &o : r.outputs)
-    if (o.target == t) return &o;
+    if (o.target == t)
+      return &o;
   return nullptr;
 }
 
@@ -98,7 +100,8 @@ TEST_CASE("backend: rowsum lowers to verified IR, PTX and a sim object") {
   check_ptx(r);
   const TargetOutput *sim = find(r, "sim");
   REQUIRE(sim);
-  CHECK(sim->code.substr(0, 4) == "\x7f" "ELF");
+  CHECK(sim->code.substr(0, 4) == "\x7f"
+                                  "ELF");
   CHECK(sim->llvm_ir.find("__etl_sim_ops") != std::string::npos);
   // NVPTX never sees an instruction it cannot select.
   CHECK(find(r, "sm_90")->llvm_ir.find(" fence ") == std::string::npos);
@@ -124,9 +127,11 @@ TEST_CASE("backend: rowsum on sim computes y = sum(x, axis=1)") {
   REQUIRE(r.ok);
 
   std::vector<float> x(size_t(M * N)), y(size_t(M), -1.f), part(size_t(cdiv(N, TN) * M), 0.f);
-  for (int64_t i = 0; i < M * N; ++i) x[size_t(i)] = float((i * 7) % 13) - 3.f;
+  for (int64_t i = 0; i < M * N; ++i)
+    x[size_t(i)] = float((i * 7) % 13) - 3.f;
   std::vector<uint32_t> events(size_t(cdiv(M, TM)), uint32_t(cdiv(N, TN)));
-  Queue q = make_queue({{0, uint32_t(cdiv(M, TM) * cdiv(N, TN))}, {1, uint32_t(cdiv(M, TM))}}, CTAS);
+  Queue q =
+      make_queue({{0, uint32_t(cdiv(M, TM) * cdiv(N, TN))}, {1, uint32_t(cdiv(M, TM))}}, CTAS);
   uint32_t abort_flag = 0;
   uint64_t args[14] = {};
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
@@ -150,10 +155,12 @@ TEST_CASE("backend: rowsum on sim computes y = sum(x, axis=1)") {
   CHECK(st.tasks == int(cdiv(M, TM) * cdiv(N, TN) + cdiv(M, TM)));
   for (int64_t m = 0; m < M; ++m) {
     float want = 0;
-    for (int64_t n = 0; n < N; ++n) want += x[size_t(m * N + n)];
+    for (int64_t n = 0; n < N; ++n)
+      want += x[size_t(m * N + n)];
     CHECK(y[size_t(m)] == doctest::Approx(want));
   }
-  for (uint32_t e : events) CHECK(e == 0);
+  for (uint32_t e : events)
+    CHECK(e == 0);
 }
 
 TEST_CASE("backend: softmax on sim matches a reference") {
@@ -166,10 +173,13 @@ TEST_CASE("backend: softmax on sim matches a reference") {
   INFO(r.error);
   REQUIRE(r.ok);
 
-  std::vector<float> x(size_t(B * N)), y(size_t(B * N), -1.f), rmax(static_cast<size_t>(B)), rsum(static_cast<size_t>(B));
-  for (int64_t i = 0; i < B * N; ++i) x[size_t(i)] = float((i * 5) % 11) * 0.25f - 1.f;
+  std::vector<float> x(size_t(B * N)), y(size_t(B * N), -1.f), rmax(static_cast<size_t>(B)),
+      rsum(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B * N; ++i)
+    x[size_t(i)] = float((i * 5) % 11) * 0.25f - 1.f;
   std::vector<uint32_t> events(size_t(cdiv(B, TB)), 1u);
-  Queue q = make_queue({{0, uint32_t(cdiv(B, TB))}, {1, uint32_t(cdiv(B, TB) * cdiv(N, TN))}}, CTAS);
+  Queue q =
+      make_queue({{0, uint32_t(cdiv(B, TB))}, {1, uint32_t(cdiv(B, TB) * cdiv(N, TN))}}, CTAS);
   uint32_t abort_flag = 0;
   uint64_t args[15] = {};
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
@@ -194,8 +204,10 @@ TEST_CASE("backend: softmax on sim matches a reference") {
   CHECK(st.violations == 0);
   for (int64_t b = 0; b < B; ++b) {
     float mx = -INFINITY, s = 0;
-    for (int64_t n = 0; n < N; ++n) mx = std::max(mx, x[size_t(b * N + n)]);
-    for (int64_t n = 0; n < N; ++n) s += std::exp(x[size_t(b * N + n)] - mx);
+    for (int64_t n = 0; n < N; ++n)
+      mx = std::max(mx, x[size_t(b * N + n)]);
+    for (int64_t n = 0; n < N; ++n)
+      s += std::exp(x[size_t(b * N + n)] - mx);
     CHECK(rmax[size_t(b)] == doctest::Approx(mx));
     CHECK(rsum[size_t(b)] == doctest::Approx(s));
     for (int64_t n = 0; n < N; ++n)

@@ -47,7 +47,8 @@ inline void *sim_shared_base() { return g_sim->ctas[t_cta].smem.data(); }
 inline void sim_check_access(const void *p, uint64_t bytes, uint32_t) {
   const char *c = static_cast<const char *>(p);
   for (auto &b : g_sim->buffers)
-    if (c >= b.first && c + bytes <= b.first + b.second) return;
+    if (c >= b.first && c + bytes <= b.first + b.second)
+      return;
   g_sim->violations++;
 }
 inline uint32_t sim_atomic_add_release(uint32_t *p, uint32_t v) {
@@ -57,29 +58,34 @@ inline uint32_t sim_load_acquire(const uint32_t *p) { return __atomic_load_n(p, 
 inline void sim_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void sim_spin_pause() { sched_yield(); }
 inline void sim_task_begin(uint32_t, uint32_t) {
-  if (t_tid == 0) g_sim->tasks++;
+  if (t_tid == 0)
+    g_sim->tasks++;
 }
 inline void sim_task_end() {}
 
-inline const etl_sim_ops g_test_ops = {sim_tid,        sim_ctaid,         sim_barrier,
-                                       sim_shared_base, sim_check_access, sim_atomic_add_release,
-                                       sim_load_acquire, sim_fence,       sim_spin_pause,
-                                       sim_task_begin, sim_task_end};
+inline const etl_sim_ops g_test_ops = {sim_tid,          sim_ctaid,        sim_barrier,
+                                       sim_shared_base,  sim_check_access, sim_atomic_add_release,
+                                       sim_load_acquire, sim_fence,        sim_spin_pause,
+                                       sim_task_begin,   sim_task_end};
 
 /// Loads `so_bytes` and runs it. Returns an error text, empty on success.
 inline std::string run_sim(const std::string &so_bytes, uint64_t *args, unsigned ctas,
                            unsigned threads, unsigned smem_bytes, SimState &st) {
   char path[] = "/tmp/etl-test-sim-XXXXXX";
   int fd = mkstemp(path);
-  if (fd < 0) return "mkstemp failed";
-  if (write(fd, so_bytes.data(), so_bytes.size()) != ssize_t(so_bytes.size())) return "write failed";
+  if (fd < 0)
+    return "mkstemp failed";
+  if (write(fd, so_bytes.data(), so_bytes.size()) != ssize_t(so_bytes.size()))
+    return "write failed";
   close(fd);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   unlink(path);
-  if (!h) return std::string("dlopen: ") + dlerror();
+  if (!h)
+    return std::string("dlopen: ") + dlerror();
   auto **ops = static_cast<const etl_sim_ops **>(dlsym(h, ETL_SIM_OPS_SYMBOL));
   auto entry = reinterpret_cast<void (*)(uint64_t *)>(dlsym(h, ETL_KERNEL_ENTRY));
-  if (!ops || !entry) return "missing " ETL_SIM_OPS_SYMBOL " or " ETL_KERNEL_ENTRY;
+  if (!ops || !entry)
+    return "missing " ETL_SIM_OPS_SYMBOL " or " ETL_KERNEL_ENTRY;
   *ops = &g_test_ops;
   g_sim = &st;
   st.ctas = std::vector<SimState::Cta>(ctas);
@@ -95,8 +101,10 @@ inline std::string run_sim(const std::string &so_bytes, uint64_t *args, unsigned
         t_tid = t;
         entry(args);
       });
-  for (auto &t : pool) t.join();
-  for (auto &c : st.ctas) pthread_barrier_destroy(&c.bar);
+  for (auto &t : pool)
+    t.join();
+  for (auto &c : st.ctas)
+    pthread_barrier_destroy(&c.bar);
   g_sim = nullptr;
   dlclose(h);
   return "";

@@ -35,10 +35,12 @@ X op(X a, const X &b, int64_t o) {
 struct W {
   std::string b;
   void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) b.push_back(char((v >> (8 * i)) & 0xff));
+    for (int i = 0; i < 4; ++i)
+      b.push_back(char((v >> (8 * i)) & 0xff));
   }
   void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) b.push_back(char((v >> (8 * i)) & 0xff));
+    for (int i = 0; i < 8; ++i)
+      b.push_back(char((v >> (8 * i)) & 0xff));
   }
   void str(const std::string &s) {
     u32(uint32_t(s.size()));
@@ -46,7 +48,8 @@ struct W {
   }
   void expr(const X &x) {
     u32(uint32_t(x.size()));
-    for (int64_t w : x) u64(uint64_t(w));
+    for (int64_t w : x)
+      u64(uint64_t(w));
   }
 };
 
@@ -60,7 +63,8 @@ uint32_t fnv(const std::string &s, size_t from) {
 }
 
 void put32(std::string &s, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s[at + i] = char((v >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; ++i)
+    s[at + i] = char((v >> (8 * i)) & 0xff);
 }
 
 void fix_checksum(std::string &a) { put32(a, 20, fnv(a, 32)); }
@@ -72,9 +76,9 @@ std::string artifact(const std::string &meta,
   W w;
   w.b += "ETLB";
   w.u32(version);
-  w.u64(0);  // file size, patched
+  w.u64(0); // file size, patched
   w.u32(uint32_t(n));
-  w.u32(0);  // checksum, patched
+  w.u32(0); // checksum, patched
   w.u64(0);
   uint64_t off = 32 + 32 * n;
   auto entry = [&](uint32_t kind, const std::string &target, uint64_t size) {
@@ -87,10 +91,13 @@ std::string artifact(const std::string &meta,
     off += size;
   };
   entry(ETL_SECTION_META, "", meta.size());
-  for (auto &c : code) entry(ETL_SECTION_CODE, c.first, c.second.size());
+  for (auto &c : code)
+    entry(ETL_SECTION_CODE, c.first, c.second.size());
   w.b += meta;
-  for (auto &c : code) w.b += c.second;
-  for (int i = 0; i < 8; ++i) w.b[8 + i] = char((uint64_t(w.b.size()) >> (8 * i)) & 0xff);
+  for (auto &c : code)
+    w.b += c.second;
+  for (int i = 0; i < 8; ++i)
+    w.b[8 + i] = char((uint64_t(w.b.size()) >> (8 * i)) & 0xff);
   fix_checksum(w.b);
   return w.b;
 }
@@ -105,8 +112,8 @@ std::string artifact(const std::string &meta,
 //   order: produce, consume, total.
 std::string test_meta(int64_t notify_shift = 0) {
   W w;
-  w.u32(32);  // threads per CTA
-  w.u32(0);   // smem
+  w.u32(32); // threads per CTA
+  w.u32(0);  // smem
   w.str("etl_main");
   w.str("test.etl");
   w.u32(15);
@@ -145,12 +152,12 @@ std::string test_meta(int64_t notify_shift = 0) {
   w.u32(1);
   w.expr(C(0));
   w.expr(D(0));
-  w.u32(1);  // notifies F[0]
+  w.u32(1); // notifies F[0]
   w.u32(1);
   w.u32(1);
   w.u32(0);
   w.expr(C(0));
-  w.u32(1);  // waits E[j]
+  w.u32(1); // waits E[j]
   w.u32(0);
   w.u32(1);
   w.u32(0);
@@ -172,7 +179,7 @@ std::string test_meta(int64_t notify_shift = 0) {
   w.expr(C(0));
   w.expr(C(1));
   w.u32(0);
-  w.u32(1);  // waits F[*]
+  w.u32(1); // waits F[*]
   w.u32(1);
   w.u32(1);
   w.u32(1);
@@ -280,7 +287,8 @@ std::string compile_kernel(const std::string &defines) {
 const std::string &kernel(const std::string &defines) {
   static std::vector<std::pair<std::string, std::string>> cache;
   for (auto &c : cache)
-    if (c.first == defines) return c.second;
+    if (c.first == defines)
+      return c.second;
   cache.emplace_back(defines, compile_kernel(defines));
   return cache.back().second;
 }
@@ -305,7 +313,8 @@ struct Buffers {
     REQUIRE(etlMalloc(ctx, size_t(n * 4), &y) == ETL_SUCCESS);
     REQUIRE(etlMalloc(ctx, 4, &total) == ETL_SUCCESS);
     std::vector<float> hx(size_t(n * 32));
-    for (size_t i = 0; i < hx.size(); ++i) hx[i] = float(i % 7);
+    for (size_t i = 0; i < hx.size(); ++i)
+      hx[i] = float(i % 7);
     REQUIRE(etlMemcpyHtoD(ctx, x, hx.data(), hx.size() * 4) == ETL_SUCCESS);
   }
   ~Buffers() {
@@ -328,7 +337,8 @@ struct Buffers {
     double want_total = 0;
     for (int64_t j = 0; j < n; ++j) {
       double s = 0;
-      for (int64_t i = 0; i < 32; ++i) s += 2.0 * double((j * 32 + i) % 7);
+      for (int64_t i = 0; i < 32; ++i)
+        s += 2.0 * double((j * 32 + i) % 7);
       CHECK(hy[size_t(j)] == doctest::Approx(s));
       want_total += s;
     }
@@ -338,11 +348,12 @@ struct Buffers {
 
 std::string good_artifact() {
   const std::string &k = kernel("");
-  if (k.empty()) return "";
+  if (k.empty())
+    return "";
   return artifact(test_meta(), {{"sim", k}, {"sm_90", std::string(".version 7.8\n", 14)}});
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("errors: names, strings, version") {
   CHECK(std::string(etlGetErrorName(ETL_SUCCESS)) == "ETL_SUCCESS");
@@ -357,7 +368,8 @@ TEST_CASE("expression evaluator") {
   auto ev = [](const X &x, int64_t dim, int64_t *out) {
     etl_expr e{uint32_t(x.size()), const_cast<int64_t *>(x.data())};
     char err[160];
-    if (etl_expr_check(&e, 1, 1, err, sizeof err) != 0) return -2;
+    if (etl_expr_check(&e, 1, 1, err, sizeof err) != 0)
+      return -2;
     int64_t var = 5;
     return etl_expr_eval(&e, &dim, 1, &var, 1, out, err, sizeof err);
   };
@@ -374,17 +386,17 @@ TEST_CASE("expression evaluator") {
   CHECK(r == 30);
   CHECK(ev(op(op(D(0), C(3), ETL_XOP_GE), op(D(0), C(9), ETL_XOP_LT), ETL_XOP_AND), 6, &r) == 0);
   CHECK(r == 1);
-  CHECK(ev(op(C(1), D(0), ETL_XOP_FLOORDIV), 0, &r) == -1);             // divide by zero
+  CHECK(ev(op(C(1), D(0), ETL_XOP_FLOORDIV), 0, &r) == -1);            // divide by zero
   CHECK(ev(op(C(INT64_MAX), C(1), ETL_XOP_ADD), 0, &r) == -1);         // overflow
-  CHECK(ev(op(C(INT64_MAX / 2 + 1), C(2), ETL_XOP_MUL), 0, &r) == -1);  // overflow
+  CHECK(ev(op(C(INT64_MAX / 2 + 1), C(2), ETL_XOP_MUL), 0, &r) == -1); // overflow
   X neg = C(INT64_MIN);
   neg.push_back(ETL_XOP_NEG);
   CHECK(ev(neg, 0, &r) == -1);
-  CHECK(ev({ETL_XOP_ADD}, 0, &r) == -2);          // underflow
-  CHECK(ev({ETL_XOP_CONST}, 0, &r) == -2);        // missing immediate
-  CHECK(ev({ETL_XOP_DIM, 3}, 0, &r) == -2);       // dim out of range
-  CHECK(ev(op(C(1), C(2), 999), 0, &r) == -2);    // unknown op
-  CHECK(ev({ETL_XOP_CONST, 1, ETL_XOP_CONST, 2}, 0, &r) == -2);  // depth 2 at end
+  CHECK(ev({ETL_XOP_ADD}, 0, &r) == -2);                        // underflow
+  CHECK(ev({ETL_XOP_CONST}, 0, &r) == -2);                      // missing immediate
+  CHECK(ev({ETL_XOP_DIM, 3}, 0, &r) == -2);                     // dim out of range
+  CHECK(ev(op(C(1), C(2), 999), 0, &r) == -2);                  // unknown op
+  CHECK(ev({ETL_XOP_CONST, 1, ETL_XOP_CONST, 2}, 0, &r) == -2); // depth 2 at end
 }
 
 TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
@@ -399,8 +411,8 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.u32(1);
   w.str("N");
   w.u32(8);
-  w.u32(0);  // tensors
-  w.u32(0);  // constraints
+  w.u32(0); // tensors
+  w.u32(0); // constraints
   w.u32(1);
   w.str("G");
   w.u32(2);
@@ -434,7 +446,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.u32(0);
   w.expr(C(1));
   w.u32(2);
-  w.u32(1);  // order: b listed last
+  w.u32(1); // order: b listed last
   w.u32(0);
   // order is [1, 0] above? no: written as order[0]=1? fix below
   std::string meta = w.b;
@@ -448,17 +460,19 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   etl_plan *p = nullptr;
   REQUIRE(etl_plan_build(&art.meta, &n, 4, &p) == ETL_SUCCESS);
   CHECK(p->n_counters == 9);
-  for (int i = 0; i < 9; ++i) CHECK(p->wait_counts[i] == 2);
-  CHECK(p->n_entries == 9);  // 6 tasks of a, 3 of b
+  for (int i = 0; i < 9; ++i)
+    CHECK(p->wait_counts[i] == 2);
+  CHECK(p->n_entries == 9); // 6 tasks of a, 3 of b
   // round robin over 4 CTAs: CTA 0 gets tasks 0, 4, 8; CTA 1: 1, 5; ...
   CHECK(p->queue_offs[0] == 0);
   CHECK(p->queue_offs[1] == 3);
   CHECK(p->queue_offs[2] == 5);
   CHECK(p->queue_offs[3] == 7);
   CHECK(p->queue_offs[4] == 9);
-  uint32_t want0[] = {0, 0, 0, 4, 1, 2};  // (a,0) (a,4) (b,2)
-  for (int i = 0; i < 6; ++i) CHECK(p->queue[i] == want0[i]);
-  CHECK(p->queue[2 * 5] == 0);  // CTA 2 starts with (a, 2)
+  uint32_t want0[] = {0, 0, 0, 4, 1, 2}; // (a,0) (a,4) (b,2)
+  for (int i = 0; i < 6; ++i)
+    CHECK(p->queue[i] == want0[i]);
+  CHECK(p->queue[2 * 5] == 0); // CTA 2 starts with (a, 2)
   CHECK(p->queue[2 * 5 + 1] == 2);
   char name[64];
   etl_plan_task_name(&art.meta, p, 0, 5, name, sizeof name);
@@ -511,11 +525,11 @@ TEST_CASE("artifact reader refuses corrupt, truncated and wrong-version files") 
   SUBCASE("malformed metadata with a valid checksum") {
     std::string meta = test_meta();
     std::string bad = meta;
-    put32(bad, 0, 0);  // threads_per_cta 0
+    put32(bad, 0, 0); // threads_per_cta 0
     std::string a = artifact(bad, {});
     CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_INVALID_ARTIFACT);
     bad = meta;
-    put32(bad, bad.size() - 16, 0x7fffffff);  // huge group order count
+    put32(bad, bad.size() - 16, 0x7fffffff); // huge group order count
     a = artifact(bad, {});
     CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_INVALID_ARTIFACT);
     a = artifact(meta + "zz", {});
@@ -550,9 +564,11 @@ TEST_CASE("artifact reader refuses corrupt, truncated and wrong-version files") 
         }
         a = good;
         a[i] = char(0xff);
-        if (i + 1 < a.size()) a[i + 1] = char(0xff);
+        if (i + 1 < a.size())
+          a[i + 1] = char(0xff);
         fix_checksum(a);
-        if (etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS) etl_artifact_free(&art);
+        if (etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS)
+          etl_artifact_free(&art);
       }
     }
     CHECK(bad > 0);
@@ -615,7 +631,8 @@ TEST_CASE("contexts, memory and NULL handles") {
 
 TEST_CASE("end to end on sim: several shape bindings") {
   std::string a = good_artifact();
-  if (a.empty()) return;
+  if (a.empty())
+    return;
   for (uint32_t workers : {1u, 3u, 4u}) {
     Ctx ctx(workers);
     // through a file, as applications do
@@ -647,7 +664,7 @@ TEST_CASE("end to end on sim: several shape bindings") {
       INFO(etlGetLastErrorMessage());
       REQUIRE(st == ETL_SUCCESS);
       b.check();
-      REQUIRE(etlRun(prog) == ETL_SUCCESS);  // counters re-initialised
+      REQUIRE(etlRun(prog) == ETL_SUCCESS); // counters re-initialised
       b.check();
     }
     etlProgramDestroy(prog);
@@ -656,7 +673,8 @@ TEST_CASE("end to end on sim: several shape bindings") {
 
 TEST_CASE("binding validation") {
   std::string a = good_artifact();
-  if (a.empty()) return;
+  if (a.empty())
+    return;
   Ctx ctx;
   etlProgram prog = nullptr;
   REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &prog) == ETL_SUCCESS);
@@ -711,7 +729,8 @@ TEST_CASE("binding validation") {
 TEST_CASE("sim: memory violation names the task, and the context stays usable") {
   std::string k = kernel("-DBAD");
   std::string a = good_artifact();
-  if (k.empty() || a.empty()) return;
+  if (k.empty() || a.empty())
+    return;
   std::string bad = artifact(test_meta(), {{"sim", k}});
   Ctx ctx(3);
   etlProgram pb = nullptr, pg = nullptr;
@@ -729,7 +748,7 @@ TEST_CASE("sim: memory violation names the task, and the context stays usable") 
   b.bind(pg);
   REQUIRE(etlRun(pg) == ETL_SUCCESS);
   b.check();
-  CHECK(etlRun(pb) == ETL_ERROR_MEMORY_VIOLATION);  // and again
+  CHECK(etlRun(pb) == ETL_ERROR_MEMORY_VIOLATION); // and again
   REQUIRE(etlRun(pg) == ETL_SUCCESS);
   b.check();
 }
@@ -737,7 +756,8 @@ TEST_CASE("sim: memory violation names the task, and the context stays usable") 
 TEST_CASE("sim: a deadlock ends in ETL_ERROR_TIMEOUT listing pending events") {
   std::string k = kernel("-DDEADLOCK");
   std::string a = good_artifact();
-  if (k.empty() || a.empty()) return;
+  if (k.empty() || a.empty())
+    return;
   std::string dead = artifact(test_meta(), {{"sim", k}});
   Ctx ctx(4, 200);
   etlProgram pd = nullptr, pg = nullptr;

@@ -66,7 +66,8 @@ kernel k<M: dim>(x: tensor<f32>[M]) {
     store(x[i .. +1], zeros<f32>[1]);
   }
 }
-)").graph;
+)")
+                     .graph;
   CHECK_FALSE(g.events[0].wait_count.has_value());
   CHECK(g.events[0].wait_count_note.find("not a plain task index") != std::string::npos);
 }
@@ -90,7 +91,8 @@ kernel k<M: dim, N: dim>(x: tensor<f32>[M]) {
     store(x[k .. +1], zeros<f32>[1]);
   }
 }
-)").graph;
+)")
+                     .graph;
   REQUIRE(g.events[0].wait_count.has_value());
   CHECK(*g.events[0].wait_count == Sym::symbol("N") + 1);
   // D[0] is notified by a constant index: not uniform over D (which has one element).
