@@ -12,6 +12,7 @@
 #include <etl/etl.h>
 
 #include <math.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,15 @@ static inline float ex_random(uint64_t *state) { /* xorshift64*, in [-1, 1) */
   *state ^= *state << 25;
   *state ^= *state >> 27;
   return (float)((*state * 2685821657736338717ull) >> 40) / (float)(1ull << 23) - 1.0f;
+}
+
+/* Runs the bound program and returns its wall time in milliseconds. */
+static inline double ex_run_timed(etlProgram prog) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK_ETL(etlRun(prog));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
 }
 
 static inline void *ex_upload(etlContext ctx, const float *host, size_t n) {

@@ -12,7 +12,7 @@ static const char *usage =
     "usage: rowsum_host ARTIFACT [--device auto|sim|cuda] [--shape M,N]...\n";
 
 /* Runs one binding on `ctx`; leaves y in `out`. */
-static void run_rowsum(etlContext ctx, etlProgram prog, int64_t M, int64_t N, const float *x,
+static double run_rowsum(etlContext ctx, etlProgram prog, int64_t M, int64_t N, const float *x,
                        float *out) {
   void *dx = ex_upload(ctx, x, (size_t)(M * N));
   void *dy = ex_upload(ctx, NULL, (size_t)M);
@@ -21,10 +21,11 @@ static void run_rowsum(etlContext ctx, etlProgram prog, int64_t M, int64_t N, co
   CHECK_ETL(etlBindDim(prog, "N", N));
   CHECK_ETL(etlBindTensor(prog, "x", dx, ETL_F32, 2, xs));
   CHECK_ETL(etlBindTensor(prog, "y", dy, ETL_F32, 1, ys));
-  CHECK_ETL(etlRun(prog));
+  double ms = ex_run_timed(prog);
   ex_download(ctx, out, dy, (size_t)M);
   CHECK_ETL(etlFree(ctx, dx));
   CHECK_ETL(etlFree(ctx, dy));
+  return ms;
 }
 
 int main(int argc, char **argv) {
@@ -49,11 +50,11 @@ int main(int argc, char **argv) {
         acc += x[m * N + n];
       ref[m] = (float)acc;
     }
-    run_rowsum(ctx, prog, M, N, x, y);
+    double ms = run_rowsum(ctx, prog, M, N, x, y);
     double err = ex_max_error(y, ref, (size_t)M);
     int ok = err < 1e-4;
-    printf("rowsum M=%-5lld N=%-5lld on %s: max error %.2e %s\n", (long long)M, (long long)N,
-           etlContextDeviceName(ctx), err, ok ? "OK" : "FAIL");
+    printf("rowsum M=%-5lld N=%-5lld on %s: max error %.2e, etlRun %.2f ms %s\n", (long long)M, (long long)N,
+           etlContextDeviceName(ctx), err, ms, ok ? "OK" : "FAIL");
     if (gpu) {
       float *ys = malloc(sizeof(float) * (size_t)M);
       run_rowsum(sim, sim_prog, M, N, x, ys);

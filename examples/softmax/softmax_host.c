@@ -11,7 +11,7 @@
 static const char *usage =
     "usage: softmax_host ARTIFACT [--device auto|sim|cuda] [--shape B,N]...\n";
 
-static void run_softmax(etlContext ctx, etlProgram prog, int64_t B, int64_t N, const float *x,
+static double run_softmax(etlContext ctx, etlProgram prog, int64_t B, int64_t N, const float *x,
                         float *out) {
   size_t n = (size_t)(B * N);
   void *dx = ex_upload(ctx, x, n);
@@ -21,10 +21,11 @@ static void run_softmax(etlContext ctx, etlProgram prog, int64_t B, int64_t N, c
   CHECK_ETL(etlBindDim(prog, "N", N));
   CHECK_ETL(etlBindTensor(prog, "x", dx, ETL_F32, 2, shape));
   CHECK_ETL(etlBindTensor(prog, "y", dy, ETL_F32, 2, shape));
-  CHECK_ETL(etlRun(prog));
+  double ms = ex_run_timed(prog);
   ex_download(ctx, out, dy, n);
   CHECK_ETL(etlFree(ctx, dx));
   CHECK_ETL(etlFree(ctx, dy));
+  return ms;
 }
 
 static void reference(int64_t B, int64_t N, const float *x, float *y) {
@@ -58,11 +59,11 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; ++i)
       x[i] = 4.0f * ex_random(&seed);
     reference(B, N, x, ref);
-    run_softmax(ctx, prog, B, N, x, y);
+    double ms = run_softmax(ctx, prog, B, N, x, y);
     double err = ex_max_error(y, ref, n);
     int ok = err < 1e-5;
-    printf("softmax B=%-4lld N=%-5lld on %s: max error %.2e %s\n", (long long)B, (long long)N,
-           etlContextDeviceName(ctx), err, ok ? "OK" : "FAIL");
+    printf("softmax B=%-4lld N=%-5lld on %s: max error %.2e, etlRun %.2f ms %s\n", (long long)B, (long long)N,
+           etlContextDeviceName(ctx), err, ms, ok ? "OK" : "FAIL");
     if (gpu) {
       float *ys = malloc(sizeof(float) * n);
       run_softmax(sim, sim_prog, B, N, x, ys);

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Benchmarks: prints tables, asserts nothing (tests own correctness).
+#
+#   scripts/bench.sh [BUILD_DIR]        (default: build/, made by scripts/setup.sh)
+#
+# 1. etlc stage times per example (median of 5 runs of --time-passes), for
+#    the artifact with targets sm_90,sim.
+# 2. etlRun wall time of each example on the device "auto" picks (the GPU when
+#    one is present, else sim), per shape binding, median of 5 runs, from one
+#    artifact. On sim this measures the simulator (CPU threads and fibers),
+#    not GPU performance; compare numbers only within one run of this script.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build}"
+etlc="$build/compiler/etlc"
+[ -x "$etlc" ] || { echo "bench: $etlc not built; run scripts/setup.sh first" >&2; exit 2; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/times" "$tmp/runs"
+runs=5
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "== etlc stage times (ms, median of $runs), --target sm_90,sim"
+printf '%-10s %8s %8s %10s %10s %10s %10s %9s\n' example parse sema taskgraph backend artifact total bytes
+for ex in rowsum softmax; do
+  for i in $(seq $runs); do
+    "$etlc" compile "$root/examples/$ex/$ex.etl" -o "$tmp/$ex.etlb" --time-passes 2>"$tmp/times/$i"
+  done
+  row=()
+  for stage in parse sema taskgraph backend artifact total; do
+    row+=("$(cat "$tmp"/times/* | awk -v s="$stage" '$1 == s {print $2}' | median)")
+  done
+  rm -f "$tmp"/times/*
+  printf '%-10s %8s %8s %10s %10s %10s %10s %9s\n' "$ex" "${row[@]}" "$(stat -c %s "$tmp/$ex.etlb")"
+done
+
+echo
+echo "== etlRun wall time (ms, median of $runs), one artifact per example"
+printf '%-10s %-12s %10s  %s\n' example shape etlRun device
+for spec in "rowsum 256,4096" "rowsum 1024,1024" "rowsum 4096,256" \
+            "softmax 64,4096" "softmax 512,512" "softmax 4096,64"; do
+  set -- $spec
+  ex=$1 shape=$2
+  for i in $(seq $runs); do
+    "$build/examples/${ex}_host" "$tmp/$ex.etlb" --shape "$shape" > "$tmp/runs/$i"
+  done
+  ms=$(grep -h -o 'etlRun [0-9.]* ms' "$tmp"/runs/* | awk '{print $2}' | median)
+  dev=$(grep -h -o 'on [^:]*:' "$tmp/runs/1" | head -1 | sed 's/^on //; s/:$//')
+  printf '%-10s %-12s %10s  %s\n' "$ex" "$shape" "$ms" "$dev"
+  rm -f "$tmp"/runs/*
+done
