@@ -4,8 +4,9 @@
 // intrinsics for tid/ctaid/bar.sync, one static addrspace(3) shared array
 // (`__etl_smem`, sized after lowering), inline PTX for what LLVM 16 NVPTX
 // cannot select or silently weakens (release atomics, acquire loads,
-// fence.acq_rel.gpu, nanosleep; see ARCHITECTURE.md "Toolchain facts"),
-// approximate NVVM math (never llvm.exp & co., which NVPTX cannot select),
+// fence.acq_rel.gpu, nanosleep; see ARCHITECTURE.md "Toolchain facts") and
+// for the timeline's %globaltimer/%smid, approximate NVVM math (never
+// llvm.exp & co., which NVPTX cannot select),
 // `nvvm.annotations` kernel metadata, and PTX emission through a
 // TargetMachine for nvptx64-nvidia-cuda with "+ptx78".
 //
@@ -126,8 +127,14 @@ public:
   }
   void fence(Builder &b) override { void_asm(b, "fence.acq_rel.gpu;"); }
   void spin_pause(Builder &b) override { void_asm(b, "nanosleep.u32 64;"); }
-  void task_begin(Builder &, llvm::Value *, llvm::Value *) override {} // timeline: not yet
+  void task_begin(Builder &, llvm::Value *, llvm::Value *) override {}
   void task_end(Builder &) override {}
+  llvm::Value *clock_ns(Builder &b) override {
+    return value_asm(b, b.getInt64Ty(), "mov.u64 $0, %globaltimer;", "=l");
+  }
+  llvm::Value *sm_id(Builder &b) override {
+    return value_asm(b, b.getInt32Ty(), "mov.u32 $0, %smid;", "=r");
+  }
 
   llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) override {
     switch (fn) {
@@ -159,6 +166,11 @@ public:
   }
 
 private:
+  /// Side-effecting, so it is neither merged with nor moved across others.
+  static llvm::Value *value_asm(Builder &b, llvm::Type *ty, const char *text, const char *cons) {
+    auto *fty = llvm::FunctionType::get(ty, false);
+    return b.CreateCall(fty, llvm::InlineAsm::get(fty, text, cons, true));
+  }
   static void void_asm(Builder &b, const char *text) {
     auto *fty = llvm::FunctionType::get(b.getVoidTy(), false);
     b.CreateCall(fty, llvm::InlineAsm::get(fty, text, "~{memory}", true));

@@ -94,6 +94,8 @@ public:
     call(b, kOp_task_begin, b.getVoidTy(), {g, lin});
   }
   void task_end(Builder &b) override { call(b, kOp_task_end, b.getVoidTy(), {}); }
+  llvm::Value *clock_ns(Builder &b) override { return call(b, kOp_clock_ns, b.getInt64Ty(), {}); }
+  llvm::Value *sm_id(Builder &b) override { return call(b, kOp_sm_id, b.getInt32Ty(), {}); }
 
   llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) override {
     switch (fn) {

@@ -11,6 +11,9 @@
 // notifies (barrier, thread 0 fences and decrements with release atomics).
 // The abort flag args[ABORT] is checked at each task start and in every
 // spin; thread 0 publishes it in shared memory so the whole CTA leaves.
+// Timeline (args[TIMELINE] != 0): thread 0 also broadcasts the queue
+// position p and writes record p's start (after the waits) and end (after
+// the body, before the notifies); see etl_abi.h.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -146,6 +149,7 @@ llvm::Function *Lowerer::lower_kernel() {
       llvm::Value *lin = b.CreateLoad(i32, b.CreateGEP(i32, q, b.CreateAdd(at, b.getInt64(1))));
       b.CreateStore(grp, smem_at(kSmemGroup));
       b.CreateStore(lin, smem_at(kSmemLinear));
+      b.CreateStore(cur, smem_at(kSmemPos));
       b.CreateStore(b.CreateAdd(cur, b.getInt32(1)), cursor);
     });
   });
@@ -221,14 +225,37 @@ llvm::Function *Lowerer::lower_group(int g) {
     b.CreateRetVoid();
     b.SetInsertPoint(go);
   }
+  timeline_mark(/*start=*/true);
   lower_stmts(task->body);
   if (!gp.notifies.empty()) {
     m.barrier(b); // every thread's stores are done
+    timeline_mark(/*start=*/false);
     emit_event_ops(gp, /*wait=*/false);
+  } else {
+    // The end counts once every thread is done; the branch is CTA-uniform.
+    if_then(b.CreateIsNotNull(arg_slot_ptr(5 /*ETL_SLOT_TIMELINE*/)), [&] { m.barrier(b); });
+    timeline_mark(/*start=*/false);
   }
   m.task_end(b);
   b.CreateRetVoid();
   return fn;
+}
+
+void Lowerer::timeline_mark(bool start) {
+  // Layout: etl_timeline_record in etl_abi.h (24 bytes: start, end, sm, cta).
+  llvm::Value *tl = arg_slot_ptr(5 /*ETL_SLOT_TIMELINE*/);
+  llvm::Value *on = b.CreateAnd(b.CreateICmpEQ(tid, b.getInt32(0)), b.CreateIsNotNull(tl));
+  if_then(on, [&] {
+    llvm::Value *pos = b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemPos)));
+    llvm::Value *rec =
+        b.CreateGEP(b.getInt8Ty(), tl, b.CreateMul(b.CreateZExt(pos, i64), b.getInt64(24)));
+    auto field = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), rec, b.getInt64(off)); };
+    b.CreateStore(m.clock_ns(b), field(start ? 0 : 8));
+    if (start) {
+      b.CreateStore(m.sm_id(b), field(16));
+      b.CreateStore(m.cta_id(b), field(20));
+    }
+  });
 }
 
 void Lowerer::for_each_event_element(const EventUse &use,

@@ -56,7 +56,9 @@ struct KernelPlan {
 };
 
 /// Byte offsets in shared memory.
-constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemScratch = 16;
+/// kSmemPos: the task's queue position, its index in the timeline.
+constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
+                   kSmemScratch = 16;
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
 
@@ -93,6 +95,9 @@ public:
 private:
   llvm::Function *lower_group(int g);
   void emit_event_ops(const GroupPlan &gp, bool wait);
+  /// Thread 0, when args[ETL_SLOT_TIMELINE] is set: writes the clock into
+  /// the task's timeline record (start also writes sm and cta).
+  void timeline_mark(bool start);
   /// Offset (i64) of each element of `use` in the counter array; calls `f`
   /// for each one (loops over `*` components).
   void for_each_event_element(const EventUse &use, const std::function<void(llvm::Value *)> &f);

@@ -69,6 +69,12 @@ public:
   /// Task bracketing (timeline, simulator bookkeeping); group/linear are i32.
   virtual void task_begin(Builder &b, llvm::Value *group, llvm::Value *linear) = 0;
   virtual void task_end(Builder &b) = 0;
+  /// Timeline clock: i64 nanoseconds, comparable across CTAs (NVPTX:
+  /// %globaltimer; sim: the clock_ns op, CLOCK_MONOTONIC).
+  virtual llvm::Value *clock_ns(Builder &b) = 0;
+  /// i32 id of the multiprocessor running this CTA (NVPTX: %smid; sim: the
+  /// sm_id op, the worker index).
+  virtual llvm::Value *sm_id(Builder &b) = 0;
 
   // -- Math -----------------------------------------------------------------
   /// f32 -> f32; only selectable instructions/intrinsics.

@@ -132,11 +132,35 @@ enum etl_slot {
   ETL_SLOT_QUEUE_OFFS = 2, /* uint32_t* per-CTA start, num_ctas+1 entries, in pairs */
   ETL_SLOT_ABORT = 3,      /* volatile uint32_t* : non-zero = stop now */
   ETL_SLOT_NUM_CTAS = 4,   /* uint64 value */
-  ETL_SLOT_TIMELINE = 5,   /* reserved for the timeline (0 = off) */
+  ETL_SLOT_TIMELINE = 5,   /* etl_timeline_record*, one per queue entry (0 = off) */
   ETL_SLOT_RESERVED6 = 6,
   ETL_SLOT_RESERVED7 = 7,
   ETL_SLOT_FIRST_PROGRAM = 8
 };
+
+/* The timeline (args[ETL_SLOT_TIMELINE] != 0): an array of records, one per
+ * static-queue entry, indexed by the entry's queue position p (the index of
+ * its (group, linear) pair in args[ETL_SLOT_QUEUE]). Thread 0 of the CTA that
+ * runs entry p writes record p: start_ns and sm/cta once the task's waits
+ * are satisfied (before its body), end_ns after its body (every thread done)
+ * and before its notifies. So a task that waits on another starts no
+ * earlier than that one ends. Clock: %globaltimer on CUDA (ns), the sim op
+ * clock_ns (CLOCK_MONOTONIC) on sim; sm: %smid on CUDA, the CTA (worker)
+ * index on sim. The runtime zeroes the array before the launch; a record
+ * left with start_ns == 0 was not run. 24 bytes, 8-byte aligned:
+ *   offset 0: u64 start_ns   8: u64 end_ns   16: u32 sm   20: u32 cta */
+typedef struct etl_timeline_record {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t sm;
+  uint32_t cta;
+} etl_timeline_record;
+
+#define ETL_TIMELINE_RECORD_BYTES 24u
+#define ETL_TIMELINE_OFF_START 0u
+#define ETL_TIMELINE_OFF_END 8u
+#define ETL_TIMELINE_OFF_SM 16u
+#define ETL_TIMELINE_OFF_CTA 20u
 
 /* Kernel entry symbol, on every target: void etl_main(uint64_t *args). */
 #define ETL_KERNEL_ENTRY "etl_main"
@@ -165,10 +189,20 @@ enum etl_slot {
   X(fence, void, (void))      /* fence.acq_rel.gpu */                                              \
   X(spin_pause, void, (void)) /* nanosleep in a spin-wait loop */                                  \
   X(task_begin, void, (uint32_t group, uint32_t linear))                                           \
-  X(task_end, void, (void))
+  X(task_end, void, (void))                                                                        \
+  X(clock_ns, uint64_t, (void)) /* monotonic time in ns (timeline) */                              \
+  X(sm_id, uint32_t, (void))    /* the worker (CTA) index (timeline) */
 
+/* In C++ every field defaults to null, so a host table written as a
+ * positional initializer before an op was appended stays warning-free
+ * (-Wmissing-field-initializers); the runtime's table sets every op. */
+#ifdef __cplusplus
+#define ETL_SIM_OP_DEFAULT = nullptr
+#else
+#define ETL_SIM_OP_DEFAULT
+#endif
 typedef struct etl_sim_ops {
-#define ETL_SIM_OP_FIELD(name, ret, params) ret(*name) params;
+#define ETL_SIM_OP_FIELD(name, ret, params) ret(*name) params ETL_SIM_OP_DEFAULT;
   ETL_SIM_OPS(ETL_SIM_OP_FIELD)
 #undef ETL_SIM_OP_FIELD
 } etl_sim_ops;

@@ -5,12 +5,14 @@
  * before anything is allocated or launched, then takes the plan for the
  * bound dims from the program's cache (building it and its device memory on
  * a miss), fills the argument block, resets the event counters and hands
- * the launch to the device (sim.c or cuda.c).
+ * the launch to the device (sim.c or cuda.c). With the timeline on it also
+ * gives the launch a record buffer and writes the Chrome trace afterwards.
  *===----------------------------------------------------------------------===*/
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -351,6 +353,8 @@ etlStatus etlProgramDestroy(etlProgram p) {
   free(p->dim_values);
   free(p->dim_bound);
   free(p->tensors);
+  free(p->timeline_path);
+  free(p->timeline);
   etl_artifact_free(&p->art);
   p->magic = 0;
   free(p);
@@ -613,6 +617,177 @@ static etlStatus get_plan(etlProgram p, etl_plan **out) {
   return ETL_SUCCESS;
 }
 
+/*===-- Timeline -----------------------------------------------------------===*/
+
+static etlStatus dev_dtoh(etlContext c, void *dst, uint64_t src, size_t n) {
+  if (n == 0)
+    return ETL_SUCCESS;
+  if (c->kind == ETL_DEVICE_CUDA)
+    return etl_cuda_dtoh(c, dst, src, n);
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return ETL_SUCCESS;
+}
+
+/* Directory part of `path` ("." when it has none) is writable. */
+static int dir_writable(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return access(".", W_OK | X_OK) == 0;
+  if (slash == path)
+    return access("/", W_OK | X_OK) == 0;
+  size_t n = (size_t)(slash - path);
+  char *dir = malloc(n + 1);
+  if (!dir)
+    return 0;
+  memcpy(dir, path, n);
+  dir[n] = 0;
+  int ok = access(dir, W_OK | X_OK) == 0;
+  free(dir);
+  return ok;
+}
+
+etlStatus etlProgramSetTimeline(etlProgram p, const char *json_path) {
+  CHECK_PROG(p);
+  if (json_path && !json_path[0])
+    return etl_error(ETL_ERROR_INVALID_VALUE,
+                     "etlProgramSetTimeline: json_path is empty (pass NULL to turn it off)");
+  if (json_path && !dir_writable(json_path))
+    return etl_error(ETL_ERROR_IO, "etlProgramSetTimeline: cannot write '%s': %s", json_path,
+                     strerror(errno));
+  char *copy = NULL;
+  if (json_path) {
+    copy = malloc(strlen(json_path) + 1);
+    if (!copy)
+      return etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlProgramSetTimeline: out of memory");
+    strcpy(copy, json_path);
+  }
+  free(p->timeline_path);
+  p->timeline_path = copy;
+  if (!copy) {
+    free(p->timeline);
+    p->timeline = NULL;
+    p->timeline_count = 0;
+  }
+  return ETL_SUCCESS;
+}
+
+etlStatus etlProgramGetTimeline(etlProgram p, etlTimelineRecord *records, size_t capacity,
+                                size_t *count) {
+  CHECK_PROG(p);
+  if (!count)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramGetTimeline: count is NULL");
+  if (capacity && !records)
+    return etl_error(ETL_ERROR_INVALID_VALUE,
+                     "etlProgramGetTimeline: records is NULL with capacity %zu", capacity);
+  *count = p->timeline_count;
+  size_t n = capacity < p->timeline_count ? capacity : p->timeline_count;
+  if (n)
+    memcpy(records, p->timeline, n * sizeof *records);
+  return ETL_SUCCESS;
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; ++s) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+/* Chrome trace JSON of the recorded tasks, written to a temporary file in
+ * the same directory and renamed over `path`. */
+static etlStatus write_trace(etlProgram p, const etl_plan *pl, const char *path) {
+  const etl_meta *m = &p->art.meta;
+  const etlTimelineRecord *r = p->timeline;
+  uint64_t t0 = UINT64_MAX;
+  for (size_t i = 0; i < p->timeline_count; ++i)
+    if (r[i].start_ns && r[i].start_ns < t0)
+      t0 = r[i].start_ns;
+  size_t n = strlen(path) + 32;
+  char *tmp = malloc(n);
+  if (!tmp)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlRun: out of memory writing the timeline");
+  snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    etlStatus st = etl_error(ETL_ERROR_IO, "etlRun: cannot write the timeline to '%s': %s", tmp,
+                             strerror(errno));
+    free(tmp);
+    return st;
+  }
+  fputs("{\"traceEvents\":[", f);
+  int first = 1;
+  for (size_t i = 0; i < p->timeline_count; ++i) {
+    if (!r[i].start_ns)
+      continue; /* not run */
+    char name[256];
+    etl_plan_task_name(m, pl, r[i].group, r[i].linear, name, sizeof name);
+    uint64_t dur = r[i].end_ns > r[i].start_ns ? r[i].end_ns - r[i].start_ns : 0;
+    fputs(first ? "\n{\"name\":" : ",\n{\"name\":", f);
+    first = 0;
+    json_string(f, name);
+    fprintf(f, ",\"ph\":\"X\",\"pid\":0,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"group\":",
+            r[i].sm, (double)(r[i].start_ns - t0) / 1000.0, (double)dur / 1000.0);
+    json_string(f, r[i].group < m->n_groups ? m->groups[r[i].group].name : "?");
+    fprintf(f, ",\"linear\":%u,\"cta\":%u}}", r[i].linear, r[i].cta);
+  }
+  fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f);
+  int bad = ferror(f);
+  int err = errno;
+  if (fclose(f) != 0 && !bad) {
+    bad = 1;
+    err = errno;
+  }
+  if (!bad && rename(tmp, path) != 0) {
+    bad = 1;
+    err = errno;
+  }
+  etlStatus st = ETL_SUCCESS;
+  if (bad) {
+    remove(tmp);
+    st = etl_error(ETL_ERROR_IO, "etlRun: cannot write the timeline to '%s': %s", path,
+                   strerror(err));
+  }
+  free(tmp);
+  return st;
+}
+
+/* Copies the launch's records back and pairs them with the queue. */
+static etlStatus collect_timeline(etlProgram p, const etl_plan *pl, uint64_t dptr) {
+  size_t n = (size_t)pl->n_entries;
+  etl_timeline_record *raw = calloc(n ? n : 1, sizeof *raw);
+  etlTimelineRecord *out = calloc(n ? n : 1, sizeof *out);
+  etlStatus st = ETL_SUCCESS;
+  if (!raw || !out)
+    st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlRun: out of memory reading the timeline");
+  if (!st)
+    st = dev_dtoh(p->ctx, raw, dptr, n * sizeof *raw);
+  if (st) {
+    free(raw);
+    free(out);
+    return st;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    out[i].start_ns = raw[i].start_ns;
+    out[i].end_ns = raw[i].end_ns;
+    out[i].sm = raw[i].sm;
+    out[i].cta = raw[i].cta;
+    out[i].group = pl->queue[2 * i];
+    out[i].linear = pl->queue[2 * i + 1];
+  }
+  free(raw);
+  free(p->timeline);
+  p->timeline = out;
+  p->timeline_count = n;
+  return ETL_SUCCESS;
+}
+
 etlStatus etlRun(etlProgram p) {
   CHECK_PROG(p);
   etlContext c = p->ctx;
@@ -622,7 +797,20 @@ etlStatus etlRun(etlProgram p) {
     return st;
   pthread_mutex_lock(&c->launch_mu);
   etl_plan *pl = NULL;
+  uint64_t tl_dptr = 0;
+  int traced = 0;
   st = get_plan(p, &pl);
+  if (!st && p->timeline_path) {
+    /* per launch: zeroed records, one per queue entry */
+    size_t bytes = (size_t)pl->n_entries * sizeof(etl_timeline_record);
+    st = etl_dev_alloc(c, bytes, &tl_dptr);
+    if (!st && c->kind == ETL_DEVICE_CUDA && bytes) {
+      void *zero = calloc(1, bytes);
+      st = zero ? etl_dev_htod(c, tl_dptr, zero, bytes)
+                : etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlRun: out of memory for the timeline");
+      free(zero);
+    }
+  }
   if (!st) {
     uint64_t *a = pl->args_host;
     memset(a, 0, m->num_slots * sizeof(uint64_t));
@@ -631,6 +819,7 @@ etlStatus etlRun(etlProgram p) {
     a[ETL_SLOT_QUEUE_OFFS] = pl->offs_dptr;
     a[ETL_SLOT_ABORT] = c->abort_dptr;
     a[ETL_SLOT_NUM_CTAS] = c->num_ctas;
+    a[ETL_SLOT_TIMELINE] = tl_dptr;
     for (uint32_t i = 0; i < m->n_dims; ++i)
       a[m->dims[i].slot] = (uint64_t)p->dim_values[i];
     for (uint32_t i = 0; i < m->n_tensors; ++i)
@@ -645,7 +834,14 @@ etlStatus etlRun(etlProgram p) {
       __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
       st = c->kind == ETL_DEVICE_CUDA ? etl_cuda_launch(p, pl) : etl_sim_launch(p, pl);
     }
+    if (!st && tl_dptr) {
+      st = collect_timeline(p, pl, tl_dptr);
+      traced = !st;
+    }
   }
+  etl_dev_free(c, tl_dptr);
+  if (traced)
+    st = write_trace(p, pl, p->timeline_path);
   pthread_mutex_unlock(&c->launch_mu);
   return st;
 }

@@ -24,7 +24,8 @@
   X(ETL_ERROR_LAUNCH_FAILED, "kernel load or launch failed")                                       \
   X(ETL_ERROR_MEMORY_VIOLATION, "out-of-bounds memory access")                                     \
   X(ETL_ERROR_TIMEOUT, "watchdog: no progress (deadlock?)")                                        \
-  X(ETL_ERROR_CUDA, "CUDA driver error")
+  X(ETL_ERROR_CUDA, "CUDA driver error")                                                           \
+  X(ETL_ERROR_IO, "a file could not be written")
 
 static _Thread_local char tls_message[4096];
 

@@ -226,6 +226,10 @@ struct etlProgram_st {
   int sim_fd;
   void (*sim_entry)(uint64_t *);
   void *cuda_module, *cuda_function;
+  /* timeline (etlProgramSetTimeline) */
+  char *timeline_path; /* NULL = off */
+  etlTimelineRecord *timeline;
+  size_t timeline_count;
 };
 
 #define ETL_CTX_MAGIC 0x45544c43u

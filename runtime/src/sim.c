@@ -488,6 +488,10 @@ static void op_task_end(void) {
   atomic_store_explicit(&c->run->last_progress_ns, now_ns(), memory_order_relaxed);
 }
 
+static uint64_t op_clock_ns(void) { return (uint64_t)now_ns(); }
+
+static uint32_t op_sm_id(void) { return tls_cta->cta; }
+
 static const etl_sim_ops sim_ops_table = {
 #define ETL_SIM_OP_INIT(name, ret, params) .name = op_##name,
     ETL_SIM_OPS(ETL_SIM_OP_INIT)

@@ -61,7 +61,8 @@ typedef enum etlStatus {
   ETL_ERROR_LAUNCH_FAILED,       ///< the kernel could not be loaded or launched
   ETL_ERROR_MEMORY_VIOLATION,    ///< sim: a load/store outside every bound buffer
   ETL_ERROR_TIMEOUT,             ///< watchdog: no task completed within the limit
-  ETL_ERROR_CUDA                 ///< any other CUDA driver error
+  ETL_ERROR_CUDA,                ///< any other CUDA driver error
+  ETL_ERROR_IO                   ///< a file could not be written (timeline trace)
 } etlStatus;
 
 /// Element types of tensors (the artifact's ETL_ELEM_* codes).
@@ -164,6 +165,42 @@ ETL_API etlStatus etlBindTensor(etlProgram prog, const char *name, void *dptr, e
 /// Nothing is launched when validation fails. After any failure the context
 /// and program stay usable.
 ETL_API etlStatus etlRun(etlProgram prog);
+
+/*===-- Timeline ----------------------------------------------------------===*/
+
+/// One task of a run recorded with the timeline on. Times are the device's
+/// clock in nanoseconds (CUDA: %globaltimer; sim: CLOCK_MONOTONIC), comparable
+/// across SMs within a run: start is taken once the task's waits are
+/// satisfied, end once its body is done and before its notifies, so a task
+/// that waits on another starts no earlier than that one ends.
+typedef struct etlTimelineRecord {
+  uint64_t start_ns; ///< 0 when the task did not run
+  uint64_t end_ns;
+  uint32_t sm;     ///< CUDA: the SM (%smid); sim: the worker (CTA) index
+  uint32_t cta;    ///< the CTA that ran the task
+  uint32_t group;  ///< task group, in metadata order
+  uint32_t linear; ///< row-major index of the task in its group's domain
+} etlTimelineRecord;
+
+/// Turn the per-task timeline on (`json_path` non-NULL) or off (NULL; also
+/// drops the last run's records). While on, each etlRun gives the kernel a
+/// per-launch record buffer (device memory on CUDA, copied back after the
+/// launch) and, after a successful launch, writes Chrome trace JSON (opens in
+/// chrome://tracing and Perfetto) to `json_path`, atomically (a temporary
+/// file in the same directory, then rename): one complete ("ph":"X") event
+/// per task, named like "partial[3, 1]", with "tid" = SM, "ts"/"dur" in
+/// microseconds relative to the earliest start, and args group, linear and
+/// cta. Fails with ETL_ERROR_INVALID_VALUE for an empty path and
+/// ETL_ERROR_IO when the path's directory is not writable; when the trace
+/// cannot be written after a successful launch, etlRun returns ETL_ERROR_IO
+/// (its results and the records are still valid).
+ETL_API etlStatus etlProgramSetTimeline(etlProgram prog, const char *json_path);
+/// Records of the last successful etlRun with the timeline on, one per task
+/// in static-queue order. `*count` receives the number of records; at most
+/// `capacity` are copied into `records` (which may be NULL when `capacity`
+/// is 0, to query the count). `*count` is 0 when nothing was recorded.
+ETL_API etlStatus etlProgramGetTimeline(etlProgram prog, etlTimelineRecord *records,
+                                        size_t capacity, size_t *count);
 
 #ifdef __cplusplus
 }
