@@ -104,6 +104,19 @@ void Lowerer::note_scratch(int64_t numel) {
     max_scratch_elems = numel;
 }
 
+void Lowerer::spill_to_scratch(const TileVal &v) {
+  note_scratch(v.numel());
+  for (unsigned k = 0; k < v.regs.size(); ++k) {
+    llvm::Value *alive = elem_alive(k, v.numel());
+    auto write = [&, k] { b.CreateStore(v.regs[k], scratch_ptr(elem_index(k))); };
+    if (alive)
+      if_then(alive, write);
+    else
+      write();
+  }
+  m.barrier(b);
+}
+
 //===-- The persistent loop ----------------------------------------------===//
 
 llvm::Function *Lowerer::lower_kernel() {

@@ -107,16 +107,7 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
     return r;
   }
   // Broadcast of a smaller operand: through shared memory.
-  note_scratch(v.numel());
-  for (unsigned k = 0; k < v.regs.size(); ++k) {
-    llvm::Value *alive = elem_alive(k, v.numel());
-    auto write = [&, k] { b.CreateStore(v.regs[k], scratch_ptr(elem_index(k))); };
-    if (alive)
-      if_then(alive, write);
-    else
-      write();
-  }
-  m.barrier(b);
+  spill_to_scratch(v);
   size_t off = shape.size() - v.shape.size();
   for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
     // A rank-0 result is uniform: every thread reads it.
@@ -175,16 +166,7 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
     return b.CreateSelect(op == "max" ? b.CreateICmpSGT(a, x) : b.CreateICmpSLT(a, x), a, x);
   };
 
-  note_scratch(v.numel());
-  for (unsigned k = 0; k < v.regs.size(); ++k) {
-    llvm::Value *alive = elem_alive(k, v.numel());
-    auto write = [&, k] { b.CreateStore(v.regs[k], scratch_ptr(elem_index(k))); };
-    if (alive)
-      if_then(alive, write);
-    else
-      write();
-  }
-  m.barrier(b);
+  spill_to_scratch(v);
   // Strides of the source; output element o reads src[o with axis := j].
   std::vector<int64_t> stride(v.shape.size(), 1);
   for (size_t d = v.shape.size() - 1; d-- > 0;)

@@ -147,6 +147,10 @@ public:
   unsigned regs_for(int64_t numel) const { return unsigned((numel + T - 1) / T); }
   llvm::Value *scratch_ptr(llvm::Value *elem_index);
   void note_scratch(int64_t numel);
+  /// Re-layout, first half: every thread writes its live elements of `v` to
+  /// scratch at their linear index, then the CTA meets at a barrier. The
+  /// caller reads them back with the new element-to-thread mapping.
+  void spill_to_scratch(const TileVal &v);
 
   const KernelPlan &plan;
   Machine &m;
