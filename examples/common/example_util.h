@@ -70,12 +70,13 @@ static inline double ex_max_error(const float *a, const float *b, size_t n) {
   return worst;
 }
 
-/* Command line: ARTIFACT [--device D] [--shape A,B]... */
+/* Command line: ARTIFACT [--device D] [--shape A,B[,C[,D]]]... */
+#define EX_MAX_SHAPE 4
 typedef struct ex_args {
   const char *artifact;
   const char *device;
   int nshapes;
-  int64_t shapes[16][2];
+  int64_t shapes[16][EX_MAX_SHAPE];
 } ex_args;
 
 static inline ex_args ex_parse_args(int argc, char **argv, const char *usage) {
@@ -86,13 +87,13 @@ static inline ex_args ex_parse_args(int argc, char **argv, const char *usage) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) {
       a.device = argv[++i];
     } else if (!strcmp(argv[i], "--shape") && i + 1 < argc && a.nshapes < 16) {
-      long long x, y;
-      if (sscanf(argv[++i], "%lld,%lld", &x, &y) != 2) {
-        fprintf(stderr, "bad --shape '%s': expected A,B\n%s", argv[i], usage);
+      long long v[EX_MAX_SHAPE] = {0, 0, 0, 0};
+      if (sscanf(argv[++i], "%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3]) < 2) {
+        fprintf(stderr, "bad --shape '%s': expected A,B[,C[,D]]\n%s", argv[i], usage);
         exit(2);
       }
-      a.shapes[a.nshapes][0] = x;
-      a.shapes[a.nshapes][1] = y;
+      for (int k = 0; k < EX_MAX_SHAPE; ++k)
+        a.shapes[a.nshapes][k] = v[k];
       a.nshapes++;
     } else if (!a.artifact && argv[i][0] != '-') {
       a.artifact = argv[i];
@@ -115,13 +116,15 @@ typedef struct ex_session {
   etlProgram prog, sim_prog;
 } ex_session;
 
-/* Opens the session for `a`, and fills in the default shapes if none were
- * given on the command line. */
-static inline ex_session ex_open(ex_args *a, const int64_t (*defaults)[2], int ndefaults) {
+/* Opens the session for `a`, and fills in the default shapes (`ndefaults`
+ * rows of `width` values, row-major) if none were given on the command line. */
+static inline ex_session ex_open_n(ex_args *a, const int64_t *defaults, int width, int ndefaults) {
   ex_session s = {NULL, NULL, NULL, NULL};
   if (a->nshapes == 0) {
     a->nshapes = ndefaults;
-    memcpy(a->shapes, defaults, sizeof(int64_t) * 2 * (size_t)ndefaults);
+    for (int i = 0; i < ndefaults; ++i)
+      for (int k = 0; k < EX_MAX_SHAPE; ++k)
+        a->shapes[i][k] = k < width ? defaults[i * width + k] : 0;
   }
   CHECK_ETL(etlContextCreate(&s.ctx, a->device, NULL));
   if (!etlContextIsGpu(s.ctx) && strcmp(a->device, "sim") != 0)
@@ -132,6 +135,11 @@ static inline ex_session ex_open(ex_args *a, const int64_t (*defaults)[2], int n
     CHECK_ETL(etlProgramLoadFile(s.sim, a->artifact, &s.sim_prog));
   }
   return s;
+}
+
+/* ex_open_n for two-value shapes (A,B). */
+static inline ex_session ex_open(ex_args *a, const int64_t (*defaults)[2], int ndefaults) {
+  return ex_open_n(a, &defaults[0][0], 2, ndefaults);
 }
 
 static inline void ex_close(ex_session *s) {
