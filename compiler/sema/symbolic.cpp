@@ -736,12 +736,75 @@ struct Prover {
   std::vector<Sym> nonnegFacts() const {
     std::vector<Sym> out;
     for (const auto &[lo, hi] : les)
-      out.push_back(hi - lo);
+      out.push_back(canon(hi - lo)); // one spelling of each value, as the goal
+    return out;
+  }
+
+  /// The prover's canonical form: cdiv(x, c) by a constant is rewritten as
+  /// floordiv(x + c - 1, c), so that both spellings of one value (which the
+  /// normal form keeps apart for readable messages) cancel.
+  static Sym canon(const Sym &e) {
+    if (isOverflow(e))
+      return e;
+    Sym out;
+    for (const auto &[m, c] : terms(e)) {
+      Sym t(c);
+      for (const auto &[atom, k] : m) {
+        Sym v = Sym::symbol(atom.name);
+        if (atom.kind != AtomKind::Symbol) {
+          Sym l = canon(atom.lhs), r = canon(atom.rhs);
+          auto rc = r.as_constant();
+          v = atom.kind == AtomKind::CDiv && rc && *rc > 0 ? Sym::floordiv(l + Sym(*rc - 1), r)
+                                                           : applyOp(atom.kind, l, r);
+        }
+        t = t * power(v, k);
+      }
+      out = out + t;
+    }
+    return out;
+  }
+
+  /// Weaker goals implied by d >= 0 through monotone atoms of degree one:
+  /// with k*a in d, a = floordiv(x, c) (c > 0 constant) is replaced by
+  /// floordiv(X, c) for the bound X of x that makes k*a smaller (an upper
+  /// bound when k < 0), min(p, q) with k < 0 by p or q, max(p, q) with k > 0
+  /// by p or q. Each candidate is <= d, so proving it >= 0 proves d >= 0.
+  /// This relates atoms: floordiv(i, 2) <= cdiv(M, 2) - 1 from i <= M - 1.
+  std::vector<Sym> monotoneWeakenings(const Sym &d) const {
+    std::vector<Sym> out;
+    for (const auto &[m, k] : terms(d)) {
+      if (m.size() != 1 || m[0].second != 1 || m[0].first.kind == AtomKind::Symbol)
+        continue;
+      const Atom &a = m[0].first;
+      Sym rest = d - Sym(k) * SymBuilder::atom(a);
+      auto c = a.rhs.as_constant();
+      if (a.kind == AtomKind::FloorDiv && c && *c > 0) {
+        if (auto x = bound(a.lhs, /*upper=*/k < 0))
+          out.push_back(canon(rest + Sym(k) * Sym::floordiv(*x, a.rhs)));
+      } else if ((a.kind == AtomKind::Min && k < 0) || (a.kind == AtomKind::Max && k > 0)) {
+        out.push_back(canon(rest + Sym(k) * a.lhs));
+        out.push_back(canon(rest + Sym(k) * a.rhs));
+      }
+    }
+    // k*floordiv(u, c) - k*floordiv(v, c) with k > 0 and u - v a constant
+    // >= 0 is >= 0: drop the pair.
+    for (const auto &[mu, ku] : terms(d))
+      for (const auto &[mv, kv] : terms(d)) {
+        if (ku <= 0 || kv != -ku || mu.size() != 1 || mv.size() != 1 || mu[0].second != 1 ||
+            mv[0].second != 1)
+          continue;
+        const Atom &u = mu[0].first, &v = mv[0].first;
+        auto diff = (u.lhs - v.lhs).as_constant();
+        if (u.kind == AtomKind::FloorDiv && v.kind == AtomKind::FloorDiv && u.rhs == v.rhs &&
+            u.rhs.as_constant() && diff && *diff >= 0)
+          out.push_back(d - Sym(ku) * SymBuilder::atom(u) + Sym(ku) * SymBuilder::atom(v));
+      }
     return out;
   }
 
   /// d >= 0: its interval lower bound is >= 0, or d - lambda*g >= 0 for a
-  /// fact g >= 0 and lambda > 0 matching a shared term's coefficients.
+  /// fact g >= 0 and lambda > 0 matching a shared term's coefficients, or a
+  /// monotone weakening of d (above) is >= 0.
   bool nonneg(const Sym &d, const std::vector<Sym> &facts, int depth) const {
     if (isOverflow(d))
       return false;
@@ -749,6 +812,9 @@ struct Prover {
       return true;
     if (depth == 0)
       return false;
+    for (const Sym &w : monotoneWeakenings(d))
+      if (w != d && nonneg(w, facts, depth - 1))
+        return true;
     for (const Sym &g : facts) {
       std::vector<int64_t> lambdas;
       for (const auto &[m, gc] : terms(g)) {
@@ -831,7 +897,7 @@ bool Facts::divisible(const Sym &e, int64_t c) const {
 
 bool Facts::prove_ge(const Sym &a, const Sym &b) const {
   Prover p{divisible_, bounds_, le_};
-  return p.nonneg(a - b, p.nonnegFacts(), Prover::kSearchDepth);
+  return p.nonneg(Prover::canon(a - b), p.nonnegFacts(), Prover::kSearchDepth);
 }
 
 std::optional<Sym> Facts::lower_bound(const Sym &e) const {

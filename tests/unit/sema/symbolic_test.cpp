@@ -223,6 +223,17 @@ TEST_CASE("symbolic: prove_ge and bounds") {
   CHECK(k.prove_ge(2 * M, N + 1));
   CHECK_FALSE(k.prove_ge(N, M));
 
+  Facts r = dims(); // relations between atoms: i in [0, M - 1]
+  r.add_bounds("i", Sym(0), M - 1);
+  CHECK(r.prove_ge(Sym::cdiv(M, 2) - 1, Sym::floordiv(i, 2)));
+  CHECK(r.prove_ge(Sym::floordiv(M - 1, 2), Sym::floordiv(i, 2)));
+  CHECK(r.prove_ge(Sym::cdiv(M, 16), Sym::floordiv(i, 16) + 1));
+  CHECK_FALSE(r.prove_ge(Sym::cdiv(M, 2) - 2, Sym::floordiv(i, 2)));
+  CHECK(r.prove_ge(M - 1, Sym::min(i, N)));
+  CHECK_FALSE(r.prove_ge(N - 1, Sym::min(i, N)));
+  CHECK(r.prove_ge(Sym::max(i, N), N));
+  CHECK(r.prove_ge(Sym::cdiv(M, 4), Sym::floordiv(i + 3, 4)));
+
   Facts d = dims(); // divisibility tightens bounds
   d.add_divisible(M, 64);
   CHECK(d.prove_ge(M, 64));
