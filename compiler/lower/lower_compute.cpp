@@ -73,7 +73,8 @@ TileVal Lowerer::compare(BinOp op, const TileVal &a, const TileVal &c,
     r.regs.assign(shape.empty() ? 1 : regs_for(r.numel()), cmp(a.regs[0], c.regs[0], false));
     return r;
   }
-  ElemType elem = a.is_index ? c.elem : a.elem;
+  // An index or a literal scalar takes the tile operand's type (as in sema).
+  ElemType elem = a.is_index || (a.scalar() && !c.scalar() && !c.is_index) ? c.elem : a.elem;
   TileVal x = coerce(a, shape, elem), y = coerce(c, shape, elem);
   for (size_t k = 0; k < x.regs.size(); ++k)
     r.regs.push_back(cmp(x.regs[k], y.regs[k], is_fp(elem)));

@@ -717,6 +717,8 @@ private:
         }
       }
     }
+    adopt_literal(a, *e.args[0], b);
+    adopt_literal(b, *e.args[1], a);
     auto r = unify(a, b, e.range);
     if (!r)
       return std::nullopt;
@@ -1098,6 +1100,14 @@ private:
            (e.kind == ExprKind::Name && e.ref == NameRef::Builtin);
   }
 
+  /// A float literal operand takes the other operand's float type
+  /// (`select(m, h, 0.0)` or `h > 0.0` with h an f16 tile).
+  static void adopt_literal(Type &t, const Expr &e, const Type &other) {
+    if (t.kind == TypeKind::Scalar && is_literal(e) && other.kind != TypeKind::Index &&
+        other.kind != TypeKind::Unknown && is_float(t.elem) && is_float(other.elem))
+      t.elem = other.elem;
+  }
+
   /// Checks the compute builtins; nullopt if `e` is none of them. An error
   /// yields an Unknown type.
   std::optional<Type> check_compute_call(Expr &e) {
@@ -1120,13 +1130,8 @@ private:
           return Type();
         }
       }
-      // A float literal takes the other value's float type (`select(m, h, 0.0)` with h f16).
-      if (x.kind == TypeKind::Scalar && is_literal(*e.args[1]) && is_float(y.elem) &&
-          y.kind != TypeKind::Index)
-        x.elem = y.elem;
-      if (y.kind == TypeKind::Scalar && is_literal(*e.args[2]) && is_float(x.elem) &&
-          x.kind != TypeKind::Index)
-        y.elem = x.elem;
+      adopt_literal(x, *e.args[1], y);
+      adopt_literal(y, *e.args[2], x);
       auto v = unify(x, y, e.range);
       if (!v)
         return Type();
