@@ -332,3 +332,61 @@ kernel big(a: tensor<f32>[32, 64], b: tensor<f32>[64, 32], c: tensor<f32>[32, 32
 }
 
 } // namespace etl
+
+namespace etl {
+
+TEST_CASE("tile ops: a tiled GEMM with a K loop, ReLU by select and top-1 routing by argmax") {
+  const char *src = R"(
+const TM = 8;
+const TN = 8;
+const TK = 16;
+kernel gemm<M: dim, N: dim, K: dim>(a: tensor<f32>[M, K], b: tensor<f16>[K, N],
+                                    c: tensor<f32>[M, N], top: tensor<i32>[M, N / TN])
+  where M % 8 == 0, N % 8 == 0, K % 16 == 0 {
+  task t[i in 0 .. M / TM, j in 0 .. N / TN] {
+    var acc = zeros<f32>[TM, TN];
+    for k in 0 .. K step TK {
+      acc += dot(load(a[i * TM .. +TM, k .. +TK]), load(b[k .. +TK, j * TN .. +TN]));
+    }
+    let r = select(acc > 0.0, acc, 0.0);
+    store(c[i * TM .. +TM, j * TN .. +TN], r);
+    store(top[i * TM .. +TM, j .. +1], expand(argmax(r, axis = 1), axis = 1));
+  }
+}
+)";
+  const int64_t M = 16, N = 24, K = 48;
+  std::vector<float> a(M * K), bf(K * N), c(M * N);
+  std::vector<uint16_t> b(K * N);
+  std::vector<int32_t> top(M * (N / 8), -1);
+  for (int64_t k = 0; k < M * K; ++k)
+    a[k] = float((k * 5) % 9) * 0.25f - 1.f;
+  for (int64_t k = 0; k < K * N; ++k) {
+    bf[k] = float((k * 3) % 7) * 0.5f - 1.5f;
+    b[k] = half_bits(bf[k]);
+  }
+  std::string err = compile_and_run(src, "gemm", {{"M", M}, {"N", N}, {"K", K}},
+                                    {{"a", a.data(), ETL_F32, {M, K}},
+                                     {"b", b.data(), ETL_F16, {K, N}},
+                                     {"c", c.data(), ETL_F32, {M, N}},
+                                     {"top", top.data(), ETL_I32, {M, N / 8}}});
+  REQUIRE_MESSAGE(err.empty(), err);
+  std::vector<float> ref(M * N);
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t j = 0; j < N; ++j) {
+      float s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += a[r * K + k] * bf[k * N + j];
+      ref[r * N + j] = s > 0 ? s : 0;
+      CHECK(c[r * N + j] == doctest::Approx(ref[r * N + j]));
+    }
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t t = 0; t < N / 8; ++t) {
+      int best = 0;
+      for (int j = 1; j < 8; ++j)
+        if (c[r * N + t * 8 + j] > c[r * N + t * 8 + best])
+          best = j;
+      CHECK(top[r * (N / 8) + t] == best);
+    }
+}
+
+} // namespace etl
