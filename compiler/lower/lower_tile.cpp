@@ -5,7 +5,9 @@
 // element-wise arithmetic with numpy broadcasting, math calls, cast, zeros,
 // full, expand, the axis reductions sum/max/min, and the storage of
 // `let`/`var` locals. Ownership changes (broadcasts of smaller operands,
-// reductions) go through the shared scratch area.
+// reductions) go through the shared scratch area. Comparisons and the compute
+// builtins (select, arange, cumsum, argmax/argmin, transpose, dot) are
+// dispatched from value() to lower/lower_compute.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
