@@ -36,7 +36,8 @@ unsigned Lowerer::smem_bytes() const { return unsigned(kSmemScratch + max_scratc
 //===-- Helpers ----------------------------------------------------------===//
 
 llvm::Type *Lowerer::reg_type(ElemType t) const {
-  return t == ElemType::I32 ? i32 : f32; // f16 is computed in f32
+  // f16 is computed in f32; bool is an i32 holding 0 or 1.
+  return t == ElemType::I32 || t == ElemType::Bool ? i32 : f32;
 }
 
 llvm::AllocaInst *Lowerer::entry_alloca(llvm::Type *ty, const char *name) {
@@ -104,11 +105,16 @@ void Lowerer::note_scratch(int64_t numel) {
     max_scratch_elems = numel;
 }
 
-void Lowerer::spill_to_scratch(const TileVal &v) {
-  note_scratch(v.numel());
+void Lowerer::spill_to_scratch(const TileVal &v, int64_t at) {
+  note_scratch(at + v.numel());
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     llvm::Value *alive = elem_alive(k, v.numel());
-    auto write = [&, k] { b.CreateStore(v.regs[k], scratch_ptr(elem_index(k))); };
+    auto write = [&, k] {
+      llvm::Value *e = elem_index(k);
+      if (at)
+        e = b.CreateAdd(e, b.getInt64(at));
+      b.CreateStore(v.regs[k], scratch_ptr(e));
+    };
     if (alive)
       if_then(alive, write);
     else

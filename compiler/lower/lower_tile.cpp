@@ -5,7 +5,9 @@
 // element-wise arithmetic with numpy broadcasting, math calls, cast, zeros,
 // full, expand, the axis reductions sum/max/min, and the storage of
 // `let`/`var` locals. Ownership changes (broadcasts of smaller operands,
-// reductions) go through the shared scratch area.
+// reductions) go through the shared scratch area. Comparisons and the compute
+// builtins (select, arange, cumsum, argmax/argmin, transpose, dot) are
+// dispatched from value() to lower/lower_compute.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -20,7 +22,7 @@ namespace etl {
 
 namespace {
 
-bool is_f(ElemType t) { return t != ElemType::I32; }
+bool is_f(ElemType t) { return t == ElemType::F32 || t == ElemType::F16; }
 
 /// numpy broadcast of two shapes (sema has checked they are compatible).
 std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
@@ -78,6 +80,12 @@ static std::optional<int64_t> static_int(const Program &p, const Expr &e) {
 //===-- Conversions and broadcasting -------------------------------------===//
 
 llvm::Value *Lowerer::convert_scalar(llvm::Value *v, const TileVal &from, ElemType to) {
+  if (to == ElemType::Bool && (from.is_index || from.elem != ElemType::Bool)) { // x != 0
+    llvm::Value *nz = from.is_index     ? b.CreateICmpNE(v, b.getInt64(0))
+                      : is_f(from.elem) ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(f32, 0.0))
+                                        : b.CreateICmpNE(v, b.getInt32(0));
+    return b.CreateZExt(nz, i32);
+  }
   if (from.is_index)
     return to == ElemType::I32 ? b.CreateTrunc(v, i32) : b.CreateSIToFP(v, f32);
   if (is_f(from.elem) && !is_f(to))
@@ -144,7 +152,7 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
   if (axis < 0 || size_t(axis) >= v.shape.size())
     throw LowerError("reduction axis out of range");
   TileVal r;
-  r.elem = v.elem;
+  r.elem = op == "sum" && v.elem == ElemType::Bool ? ElemType::I32 : v.elem; // a count
   r.shape = v.shape;
   r.shape.erase(r.shape.begin() + axis);
   bool fl = is_f(v.elem);
@@ -467,6 +475,11 @@ TileVal Lowerer::value(const Expr &e) {
     throw LowerError("name '" + e.name + "' is not a value here");
   case ExprKind::Unary: {
     TileVal a = value(*e.args[0]);
+    if (e.un_op == UnOp::Not && !a.is_index && a.elem == ElemType::Bool) {
+      for (auto &r : a.regs)
+        r = b.CreateXor(r, b.getInt32(1));
+      return a;
+    }
     if (e.un_op != UnOp::Neg)
       throw LowerError("operator '!' is not supported on tiles");
     if (a.is_index) {
@@ -485,6 +498,9 @@ TileVal Lowerer::value(const Expr &e) {
                                      : broadcast_shape(a.shape, c.shape);
     if (e.type.kind == TypeKind::Unknown)
       want = a.is_index ? c.elem : a.elem;
+    if (e.bin_op != BinOp::Add && e.bin_op != BinOp::Sub && e.bin_op != BinOp::Mul &&
+        e.bin_op != BinOp::Div && e.bin_op != BinOp::Mod)
+      return compare(e.bin_op, a, c, shape);
     return arith(e.bin_op, a, c, shape, want);
   }
   case ExprKind::Call:
@@ -598,6 +614,30 @@ TileVal Lowerer::value(const Expr &e) {
     }
     return x;
   }
+  if (f == "select" && e.args.size() == 3) {
+    TileVal cond = value(*e.args[0]), x = value(*e.args[1]), y = value(*e.args[2]);
+    std::vector<int64_t> shape = e.type.is_tile() ? e.type.tile_shape : std::vector<int64_t>{};
+    return select(cond, x, y, shape, want);
+  }
+  if (f == "arange") {
+    std::vector<int64_t> shape = e.type.tile_shape;
+    if (shape.size() != 1)
+      throw LowerError("arange needs a static 1-D shape");
+    return arange(shape[0], want);
+  }
+  if ((f == "cumsum" || f == "argmax" || f == "argmin") && kwarg(e, "axis")) {
+    TileVal a = value(*e.args.at(0));
+    auto axis = static_int(*plan.program, *kwarg(e, "axis")->value);
+    if (!axis)
+      throw LowerError(f + " needs a static axis");
+    if (f == "cumsum")
+      return cumsum(a, int(*axis));
+    return arg_reduce(a, int(*axis), f == "argmax");
+  }
+  if (f == "transpose")
+    return transpose(value(*e.args.at(0)));
+  if (f == "dot")
+    return dot(value(*e.args.at(0)), value(*e.args.at(1)));
   throw LowerError("unsupported call '" + f + "'");
 }
 

@@ -18,6 +18,15 @@
 // flag; the scratch area starts at 16 and is sized by the largest tile that
 // is ever re-laid out (4 bytes per element).
 //
+// Element types in registers: f32 and f16 are f32 (f16 results are rounded
+// to half precision after each op), i32 is i32, and bool is an i32 holding 0
+// or 1 (so bool tiles spill to scratch, select and reduce like i32 ones;
+// comparisons zero-extend their i1). Compute ops: transpose, cumsum and
+// argmax/argmin re-lay out through scratch like reductions; dot spills both
+// operands side by side (a at 0, b after it) and each thread runs a K loop
+// for the outputs it owns, so its scratch need is (|a| + |b|) * 4 bytes,
+// which sema bounds by 48 KiB (static shared memory).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -128,6 +137,19 @@ public:
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
                 ElemType elem);
   llvm::Value *convert_scalar(llvm::Value *v, const TileVal &from, ElemType to);
+  /// Comparisons (bool result) and `&&`/`||` of bool operands, broadcast to `shape`.
+  TileVal compare(BinOp op, const TileVal &a, const TileVal &c, const std::vector<int64_t> &shape);
+  /// select(cond, a, b) at the result shape/elem.
+  TileVal select(const TileVal &cond, const TileVal &a, const TileVal &c,
+                 const std::vector<int64_t> &shape, ElemType elem);
+  TileVal arange(int64_t n, ElemType elem);
+  /// Inclusive prefix sum along `axis`.
+  TileVal cumsum(const TileVal &v, int axis);
+  /// Index (i32) of the first maximum (or minimum) along `axis`.
+  TileVal arg_reduce(const TileVal &v, int axis, bool is_max);
+  TileVal transpose(const TileVal &v);
+  /// a [M, K] (or [K]) times b [K, N]: f32 [M, N] (or [N]), accumulated in f32.
+  TileVal dot(const TileVal &a, const TileVal &c);
   void assign_local(int index, const TileVal &v);
   TileVal read_local(int index);
 
@@ -149,8 +171,9 @@ public:
   void note_scratch(int64_t numel);
   /// Re-layout, first half: every thread writes its live elements of `v` to
   /// scratch at their linear index, then the CTA meets at a barrier. The
-  /// caller reads them back with the new element-to-thread mapping.
-  void spill_to_scratch(const TileVal &v);
+  /// caller reads them back with the new element-to-thread mapping. `at`
+  /// offsets the elements (dot spills both operands side by side).
+  void spill_to_scratch(const TileVal &v, int64_t at = 0);
 
   const KernelPlan &plan;
   Machine &m;

@@ -245,6 +245,8 @@ private:
       t.shape.clear();
       for (auto &e : t.type.shape)
         t.shape.push_back(check_extent(*e, IndexCtx::Shape, "the extent").value_or(Sym(1)));
+      if (t.type.elem == ElemType::Bool)
+        diag_.error(DiagId::BoolTensor, t.type.elem_range, {t.name});
       declare(t.name, t.name_range, NameRef::Tensor, int(i));
     }
     event_ok_.assign(k.events.size(), true);
@@ -636,8 +638,14 @@ private:
         e.sym = -*e.args[0]->sym;
         return set(e, t);
       }
-      if (t.kind == TypeKind::Scalar || t.kind == TypeKind::Tile)
+      if ((t.kind == TypeKind::Scalar || t.kind == TypeKind::Tile) && t.elem != ElemType::Bool)
         return set(e, t);
+    }
+    if (e.un_op == UnOp::Not && t.kind != TypeKind::Index) {
+      if ((t.kind == TypeKind::Scalar || t.kind == TypeKind::Tile) && t.elem == ElemType::Bool)
+        return set(e, t);
+      diag_.error(DiagId::ExpectedBool, e.args[0]->range, {describe(t)});
+      return set(e, Type());
     }
     diag_.error(DiagId::TileOpUnsupported, e.range, {spelling(e.un_op), describe(t)});
     return set(e, Type());
@@ -669,14 +677,80 @@ private:
         e.sym = e.bin_op == BinOp::Div ? Sym::floordiv(x, y) : Sym::mod(x, y);
         break;
       default:
+        // In a task body, comparing two indices gives a bool scalar.
+        if (ctx == IndexCtx::Body && is_comparison(e.bin_op))
+          return set(e, scalar_type(ElemType::Bool));
         diag_.error(DiagId::TileOpUnsupported, e.range,
                     {spelling(e.bin_op), "index expressions outside `where`"});
         return set(e, Type());
       }
       return set(e, index_type(*e.sym));
     }
+    if (is_comparison(e.bin_op) || e.bin_op == BinOp::And || e.bin_op == BinOp::Or) {
+      auto r = logic(a, b, e);
+      return set(e, r ? *r : Type());
+    }
     auto r = arith(a, b, e.bin_op, e.range);
     return set(e, r ? *r : Type());
+  }
+
+  static bool is_comparison(BinOp op) {
+    return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt || op == BinOp::Le ||
+           op == BinOp::Gt || op == BinOp::Ge;
+  }
+
+  /// Comparisons (numeric operands, broadcast, bool result) and `&&`/`||`
+  /// (bool operands) of tiles and scalars.
+  std::optional<Type> logic(Type a, Type b, Expr &e) {
+    for (const Type *t : {&a, &b})
+      if (t->kind == TypeKind::Tensor || t->kind == TypeKind::Slice) {
+        diag_.error(DiagId::TileOpUnsupported, e.range,
+                    {spelling(e.bin_op), describe(*t) + "; load(...) it into a tile first"});
+        return std::nullopt;
+      }
+    if (!is_comparison(e.bin_op)) {
+      for (size_t i = 0; i < 2; ++i) {
+        const Type &t = i ? b : a;
+        if (t.kind == TypeKind::Index || t.elem != ElemType::Bool) {
+          diag_.error(DiagId::ExpectedBool, e.args[i]->range, {describe(t)});
+          return std::nullopt;
+        }
+      }
+    }
+    adopt_literal(a, *e.args[0], b);
+    adopt_literal(b, *e.args[1], a);
+    auto r = unify(a, b, e.range);
+    if (!r)
+      return std::nullopt;
+    r->elem = ElemType::Bool;
+    return r;
+  }
+
+  /// The common type of two element-wise operands: an index adopts the other
+  /// operand's element type, element types must match, shapes broadcast.
+  std::optional<Type> unify(Type a, Type b, SourceRange r) {
+    if (a.kind == TypeKind::Index && b.kind == TypeKind::Index)
+      return scalar_type(ElemType::I32);
+    if (a.kind == TypeKind::Index)
+      a = scalar_type(b.elem);
+    if (b.kind == TypeKind::Index)
+      b = scalar_type(a.elem);
+    if (a.elem != b.elem) {
+      diag_.error(DiagId::ElemTypeMismatch, r, {spelling(a.elem), spelling(b.elem)});
+      return std::nullopt;
+    }
+    if (a.kind == TypeKind::Scalar && b.kind == TypeKind::Scalar)
+      return a;
+    if (a.kind == TypeKind::Scalar)
+      return b;
+    if (b.kind == TypeKind::Scalar)
+      return a;
+    auto shape = broadcast(a.tile_shape, b.tile_shape);
+    if (!shape) {
+      diag_.error(DiagId::BroadcastMismatch, r, {shape_str(a.tile_shape), shape_str(b.tile_shape)});
+      return std::nullopt;
+    }
+    return tile_type(a.elem, *shape);
   }
 
   /// Element-wise arithmetic of tiles and scalars. Integer indices and
@@ -693,6 +767,12 @@ private:
       diag_.error(DiagId::TileOpUnsupported, r, {spelling(op), "tiles"});
       return std::nullopt;
     }
+    for (const Type *t : {&a, &b})
+      if (t->kind != TypeKind::Index && t->elem == ElemType::Bool) {
+        diag_.error(DiagId::TileOpUnsupported, r,
+                    {spelling(op), describe(*t) + "; convert it with cast<i32>(...)"});
+        return std::nullopt;
+      }
     if (a.kind == TypeKind::Index)
       a = scalar_type(b.elem);
     if (b.kind == TypeKind::Index)
@@ -986,13 +1066,183 @@ private:
         if (shape.empty())
           shape.push_back(1);
       }
-      return set(e, tile_type(v.elem, shape));
+      // The sum of a bool tile counts its true elements.
+      bool count = f == "sum" && v.elem == ElemType::Bool;
+      return set(e, tile_type(count ? ElemType::I32 : v.elem, shape));
     }
+    if (auto t = check_compute_call(e))
+      return set(e, *t);
     undefined(f, e.callee_range, builtin_names(), DiagId::UnknownFunction);
     for (auto &a : e.args)
       check_value(*a);
     return set(e, Type());
   }
+
+  //===-- Compute builtins: select, arange, cumsum, dot, transpose, argmax --===//
+
+  /// A tile operand of a compute builtin; reports anything else.
+  std::optional<Type> tile_arg(Expr &arg) {
+    Type v = check_value(arg);
+    if (v.kind == TypeKind::Unknown)
+      return std::nullopt;
+    if (v.kind != TypeKind::Tile) {
+      diag_.error(DiagId::ExpectedTile, arg.range, {describe(v)});
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  /// A literal (`1.5`, `-inf`) that may take the element type of the other operand.
+  static bool is_literal(const Expr &e) {
+    if (e.kind == ExprKind::Unary && e.un_op == UnOp::Neg)
+      return is_literal(*e.args[0]);
+    return e.kind == ExprKind::FloatLit || e.kind == ExprKind::IntLit ||
+           (e.kind == ExprKind::Name && e.ref == NameRef::Builtin);
+  }
+
+  /// A float literal operand takes the other operand's float type
+  /// (`select(m, h, 0.0)` or `h > 0.0` with h an f16 tile).
+  static void adopt_literal(Type &t, const Expr &e, const Type &other) {
+    if (t.kind == TypeKind::Scalar && is_literal(e) && other.kind != TypeKind::Index &&
+        other.kind != TypeKind::Unknown && is_float(t.elem) && is_float(other.elem))
+      t.elem = other.elem;
+  }
+
+  /// Checks the compute builtins; nullopt if `e` is none of them. An error
+  /// yields an Unknown type.
+  std::optional<Type> check_compute_call(Expr &e) {
+    const std::string &f = e.name;
+    if (f == "select") {
+      if (!arity(e, 3, "3 arguments (a bool condition and two values)"))
+        return Type();
+      Type c = check_value(*e.args[0]);
+      Type x = check_value(*e.args[1]), y = check_value(*e.args[2]);
+      if (c.kind == TypeKind::Unknown || x.kind == TypeKind::Unknown || y.kind == TypeKind::Unknown)
+        return Type();
+      if ((c.kind != TypeKind::Tile && c.kind != TypeKind::Scalar) || c.elem != ElemType::Bool) {
+        diag_.error(DiagId::ExpectedBool, e.args[0]->range, {describe(c)});
+        return Type();
+      }
+      for (size_t i = 1; i < 3; ++i) {
+        Type &t = i == 1 ? x : y;
+        if (t.kind != TypeKind::Tile && t.kind != TypeKind::Scalar && t.kind != TypeKind::Index) {
+          diag_.error(DiagId::ExpectedTile, e.args[i]->range, {describe(t)});
+          return Type();
+        }
+      }
+      adopt_literal(x, *e.args[1], y);
+      adopt_literal(y, *e.args[2], x);
+      auto v = unify(x, y, e.range);
+      if (!v)
+        return Type();
+      Type cv = c;
+      cv.elem = v->elem;
+      auto r = unify(cv, *v, e.range);
+      return r ? *r : Type();
+    }
+    if (f == "arange") {
+      if (!arity(e, 0, "no arguments"))
+        return Type();
+      ElemType t = e.type_arg.value_or(ElemType::I32);
+      if (e.shape_args.size() != 1) {
+        diag_.error(DiagId::WrongArgCount, e.range,
+                    {"arange", "1 extent (`arange<i32>[N]`)", std::to_string(e.shape_args.size())});
+        return Type();
+      }
+      auto shape = static_shape(e);
+      if (!shape)
+        return Type();
+      if (t == ElemType::Bool) {
+        diag_.error(DiagId::TileOpUnsupported, e.range, {"arange", "bool tiles"});
+        return Type();
+      }
+      return tile_type(t, *shape);
+    }
+    if (f == "cumsum" || f == "argmax" || f == "argmin") {
+      if (!arity(e, 1, "1 tile argument", {"axis"}))
+        return Type();
+      auto v = tile_arg(*e.args[0]);
+      if (!v)
+        return Type();
+      size_t rank = v->tile_shape.size();
+      auto axis = axis_arg(e, rank, rank);
+      if (!axis)
+        return Type();
+      if (f == "cumsum") {
+        if (v->elem == ElemType::Bool) {
+          diag_.error(DiagId::TileOpUnsupported, e.range,
+                      {f, describe(*v) + "; convert it with cast<i32>(...)"});
+          return Type();
+        }
+        return *v;
+      }
+      std::vector<int64_t> shape = v->tile_shape;
+      shape.erase(shape.begin() + *axis);
+      if (shape.empty())
+        shape.push_back(1);
+      return tile_type(ElemType::I32, shape);
+    }
+    if (f == "transpose") {
+      if (!arity(e, 1, "1 tile argument"))
+        return Type();
+      auto v = tile_arg(*e.args[0]);
+      if (!v)
+        return Type();
+      if (v->tile_shape.size() != 2) {
+        diag_.error(DiagId::TransposeRank, e.args[0]->range, {describe(*v)});
+        return Type();
+      }
+      return tile_type(v->elem, {v->tile_shape[1], v->tile_shape[0]});
+    }
+    if (f == "dot") {
+      if (!arity(e, 2, "2 tile arguments"))
+        return Type();
+      auto a = tile_arg(*e.args[0]);
+      auto c = tile_arg(*e.args[1]);
+      if (!a || !c)
+        return Type();
+      for (const Type *t : {&*a, &*c})
+        if (!is_float(t->elem)) {
+          diag_.error(DiagId::TileOpUnsupported, e.range,
+                      {"dot", describe(*t) + "; convert it with cast<f32>(...)"});
+          return Type();
+        }
+      const auto &as = a->tile_shape, &cs = c->tile_shape;
+      if (as.empty() || as.size() > 2 || cs.size() != 2) {
+        diag_.error(DiagId::DotRank, e.range, {describe(*a), describe(*c)});
+        return Type();
+      }
+      if (as.back() != cs[0]) {
+        diag_.error(
+            DiagId::DotInnerMismatch, e.range,
+            {shape_str(as), std::to_string(as.back()), shape_str(cs), std::to_string(cs[0])});
+        return Type();
+      }
+      int64_t bytes = 0;
+      for (const auto *s : {&as, &cs}) {
+        int64_t n = 1;
+        for (int64_t d : *s)
+          n *= d;
+        bytes += n * 4;
+      }
+      if (bytes > kDotScratchLimit) {
+        diag_.error(DiagId::DotTooLarge, e.range,
+                    {shape_str(as), shape_str(cs), std::to_string(bytes),
+                     std::to_string(kDotScratchLimit)});
+        return Type();
+      }
+      std::vector<int64_t> shape = {cs[1]};
+      if (as.size() == 2)
+        shape.insert(shape.begin(), as[0]);
+      return tile_type(ElemType::F32, shape);
+    }
+    return std::nullopt;
+  }
+
+  /// Static shared memory is 48 KiB; the first 16 bytes are the lowering's
+  /// (lower/lowerer.h, kSmemScratch). dot spills both operands there, 4 bytes
+  /// per element.
+  static constexpr int64_t kDotScratchLimit = 48 * 1024 - 16;
 
   Type not_in_shape(Expr &e) {
     diag_.error(DiagId::ExpectedIndex, e.range, {"a call to '" + e.name + "'"});
@@ -1000,9 +1250,10 @@ private:
   }
 
   static const std::vector<std::string> &builtin_names() {
-    static const std::vector<std::string> names = {"load", "store", "zeros", "full",   "cast",
-                                                   "exp",  "log",   "sqrt",  "rsqrt",  "abs",
-                                                   "sum",  "max",   "min",   "expand", "cdiv"};
+    static const std::vector<std::string> names = {
+        "load",   "store",  "zeros", "full",      "cast",   "exp",    "log",  "sqrt",
+        "rsqrt",  "abs",    "sum",   "max",       "min",    "expand", "cdiv", "select",
+        "arange", "cumsum", "dot",   "transpose", "argmax", "argmin"};
     return names;
   }
   static bool is_builtin(const std::string &f) {

@@ -1,9 +1,10 @@
 //===- tests/unit/codegen/examples_backend_test.cpp - Examples end to end -===//
 //
-// What this covers: examples/rowsum and examples/softmax through the real
-// frontend, sema and task graph, then the whole back end for sm_90, sm_80 and
-// sim; the PTX is assembled with ptxas (skipped with a message when absent),
-// and the sim object is run in-process against a reference.
+// What this covers: examples/rowsum, examples/softmax and tile_ops.etl (every
+// compute tile op) through the real frontend, sema and task graph, then the
+// whole back end for sm_90, sm_80 and sim; the PTX is assembled with ptxas
+// (skipped with a message when absent), and the sim object is run in-process
+// against a reference.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/parser.h"
@@ -152,4 +153,14 @@ TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
       want += x[size_t(m * N + n)];
     CHECK(y[size_t(m)] == doctest::Approx(want));
   }
+}
+
+TEST_CASE("examples: the compute tile ops compile for sm_90, sm_80 and sim, PTX assembles") {
+  auto c = compile_example("tests/unit/codegen/tile_ops.etl", {"sm_90", "sm_80", "sim"});
+  INFO(c->result.error);
+  REQUIRE(c->result.ok);
+  CHECK(c->result.outputs.size() == 3);
+  // dot spills both operands: 16x32 + 32x16 f32 elements after the 16 header bytes.
+  CHECK(c->result.smem_bytes >= 16 + (16 * 32 + 32 * 16) * 4);
+  assemble(c->result);
 }

@@ -1,0 +1,275 @@
+//===- lower/lower_compute.cpp - Compute tile ops to per-thread SIMT code -===//
+//
+// What this owns: lowering of the compute builtins sema checks in
+// check_compute_call and of tile comparisons: comparisons and `&&`/`||`
+// (bool results), select, arange, cumsum, argmax/argmin, transpose and dot.
+// Register layouts and the scratch protocol are those of lower/lowerer.h;
+// every op that changes which thread owns an element spills its operand(s)
+// with spill_to_scratch, reads them back with the new mapping and ends with
+// a barrier so the next re-layout may reuse the scratch area.
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include <llvm/IR/Constants.h>
+
+namespace etl {
+
+namespace {
+
+bool is_fp(ElemType t) { return t == ElemType::F32 || t == ElemType::F16; }
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> strides_of(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+} // namespace
+
+//===-- Comparisons and select -------------------------------------------===//
+
+TileVal Lowerer::compare(BinOp op, const TileVal &a, const TileVal &c,
+                         const std::vector<int64_t> &shape) {
+  TileVal r;
+  r.elem = ElemType::Bool;
+  r.shape = shape;
+  if (op == BinOp::And || op == BinOp::Or) {
+    TileVal x = coerce(a, shape, ElemType::Bool), y = coerce(c, shape, ElemType::Bool);
+    for (size_t k = 0; k < x.regs.size(); ++k)
+      r.regs.push_back(op == BinOp::And ? b.CreateAnd(x.regs[k], y.regs[k])
+                                        : b.CreateOr(x.regs[k], y.regs[k]));
+    return r;
+  }
+  auto cmp = [&](llvm::Value *l, llvm::Value *rr, bool fl) -> llvm::Value * {
+    llvm::Value *v = nullptr;
+    switch (op) {
+    case BinOp::Eq:
+      v = fl ? b.CreateFCmpOEQ(l, rr) : b.CreateICmpEQ(l, rr);
+      break;
+    case BinOp::Ne:
+      v = fl ? b.CreateFCmpUNE(l, rr) : b.CreateICmpNE(l, rr);
+      break;
+    case BinOp::Lt:
+      v = fl ? b.CreateFCmpOLT(l, rr) : b.CreateICmpSLT(l, rr);
+      break;
+    case BinOp::Le:
+      v = fl ? b.CreateFCmpOLE(l, rr) : b.CreateICmpSLE(l, rr);
+      break;
+    case BinOp::Gt:
+      v = fl ? b.CreateFCmpOGT(l, rr) : b.CreateICmpSGT(l, rr);
+      break;
+    case BinOp::Ge:
+      v = fl ? b.CreateFCmpOGE(l, rr) : b.CreateICmpSGE(l, rr);
+      break;
+    default:
+      throw LowerError(std::string("operator '") + spelling(op) + "' is not a comparison");
+    }
+    return b.CreateZExt(v, i32);
+  };
+  if (a.is_index && c.is_index) { // two i64 indices: a uniform bool scalar
+    r.regs.assign(shape.empty() ? 1 : regs_for(r.numel()), cmp(a.regs[0], c.regs[0], false));
+    return r;
+  }
+  // An index or a literal scalar takes the tile operand's type (as in sema).
+  ElemType elem = a.is_index || (a.scalar() && !c.scalar() && !c.is_index) ? c.elem : a.elem;
+  TileVal x = coerce(a, shape, elem), y = coerce(c, shape, elem);
+  for (size_t k = 0; k < x.regs.size(); ++k)
+    r.regs.push_back(cmp(x.regs[k], y.regs[k], is_fp(elem)));
+  return r;
+}
+
+TileVal Lowerer::select(const TileVal &cond, const TileVal &a, const TileVal &c,
+                        const std::vector<int64_t> &shape, ElemType elem) {
+  TileVal m = coerce(cond, shape, ElemType::Bool);
+  TileVal x = coerce(a, shape, elem), y = coerce(c, shape, elem);
+  for (size_t k = 0; k < x.regs.size(); ++k)
+    x.regs[k] = b.CreateSelect(b.CreateICmpNE(m.regs[k], b.getInt32(0)), x.regs[k], y.regs[k]);
+  return x;
+}
+
+//===-- arange -----------------------------------------------------------===//
+
+TileVal Lowerer::arange(int64_t n, ElemType elem) {
+  TileVal r;
+  r.elem = elem;
+  r.shape = {n};
+  for (unsigned k = 0; k < regs_for(n); ++k) {
+    llvm::Value *e = elem_index(k);
+    llvm::Value *v = is_fp(elem) ? b.CreateSIToFP(e, f32) : b.CreateTrunc(e, i32);
+    if (elem == ElemType::F16)
+      v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
+    r.regs.push_back(v);
+  }
+  return r;
+}
+
+//===-- Scans and arg-reductions -----------------------------------------===//
+
+TileVal Lowerer::cumsum(const TileVal &v, int axis) {
+  if (v.scalar())
+    return v;
+  if (axis < 0 || size_t(axis) >= v.shape.size())
+    throw LowerError("cumsum axis out of range");
+  TileVal r;
+  r.elem = v.elem;
+  r.shape = v.shape;
+  llvm::Type *ty = reg_type(v.elem);
+  bool fl = is_fp(v.elem);
+  std::vector<int64_t> stride = strides_of(v.shape);
+  int64_t st = stride[size_t(axis)];
+  spill_to_scratch(v);
+  for (unsigned k = 0; k < v.regs.size(); ++k) {
+    llvm::AllocaInst *acc = entry_alloca(ty, "scan");
+    b.CreateStore(llvm::Constant::getNullValue(ty), acc);
+    auto body = [&, k] {
+      llvm::Value *e = elem_index(k);
+      llvm::Value *ca = coords(e, v.shape)[size_t(axis)];
+      // Element e sums e - j*st for j = 0 .. ca.
+      llvm::Value *base = b.CreateSub(e, b.CreateMul(ca, b.getInt64(st)));
+      for_range(b.getInt64(0), b.CreateAdd(ca, b.getInt64(1)), b.getInt64(1), [&](llvm::Value *j) {
+        llvm::Value *x =
+            b.CreateLoad(ty, scratch_ptr(b.CreateAdd(base, b.CreateMul(j, b.getInt64(st)))));
+        llvm::Value *s = b.CreateLoad(ty, acc);
+        b.CreateStore(fl ? b.CreateFAdd(s, x) : b.CreateAdd(s, x), acc);
+      });
+    };
+    if (llvm::Value *alive = elem_alive(k, v.numel()))
+      if_then(alive, body);
+    else
+      body();
+    llvm::Value *x = b.CreateLoad(ty, acc);
+    if (v.elem == ElemType::F16)
+      x = b.CreateFPExt(b.CreateFPTrunc(x, b.getHalfTy()), f32);
+    r.regs.push_back(x);
+  }
+  m.barrier(b);
+  return r;
+}
+
+TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
+  TileVal r;
+  r.elem = ElemType::I32;
+  if (v.scalar()) {
+    r.regs = {b.getInt32(0)};
+    return r;
+  }
+  if (axis < 0 || size_t(axis) >= v.shape.size())
+    throw LowerError("argmax/argmin axis out of range");
+  r.shape = v.shape;
+  r.shape.erase(r.shape.begin() + axis);
+  if (r.shape.empty())
+    r.shape.push_back(1); // as sema types it
+  llvm::Type *ty = reg_type(v.elem);
+  bool fl = is_fp(v.elem);
+  std::vector<int64_t> stride = strides_of(v.shape);
+  int64_t st = stride[size_t(axis)];
+  std::vector<int64_t> rest = v.shape; // the source shape without `axis`
+  rest.erase(rest.begin() + axis);
+  spill_to_scratch(v);
+  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
+    llvm::AllocaInst *best = entry_alloca(ty, "best");
+    llvm::AllocaInst *at = entry_alloca(i64, "best.at");
+    b.CreateStore(llvm::Constant::getNullValue(ty), best);
+    b.CreateStore(b.getInt64(0), at);
+    auto body = [&, k] {
+      llvm::Value *base = b.getInt64(0);
+      if (!rest.empty()) {
+        std::vector<llvm::Value *> c = coords(elem_index(k), rest);
+        for (size_t d = 0, o = 0; d < v.shape.size(); ++d)
+          if (int(d) != axis)
+            base = b.CreateAdd(base, b.CreateMul(c[o++], b.getInt64(stride[d])));
+      }
+      b.CreateStore(b.CreateLoad(ty, scratch_ptr(base)), best);
+      for_range(
+          b.getInt64(1), b.getInt64(v.shape[size_t(axis)]), b.getInt64(1), [&](llvm::Value *j) {
+            llvm::Value *x =
+                b.CreateLoad(ty, scratch_ptr(b.CreateAdd(base, b.CreateMul(j, b.getInt64(st)))));
+            llvm::Value *cur = b.CreateLoad(ty, best);
+            // Strict comparison: the first extremum wins ties.
+            llvm::Value *better = fl ? (is_max ? b.CreateFCmpOGT(x, cur) : b.CreateFCmpOLT(x, cur))
+                                     : (is_max ? b.CreateICmpSGT(x, cur) : b.CreateICmpSLT(x, cur));
+            b.CreateStore(b.CreateSelect(better, x, cur), best);
+            b.CreateStore(b.CreateSelect(better, j, b.CreateLoad(i64, at)), at);
+          });
+    };
+    if (llvm::Value *alive = elem_alive(k, r.numel()))
+      if_then(alive, body);
+    else
+      body();
+    r.regs.push_back(b.CreateTrunc(b.CreateLoad(i64, at), i32));
+  }
+  m.barrier(b);
+  return r;
+}
+
+//===-- transpose and dot ------------------------------------------------===//
+
+TileVal Lowerer::transpose(const TileVal &v) {
+  if (v.shape.size() != 2)
+    throw LowerError("transpose of a tile that is not 2-D");
+  TileVal r;
+  r.elem = v.elem;
+  r.shape = {v.shape[1], v.shape[0]};
+  llvm::Type *ty = reg_type(v.elem);
+  spill_to_scratch(v);
+  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
+    llvm::AllocaInst *tmp = entry_alloca(ty);
+    b.CreateStore(llvm::Constant::getNullValue(ty), tmp);
+    auto read = [&, k] {
+      std::vector<llvm::Value *> c = coords(elem_index(k), r.shape);
+      // r[i, j] = v[j, i], v row-major with v.shape[1] columns.
+      llvm::Value *src = b.CreateAdd(b.CreateMul(c[1], b.getInt64(v.shape[1])), c[0]);
+      b.CreateStore(b.CreateLoad(ty, scratch_ptr(src)), tmp);
+    };
+    if (llvm::Value *alive = elem_alive(k, r.numel()))
+      if_then(alive, read);
+    else
+      read();
+    r.regs.push_back(b.CreateLoad(ty, tmp));
+  }
+  m.barrier(b);
+  return r;
+}
+
+TileVal Lowerer::dot(const TileVal &a, const TileVal &c) {
+  if (a.shape.empty() || a.shape.size() > 2 || c.shape.size() != 2 ||
+      a.shape.back() != c.shape[0] || !is_fp(a.elem) || !is_fp(c.elem))
+    throw LowerError("dot operands must be float [M, K] (or [K]) and [K, N] tiles");
+  bool gemv = a.shape.size() == 1;
+  int64_t M = gemv ? 1 : a.shape[0], K = c.shape[0], N = c.shape[1];
+  TileVal r;
+  r.elem = ElemType::F32;
+  r.shape = gemv ? std::vector<int64_t>{N} : std::vector<int64_t>{M, N};
+  int64_t boff = a.numel();
+  spill_to_scratch(a);
+  spill_to_scratch(c, boff);
+  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
+    llvm::AllocaInst *acc = entry_alloca(f32, "dot.acc");
+    b.CreateStore(llvm::ConstantFP::get(f32, 0.0), acc);
+    auto body = [&, k] {
+      llvm::Value *e = elem_index(k);
+      llvm::Value *row = b.CreateUDiv(e, b.getInt64(N)), *col = b.CreateURem(e, b.getInt64(N));
+      llvm::Value *arow = b.CreateMul(row, b.getInt64(K));
+      llvm::Value *bcol = b.CreateAdd(col, b.getInt64(boff));
+      for_range(b.getInt64(0), b.getInt64(K), b.getInt64(1), [&](llvm::Value *kk) {
+        llvm::Value *x = b.CreateLoad(f32, scratch_ptr(b.CreateAdd(arow, kk)));
+        llvm::Value *y =
+            b.CreateLoad(f32, scratch_ptr(b.CreateAdd(bcol, b.CreateMul(kk, b.getInt64(N)))));
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(f32, acc), b.CreateFMul(x, y)), acc);
+      });
+    };
+    if (llvm::Value *alive = elem_alive(k, r.numel()))
+      if_then(alive, body);
+    else
+      body();
+    r.regs.push_back(b.CreateLoad(f32, acc));
+  }
+  (void)M;
+  m.barrier(b);
+  return r;
+}
+
+} // namespace etl
