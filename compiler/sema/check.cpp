@@ -984,6 +984,9 @@ private:
       // Element-wise min/max of tiles.
       if (ctx != IndexCtx::Body)
         return not_in_shape(e);
+      if (!adopt_float_literal(a, *e.args[0], b, e.range) ||
+          !adopt_float_literal(b, *e.args[1], a, e.range))
+        return set(e, Type());
       auto r = arith(a, b, BinOp::Add, e.range);
       return set(e, r ? *r : Type());
     }

@@ -223,7 +223,56 @@ kernel t<M: dim>(a: tensor<i64>[M], h: tensor<bf16>[M], f: tensor<f32>[M], ya: t
 }
 )";
 
+// The typing rules: float literals (and `inf`) adopt the f16/bf16 type of
+// the other operand, in binary ops, min/max and compound assignment.
+const char *kLiterals = R"(
+const TM = 8;
+kernel r<M: dim>(h: tensor<f16>[M], g: tensor<bf16>[M], yh: tensor<f16>[M], yg: tensor<bf16>[M]) {
+  task k[i in 0 .. cdiv(M, TM)] {
+    var a = load(h[i * TM .. +TM]);
+    a *= 0.5;
+    store(yh[i * TM .. +TM], max(a, 0.0) + 1);
+    var b = load(g[i * TM .. +TM]);
+    b += 1.5;
+    store(yg[i * TM .. +TM], min(b * 3.0, inf));
+  }
+}
+)";
+
+/// f16 bits of a float that f16 represents exactly (normal or zero).
+uint16_t f16_exact(float f) {
+  if (f == 0.f)
+    return 0;
+  int e = 0;
+  float m = std::frexp(std::fabs(f), &e); // |f| = m * 2^e, m in [0.5, 1)
+  return uint16_t((f < 0 ? 0x8000 : 0) | ((e - 1 + 15) << 10) | int((m * 2.f - 1.f) * 1024.f));
+}
+float f16_value(uint16_t h) {
+  if ((h & 0x7FFF) == 0)
+    return 0.f;
+  float m = 1.f + float(h & 0x3FF) / 1024.f;
+  float v = std::ldexp(m, int((h >> 10) & 0x1F) - 15);
+  return h & 0x8000 ? -v : v;
+}
+
 } // namespace
+
+TEST_CASE("memory ops: float literals adopt the f16/bf16 type of the other operand") {
+  auto c = compile(kLiterals, {"sim"});
+  const int64_t M = 11;
+  const size_t n = size_t(M);
+  std::vector<uint16_t> h(n), g(n), yh(n, 0), yg(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    h[i] = f16_exact(float(int(i) - 5) * 0.75f);
+    g[i] = to_bf16(float(i) * 0.3f - 1.f);
+  }
+  run(*c, {M}, {buf(h), buf(g), buf(yh), buf(yg)}, {uint32_t(cdiv(M, 8))});
+  for (size_t i = 0; i < n; ++i) {
+    INFO("i=" << i);
+    CHECK(f16_value(yh[i]) == std::max(f16_value(h[i]) * 0.5f, 0.f) + 1.f);
+    CHECK(yg[i] == to_bf16(from_bf16(to_bf16(from_bf16(g[i]) + 1.5f)) * 3.f));
+  }
+}
 
 TEST_CASE("memory ops: gather rows through an i32 index tile, out-of-range rows read pad") {
   auto c = compile(kGatherRows, {"sim"});
@@ -331,7 +380,7 @@ TEST_CASE("memory ops: i64 and bf16 tensors, arithmetic, broadcasts and casts") 
 }
 
 TEST_CASE("memory ops: the programs compile for sm_80 and sm_90 and ptxas assembles them") {
-  for (const char *src : {kGatherRows, kScatter, kMaskAndZip, kTypes}) {
+  for (const char *src : {kGatherRows, kScatter, kMaskAndZip, kTypes, kLiterals}) {
     auto c = compile(src, {"sm_80", "sm_90"}, 128);
     assemble(c->result);
   }
