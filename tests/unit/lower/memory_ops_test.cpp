@@ -186,7 +186,7 @@ const TM = 4;
 const TN = 8;
 kernel m<M: dim, N: dim>(x: tensor<f32>[M, N], on: tensor<i32>[M], cols: tensor<i32>[TN],
                          w: tensor<i64>[M, N], y: tensor<f32>[M, N], z: tensor<f32>[M, TN],
-                         d: tensor<i64>[M]) {
+                         d: tensor<i64>[M], z2: tensor<f32>[M, TN]) {
   task a[i in 0 .. cdiv(M, TM)] {
     let m = expand(load(on[i * TM .. +TM]), axis = 1);
     let t = load(x[i * TM .. +TM, 0 .. +TN], mask = m, pad = -1.0);
@@ -201,6 +201,10 @@ kernel m<M: dim, N: dim>(x: tensor<f32>[M, N], on: tensor<i32>[M], cols: tensor<
     let q = load(cols[0 .. +TM]);
     store(d[i * TM .. +TM], load(w[r, q], pad = 7));
   }
+  task e[i in 0 .. cdiv(M, TM)] {
+    let c = load(cols[0 .. +TN]);
+    store(z2[i * TM .. +TM, 0 .. +TN], load(x[i * TM .. +TM, c], pad = 9.0));
+  }
 }
 )";
 
@@ -209,7 +213,8 @@ const char *kTypes = R"(
 const TM = 8;
 kernel t<M: dim>(a: tensor<i64>[M], h: tensor<bf16>[M], f: tensor<f32>[M], ya: tensor<i64>[M],
                  yh: tensor<bf16>[M], yf: tensor<f32>[M], yc: tensor<bf16>[M],
-                 yi: tensor<i32>[M]) {
+                 yi: tensor<i32>[M], ymax: tensor<i64>[cdiv(M, TM)],
+                 ysum: tensor<i64>[cdiv(M, TM)]) {
   task k[i in 0 .. cdiv(M, TM)] {
     let x = load(a[i * TM .. +TM]);
     let s = load(a[0 .. +1]);
@@ -219,6 +224,9 @@ kernel t<M: dim>(a: tensor<i64>[M], h: tensor<bf16>[M], f: tensor<f32>[M], ya: t
     store(yf[i * TM .. +TM], cast<f32>(x) + cast<f32>(b));
     store(yc[i * TM .. +TM], cast<bf16>(load(f[i * TM .. +TM])));
     store(yi[i * TM .. +TM], cast<i32>(x - s));
+    let xp = load(a[i * TM .. +TM], pad = -4611686018427387904);
+    store(ymax[i .. +1], max(xp, axis = 0));
+    store(ysum[i .. +1], sum(x, axis = 0));
   }
 }
 )";
@@ -322,10 +330,11 @@ TEST_CASE("memory ops: masked load, column gather and zipped gather from an i64 
   std::vector<int32_t> on = {1, 0, 2, 0, 0, -1, 1};
   std::vector<int32_t> cols = {5, 0, 7, 3, -1, 2, 2, 6};
   std::vector<int64_t> w(size_t(M * N)), d(size_t(M), -3);
+  std::vector<float> z2(size_t(M * TN), -3.f);
   for (int64_t i = 0; i < M * N; ++i)
     w[size_t(i)] = (int64_t(1) << 36) + i;
-  run(*c, {M, N}, {buf(x), buf(on), buf(cols), buf(w), buf(y), buf(z), buf(d)},
-      {uint32_t(cdiv(M, TM)), uint32_t(M), uint32_t(cdiv(M, TM))});
+  run(*c, {M, N}, {buf(x), buf(on), buf(cols), buf(w), buf(y), buf(z), buf(d), buf(z2)},
+      {uint32_t(cdiv(M, TM)), uint32_t(M), uint32_t(cdiv(M, TM)), uint32_t(cdiv(M, TM))});
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       INFO("y m=" << m << " n=" << n);
@@ -336,6 +345,8 @@ TEST_CASE("memory ops: masked load, column gather and zipped gather from an i64 
       int32_t col = cols[size_t(t)];
       INFO("z m=" << m << " t=" << t);
       CHECK(z[size_t(m * TN + t)] == (col >= 0 && col < N ? x[size_t(m * N + col)] : 9.f));
+      // The same columns for a block of rows: the gathered dim comes second.
+      CHECK(z2[size_t(m * TN + t)] == z[size_t(m * TN + t)]);
     }
   for (int64_t m = 0; m < M; ++m) {
     // d[m] = w[on[m], cols[m % TM]]: row i*TM + t zips on[i*TM + t] with cols[t].
@@ -362,8 +373,20 @@ TEST_CASE("memory ops: i64 and bf16 tensors, arithmetic, broadcasts and casts") 
     uint32_t bits = 0x3F800000u + uint32_t(i) * 0x8000u + (i % 4 == 3 ? 1u : 0u);
     std::memcpy(&f[size_t(i)], &bits, 4);
   }
-  run(*c, {M}, {buf(a), buf(h), buf(f), buf(ya), buf(yh), buf(yf), buf(yc), buf(yi)},
+  std::vector<int64_t> ymax(size_t(cdiv(M, 8)), 0), ysum(size_t(cdiv(M, 8)), 0);
+  run(*c, {M},
+      {buf(a), buf(h), buf(f), buf(ya), buf(yh), buf(yf), buf(yc), buf(yi), buf(ymax), buf(ysum)},
       {uint32_t(cdiv(M, 8))});
+  for (int64_t b = 0; b < cdiv(M, 8); ++b) {
+    int64_t mx = INT64_MIN, sm = 0;
+    for (int64_t i = b * 8; i < std::min(M, b * 8 + 8); ++i) {
+      mx = std::max(mx, a[size_t(i)]);
+      sm += a[size_t(i)];
+    }
+    INFO("block " << b);
+    CHECK(ymax[size_t(b)] == mx);
+    CHECK(ysum[size_t(b)] == sm);
+  }
   for (int64_t i = 0; i < M; ++i) {
     INFO("i=" << i);
     CHECK(ya[size_t(i)] == a[size_t(i)] * 3 + a[0]);
