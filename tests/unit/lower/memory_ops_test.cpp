@@ -402,6 +402,39 @@ TEST_CASE("memory ops: i64 and bf16 tensors, arithmetic, broadcasts and casts") 
   CHECK(yc[3] == 0x3F82); // just above the tie 0x3F818000: rounds up
 }
 
+TEST_CASE("memory ops: cast<T> between every pair of element types") {
+  const char *types[] = {"f32", "f16", "bf16", "i32", "i64"};
+  // out_ST = cast<f32>(cast<T>(cast<S>(x))) for every pair (S, T).
+  std::string params = "x: tensor<f32>[M]", body;
+  for (const char *a : types)
+    for (const char *b : types) {
+      std::string out = std::string("o_") + a + "_" + b;
+      params += ", " + out + ": tensor<f32>[M]";
+      body += "    store(" + out + "[i * TM .. +TM], cast<f32>(cast<" + b + ">(cast<" + a +
+              ">(v))));\n";
+    }
+  std::string src =
+      "const TM = 8;\nkernel c<M: dim>(" + params +
+      ") {\n  task k[i in 0 .. cdiv(M, TM)] {\n    let v = load(x[i * TM .. +TM]);\n" + body +
+      "  }\n}\n";
+  auto c = compile(src, {"sim"});
+  const int64_t M = 15;
+  std::vector<std::vector<float>> t(26, std::vector<float>(size_t(M), 99.f));
+  for (int64_t i = 0; i < M; ++i)
+    t[0][size_t(i)] = float(i - 7) * 0.75f; // exact in f16 and bf16
+  std::vector<Buffer> bufs;
+  for (auto &v : t)
+    bufs.push_back(buf(v));
+  run(*c, {M}, bufs, {uint32_t(cdiv(M, 8))});
+  auto conv = [](float v, int ty) { return ty >= 3 ? std::trunc(v) : v; };
+  for (int a = 0; a < 5; ++a)
+    for (int b = 0; b < 5; ++b)
+      for (int64_t i = 0; i < M; ++i) {
+        INFO(types[a] << " -> " << types[b] << " i=" << i);
+        CHECK(t[size_t(1 + a * 5 + b)][size_t(i)] == conv(conv(t[0][size_t(i)], a), b));
+      }
+}
+
 TEST_CASE("memory ops: the programs compile for sm_80 and sm_90 and ptxas assembles them") {
   for (const char *src : {kGatherRows, kScatter, kMaskAndZip, kTypes, kLiterals}) {
     auto c = compile(src, {"sm_80", "sm_90"}, 128);
