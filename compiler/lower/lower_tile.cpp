@@ -1,9 +1,11 @@
 //===- lower/lower_tile.cpp - Tile operations to per-thread SIMT code -----===//
 //
 // What this owns: lowering of tile- and scalar-valued expressions (see the
-// layout in lower/lowerer.h): masked `load`/`store` of tensor slices,
-// element-wise arithmetic with numpy broadcasting, math calls, cast, zeros,
-// full, expand, the axis reductions sum/max/min, and the storage of
+// layout in lower/lowerer.h): masked `load`/`store` of tensor slices (with
+// gather/scatter components and `mask =`), the element types' register and
+// memory forms (f16/bf16 in f32 registers, bf16 rounding done with integer
+// ops), element-wise arithmetic with numpy broadcasting, math calls, cast,
+// zeros, full, expand, the axis reductions sum/max/min, and the storage of
 // `let`/`var` locals. Ownership changes (broadcasts of smaller operands,
 // reductions) go through the shared scratch area.
 //
