@@ -5,12 +5,14 @@
 // compiler/ast/ast.h. See grammar/README.md for a syntax reference.
 //
 // Decisions:
-//  - Element types (f32, f16, i32) are plain identifiers here; the AST builder
-//    reports UnknownElemType, which gives a better message than a syntax error.
+//  - Element types (f32, f16, bf16, i32, i64) are plain identifiers here; the
+//    AST builder reports UnknownElemType, which gives a better message than a
+//    syntax error.
 //  - `name<T>` starts a generic call only when followed by `[` or `(`:
 //    `zeros<f32>[TM]`, `cast<f16>(x)`, `full<f32>[TB](v)`. The (meaningless)
 //    chained comparison `a < b > (c)` therefore parses as a generic call.
-//  - A slice component is `e`, `lo .. hi` or `lo .. +extent`.
+//  - A slice component is `e`, `lo .. hi` or `lo .. +extent`; sema decides
+//    whether `e` is an index or a gather index (a 1-D integer tile).
 //  - Characters the lexer does not know and unterminated block comments become
 //    tokens on the hidden channel; the frontend reports them, so the parser
 //    never sees them and each bad character is one clean error.

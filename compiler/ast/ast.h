@@ -57,9 +57,11 @@ const char *spelling(BinOp op);
 const char *spelling(UnOp op);
 const char *spelling(ElemType t);
 unsigned byte_size(ElemType t);
-/// Parses "f32", "f16", "i32"; nullopt otherwise.
+/// Parses "f32", "f16", "bf16", "i32", "i64"; nullopt otherwise.
 std::optional<ElemType> parse_elem_type(const std::string &s);
 bool is_float(ElemType t);
+/// i32 or i64 (gather indices, integer arithmetic).
+bool is_integer(ElemType t);
 
 //===-- Types (filled by sema) -------------------------------------------===//
 

@@ -71,6 +71,10 @@ std::optional<ElemType> parse_elem_type(const std::string &s) {
   return std::nullopt;
 }
 
-bool is_float(ElemType t) { return t == ElemType::F32 || t == ElemType::F16; }
+bool is_float(ElemType t) {
+  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16;
+}
+
+bool is_integer(ElemType t) { return t == ElemType::I32 || t == ElemType::I64; }
 
 } // namespace etl

@@ -10,6 +10,25 @@
 namespace etl {
 namespace {
 
+/// The artifact's code of an element type (etl_abi.h).
+uint32_t abi_elem(ElemType t) {
+  switch (t) {
+  case ElemType::F32:
+    return ETL_ELEM_F32;
+  case ElemType::F16:
+    return ETL_ELEM_F16;
+  case ElemType::I32:
+    return ETL_ELEM_I32;
+  case ElemType::I64:
+    return ETL_ELEM_I64;
+  case ElemType::BF16:
+    return ETL_ELEM_BF16;
+  case ElemType::Bool: // sema rejects bool tensors (BoolTensor)
+    break;
+  }
+  return ETL_ELEM_F32;
+}
+
 void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
           std::vector<int64_t> &out) {
   switch (e.kind) {
@@ -109,9 +128,7 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
     const TensorDecl &t = k.tensors[i];
     ArtifactTensor at;
     at.name = t.name;
-    at.elem = t.type.elem == ElemType::F32   ? ETL_ELEM_F32
-              : t.type.elem == ElemType::F16 ? ETL_ELEM_F16
-                                             : ETL_ELEM_I32;
+    at.elem = abi_elem(t.type.elem);
     at.is_buffer = t.is_buffer;
     for (const ExprPtr &e : t.type.shape)
       at.shape.push_back(expr_bytecode(*e, p));

@@ -36,8 +36,11 @@ unsigned Lowerer::smem_bytes() const { return unsigned(kSmemScratch + max_scratc
 //===-- Helpers ----------------------------------------------------------===//
 
 llvm::Type *Lowerer::reg_type(ElemType t) const {
-  // f16 is computed in f32; bool is an i32 holding 0 or 1.
-  return t == ElemType::I32 || t == ElemType::Bool ? i32 : f32;
+  if (t == ElemType::I32 || t == ElemType::Bool) // bool: an i32 holding 0 or 1
+    return i32;
+  if (t == ElemType::I64)
+    return i64;
+  return f32; // f16 and bf16 are computed in f32
 }
 
 llvm::AllocaInst *Lowerer::entry_alloca(llvm::Type *ty, const char *name) {
@@ -95,8 +98,8 @@ std::vector<llvm::Value *> Lowerer::coords(llvm::Value *e, const std::vector<int
   return c;
 }
 
-llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem) {
-  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(4)), b.getInt64(kSmemScratch));
+llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem, unsigned bytes) {
+  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)), b.getInt64(kSmemScratch));
   return b.CreateGEP(b.getInt8Ty(), smem, off);
 }
 
@@ -105,15 +108,18 @@ void Lowerer::note_scratch(int64_t numel) {
     max_scratch_elems = numel;
 }
 
+unsigned Lowerer::scratch_bytes(ElemType t) const { return t == ElemType::I64 ? 8 : 4; }
+
 void Lowerer::spill_to_scratch(const TileVal &v, int64_t at) {
-  note_scratch(at + v.numel());
+  unsigned bytes = scratch_bytes(v.elem);
+  note_scratch((at + v.numel()) * bytes / 4);
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     llvm::Value *alive = elem_alive(k, v.numel());
     auto write = [&, k] {
       llvm::Value *e = elem_index(k);
       if (at)
         e = b.CreateAdd(e, b.getInt64(at));
-      b.CreateStore(v.regs[k], scratch_ptr(e));
+      b.CreateStore(v.regs[k], scratch_ptr(e, bytes));
     };
     if (alive)
       if_then(alive, write);

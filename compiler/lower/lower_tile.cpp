@@ -1,9 +1,11 @@
 //===- lower/lower_tile.cpp - Tile operations to per-thread SIMT code -----===//
 //
 // What this owns: lowering of tile- and scalar-valued expressions (see the
-// layout in lower/lowerer.h): masked `load`/`store` of tensor slices,
-// element-wise arithmetic with numpy broadcasting, math calls, cast, zeros,
-// full, expand, the axis reductions sum/max/min, and the storage of
+// layout in lower/lowerer.h): masked `load`/`store` of tensor slices (with
+// gather/scatter components and `mask =`), the element types' register and
+// memory forms (f16/bf16 in f32 registers, bf16 rounding done with integer
+// ops), element-wise arithmetic with numpy broadcasting, math calls, cast,
+// zeros, full, expand, the axis reductions sum/max/min, and the storage of
 // `let`/`var` locals. Ownership changes (broadcasts of smaller operands,
 // reductions) go through the shared scratch area. Comparisons and the compute
 // builtins (select, arange, cumsum, argmax/argmin, transpose, dot) are
@@ -22,7 +24,7 @@ namespace etl {
 
 namespace {
 
-bool is_f(ElemType t) { return t == ElemType::F32 || t == ElemType::F16; }
+bool is_f(ElemType t) { return is_float(t); }
 
 /// numpy broadcast of two shapes (sema has checked they are compatible).
 std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
@@ -79,21 +81,45 @@ static std::optional<int64_t> static_int(const Program &p, const Expr &e) {
 
 //===-- Conversions and broadcasting -------------------------------------===//
 
+/// The bf16 bits (i16) of an f32 value: round to nearest even, NaN stays a
+/// (quiet) NaN. Plain integer ops, so NVPTX needs no bf16 support.
+static llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v) {
+  llvm::Value *bits = b.CreateBitCast(v, b.getInt32Ty());
+  llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
+  llvm::Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7FFF))), 16);
+  llvm::Value *nan = b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40));
+  llvm::Value *r = b.CreateSelect(b.CreateFCmpUNO(v, v), nan, rounded);
+  return b.CreateTrunc(r, b.getInt16Ty());
+}
+
+/// The f32 value of bf16 bits (i16).
+static llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h) {
+  return b.CreateBitCast(b.CreateShl(b.CreateZExt(h, b.getInt32Ty()), 16), b.getFloatTy());
+}
+
+/// Rounds an f32 register to the precision of `t` (f16, bf16); others as is.
+static llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t) {
+  if (t == ElemType::F16)
+    return b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), b.getFloatTy());
+  if (t == ElemType::BF16)
+    return bf16_bits_to_f32(b, f32_to_bf16_bits(b, v));
+  return v;
+}
+
 llvm::Value *Lowerer::convert_scalar(llvm::Value *v, const TileVal &from, ElemType to) {
   if (to == ElemType::Bool && (from.is_index || from.elem != ElemType::Bool)) { // x != 0
-    llvm::Value *nz = from.is_index     ? b.CreateICmpNE(v, b.getInt64(0))
-                      : is_f(from.elem) ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(f32, 0.0))
-                                        : b.CreateICmpNE(v, b.getInt32(0));
+    llvm::Value *nz = is_f(from.elem) && !from.is_index
+                          ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(f32, 0.0))
+                          : b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
     return b.CreateZExt(nz, i32);
   }
-  if (from.is_index)
-    return to == ElemType::I32 ? b.CreateTrunc(v, i32) : b.CreateSIToFP(v, f32);
-  if (is_f(from.elem) && !is_f(to))
-    return b.CreateFPToSI(v, i32);
-  if (!is_f(from.elem) && is_f(to))
+  bool from_int = from.is_index || !is_f(from.elem);
+  if (!is_f(to)) // to an integer type: truncate towards zero, or resize
+    return from_int ? b.CreateSExtOrTrunc(v, reg_type(to)) : b.CreateFPToSI(v, reg_type(to));
+  if (from_int)
     v = b.CreateSIToFP(v, f32);
-  if (to == ElemType::F16 && from.elem != ElemType::F16) // round to half precision
-    v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
+  if (from_int || from.elem != to) // round to half / bfloat precision
+    v = round_to(b, v, to);
   return v;
 }
 
@@ -130,7 +156,7 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
         llvm::Value *cd = v.shape[d] == 1 ? b.getInt64(0) : c[d + off];
         lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(v.shape[d])), cd);
       }
-      b.CreateStore(b.CreateLoad(ty, scratch_ptr(lin)), tmp);
+      b.CreateStore(b.CreateLoad(ty, scratch_ptr(lin, scratch_bytes(v.elem))), tmp);
     };
     if (alive)
       if_then(alive, read);
@@ -162,9 +188,11 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
     init = llvm::Constant::getNullValue(ty);
   else if (fl)
     init = llvm::ConstantFP::getInfinity(f32, op == "max");
-  else
-    init = b.getInt32(op == "max" ? uint32_t(std::numeric_limits<int32_t>::min())
-                                  : uint32_t(std::numeric_limits<int32_t>::max()));
+  else {
+    unsigned bits = ty->getIntegerBitWidth();
+    init = llvm::ConstantInt::get(ty, op == "max" ? llvm::APInt::getSignedMinValue(bits)
+                                                  : llvm::APInt::getSignedMaxValue(bits));
+  }
   auto combine = [&](llvm::Value *a, llvm::Value *x) -> llvm::Value * {
     if (op == "sum")
       return fl ? b.CreateFAdd(a, x) : b.CreateAdd(a, x);
@@ -197,7 +225,7 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
       for_range(
           b.getInt64(0), b.getInt64(v.shape[size_t(axis)]), b.getInt64(1), [&](llvm::Value *j) {
             llvm::Value *lin = b.CreateAdd(base, b.CreateMul(j, b.getInt64(stride[size_t(axis)])));
-            llvm::Value *x = b.CreateLoad(ty, scratch_ptr(lin));
+            llvm::Value *x = b.CreateLoad(ty, scratch_ptr(lin, scratch_bytes(v.elem)));
             b.CreateStore(combine(b.CreateLoad(ty, acc), x), acc);
           });
     };
@@ -238,9 +266,7 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
     default:
       throw LowerError(std::string("operator '") + spelling(op) + "' is not supported on tiles");
     }
-    if (elem == ElemType::F16)
-      v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
-    r.regs.push_back(v);
+    r.regs.push_back(round_to(b, v, elem));
   }
   return r;
 }
@@ -292,6 +318,13 @@ TileVal Lowerer::read_local(int index) {
 }
 
 //===-- Loads and stores -------------------------------------------------===//
+//
+// A slice component is a scalar index (the tensor dim is fixed), a range
+// (one tile dim: lo + tile coordinate) or a gather index: a 1-D integer tile
+// whose element r gives the tensor coordinate at tile coordinate r. Several
+// gather components are zipped into one tile dim, at the position of the
+// first one. Out-of-bounds coordinates (from ranges or gather values) and
+// masked-off elements are neither read (they get `pad`) nor written.
 
 namespace {
 /// The pieces of a `x[components]` slice shared by load and store.
@@ -300,9 +333,26 @@ struct SliceAccess {
   llvm::Value *base;
   std::vector<llvm::Value *> dims, strides, fixed; ///< fixed: scalar comps or range lo
   std::vector<int> tile_dim;                       ///< per tensor dim: tile dim or -1
-  std::vector<int64_t> shape;                      ///< the tile shape
+  /// Per tensor dim: for a gather component, the tensor coordinate (i64) of
+  /// each of this thread's tile registers; empty otherwise.
+  std::vector<std::vector<llvm::Value *>> gathered;
+  std::vector<int64_t> shape; ///< the tile shape
 };
+
+/// Whether a slice component is a gather index (sema typed it as a tile).
+bool is_gather(const Expr &c) { return c.kind != ExprKind::Range && c.type.is_tile(); }
 } // namespace
+
+/// i1 per register of a mask tile (already at the slice's shape): non-zero
+/// integers (and true bools, which are i1) are on.
+static llvm::Value *mask_true(Lowerer &L, const TileVal &m, unsigned k) {
+  llvm::Value *v = m.regs[k];
+  if (v->getType()->isIntegerTy(1))
+    return v;
+  if (v->getType()->isFloatingPointTy())
+    return L.b.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+  return L.b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+}
 
 static SliceAccess slice_access(Lowerer &L, const Expr &ix, const Expr &call) {
   if (ix.kind != ExprKind::Index || ix.args.empty() || ix.args[0]->kind != ExprKind::Name)
@@ -328,15 +378,26 @@ static SliceAccess slice_access(Lowerer &L, const Expr &ix, const Expr &call) {
     s.dims.push_back(L.index(*d));
   size_t rank = s.dims.size();
   s.strides.assign(rank, nullptr);
+  s.gathered.resize(rank);
   llvm::Value *st = L.b.getInt64(1);
   for (size_t d = rank; d-- > 0;) {
     s.strides[d] = st;
     st = L.b.CreateMul(st, s.dims[d]);
   }
   std::vector<int64_t> static_ext;
+  int gather_dim = -1;
   for (size_t d = 0; d < rank; ++d) {
     const Expr &c = *ix.args[d + 1];
-    if (c.kind == ExprKind::Range) {
+    if (is_gather(c)) {
+      if (c.type.tile_shape.size() != 1)
+        throw LowerError("a gather index of '" + td.name + "' is not a 1-D tile");
+      if (gather_dim < 0) {
+        gather_dim = int(static_ext.size());
+        static_ext.push_back(c.type.tile_shape[0]);
+      }
+      s.tile_dim.push_back(gather_dim);
+      s.fixed.push_back(L.b.getInt64(0));
+    } else if (c.kind == ExprKind::Range) {
       s.tile_dim.push_back(int(static_ext.size()));
       s.fixed.push_back(L.index(*c.args[0]));
       std::optional<int64_t> ext;
@@ -357,17 +418,31 @@ static SliceAccess slice_access(Lowerer &L, const Expr &ix, const Expr &call) {
   for (int64_t e : s.shape)
     if (e <= 0)
       throw LowerError("slice of '" + td.name + "' has no static extent");
+  // Gather values, re-laid out so that each thread holds the index of each
+  // of its tile elements: the 1-D index tile as [n, 1, ...] broadcast to the
+  // tile shape (every thread takes part: this may go through scratch).
+  for (size_t d = 0; d < rank; ++d) {
+    const Expr &c = *ix.args[d + 1];
+    if (!is_gather(c))
+      continue;
+    TileVal g = L.value(c);
+    g.shape.assign(s.shape.size() - size_t(gather_dim), 1);
+    g.shape[0] = c.type.tile_shape[0];
+    s.gathered[d] = L.coerce(g, s.shape, ElemType::I64).regs;
+  }
   return s;
 }
 
-/// Address and in-bounds mask of tile element `e` (i64) of a slice.
+/// Address and in-bounds mask of tile element `e` (i64), held in register
+/// `k` of this thread, of a slice.
 static std::pair<llvm::Value *, llvm::Value *> slice_elem(Lowerer &L, const SliceAccess &s,
-                                                          llvm::Value *e) {
+                                                          llvm::Value *e, unsigned k) {
   std::vector<llvm::Value *> tc = L.coords(e, s.shape);
   llvm::Value *lin = L.b.getInt64(0), *mask = L.b.getTrue();
   for (size_t d = 0; d < s.dims.size(); ++d) {
-    llvm::Value *c =
-        s.tile_dim[d] < 0 ? s.fixed[d] : L.b.CreateAdd(s.fixed[d], tc[size_t(s.tile_dim[d])]);
+    llvm::Value *c = !s.gathered[d].empty() ? s.gathered[d].at(k)
+                     : s.tile_dim[d] < 0    ? s.fixed[d]
+                                            : L.b.CreateAdd(s.fixed[d], tc[size_t(s.tile_dim[d])]);
     mask = L.b.CreateAnd(mask, L.b.CreateICmpULT(c, s.dims[d]));
     lin = L.b.CreateAdd(lin, L.b.CreateMul(c, s.strides[d]));
   }
@@ -376,10 +451,30 @@ static std::pair<llvm::Value *, llvm::Value *> slice_elem(Lowerer &L, const Slic
   return {p, mask};
 }
 
+/// The `mask = m` of a load/store broadcast to the slice's shape, or an
+/// empty TileVal when there is none.
+static TileVal slice_mask(Lowerer &L, const Expr &call, const SliceAccess &s) {
+  const KwArg *km = kwarg(call, "mask");
+  if (!km)
+    return TileVal{};
+  TileVal m = L.value(*km->value);
+  return L.coerce(m, s.shape, m.is_index ? ElemType::I64 : m.elem);
+}
+
+/// The type a tensor element has in memory (bf16: its 16 bits).
+static llvm::Type *mem_type(Lowerer &L, ElemType t) {
+  if (t == ElemType::F16)
+    return L.b.getHalfTy();
+  if (t == ElemType::BF16)
+    return L.b.getInt16Ty();
+  return L.reg_type(t);
+}
+
 TileVal Lowerer::lower_load(const Expr &call) {
   if (call.args.size() != 1)
     throw LowerError("load takes one slice");
   SliceAccess s = slice_access(*this, *call.args[0], call);
+  TileVal mk = slice_mask(*this, call, s);
   TileVal r;
   r.elem = s.elem;
   r.shape = s.shape;
@@ -389,13 +484,15 @@ TileVal Lowerer::lower_load(const Expr &call) {
     TileVal pv = value(*kp->value);
     pad = convert_scalar(pv.regs[0], pv, s.elem);
   }
-  llvm::Type *mem_ty = s.elem == ElemType::F16 ? b.getHalfTy() : ty;
+  llvm::Type *mem_ty = mem_type(*this, s.elem);
   unsigned nregs = s.shape.empty() ? 1 : regs_for(r.numel());
   for (unsigned k = 0; k < nregs; ++k) {
     llvm::Value *e = s.shape.empty() ? b.getInt64(0) : elem_index(k);
-    auto [p, mask] = slice_elem(*this, s, e);
+    auto [p, mask] = slice_elem(*this, s, e, k);
     if (llvm::Value *alive = s.shape.empty() ? nullptr : elem_alive(k, r.numel()))
       mask = b.CreateAnd(mask, alive);
+    if (!mk.regs.empty())
+      mask = b.CreateAnd(mask, mask_true(*this, mk, k));
     llvm::BasicBlock *from = b.GetInsertBlock();
     auto *lb = llvm::BasicBlock::Create(ctx, "load", fn);
     auto *jb = llvm::BasicBlock::Create(ctx, "load.done", fn);
@@ -404,6 +501,8 @@ TileVal Lowerer::lower_load(const Expr &call) {
     llvm::Value *v = m.global_load(b, mem_ty, p);
     if (s.elem == ElemType::F16)
       v = b.CreateFPExt(v, f32);
+    else if (s.elem == ElemType::BF16)
+      v = bf16_bits_to_f32(b, v);
     llvm::BasicBlock *lend = b.GetInsertBlock();
     b.CreateBr(jb);
     b.SetInsertPoint(jb);
@@ -419,19 +518,26 @@ void Lowerer::lower_store(const Expr &call) {
   if (call.args.size() != 2)
     throw LowerError("store takes a slice and a tile");
   SliceAccess s = slice_access(*this, *call.args[0], call);
+  TileVal mk = slice_mask(*this, call, s);
   TileVal v = coerce(value(*call.args[1]), s.shape, s.elem);
   int64_t numel = v.numel();
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     // A rank-0 store is done once, by thread 0.
     llvm::Value *e = s.shape.empty() ? b.getInt64(0) : elem_index(k);
-    auto [p, mask] = slice_elem(*this, s, e);
+    auto [p, mask] = slice_elem(*this, s, e, k);
     llvm::Value *alive =
         s.shape.empty() ? b.CreateICmpEQ(tid, b.getInt32(0)) : elem_alive(k, numel);
     if (alive)
       mask = b.CreateAnd(mask, alive);
+    if (!mk.regs.empty())
+      mask = b.CreateAnd(mask, mask_true(*this, mk, k));
     llvm::Value *x = v.regs[k];
     if_then(mask, [&] {
-      m.global_store(b, s.elem == ElemType::F16 ? b.CreateFPTrunc(x, b.getHalfTy()) : x, p);
+      if (s.elem == ElemType::F16)
+        x = b.CreateFPTrunc(x, b.getHalfTy());
+      else if (s.elem == ElemType::BF16)
+        x = f32_to_bf16_bits(b, x);
+      m.global_store(b, x, p);
     });
   }
 }
@@ -455,11 +561,12 @@ TileVal Lowerer::value(const Expr &e) {
   switch (e.kind) {
   case ExprKind::IntLit:
     if (!is_f(want))
-      return scalar(b.getInt32(uint32_t(e.int_value)), want);
+      return scalar(llvm::ConstantInt::get(reg_type(want), uint64_t(e.int_value), true), want);
     return scalar(llvm::ConstantFP::get(f32, double(e.int_value)), want);
   case ExprKind::FloatLit:
     if (!is_f(want))
-      return scalar(b.getInt32(uint32_t(int64_t(e.float_value))), want);
+      return scalar(llvm::ConstantInt::get(reg_type(want), uint64_t(int64_t(e.float_value)), true),
+                    want);
     return scalar(llvm::ConstantFP::get(f32, e.float_value), want);
   case ExprKind::Name:
     if (e.ref == NameRef::Local)
@@ -594,7 +701,8 @@ TileVal Lowerer::value(const Expr &e) {
     TileVal a = value(*e.args[0]);
     if (f == "abs" && !a.is_index && !is_f(a.elem)) {
       for (auto &r : a.regs)
-        r = b.CreateSelect(b.CreateICmpSLT(r, b.getInt32(0)), b.CreateNeg(r), r);
+        r = b.CreateSelect(b.CreateICmpSLT(r, llvm::Constant::getNullValue(r->getType())),
+                           b.CreateNeg(r), r);
       return a;
     }
     ElemType t = is_f(want) ? want : ElemType::F32;
@@ -609,8 +717,7 @@ TileVal Lowerer::value(const Expr &e) {
                    : f == "sqrt" ? MathFn::Sqrt
                                  : MathFn::Rsqrt,
                    r);
-      if (t == ElemType::F16)
-        r = b.CreateFPExt(b.CreateFPTrunc(r, b.getHalfTy()), f32);
+      r = round_to(b, r, t);
     }
     return x;
   }

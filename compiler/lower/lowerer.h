@@ -16,7 +16,7 @@
 // `expand` only inserts a size-1 dim, which keeps the linear order, so it is
 // free. Shared memory: bytes [0, 16) broadcast the queue entry and the abort
 // flag; the scratch area starts at 16 and is sized by the largest tile that
-// is ever re-laid out (4 bytes per element).
+// is ever re-laid out (4 bytes per element, 8 for i64).
 //
 // Element types in registers: f32 and f16 are f32 (f16 results are rounded
 // to half precision after each op), i32 is i32, and bool is an i32 holding 0
@@ -167,7 +167,11 @@ public:
   /// Row-major coordinates (i64) of linear element `e` in `shape`.
   std::vector<llvm::Value *> coords(llvm::Value *e, const std::vector<int64_t> &shape);
   unsigned regs_for(int64_t numel) const { return unsigned((numel + T - 1) / T); }
-  llvm::Value *scratch_ptr(llvm::Value *elem_index);
+  /// Scratch address of element `elem_index` of a tile of `bytes`-wide registers.
+  llvm::Value *scratch_ptr(llvm::Value *elem_index, unsigned bytes = 4);
+  /// Register width in scratch: 8 for i64 tiles, else 4.
+  unsigned scratch_bytes(ElemType t) const;
+  /// Reserves scratch for `numel` 4-byte words.
   void note_scratch(int64_t numel);
   /// Re-layout, first half: every thread writes its live elements of `v` to
   /// scratch at their linear index, then the CTA meets at a barrier. The

@@ -477,6 +477,8 @@ private:
       Type result = rhs;
       if (s.compound) {
         Type lhs = lv.type;
+        if (!adopt_float_literal(rhs, *s.value, lhs, s.value->range))
+          return;
         auto r = arith(lhs, rhs, s.assign_op, s.value->range);
         if (!r)
           return;
@@ -690,6 +692,9 @@ private:
       auto r = logic(a, b, e);
       return set(e, r ? *r : Type());
     }
+    if (!adopt_float_literal(a, *e.args[0], b, e.range) ||
+        !adopt_float_literal(b, *e.args[1], a, e.range))
+      return set(e, Type());
     auto r = arith(a, b, e.bin_op, e.range);
     return set(e, r ? *r : Type());
   }
@@ -753,6 +758,28 @@ private:
     return tile_type(a.elem, *shape);
   }
 
+  /// `1.5`, `-2.0`, `inf`, `-inf`.
+  static bool is_float_literal(const Expr &e) {
+    if (e.kind == ExprKind::Unary && e.un_op == UnOp::Neg)
+      return is_float_literal(*e.args[0]);
+    return e.kind == ExprKind::FloatLit || (e.kind == ExprKind::Name && e.ref == NameRef::Builtin);
+  }
+
+  /// Typing rule for float literals: one combined with a float tile or scalar
+  /// takes its element type (`h * 0.5` stays f16); one combined with an
+  /// integer tile or scalar is an error. `lit` is the literal's type.
+  bool adopt_float_literal(Type &lit, const Expr &lit_expr, const Type &other, SourceRange r) {
+    if (!is_float_literal(lit_expr) ||
+        (other.kind != TypeKind::Tile && other.kind != TypeKind::Scalar))
+      return true;
+    if (!is_float(other.elem)) {
+      diag_.error(DiagId::FloatLiteralWithInt, r, {describe(other)});
+      return false;
+    }
+    lit.elem = other.elem;
+    return true;
+  }
+
   /// Element-wise arithmetic of tiles and scalars. Integer indices and
   /// literals mixed with float values take the float's type.
   std::optional<Type> arith(Type a, Type b, BinOp op, SourceRange r) {
@@ -797,6 +824,12 @@ private:
 
   //===-- Slices ---------------------------------------------------------===//
 
+  /// A slice's components: scalar indices, ranges `lo .. hi` / `lo .. +n`
+  /// (constant extent), and gather indices (1-D i32/i64 tiles). Gather
+  /// components are zipped into one tile dim at the first one's position,
+  /// so they must have the same length. The slice's type records the tile
+  /// shape; a component that is a gather index keeps its tile type, which is
+  /// how lowering tells it from a scalar index.
   Type check_slice(Expr &e) {
     Expr &base = *e.args[0];
     Type bt = check_expr(base, IndexCtx::Body);
@@ -810,10 +843,21 @@ private:
     size_t ncomp = e.args.size() - 1;
     bool ok = true;
     std::vector<int64_t> shape;
+    const Expr *first_gather = nullptr;
     for (size_t i = 1; i < e.args.size(); ++i) {
       Expr &c = *e.args[i];
       if (c.kind != ExprKind::Range) {
-        ok &= check_index(c, IndexCtx::Body).has_value();
+        Type ct = check_expr(c, IndexCtx::Body);
+        if (ct.kind == TypeKind::Unknown) {
+          ok = false;
+        } else if (ct.kind == TypeKind::Tile) {
+          if (!check_gather(base.name, c, first_gather, shape))
+            ok = false;
+        } else if (ct.kind != TypeKind::Index || !c.sym) {
+          diag_.error(DiagId::ExpectedIndex, c.range, {describe(ct)});
+          c.type = Type();
+          ok = false;
+        }
         continue;
       }
       std::optional<Sym> lo = check_index(*c.args[0], IndexCtx::Body);
@@ -849,6 +893,80 @@ private:
     t.tile_shape = shape;
     return set(e, t);
   }
+
+  /// A gather component `c` (already typed as a tile) of a slice of `tensor`:
+  /// a 1-D integer tile; the first one adds a tile dim to `shape`, later ones
+  /// must match its length.
+  bool check_gather(const std::string &tensor, Expr &c, const Expr *&first,
+                    std::vector<int64_t> &shape) {
+    const Type &ct = c.type;
+    if (!is_integer(ct.elem)) {
+      diag_.error(DiagId::GatherIndexNotInteger, c.range, {tensor, describe(ct)});
+      return false;
+    }
+    if (ct.tile_shape.size() != 1) {
+      diag_.error(DiagId::GatherIndexNot1D, c.range, {tensor, describe(ct)});
+      return false;
+    }
+    if (!first) {
+      first = &c;
+      shape.push_back(ct.tile_shape[0]);
+      return true;
+    }
+    if (first->type.tile_shape[0] != ct.tile_shape[0]) {
+      diag_.error(
+          DiagId::GatherLengthMismatch, c.range,
+          {tensor, std::to_string(first->type.tile_shape[0]), std::to_string(ct.tile_shape[0])});
+      return false;
+    }
+    return true;
+  }
+
+  /// Where a slice's tile dims come from, for a note: the gather index that
+  /// sizes dim `d`, or null.
+  static const Expr *gather_of_dim(const Expr &slice, size_t d) {
+    size_t dim = 0;
+    bool gathered = false;
+    for (size_t i = 1; i < slice.args.size(); ++i) {
+      const Expr &c = *slice.args[i];
+      bool g = c.kind != ExprKind::Range && c.type.is_tile();
+      if (g && gathered)
+        continue; // zipped into the first gather's dim
+      if (c.kind != ExprKind::Range && !g)
+        continue; // a scalar index
+      if (dim == d)
+        return g ? &c : nullptr;
+      gathered |= g;
+      ++dim;
+    }
+    return nullptr;
+  }
+
+  /// `mask = m` of a load/store: an integer (or bool) tile or scalar whose
+  /// shape broadcasts to the slice's shape.
+  bool check_mask(Expr &call, const std::vector<int64_t> &slice_shape) {
+    const KwArg *m = kwarg(call, "mask");
+    if (!m)
+      return true;
+    Type t = check_value(*m->value);
+    if (t.kind == TypeKind::Unknown)
+      return false;
+    // ElemType::Bool (once it exists) is a mask type too.
+    if ((t.kind != TypeKind::Tile && t.kind != TypeKind::Scalar) || !is_mask_elem(t.elem)) {
+      diag_.error(DiagId::MaskNotInteger, m->value->range, {describe(t)});
+      return false;
+    }
+    auto b = broadcast(t.tile_shape, slice_shape);
+    if (!b || *b != slice_shape) {
+      diag_.error(DiagId::MaskShapeMismatch, m->value->range,
+                  {shape_str(t.tile_shape), shape_str(slice_shape)});
+      return false;
+    }
+    return true;
+  }
+
+  /// Element types a mask may have: non-zero integers are on.
+  static bool is_mask_elem(ElemType t) { return is_integer(t) || t == ElemType::Bool; }
 
   //===-- Calls ----------------------------------------------------------===//
 
@@ -946,6 +1064,9 @@ private:
       // Element-wise min/max of tiles.
       if (ctx != IndexCtx::Body)
         return not_in_shape(e);
+      if (!adopt_float_literal(a, *e.args[0], b, e.range) ||
+          !adopt_float_literal(b, *e.args[1], a, e.range))
+        return set(e, Type());
       auto r = arith(a, b, BinOp::Add, e.range);
       return set(e, r ? *r : Type());
     }
@@ -957,7 +1078,7 @@ private:
       return not_in_shape(e);
     }
     if (f == "load") {
-      if (!arity(e, 1, "1 argument (a tensor slice)", {"pad"}))
+      if (!arity(e, 1, "1 argument (a tensor slice)", {"pad", "mask"}))
         return set(e, Type());
       Type s = check_value(*e.args[0]);
       if (s.kind == TypeKind::Unknown)
@@ -974,10 +1095,12 @@ private:
           return set(e, Type());
         }
       }
+      if (!check_mask(e, s.tile_shape))
+        return set(e, Type());
       return set(e, tile_type(s.elem, s.tile_shape));
     }
     if (f == "store") {
-      if (!arity(e, 2, "2 arguments (a tensor slice and a tile)"))
+      if (!arity(e, 2, "2 arguments (a tensor slice and a tile)", {"mask"}))
         return set(e, Type());
       Type s = check_value(*e.args[0]);
       Type v = check_value(*e.args[1]);
@@ -991,10 +1114,16 @@ private:
         diag_.error(DiagId::ExpectedTile, e.args[1]->range, {describe(v)});
         return set(e, Type());
       }
-      if (v.tile_shape != s.tile_shape)
+      if (!check_mask(e, s.tile_shape))
+        return set(e, Type());
+      if (v.tile_shape != s.tile_shape) {
         diag_.error(DiagId::StoreShapeMismatch, e.args[1]->range,
                     {shape_str(v.tile_shape), shape_str(s.tile_shape)});
-      else if (v.elem != s.elem)
+        for (size_t d = 0; d < s.tile_shape.size(); ++d)
+          if (const Expr *g = gather_of_dim(*e.args[0], d))
+            diag_.note(DiagId::NoteGatheredDim, g->range,
+                       {std::to_string(d), std::to_string(s.tile_shape[d])});
+      } else if (v.elem != s.elem)
         diag_.error(DiagId::StoreElemMismatch, e.args[1]->range,
                     {spelling(v.elem), e.args[0]->args[0]->name, spelling(s.elem)});
       return set(e, Type());

@@ -88,7 +88,8 @@ typedef struct etl_section_entry {
  * domains may use DIM (lo/hi of var k may use VAR j for j < k: not yet);
  * notify/wait indices may use DIM and VAR (the group's domain variables).
  */
-enum { ETL_ELEM_F32 = 0, ETL_ELEM_F16 = 1, ETL_ELEM_I32 = 2 };
+/* bf16: the top 16 bits of an IEEE f32 (round-to-nearest-even on store). */
+enum { ETL_ELEM_F32 = 0, ETL_ELEM_F16 = 1, ETL_ELEM_I32 = 2, ETL_ELEM_I64 = 3, ETL_ELEM_BF16 = 4 };
 
 /*===-- 2. Expression bytecode ---------------------------------------------===
  *

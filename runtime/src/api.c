@@ -411,7 +411,20 @@ etlStatus etlProgramTensorName(etlProgram p, int index, const char **name) {
 /*===-- Binding ------------------------------------------------------------===*/
 
 static const char *dtype_name(uint32_t e) {
-  return e == ETL_ELEM_F32 ? "f32" : e == ETL_ELEM_F16 ? "f16" : e == ETL_ELEM_I32 ? "i32" : "?";
+  switch (e) {
+  case ETL_ELEM_F32:
+    return "f32";
+  case ETL_ELEM_F16:
+    return "f16";
+  case ETL_ELEM_I32:
+    return "i32";
+  case ETL_ELEM_I64:
+    return "i64";
+  case ETL_ELEM_BF16:
+    return "bf16";
+  default:
+    return "?";
+  }
 }
 
 static void list_names(etlProgram p, int dims, char *buf, size_t n) {

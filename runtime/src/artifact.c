@@ -242,7 +242,7 @@ static void parse_meta(rd *r, etl_meta *m) {
     t->rank = rd_u32(r);
     if (r->bad)
       break;
-    if (t->elem > ETL_ELEM_I32)
+    if (t->elem > ETL_ELEM_BF16)
       rd_fail(r, "unknown element type");
     if (t->is_buffer > 1)
       rd_fail(r, "is_buffer not 0 or 1");

@@ -19,7 +19,17 @@
 
 #include "internal.h"
 
-size_t etl_elem_size(uint32_t elem) { return elem == ETL_ELEM_F16 ? 2 : 4; }
+size_t etl_elem_size(uint32_t elem) {
+  switch (elem) {
+  case ETL_ELEM_F16:
+  case ETL_ELEM_BF16:
+    return 2;
+  case ETL_ELEM_I64:
+    return 8;
+  default:
+    return 4;
+  }
+}
 
 void etl_plan_free_host(etl_plan *p) {
   if (!p)

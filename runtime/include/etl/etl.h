@@ -66,7 +66,7 @@ typedef enum etlStatus {
 } etlStatus;
 
 /// Element types of tensors (the artifact's ETL_ELEM_* codes).
-typedef enum etlDType { ETL_F32 = 0, ETL_F16 = 1, ETL_I32 = 2 } etlDType;
+typedef enum etlDType { ETL_F32 = 0, ETL_F16 = 1, ETL_I32 = 2, ETL_I64 = 3, ETL_BF16 = 4 } etlDType;
 
 /// A device (sim or CUDA) with its memory; owns programs loaded into it.
 typedef struct etlContext_st *etlContext;

@@ -698,6 +698,10 @@ TEST_CASE("binding validation") {
   int64_t bad = 4 * 32 + 1, two[2] = {4, 32};
   CHECK(etlBindTensor(prog, "x", b.x, ETL_I32, 1, &bad) == ETL_ERROR_BINDING);
   CHECK(msg().find("dtype") != std::string::npos);
+  CHECK(etlBindTensor(prog, "x", b.x, ETL_BF16, 1, &bad) == ETL_ERROR_BINDING);
+  CHECK(msg().find("has dtype f32, bound as bf16") != std::string::npos);
+  CHECK(etlBindTensor(prog, "x", b.x, ETL_I64, 1, &bad) == ETL_ERROR_BINDING);
+  CHECK(msg().find("bound as i64") != std::string::npos);
   CHECK(etlBindTensor(prog, "x", b.x, ETL_F32, 2, two) == ETL_ERROR_BINDING);
   CHECK(msg().find("rank") != std::string::npos);
   CHECK(etlBindTensor(prog, "x", nullptr, ETL_F32, 1, &bad) == ETL_ERROR_INVALID_VALUE);
@@ -776,4 +780,15 @@ TEST_CASE("sim: a deadlock ends in ETL_ERROR_TIMEOUT listing pending events") {
   b.bind(pg);
   REQUIRE(etlRun(pg) == ETL_SUCCESS);
   b.check();
+}
+
+TEST_CASE("runtime: element sizes of every element type") {
+  CHECK(etl_elem_size(ETL_ELEM_F32) == 4);
+  CHECK(etl_elem_size(ETL_ELEM_F16) == 2);
+  CHECK(etl_elem_size(ETL_ELEM_I32) == 4);
+  CHECK(etl_elem_size(ETL_ELEM_I64) == 8);
+  CHECK(etl_elem_size(ETL_ELEM_BF16) == 2);
+  // The public dtype codes are the artifact's element codes.
+  CHECK(int(ETL_I64) == ETL_ELEM_I64);
+  CHECK(int(ETL_BF16) == ETL_ELEM_BF16);
 }
