@@ -241,6 +241,23 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
 
 //===-- Element-wise -----------------------------------------------------===//
 
+/// Integer tile `/` and `%` round like index arithmetic: floor division and
+/// a modulo with the divisor's sign. A zero divisor gives 0 (no trap, on any
+/// target).
+llvm::Value *Lowerer::int_div(llvm::Value *l, llvm::Value *r, bool mod) {
+  llvm::Value *zero = llvm::Constant::getNullValue(r->getType());
+  llvm::Value *one = llvm::ConstantInt::get(r->getType(), 1);
+  llvm::Value *is0 = b.CreateICmpEQ(r, zero);
+  llvm::Value *d = b.CreateSelect(is0, one, r);
+  llvm::Value *q = b.CreateSDiv(l, d), *m = b.CreateSRem(l, d);
+  // The remainder is non-zero and its sign differs from the divisor's.
+  llvm::Value *adjust = b.CreateAnd(
+      b.CreateICmpNE(m, zero), b.CreateICmpNE(b.CreateICmpSLT(m, zero), b.CreateICmpSLT(d, zero)));
+  llvm::Value *v = mod ? b.CreateSelect(adjust, b.CreateAdd(m, d), m)
+                       : b.CreateSelect(adjust, b.CreateSub(q, one), q);
+  return b.CreateSelect(is0, zero, v);
+}
+
 TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
                        const std::vector<int64_t> &shape, ElemType elem) {
   TileVal x = coerce(a, shape, elem), y = coerce(c, shape, elem);
@@ -261,7 +278,12 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
       v = fl ? b.CreateFMul(l, rr) : b.CreateMul(l, rr);
       break;
     case BinOp::Div:
-      v = fl ? b.CreateFDiv(l, rr) : b.CreateSDiv(l, rr);
+      v = fl ? b.CreateFDiv(l, rr) : int_div(l, rr, /*mod=*/false);
+      break;
+    case BinOp::Mod:
+      if (fl)
+        throw LowerError("'%' on a float tile");
+      v = int_div(l, rr, /*mod=*/true);
       break;
     default:
       throw LowerError(std::string("operator '") + spelling(op) + "' is not supported on tiles");

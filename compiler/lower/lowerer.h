@@ -178,6 +178,8 @@ public:
   /// caller reads them back with the new element-to-thread mapping. `at`
   /// offsets the elements (dot spills both operands side by side).
   void spill_to_scratch(const TileVal &v, int64_t at = 0);
+  /// Integer floor division / modulo of two registers (0 for a zero divisor).
+  llvm::Value *int_div(llvm::Value *l, llvm::Value *r, bool mod);
 
   const KernelPlan &plan;
   Machine &m;

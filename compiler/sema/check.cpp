@@ -783,7 +783,7 @@ private:
   /// Element-wise arithmetic of tiles and scalars. Integer indices and
   /// literals mixed with float values take the float's type.
   std::optional<Type> arith(Type a, Type b, BinOp op, SourceRange r) {
-    static const std::set<BinOp> ok = {BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div};
+    static const std::set<BinOp> ok = {BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::Mod};
     for (const Type *t : {&a, &b})
       if (t->kind == TypeKind::Tensor || t->kind == TypeKind::Slice) {
         diag_.error(DiagId::TileOpUnsupported, r,
@@ -806,6 +806,10 @@ private:
       b = scalar_type(a.elem);
     if (a.elem != b.elem) {
       diag_.error(DiagId::ElemTypeMismatch, r, {spelling(a.elem), spelling(b.elem)});
+      return std::nullopt;
+    }
+    if (op == BinOp::Mod && !is_integer(a.elem)) {
+      diag_.error(DiagId::TileOpUnsupported, r, {spelling(op), describe(a) + " (only integers)"});
       return std::nullopt;
     }
     if (a.kind == TypeKind::Scalar && b.kind == TypeKind::Scalar)

@@ -390,3 +390,46 @@ kernel gemm<M: dim, N: dim, K: dim>(a: tensor<f32>[M, K], b: tensor<f16>[K, N],
 }
 
 } // namespace etl
+
+namespace etl {
+namespace {
+
+TEST_CASE("integer tile / and % round like index arithmetic (floor), and x / 0 is 0") {
+  const char *src = R"(
+kernel divmod<N: dim>(a: tensor<i32>[N], d: tensor<i32>[N], q: tensor<i32>[N], r: tensor<i32>[N]) {
+  task t[i in 0 .. cdiv(N, 64)] {
+    let x = load(a[i * 64 .. +64]);
+    let y = load(d[i * 64 .. +64]);
+    store(q[i * 64 .. +64], x / y);
+    store(r[i * 64 .. +64], x % y + (x % 4) * 0);
+  }
+}
+)";
+  const int64_t N = 70;
+  std::vector<int32_t> a(N), d(N), q(N, 99), r(N, 99);
+  for (int64_t i = 0; i < N; ++i) {
+    a[size_t(i)] = int32_t(i % 17) - 8;
+    d[size_t(i)] = int32_t(i % 7) - 3; // includes 0 and negatives
+  }
+  std::string msg = compile_and_run(src, "divmod", {{"N", N}},
+                                    {{"a", a.data(), ETL_I32, {N}},
+                                     {"d", d.data(), ETL_I32, {N}},
+                                     {"q", q.data(), ETL_I32, {N}},
+                                     {"r", r.data(), ETL_I32, {N}}});
+  REQUIRE(msg == "");
+  for (int64_t i = 0; i < N; ++i) {
+    int32_t x = a[size_t(i)], y = d[size_t(i)];
+    int32_t fq = 0, fr = 0;
+    if (y != 0) {
+      fq = x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
+      fr = x - fq * y;
+    }
+    CAPTURE(x);
+    CAPTURE(y);
+    CHECK(q[size_t(i)] == fq);
+    CHECK(r[size_t(i)] == fr);
+  }
+}
+
+} // namespace
+} // namespace etl
