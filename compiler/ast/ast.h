@@ -179,7 +179,11 @@ struct ConstDecl {
   SourceRange name_range;
   ExprPtr value;
   SourceRange range;
-  int64_t folded = 0; ///< sema: the constant's value
+  int64_t folded = 0; ///< sema: the constant's value (integer constants)
+  /// sema: `const SCALE = 0.125;` — a float constant (a float literal,
+  /// possibly negated); it is a scalar value in task bodies, never an index.
+  bool is_float = false;
+  double float_folded = 0;
 };
 
 /// `M: dim` in `kernel k<M: dim, ...>`.

@@ -595,6 +595,9 @@ TileVal Lowerer::value(const Expr &e) {
       return read_local(e.ref_index);
     if (e.ref == NameRef::Builtin && e.name == "inf")
       return scalar(llvm::ConstantFP::getInfinity(f32), ElemType::F32);
+    if (e.ref == NameRef::Const && plan.program->consts[size_t(e.ref_index)].is_float)
+      return scalar(
+          llvm::ConstantFP::get(f32, plan.program->consts[size_t(e.ref_index)].float_folded), want);
     if (e.ref == NameRef::Const || e.ref == NameRef::Dim || e.ref == NameRef::TaskIndex ||
         e.ref == NameRef::LoopVar) {
       TileVal r = scalar(index(e), ElemType::I32);

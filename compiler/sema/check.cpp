@@ -216,6 +216,13 @@ private:
     scopes_.emplace_back();
     for (size_t i = 0; i < prog_.consts.size(); ++i) {
       ConstDecl &c = prog_.consts[i];
+      if (auto f = float_literal_value(*c.value)) {
+        c.is_float = true;
+        c.float_folded = *f;
+        check_expr(*c.value, IndexCtx::Body);
+        declare(c.name, c.name_range, NameRef::Const, int(i));
+        continue;
+      }
       std::optional<Sym> v = check_index(*c.value, IndexCtx::Const);
       if (v) {
         if (auto k = v->as_constant())
@@ -600,6 +607,8 @@ private:
     };
     switch (b->ref) {
     case NameRef::Const:
+      if (prog_.consts[b->index].is_float) // a scalar, like the literal it names
+        return set(e, scalar_type(ElemType::F32));
       e.sym = Sym(prog_.consts[b->index].folded);
       return set(e, index_type(*e.sym));
     case NameRef::Dim:
@@ -758,11 +767,25 @@ private:
     return tile_type(a.elem, *shape);
   }
 
-  /// `1.5`, `-2.0`, `inf`, `-inf`.
-  static bool is_float_literal(const Expr &e) {
+  /// `1.5`, `-2.0`, `inf`, `-inf`, or the name of a float `const`.
+  bool is_float_literal(const Expr &e) const {
     if (e.kind == ExprKind::Unary && e.un_op == UnOp::Neg)
       return is_float_literal(*e.args[0]);
+    if (e.kind == ExprKind::Name && e.ref == NameRef::Const)
+      return prog_.consts[size_t(e.ref_index)].is_float;
     return e.kind == ExprKind::FloatLit || (e.kind == ExprKind::Name && e.ref == NameRef::Builtin);
+  }
+
+  /// The value of a float constant's initialiser: a float literal, possibly
+  /// negated (checked before names are resolved, so `inf` is spelled out).
+  static std::optional<double> float_literal_value(const Expr &e) {
+    if (e.kind == ExprKind::Unary && e.un_op == UnOp::Neg) {
+      auto v = float_literal_value(*e.args[0]);
+      return v ? std::optional<double>(-*v) : std::nullopt;
+    }
+    if (e.kind == ExprKind::FloatLit)
+      return e.float_value;
+    return std::nullopt;
   }
 
   /// Typing rule for float literals: one combined with a float tile or scalar
@@ -887,10 +910,7 @@ private:
     }
     if (!ok)
       return set(e, Type());
-    if (shape.empty()) {
-      diag_.error(DiagId::SliceWithoutRange, e.range);
-      return set(e, Type());
-    }
+    // No range component: one element, moved as a rank-0 tile.
     Type t;
     t.kind = TypeKind::Slice;
     t.elem = bt.elem;
@@ -1120,7 +1140,11 @@ private:
       }
       if (!check_mask(e, s.tile_shape))
         return set(e, Type());
-      if (v.tile_shape != s.tile_shape) {
+      // One element (a [1] or [1, 1] tile, e.g. a reduction) stores to a
+      // rank-0 slice.
+      bool one = s.tile_shape.empty() && std::all_of(v.tile_shape.begin(), v.tile_shape.end(),
+                                                     [](int64_t n) { return n == 1; });
+      if (v.tile_shape != s.tile_shape && !one) {
         diag_.error(DiagId::StoreShapeMismatch, e.args[1]->range,
                     {shape_str(v.tile_shape), shape_str(s.tile_shape)});
         for (size_t d = 0; d < s.tile_shape.size(); ++d)
