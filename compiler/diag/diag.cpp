@@ -109,6 +109,20 @@ void Diag::note(DiagId id, SourceRange r, std::vector<std::string> args) {
   diags_.push_back({id, Severity::Note, r, format_message(diag_format(id), args)});
 }
 
+void Diag::add_trailing_notes(
+    const std::function<std::vector<Diagnostic>(const Diagnostic &)> &notes_for) {
+  std::vector<Diagnostic> out, pending;
+  for (Diagnostic &d : diags_) {
+    if (d.severity != Severity::Note) {
+      out.insert(out.end(), pending.begin(), pending.end());
+      pending = notes_for(d);
+    }
+    out.push_back(std::move(d));
+  }
+  out.insert(out.end(), pending.begin(), pending.end());
+  diags_ = std::move(out);
+}
+
 std::string Diag::render(const Diagnostic &d) const {
   std::string out;
   if (!d.range.valid()) {

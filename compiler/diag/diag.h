@@ -22,6 +22,7 @@
 
 #include "diag/source.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,11 @@ public:
   void add(const Diagnostic &d);
   /// Generic entry: severity comes from kinds.def.
   void report(DiagId id, SourceRange r, std::vector<std::string> args = {});
+
+  /// Inserts `notes_for(d)` after each error or warning d and the notes
+  /// already attached to it (compiler/inline adds call chains this way).
+  void
+  add_trailing_notes(const std::function<std::vector<Diagnostic>(const Diagnostic &)> &notes_for);
 
   unsigned error_count() const { return errors_; }
   bool has_errors() const { return errors_ != 0; }
