@@ -65,6 +65,8 @@ bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &time
     return false;
   if (!timer.run("inline", [&] { return inline_fns(*c.program, c.sm, c.diag, c.inline_sites); }))
     return false;
+  if (stop_after == "inline")
+    return true;
   if (!timer.run("sema", [&] { return check_program(*c.program, c.diag); }))
     return false;
   if (c.program->kernels.size() != 1) {
@@ -129,8 +131,9 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
     return code;
   };
 
-  bool ok = front(c, opts.emit == "ast" ? "ast" : "", timer);
-  if (opts.emit == "ast" && c.program) {
+  bool ast_dump = opts.emit == "ast" || opts.emit == "inline";
+  bool ok = front(c, ast_dump ? opts.emit : "", timer);
+  if (ast_dump && c.program) {
     out << print_ast(*c.program, c.sm);
     return finish(ok ? 0 : 1);
   }

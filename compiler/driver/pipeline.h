@@ -28,6 +28,7 @@ namespace etl {
 /// What `--emit` can dump; each stops the pipeline after its stage.
 #define ETL_EMIT_KINDS(X)                                                                          \
   X(ast, "the syntax tree after parsing")                                                          \
+  X(inline, "the syntax tree after imports and with every fn call expanded")                       \
   X(taskgraph, "task groups, event tensors, edges and wait counts")                                \
   X(dot, "the task graph as Graphviz")                                                             \
   X(llvm, "LLVM IR of the megakernel, per target")                                                 \
@@ -60,7 +61,8 @@ struct Compilation {
 
 /// Front half: parse, check, build and schedule the task graph of the
 /// program's (single) kernel. Returns false once any stage reported errors.
-/// `stop_after` may be "ast" to stop after parsing (before imports).
+/// `stop_after` may be "ast" to stop after parsing (before imports), or
+/// "inline" after the fn calls are expanded.
 bool compile_front(Compilation &c, const std::string &stop_after = "");
 
 /// The whole pipeline as `etlc compile` runs it. Dumps go to `out`,

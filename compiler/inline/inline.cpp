@@ -174,7 +174,10 @@ public:
     for (KernelDecl &k : prog_.kernels)
       for (TaskDecl &t : k.tasks)
         t.body = expand_block(std::move(t.body));
-    return diag_.error_count() == before;
+    if (diag_.error_count() != before)
+      return false;
+    prog_.fns.clear(); // expanded everywhere: no later stage looks at fns
+    return true;
   }
 
 private:
