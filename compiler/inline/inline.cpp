@@ -169,6 +169,7 @@ public:
     for (KernelDecl &k : prog_.kernels)
       for (TaskDecl &t : k.tasks)
         check_calls(t.body);
+    check_outside_bodies();
     if (diag_.error_count() != before)
       return false;
     for (KernelDecl &k : prog_.kernels)
@@ -279,6 +280,38 @@ private:
     for (const auto &kv : fns_)
       candidates.push_back(kv.first);
     undefined(e.name, e.callee_range, candidates, DiagId::UnknownFunction);
+  }
+
+  /// Calls of fns where only index expressions go (they cannot be hoisted).
+  void check_outside_bodies() {
+    auto in = [&](const Expr *e, const char *where) {
+      walk(e, [&](const Expr &c) {
+        if (c.kind == ExprKind::Call && fns_.count(c.name))
+          diag_.error(DiagId::FnCallOutsideBody, c.callee_range, {c.name, where});
+      });
+    };
+    for (const ConstDecl &c : prog_.consts)
+      in(c.value.get(), "a constant");
+    for (const KernelDecl &k : prog_.kernels) {
+      for (const TensorDecl &t : k.tensors)
+        for (const ExprPtr &e : t.type.shape)
+          in(e.get(), "a shape");
+      for (const ExprPtr &e : k.where)
+        in(e.get(), "a `where` clause");
+      for (const EventDecl &ev : k.events)
+        for (const ExprPtr &e : ev.shape)
+          in(e.get(), "a shape");
+      for (const TaskDecl &t : k.tasks) {
+        for (const TaskIndexDecl &d : t.domain) {
+          in(d.lo.get(), "a task range");
+          in(d.hi.get(), "a task range");
+        }
+        for (const auto *refs : {&t.waits, &t.notifies})
+          for (const EventRef &r : *refs)
+            for (const ExprPtr &e : r.indices)
+              in(e.get(), "an event index");
+      }
+    }
   }
 
   void undefined(const std::string &name, SourceRange r, const std::vector<std::string> &candidates,

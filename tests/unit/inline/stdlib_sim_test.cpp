@@ -89,12 +89,12 @@ struct Inputs {
   }
 };
 
-/// Runs `expr` over every row block on sim; returns y.
-std::vector<float> run(const std::string &imports, const std::string &expr, const Inputs &in) {
+/// Runs kernel source `src` on sim over M / TM tasks of its one task group,
+/// with `tensors` bound to its tensor parameters in order.
+void run_source(const std::string &src, const std::vector<std::vector<float> *> &tensors) {
   using namespace etl::testing;
-  auto r = compile(kernel_source(imports, expr), {"sim"});
+  auto r = compile(src, {"sim"});
   const unsigned CTAS = 2, T = 32;
-  std::vector<float> y(size_t(M * TN), -7.f);
   std::vector<uint32_t> events(1, 0);
   std::vector<std::vector<uint32_t>> per(CTAS);
   for (uint32_t l = 0; l < uint32_t(M / TM); ++l) {
@@ -107,6 +107,7 @@ std::vector<float> run(const std::string &imports, const std::string &expr, cons
     offs.push_back(uint32_t(q.size() / 2));
   }
   ArgLayout L = arg_layout(r->c.program->kernels[0]);
+  REQUIRE(L.num_tensors == tensors.size());
   std::vector<uint64_t> args(L.num_slots(), 0);
   uint32_t abort_flag = 0;
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
@@ -115,9 +116,8 @@ std::vector<float> run(const std::string &imports, const std::string &expr, cons
   args[ETL_SLOT_ABORT] = uint64_t(uintptr_t(&abort_flag));
   args[ETL_SLOT_NUM_CTAS] = CTAS;
   args[L.dim(0)] = uint64_t(M);
-  const std::vector<float> *tensors[] = {&in.x0, &in.x1, &in.x2, &in.v0, &in.v1, &y};
   SimState st;
-  for (unsigned i = 0; i < 6; ++i) {
+  for (unsigned i = 0; i < tensors.size(); ++i) {
     args[L.tensor(i)] = uint64_t(uintptr_t(tensors[i]->data()));
     st.buffers.push_back(
         {reinterpret_cast<const char *>(tensors[i]->data()), tensors[i]->size() * 4});
@@ -128,6 +128,12 @@ std::vector<float> run(const std::string &imports, const std::string &expr, cons
       code = o.code;
   REQUIRE(run_sim(code, args.data(), CTAS, T, r->result.smem_bytes, st) == "");
   CHECK(st.violations == 0);
+}
+
+/// Runs `expr` over every row block on sim; returns y.
+std::vector<float> run(const std::string &imports, const std::string &expr, Inputs in) {
+  std::vector<float> y(size_t(M * TN), -7.f);
+  run_source(kernel_source(imports, expr), {&in.x0, &in.x1, &in.x2, &in.v0, &in.v1, &y});
   return y;
 }
 
@@ -345,4 +351,65 @@ TEST_CASE("stdlib: a program using std.math and std.nn assembles with ptxas") {
     std::remove(in.c_str());
     CHECK_MESSAGE(rc == 0, "ptxas rejected the PTX for " << o.target);
   }
+}
+
+TEST_CASE("fn: a user fn with a var and a loop, expanded twice, on sim") {
+  Inputs in(1);
+  std::string fns = "fn repeat_sum(x, n) {\n"
+                    "  var acc = x * 0.0;\n"
+                    "  for r in 0 .. n {\n"
+                    "    acc += x;\n"
+                    "  }\n"
+                    "  return acc;\n"
+                    "}\n";
+  compare(
+      run(fns, "repeat_sum(a, 3) + repeat_sum(b * 2.0, n = 2)", in), in,
+      [](const float *a, const float *b, const float *, const float *, const float *, float *out) {
+        for (int64_t n = 0; n < TN; ++n)
+          out[n] = 3 * a[n] + 4 * b[n];
+      });
+}
+
+TEST_CASE("stdlib: online softmax over column blocks in a loop (FlashAttention style) on sim") {
+  constexpr int64_t NB = 4, N = NB * TN;
+  std::string src = R"(import std.nn;
+
+const TM = 4;
+const TN = 32;
+
+kernel k<M: dim>(x: tensor<f32>[M, 128], y: tensor<f32>[M, 128]) {
+  task t[i in 0 .. cdiv(M, TM)] {
+    var m = full<f32>[TM](-inf);
+    var l = zeros<f32>[TM];
+    for j in 0 .. 4 {
+      let blk = load(x[i * TM .. +TM, j * TN .. +TN]);
+      let m_new = online_max(m, blk);
+      l = online_sum(l, m, m_new, blk);
+      m = m_new;
+    }
+    for j in 0 .. 4 {
+      let blk = load(x[i * TM .. +TM, j * TN .. +TN]);
+      store(y[i * TM .. +TM, j * TN .. +TN], online_probs(blk, m) / expand(l, axis = 1));
+    }
+  }
+}
+)";
+  std::vector<float> x(size_t(M * N)), y(size_t(M * N), -7.f);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(int(i * 37 % 101) - 50) / 6.f;
+  run_source(src, {&x, &y});
+  int bad = 0;
+  for (int64_t r = 0; r < M; ++r) {
+    double mx = -INFINITY, s = 0;
+    for (int64_t n = 0; n < N; ++n)
+      mx = std::max(mx, double(x[size_t(r * N + n)]));
+    for (int64_t n = 0; n < N; ++n)
+      s += std::exp(x[size_t(r * N + n)] - mx);
+    for (int64_t n = 0; n < N; ++n) {
+      double want = std::exp(x[size_t(r * N + n)] - mx) / s, got = y[size_t(r * N + n)];
+      if (!(std::fabs(got - want) <= 1e-5 + 1e-4 * want) && bad++ < 5)
+        FAIL_CHECK("y[" << r << ", " << n << "] = " << got << ", want " << want);
+    }
+  }
+  CHECK(bad == 0);
 }
