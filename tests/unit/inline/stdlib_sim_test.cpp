@@ -331,11 +331,13 @@ TEST_CASE("stdlib: std.nn rope_first and rope_second on sim") {
 }
 
 TEST_CASE("stdlib: a program using std.math and std.nn assembles with ptxas") {
-  auto r = compile(kernel_source("import std.math;\nimport std.nn;",
+  auto r = compile(kernel_source("import std.math;\nimport std.nn;\n"
+                                 "fn repeat_sum(x, n) {\n  var acc = x * 0.0;\n"
+                                 "  for r in 0 .. n {\n    acc += x;\n  }\n  return acc;\n}\n",
                                  "layernorm(gelu(a), w, bias, 1e-5) + softmax(silu(b)) + "
                                  "rmsnorm(softplus(c), w, 1e-6) + tanh(a) + relu(b) + "
                                  "rope_first(a, b, c, c) + online_rescale(a, max(b, axis = 1), "
-                                 "online_max(max(b, axis = 1), c))"),
+                                 "online_max(max(b, axis = 1), c)) + repeat_sum(a, 2)"),
                    {"sm_90", "sm_80", "sim"}, 128);
   if (std::string(ETL_PTXAS).empty()) {
     MESSAGE("ptxas not found at configure time: skipping PTX assembly");
