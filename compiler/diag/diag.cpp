@@ -109,14 +109,14 @@ void Diag::note(DiagId id, SourceRange r, std::vector<std::string> args) {
   diags_.push_back({id, Severity::Note, r, format_message(diag_format(id), args)});
 }
 
-void Diag::add_trailing_notes(
-    const std::function<std::vector<Diagnostic>(const Diagnostic &)> &notes_for) {
+void Diag::add_trailing_notes(const std::function<std::vector<Diagnostic>(Diagnostic &)> &f) {
   std::vector<Diagnostic> out, pending;
   for (Diagnostic &d : diags_) {
-    if (d.severity != Severity::Note) {
+    if (d.severity != Severity::Note)
       out.insert(out.end(), pending.begin(), pending.end());
-      pending = notes_for(d);
-    }
+    std::vector<Diagnostic> notes = f(d);
+    if (d.severity != Severity::Note)
+      pending = std::move(notes);
     out.push_back(std::move(d));
   }
   out.insert(out.end(), pending.begin(), pending.end());

@@ -25,12 +25,36 @@ void InlineSites::add(FileId copy, std::string fn, SourceRange call) {
   by_copy_[copy] = Site{std::move(fn), call};
 }
 
+/// `msg` with the fresh names of expanded fns' locals ('silu.1.x', which no
+/// user can write) shown as the user wrote them ('x').
+static std::string user_names(const std::string &msg) {
+  std::string out;
+  size_t i = 0;
+  while (i < msg.size()) {
+    size_t close = msg[i] == '\'' ? msg.find('\'', i + 1) : std::string::npos;
+    if (close == std::string::npos) {
+      out += msg[i++];
+      continue;
+    }
+    std::string inner = msg.substr(i + 1, close - i - 1);
+    size_t a = inner.find('.'), b = a == std::string::npos ? a : inner.find('.', a + 1);
+    bool fresh = b != std::string::npos && a > 0 && b > a + 1 && b + 1 < inner.size() &&
+                 inner.find_first_not_of("0123456789", a + 1) == b &&
+                 inner.find_first_of(" .'", b + 1) == std::string::npos &&
+                 inner.find(' ') == std::string::npos;
+    out += "'" + (fresh ? inner.substr(b + 1) : inner) + "'";
+    i = close + 1;
+  }
+  return out;
+}
+
 void InlineSites::add_notes(Diag &diag) const {
   if (by_copy_.empty())
     return;
-  diag.add_trailing_notes([&](const Diagnostic &d) {
+  diag.add_trailing_notes([&](Diagnostic &d) {
+    d.message = user_names(d.message);
     std::vector<Diagnostic> notes;
-    if (!d.range.valid())
+    if (!d.range.valid() || d.severity == Severity::Note)
       return notes;
     FileId f = d.range.begin.file;
     for (auto it = by_copy_.find(f); it != by_copy_.end(); it = by_copy_.find(f)) {
