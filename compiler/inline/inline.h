@@ -16,7 +16,8 @@
 //
 // Ranges of the expanded code point into the fn's text, through a copy of
 // the fn's file registered once per expansion; InlineSites maps each copy to
-// its call, so that diagnostics inside get the notes "in call to 'f' here".
+// its call, so that diagnostics inside get the notes "in call to 'f' here";
+// their messages show the fresh names as written ('x', not 'silu.1.x').
 //
 //===----------------------------------------------------------------------===//
 #pragma once
