@@ -228,8 +228,9 @@ private:
       }
       fns_[f.name] = &f;
     }
-    for (const auto &[name, f] : fns_)
-      check_fn(*f, consts);
+    for (const FnDecl &f : prog_.fns) // in source order
+      if (auto it = fns_.find(f.name); it != fns_.end() && it->second == &f)
+        check_fn(f, consts);
     check_recursion();
   }
 
