@@ -166,7 +166,8 @@ StmtPtr clone(const Stmt &s, const Env &env) {
 }
 
 /// Arguments substituted as they are rather than bound to a `let`: names
-/// (which also lets tensors, dims and indices be passed) and literals.
+/// (which also lets tensors, dims and indices be passed) and literals (and
+/// index expressions, Inliner::index_valued).
 bool substitutable(const Expr &e) {
   switch (e.kind) {
   case ExprKind::Name:
@@ -196,9 +197,20 @@ public:
     check_outside_bodies();
     if (diag_.error_count() != before)
       return false;
-    for (KernelDecl &k : prog_.kernels)
-      for (TaskDecl &t : k.tasks)
+    for (KernelDecl &k : prog_.kernels) {
+      index_names_.clear();
+      for (const ConstDecl &c : prog_.consts)
+        index_names_.insert(c.name);
+      for (const DimDecl &d : k.dims)
+        index_names_.insert(d.name);
+      for (TaskDecl &t : k.tasks) {
+        for (const TaskIndexDecl &d : t.domain)
+          index_names_.insert(d.name);
         t.body = expand_block(std::move(t.body));
+        for (const TaskIndexDecl &d : t.domain)
+          index_names_.erase(d.name);
+      }
+    }
     if (diag_.error_count() != before)
       return false;
     prog_.fns.clear(); // expanded everywhere: no later stage looks at fns
@@ -392,8 +404,12 @@ private:
     expand(s->lo, out);
     expand(s->hi, out);
     expand(s->step, out);
-    if (s->kind == StmtKind::For)
+    if (s->kind == StmtKind::For) {
+      bool fresh = index_names_.insert(s->name).second;
       s->body = expand_block(std::move(s->body));
+      if (fresh)
+        index_names_.erase(s->name);
+    }
     out.push_back(std::move(s));
   }
 
@@ -412,6 +428,33 @@ private:
     auto it = fns_.find(e->name);
     if (it != fns_.end())
       expand_call(e, *it->second, out);
+  }
+
+  /// An integer index expression (of consts, dims, task indices, loop
+  /// variables): substituted rather than bound to a `let`, which cannot hold
+  /// an index; it is cheap to evaluate at each use.
+  bool index_valued(const Expr &e) const {
+    auto all = [&](const std::vector<ExprPtr> &v) {
+      return std::all_of(v.begin(), v.end(),
+                         [&](const ExprPtr &a) { return a && index_valued(*a); });
+    };
+    switch (e.kind) {
+    case ExprKind::IntLit:
+      return true;
+    case ExprKind::Name:
+      return index_names_.count(e.name) != 0;
+    case ExprKind::Unary:
+      return e.un_op == UnOp::Neg && all(e.args);
+    case ExprKind::Binary:
+      return (e.bin_op == BinOp::Add || e.bin_op == BinOp::Sub || e.bin_op == BinOp::Mul ||
+              e.bin_op == BinOp::Div || e.bin_op == BinOp::Mod) &&
+             all(e.args);
+    case ExprKind::Call:
+      return (e.name == "cdiv" || e.name == "min" || e.name == "max") && e.args.size() == 2 &&
+             e.kwargs.empty() && !e.type_arg && e.shape_args.empty() && all(e.args);
+    default:
+      return false;
+    }
   }
 
   /// Binds the arguments of `call` to f's parameters (positional, then by
@@ -464,7 +507,7 @@ private:
     for (size_t i = 0; i < f.params.size(); ++i) {
       ExprPtr &arg = *(*bound)[i];
       const std::string &p = f.params[i].name;
-      if (substitutable(*arg)) {
+      if (substitutable(*arg) || index_valued(*arg)) {
         env.subst[p] = arg.get();
         kept.push_back(std::move(arg));
         continue;
@@ -501,6 +544,7 @@ private:
   std::map<std::string, std::vector<const Expr *>> calls_; ///< fn -> calls of fns in it
   std::map<std::string, int> count_;                       ///< expansions so far, per fn
   std::vector<std::string> stack_;                         ///< fns being expanded
+  std::set<std::string> index_names_; ///< names of index values in scope while expanding
 };
 
 } // namespace

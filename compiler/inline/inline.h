@@ -9,8 +9,9 @@
 //                              =>   let y = silu.1.x * (1.0 / (1.0 + exp(-silu.1.x)));
 //
 // Arguments are evaluated once: each becomes a fresh `let <fn>.<n>.<param>`,
-// unless it is a name or a literal, which is substituted as is (so tensors,
-// task indices and dims can be passed too). The fn's locals and loop
+// unless it is a name, a literal or an index expression (of consts, dims,
+// task indices and loop variables: `i * TM`), which is substituted as is (so
+// tensors and indices can be passed too). The fn's locals and loop
 // variables are renamed `<fn>.<n>.<name>`. Sema then checks each expansion
 // with the types of its arguments, like a C++ template instantiation.
 //

@@ -415,3 +415,17 @@ kernel k<M: dim>(x: tensor<f32>[M, 128], y: tensor<f32>[M, 128]) {
   }
   CHECK(bad == 0);
 }
+
+TEST_CASE("fn: tensors and index expressions as arguments, on sim") {
+  Inputs in(1);
+  std::string fns = "fn load_block(t, r, c0) {\n"
+                    "  return load(t[r .. +TM, c0 .. +TN]);\n"
+                    "}\n";
+  compare(
+      run(fns, "load_block(x1, i * TM, 0) + load_block(x2, min(i * TM, M - TM), 0 * TN) + a", in),
+      in,
+      [](const float *a, const float *b, const float *c, const float *, const float *, float *out) {
+        for (int64_t n = 0; n < TN; ++n)
+          out[n] = b[n] + c[n] + a[n];
+      });
+}
