@@ -197,6 +197,7 @@ public:
     check_outside_bodies();
     if (diag_.error_count() != before)
       return false;
+    expand_outside_bodies();
     for (KernelDecl &k : prog_.kernels) {
       index_names_.clear();
       for (const ConstDecl &c : prog_.consts)
@@ -319,36 +320,69 @@ private:
     undefined(e.name, e.callee_range, candidates, DiagId::UnknownFunction);
   }
 
-  /// Calls of fns where only index expressions go (they cannot be hoisted).
-  void check_outside_bodies() {
-    auto in = [&](const Expr *e, const char *where) {
-      walk(e, [&](const Expr &c) {
-        if (c.kind == ExprKind::Call && fns_.count(c.name))
-          diag_.error(DiagId::FnCallOutsideBody, c.callee_range, {c.name, where});
-      });
-    };
-    for (const ConstDecl &c : prog_.consts)
-      in(c.value.get(), "a constant");
-    for (const KernelDecl &k : prog_.kernels) {
-      for (const TensorDecl &t : k.tensors)
-        for (const ExprPtr &e : t.type.shape)
-          in(e.get(), "a shape");
-      for (const ExprPtr &e : k.where)
-        in(e.get(), "a `where` clause");
-      for (const EventDecl &ev : k.events)
-        for (const ExprPtr &e : ev.shape)
-          in(e.get(), "a shape");
-      for (const TaskDecl &t : k.tasks) {
-        for (const TaskIndexDecl &d : t.domain) {
-          in(d.lo.get(), "a task range");
-          in(d.hi.get(), "a task range");
+  /// Every expression outside task and fn bodies (constants, shapes,
+  /// `where`, task ranges, event indices), with what it is.
+  void for_index_exprs(const std::function<void(ExprPtr &, const char *)> &f) {
+    for (ConstDecl &c : prog_.consts)
+      f(c.value, "a constant");
+    for (KernelDecl &k : prog_.kernels) {
+      for (TensorDecl &t : k.tensors)
+        for (ExprPtr &e : t.type.shape)
+          f(e, "a shape");
+      for (ExprPtr &e : k.where)
+        f(e, "a `where` clause");
+      for (EventDecl &ev : k.events)
+        for (ExprPtr &e : ev.shape)
+          f(e, "a shape");
+      for (TaskDecl &t : k.tasks) {
+        for (TaskIndexDecl &d : t.domain) {
+          f(d.lo, "a task range");
+          f(d.hi, "a task range");
         }
-        for (const auto *refs : {&t.waits, &t.notifies})
-          for (const EventRef &r : *refs)
-            for (const ExprPtr &e : r.indices)
-              in(e.get(), "an event index");
+        for (auto *refs : {&t.waits, &t.notifies})
+          for (EventRef &r : *refs)
+            for (ExprPtr &e : r.indices)
+              f(e, "an event index");
       }
     }
+  }
+
+  /// Whether fn `name` is a single `return` calling only such fns: only
+  /// those expand outside bodies, where no statement can be hoisted.
+  bool expression_fn(const std::string &name) {
+    auto memo = expression_fn_.find(name);
+    if (memo != expression_fn_.end())
+      return memo->second;
+    const FnDecl &f = *fns_.at(name);
+    expression_fn_[name] = false; // until shown otherwise (also ends cycles)
+    bool ok = f.body.empty() && f.ret;
+    walk(f.ret.get(), [&](const Expr &c) {
+      if (c.kind == ExprKind::Call && fns_.count(c.name) && !expression_fn(c.name))
+        ok = false;
+    });
+    return expression_fn_[name] = ok;
+  }
+
+  /// Calls of fns with statements where only an expression can go.
+  void check_outside_bodies() {
+    for_index_exprs([&](ExprPtr &e, const char *where) {
+      walk(e.get(), [&](const Expr &c) {
+        if (c.kind == ExprKind::Call && fns_.count(c.name) && !expression_fn(c.name))
+          diag_.error(DiagId::FnCallOutsideBody, c.callee_range, {c.name, where});
+      });
+    });
+  }
+
+  /// Expands the calls outside bodies, substituting every argument.
+  void expand_outside_bodies() {
+    substitute_all_ = true;
+    for_index_exprs([&](ExprPtr &e, const char *) {
+      std::vector<StmtPtr> out;
+      expand(e, out);
+      if (!out.empty())
+        internal_error("a fn call outside a body needed a statement");
+    });
+    substitute_all_ = false;
   }
 
   void undefined(const std::string &name, SourceRange r, const std::vector<std::string> &candidates,
@@ -507,7 +541,7 @@ private:
     for (size_t i = 0; i < f.params.size(); ++i) {
       ExprPtr &arg = *(*bound)[i];
       const std::string &p = f.params[i].name;
-      if (substitutable(*arg) || index_valued(*arg)) {
+      if (substitute_all_ || substitutable(*arg) || index_valued(*arg)) {
         env.subst[p] = arg.get();
         kept.push_back(std::move(arg));
         continue;
@@ -544,7 +578,9 @@ private:
   std::map<std::string, std::vector<const Expr *>> calls_; ///< fn -> calls of fns in it
   std::map<std::string, int> count_;                       ///< expansions so far, per fn
   std::vector<std::string> stack_;                         ///< fns being expanded
-  std::set<std::string> index_names_; ///< names of index values in scope while expanding
+  std::set<std::string> index_names_;         ///< names of index values in scope while expanding
+  std::map<std::string, bool> expression_fn_; ///< memo of expression_fn()
+  bool substitute_all_ = false;               ///< expanding outside bodies
 };
 
 } // namespace

@@ -14,6 +14,8 @@
 // tensors and indices can be passed too). The fn's locals and loop
 // variables are renamed `<fn>.<n>.<name>`. Sema then checks each expansion
 // with the types of its arguments, like a C++ template instantiation.
+// Outside bodies (consts, shapes, ranges, event indices) only fns that are a
+// single `return` expand, with every argument substituted.
 //
 // Ranges of the expanded code point into the fn's text, through a copy of
 // the fn's file registered once per expansion; InlineSites maps each copy to
