@@ -16,15 +16,23 @@
 //  - Characters the lexer does not know and unterminated block comments become
 //    tokens on the hidden channel; the frontend reports them, so the parser
 //    never sees them and each bad character is one clean error.
+//  - `fn` bodies reuse `block`; `return` is a statement everywhere so the AST
+//    builder can report one outside a fn, or not last in it, precisely.
 grammar ETL;
 
 // -- declarations -----------------------------------------------------------
 
 program : topDecl* EOF ;
 
-topDecl : constDecl | kernelDecl ;
+topDecl : constDecl | kernelDecl | fnDecl | importDecl ;
 
 constDecl : 'const' IDENT '=' expr ';' ;
+
+importDecl : 'import' IDENT ('.' IDENT)* ';' ;
+
+fnDecl : 'fn' IDENT '(' (fnParam (',' fnParam)*)? ')' block ;
+
+fnParam : IDENT ;
 
 kernelDecl
   : 'kernel' IDENT dimParams? '(' (param (',' param)*)? ')' whereClause? '{' kernelItem* '}'
@@ -69,6 +77,7 @@ stmt
   | 'var' IDENT '=' expr ';'                                  # varStmt
   | IDENT op=('=' | '+=' | '-=' | '*=' | '/=') expr ';'       # assignStmt
   | 'for' IDENT 'in' expr '..' expr ('step' expr)? block      # forStmt
+  | 'return' expr ';'                                         # returnStmt
   | expr ';'                                                  # exprStmt
   ;
 

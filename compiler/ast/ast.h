@@ -37,6 +37,10 @@ enum class StmtKind {
 #define ETL_STMT(K, DOC) K,
 #include "ast/kinds.def"
 };
+enum class DeclKind {
+#define ETL_DECL(K, DOC) K,
+#include "ast/kinds.def"
+};
 enum class BinOp {
 #define ETL_BINOP(K, SPELLING) K,
 #include "ast/kinds.def"
@@ -53,6 +57,7 @@ enum class ElemType {
 
 const char *kind_name(ExprKind k);
 const char *kind_name(StmtKind k);
+const char *kind_name(DeclKind k);
 const char *spelling(BinOp op);
 const char *spelling(UnOp op);
 const char *spelling(ElemType t);
@@ -263,10 +268,44 @@ struct KernelDecl {
   int num_params = 0; ///< tensors[0 .. num_params) are parameters
 };
 
+/// A parameter of a `fn`: untyped, it takes the type of each call's argument.
+struct FnParam {
+  std::string name;
+  SourceRange range;
+};
+
+/// `fn name(a, b) { body; return ret; }`: a tile function, generic over the
+/// types of its arguments. compiler/inline expands every call in place (sema
+/// never sees a call of a fn, nor the fn itself).
+struct FnDecl {
+  std::string name;
+  SourceRange name_range;
+  std::vector<FnParam> params;
+  std::vector<StmtPtr> body; ///< the statements before `return`
+  ExprPtr ret;               ///< the returned expression (null: missing return)
+  SourceRange ret_range;     ///< the `return ...;` statement
+  SourceRange range;
+};
+
+/// `import std.math;`: path = {"std", "math"}.
+struct ImportDecl {
+  std::vector<std::string> path;
+  SourceRange range;
+  /// "std.math"
+  std::string dotted() const {
+    std::string s;
+    for (size_t i = 0; i < path.size(); ++i)
+      s += (i ? "." : "") + path[i];
+    return s;
+  }
+};
+
 /// A whole `.etl` file.
 struct Program {
   FileId file = 0;
+  std::vector<ImportDecl> imports;
   std::vector<ConstDecl> consts;
+  std::vector<FnDecl> fns; ///< after load_imports: also those of imported modules
   std::vector<KernelDecl> kernels;
 };
 

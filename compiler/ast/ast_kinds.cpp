@@ -23,6 +23,16 @@ const char *kind_name(StmtKind k) {
   return "?";
 }
 
+const char *kind_name(DeclKind k) {
+  switch (k) {
+#define ETL_DECL(K, DOC)                                                                           \
+  case DeclKind::K:                                                                                \
+    return #K;
+#include "ast/kinds.def"
+  }
+  return "?";
+}
+
 const char *spelling(BinOp op) {
   switch (op) {
 #define ETL_BINOP(K, S)                                                                            \

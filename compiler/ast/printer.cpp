@@ -11,6 +11,12 @@
 //       (Notifies (E (Name i)))
 //       (Let t @18:5 (Call load (Index (Name x) (Range (Name a) +(Name TM))))))
 //
+// Imports, consts and fns come before kernels:
+//
+//   (Import std.math @1:1)
+//   (Fn silu @3:1 (Params x)
+//     (Return @3:15 (Binary * (Name x) (Call sigmoid (Name x)))))
+//
 // Kind names come from ast/kinds.def. `@line:col` is where a declaration or
 // statement starts. A `*` event index prints as `*`, a missing expression
 // (only after syntax errors) as `<null>`. Golden tests compare this text, so
@@ -44,10 +50,16 @@ class Printer {
 public:
   std::string program(const Program &p) {
     out_ += "(Program";
+    for (const ImportDecl &i : p.imports) {
+      line(1);
+      out_ += std::string("(") + kind_name(DeclKind::Import) + " " + i.dotted() + at(i.range) + ")";
+    }
     for (const ConstDecl &c : p.consts) {
       line(1);
       out_ += "(Const " + c.name + at(c.range) + " " + expr(c.value.get()) + ")";
     }
+    for (const FnDecl &f : p.fns)
+      fn(f);
     for (const KernelDecl &k : p.kernels)
       kernel(k);
     out_ += ")\n";
@@ -64,6 +76,23 @@ private:
     if (!r.valid())
       return "";
     return " @" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.col);
+  }
+
+  // (Fn silu @1:1 (Params x) ...body... (Return (Binary * ...)))
+  void fn(const FnDecl &f) {
+    line(1);
+    out_ += std::string("(") + kind_name(DeclKind::Fn) + " " + f.name + at(f.range) + " (Params";
+    for (const FnParam &p : f.params)
+      out_ += " " + p.name;
+    out_ += ")";
+    for (const StmtPtr &s : f.body)
+      stmt(s.get(), 2);
+    if (f.ret) {
+      line(2);
+      out_ += std::string("(") + kind_name(DeclKind::Return) + at(f.ret_range) + " " +
+              expr(f.ret.get()) + ")";
+    }
+    out_ += ")";
   }
 
   void kernel(const KernelDecl &k) {

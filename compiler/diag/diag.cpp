@@ -109,6 +109,20 @@ void Diag::note(DiagId id, SourceRange r, std::vector<std::string> args) {
   diags_.push_back({id, Severity::Note, r, format_message(diag_format(id), args)});
 }
 
+void Diag::add_trailing_notes(const std::function<std::vector<Diagnostic>(Diagnostic &)> &f) {
+  std::vector<Diagnostic> out, pending;
+  for (Diagnostic &d : diags_) {
+    if (d.severity != Severity::Note)
+      out.insert(out.end(), pending.begin(), pending.end());
+    std::vector<Diagnostic> notes = f(d);
+    if (d.severity != Severity::Note)
+      pending = std::move(notes);
+    out.push_back(std::move(d));
+  }
+  out.insert(out.end(), pending.begin(), pending.end());
+  diags_ = std::move(out);
+}
+
 std::string Diag::render(const Diagnostic &d) const {
   std::string out;
   if (!d.range.valid()) {

@@ -22,6 +22,7 @@
 
 #include "diag/source.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,11 @@ public:
   void add(const Diagnostic &d);
   /// Generic entry: severity comes from kinds.def.
   void report(DiagId id, SourceRange r, std::vector<std::string> args = {});
+
+  /// Calls `f` on every diagnostic, which may rewrite its message, and
+  /// inserts the notes `f` returns for an error or warning after it and the
+  /// notes already attached to it (compiler/inline adds call chains so).
+  void add_trailing_notes(const std::function<std::vector<Diagnostic>(Diagnostic &)> &f);
 
   unsigned error_count() const { return errors_; }
   bool has_errors() const { return errors_ != 0; }

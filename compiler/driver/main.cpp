@@ -55,6 +55,12 @@ int main(int argc, char **argv) {
       ->delimiter(',')
       ->capture_default_str();
   compile->add_option("--emit", opts.emit, emit_help())->check(CLI::IsMember(emit_names()));
+  compile
+      ->add_option("-I,--import-dir", opts.import_dirs,
+                   "Directory searched for imported modules (`import a.b;` reads "
+                   "DIR/a/b.etl), before the stdlib directory " +
+                       etl::default_stdlib_dir() + "; repeatable")
+      ->allow_extra_args(false);
   compile->add_flag("--time-passes", opts.time_passes, "Print the time of every stage");
   compile
       ->add_option("--threads", opts.threads_per_cta,

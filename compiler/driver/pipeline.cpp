@@ -55,10 +55,18 @@ bool valid_target(const std::string &t) {
   return t == "sim" || t == "sm_80" || t == "sm_86" || t == "sm_89" || t == "sm_90";
 }
 
-bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
+bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &timer) {
   c.program = timer.run("parse", [&] { return parse_program(c.file, c.sm, c.diag); });
   if (c.diag.has_errors() || stop_after == "ast")
     return !c.diag.has_errors();
+  std::vector<std::string> search_path = c.import_dirs;
+  search_path.push_back(c.stdlib_dir);
+  if (!timer.run("import", [&] { return load_imports(*c.program, c.sm, c.diag, search_path); }))
+    return false;
+  if (!timer.run("inline", [&] { return inline_fns(*c.program, c.sm, c.diag, c.inline_sites); }))
+    return false;
+  if (stop_after == "inline")
+    return true;
   if (!timer.run("sema", [&] { return check_program(*c.program, c.diag); }))
     return false;
   if (c.program->kernels.size() != 1) {
@@ -76,6 +84,13 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
   if (c.diag.has_errors())
     return false;
   return timer.run("schedule", [&] { return schedule_task_graph(c.graph, c.diag); });
+}
+
+/// The front stages, then the call-chain notes of diagnostics in inlined fns.
+bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
+  bool ok = front_stages(c, stop_after, timer);
+  c.inline_sites.add_notes(c.diag);
+  return ok;
 }
 
 } // namespace
@@ -102,6 +117,7 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   }
 
   Compilation c;
+  c.import_dirs = opts.import_dirs;
   std::string io_err;
   if (!c.sm.load(opts.input, c.file, io_err)) {
     err << "etlc: error: cannot read '" << opts.input << "': " << io_err << "\n";
@@ -115,8 +131,9 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
     return code;
   };
 
-  bool ok = front(c, opts.emit == "ast" ? "ast" : "", timer);
-  if (opts.emit == "ast" && c.program) {
+  bool ast_dump = opts.emit == "ast" || opts.emit == "inline";
+  bool ok = front(c, ast_dump ? opts.emit : "", timer);
+  if (ast_dump && c.program) {
     out << print_ast(*c.program, c.sm);
     return finish(ok ? 0 : 1);
   }

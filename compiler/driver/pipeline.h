@@ -4,7 +4,7 @@
 // compile(), calls each stage, stops early where --emit asks for a dump, and
 // times every stage for --time-passes:
 //
-//   read -> parse -> sema -> taskgraph -> schedule -> backend (per target)
+//   read -> parse -> import -> inline -> sema -> taskgraph -> schedule -> backend (per target)
 //        -> artifact
 //
 // Tests drive the same functions in-process (tests/unit/golden).
@@ -14,6 +14,8 @@
 
 #include "ast/ast.h"
 #include "diag/diag.h"
+#include "frontend/modules.h"
+#include "inline/inline.h"
 #include "taskgraph/taskgraph.h"
 
 #include <iosfwd>
@@ -26,6 +28,7 @@ namespace etl {
 /// What `--emit` can dump; each stops the pipeline after its stage.
 #define ETL_EMIT_KINDS(X)                                                                          \
   X(ast, "the syntax tree after parsing")                                                          \
+  X(inline, "the syntax tree after imports and with every fn call expanded")                       \
   X(taskgraph, "task groups, event tensors, edges and wait counts")                                \
   X(dot, "the task graph as Graphviz")                                                             \
   X(llvm, "LLVM IR of the megakernel, per target")                                                 \
@@ -38,6 +41,8 @@ struct CompileOptions {
   std::string emit; ///< empty: write the artifact
   bool time_passes = false;
   unsigned threads_per_cta = 128;
+  /// `-I DIR`: searched for imported modules before the stdlib directory.
+  std::vector<std::string> import_dirs;
 };
 
 /// A compilation in progress: the source, its diagnostics and what each
@@ -48,11 +53,16 @@ struct Compilation {
   FileId file = 0;
   std::unique_ptr<Program> program;
   TaskGraph graph;
+  /// Where `import a.b;` looks for a/b.etl: these, then stdlib_dir.
+  std::vector<std::string> import_dirs;
+  std::string stdlib_dir = default_stdlib_dir();
+  InlineSites inline_sites; ///< filled by the inline stage
 };
 
 /// Front half: parse, check, build and schedule the task graph of the
 /// program's (single) kernel. Returns false once any stage reported errors.
-/// `stop_after` may be "ast" to stop after parsing.
+/// `stop_after` may be "ast" to stop after parsing (before imports), or
+/// "inline" after the fn calls are expanded.
 bool compile_front(Compilation &c, const std::string &stop_after = "");
 
 /// The whole pipeline as `etlc compile` runs it. Dumps go to `out`,

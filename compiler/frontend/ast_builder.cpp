@@ -25,7 +25,7 @@ public:
   AstBuilder(FileId f, const SourceManager &sm, Diag &d) : file_(f), sm_(sm), diag_(d) {}
 
   // program : topDecl* EOF ;
-  // topDecl : constDecl | kernelDecl ;
+  // topDecl : constDecl | kernelDecl | fnDecl | importDecl ;
   std::unique_ptr<Program> program(P::ProgramContext *ctx) {
     auto p = std::make_unique<Program>();
     p->file = file_;
@@ -36,6 +36,10 @@ public:
         p->consts.push_back(constDecl(c));
       else if (auto *k = top->kernelDecl())
         p->kernels.push_back(kernelDecl(k));
+      else if (auto *f = top->fnDecl())
+        p->fns.push_back(fnDecl(f));
+      else if (auto *i = top->importDecl())
+        importDecl(i, p->imports);
     }
     return p;
   }
@@ -95,6 +99,48 @@ private:
     c.value = expr(ctx->expr());
     c.range = range(ctx);
     return c;
+  }
+
+  // importDecl : 'import' IDENT ('.' IDENT)* ';' ;
+  void importDecl(P::ImportDeclContext *ctx, std::vector<ImportDecl> &out) {
+    ImportDecl d;
+    for (antlr4::tree::TerminalNode *n : ctx->IDENT())
+      if (real(n))
+        d.path.push_back(n->getText());
+    d.range = range(ctx);
+    if (!d.path.empty())
+      out.push_back(std::move(d));
+  }
+
+  // fnDecl : 'fn' IDENT '(' (fnParam (',' fnParam)*)? ')' block ;
+  // fnParam : IDENT ;
+  // The body's last statement must be `return expr;` (FnDecl::ret); a
+  // `return` anywhere else is reported (ReturnNotLast), a missing one later
+  // by compiler/inline (MissingReturn), which knows whether the fn is used.
+  FnDecl fnDecl(P::FnDeclContext *ctx) {
+    FnDecl f;
+    f.name = text(ctx->IDENT());
+    f.name_range = range(ctx->IDENT());
+    f.range = range(ctx);
+    for (P::FnParamContext *p : ctx->fnParam())
+      if (real(p->IDENT()))
+        f.params.push_back(FnParam{p->IDENT()->getText(), range(p->IDENT())});
+    if (!ctx->block())
+      return f;
+    const std::string *saved = fn_name_;
+    fn_name_ = &f.name;
+    std::vector<P::StmtContext *> stmts = ctx->block()->stmt();
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      auto *ret = dynamic_cast<P::ReturnStmtContext *>(stmts[i]);
+      if (ret && i + 1 == stmts.size()) {
+        f.ret = expr(ret->expr());
+        f.ret_range = range(ret);
+      } else if (StmtPtr st = stmt(stmts[i])) {
+        f.body.push_back(std::move(st));
+      }
+    }
+    fn_name_ = saved;
+    return f;
   }
 
   // kernelDecl : 'kernel' IDENT dimParams? '(' (param (',' param)*)? ')'
@@ -249,6 +295,7 @@ private:
   //      | 'var' IDENT '=' expr ';'                                # varStmt
   //      | IDENT op=('=' | '+=' | '-=' | '*=' | '/=') expr ';'     # assignStmt
   //      | 'for' IDENT 'in' expr '..' expr ('step' expr)? block    # forStmt
+  //      | 'return' expr ';'                                       # returnStmt
   //      | expr ';'                                                # exprStmt
   StmtPtr stmt(P::StmtContext *ctx) {
     if (auto *c = dynamic_cast<P::LetStmtContext *>(ctx))
@@ -271,6 +318,13 @@ private:
     }
     if (auto *c = dynamic_cast<P::ForStmtContext *>(ctx))
       return forStmt(c);
+    if (dynamic_cast<P::ReturnStmtContext *>(ctx)) {
+      if (fn_name_)
+        diag_.error(DiagId::ReturnNotLast, range(ctx), {*fn_name_});
+      else
+        diag_.error(DiagId::ReturnOutsideFn, range(ctx));
+      return nullptr;
+    }
     if (auto *c = dynamic_cast<P::ExprStmtContext *>(ctx)) {
       auto s = std::make_unique<Stmt>(StmtKind::ExprStmt, range(ctx));
       s->value = expr(c->expr());
@@ -493,6 +547,7 @@ private:
   Diag &diag_;
   int depth_ = 0;
   bool too_deep_ = false;
+  const std::string *fn_name_ = nullptr; ///< the fn whose body is being built
 };
 
 } // namespace

@@ -17,7 +17,8 @@ namespace etl::frontend {
 
 /// Builds the AST of `tree`. Tolerates the partial trees that error recovery
 /// leaves behind (missing children are skipped or left null). Reports
-/// IntLiteralOverflow, FloatLiteralOutOfRange and UnknownElemType.
+/// IntLiteralOverflow, FloatLiteralOutOfRange, UnknownElemType, ReturnNotLast
+/// and ReturnOutsideFn.
 std::unique_ptr<Program> build_ast(grammar::ETLParser::ProgramContext *tree, FileId file,
                                    const SourceManager &sm, Diag &diag);
 

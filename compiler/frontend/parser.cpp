@@ -152,6 +152,8 @@ const char *rule_description(size_t rule) {
     return "event declaration";
   case ETLParser::RuleStmt:
     return "statement";
+  case ETLParser::RuleImportDecl:
+    return "import declaration";
   default:
     return nullptr;
   }

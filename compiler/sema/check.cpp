@@ -1406,6 +1406,7 @@ private:
     return set(e, Type());
   }
 
+  friend const std::vector<std::string> &etl::builtin_function_names();
   static const std::vector<std::string> &builtin_names() {
     static const std::vector<std::string> names = {
         "load",   "store",  "zeros", "full",      "cast",   "exp",    "log",  "sqrt",
@@ -1420,6 +1421,12 @@ private:
 };
 
 } // namespace
+
+const std::vector<std::string> &builtin_function_names() { return Checker::builtin_names(); }
+
+std::string closest_name(const std::string &name, const std::vector<std::string> &candidates) {
+  return closest(name, candidates);
+}
 
 bool check_program(Program &p, Diag &diag) {
   unsigned before = diag.error_count();

@@ -18,6 +18,9 @@
 // of comparing (scripts/update-golden.sh). ETL_GOLDEN_FILTER=<text> runs (and
 // updates) only the files whose name contains <text>.
 //
+// Paths of files under the source tree (modules of stdlib/, imported) print
+// relative to it: `stdlib/std/math.etl`.
+//
 // Emitters are a table from the --emit name to a function; add taskgraph, dot
 // and so on there.
 //
@@ -69,6 +72,16 @@ const std::map<std::string, Emitter> &emitters() {
            return c.diag.render();
          return etl::print_ast(*c.program, c.sm);
        }},
+      // The AST with fn calls expanded (diagnostics instead if there were
+      // errors).
+      {"inline",
+       [](const std::string &name, const std::string &text) {
+         etl::Compilation c;
+         c.file = c.sm.add(name, text);
+         if (!etl::compile_front(c, "inline"))
+           return c.diag.render();
+         return etl::print_ast(*c.program, c.sm);
+       }},
       // The task graph (--emit=taskgraph) and its Graphviz form (--emit=dot).
       {"taskgraph",
        [](const std::string &name, const std::string &text) {
@@ -105,6 +118,15 @@ std::vector<std::string> split_lines(const std::string &text) {
   while (std::getline(in, l))
     lines.push_back(l);
   return lines;
+}
+
+/// `text` with every "<source dir>/" removed, so imported modules' paths
+/// do not depend on where the tree is checked out.
+std::string relative_paths(std::string text) {
+  const std::string dir = std::string(ETL_SOURCE_DIR) + "/";
+  for (size_t at = text.find(dir); at != std::string::npos; at = text.find(dir, at))
+    text.erase(at, dir.size());
+  return text;
 }
 
 bool is_check(const std::string &l) { return l.rfind(kCheck, 0) == 0; }
@@ -179,7 +201,7 @@ void run_dir(const std::string &dir, const std::string &default_mode) {
     if (update) {
       // Twice at most: moving CHECK lines to the end can move the code.
       for (int round = 0; round < 2; ++round) {
-        std::string next = with_checks(text, it->second(name, text));
+        std::string next = with_checks(text, relative_paths(it->second(name, text)));
         if (next == text)
           break;
         text = next;
@@ -187,7 +209,7 @@ void run_dir(const std::string &dir, const std::string &default_mode) {
       }
     }
     const std::string expected = expected_output(text);
-    const std::string actual = it->second(name, text);
+    const std::string actual = relative_paths(it->second(name, text));
     CHECK_MESSAGE(!expected.empty(), "no CHECK lines (run scripts/update-golden.sh)");
     if (actual != expected)
       FAIL_CHECK("output differs\n--- expected ---\n" << expected << "--- actual ---\n" << actual);
