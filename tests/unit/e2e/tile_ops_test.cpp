@@ -433,3 +433,81 @@ kernel divmod<N: dim>(a: tensor<i32>[N], d: tensor<i32>[N], q: tensor<i32>[N], r
 
 } // namespace
 } // namespace etl
+
+namespace etl {
+namespace {
+
+TEST_CASE("stdlib: std.linalg matmul_tile / matvec_tile and std.nn topk on sim") {
+  const char *src = R"(
+import std.linalg;
+import std.nn;
+const TM = 16;
+const TN = 16;
+const TK = 8;
+const KK = 3;
+kernel k<M: dim, K: dim, N: dim>(a: tensor<f32>[M, K], b: tensor<f32>[K, N], v: tensor<f32>[K],
+                                 c: tensor<f32>[M, N], y: tensor<f32>[N],
+                                 ti: tensor<i32>[M, KK], tv: tensor<f32>[M, KK]) {
+  task mm[i in 0 .. cdiv(M, TM), j in 0 .. cdiv(N, TN)] {
+    store(c[i * TM .. +TM, j * TN .. +TN], matmul_tile(a, b, i * TM, j * TN, K, TM, TN, TK));
+  }
+  task mv[j in 0 .. cdiv(N, TN)] {
+    store(y[j * TN .. +TN], matvec_tile(v, b, j * TN, K, TN, TK));
+  }
+  task top[i in 0 .. cdiv(M, TM)] {
+    let x = load(a[i * TM .. +TM, 0 .. +TN], pad = -inf);
+    store(ti[i * TM .. +TM, 0 .. +KK], topk_indices(x, KK));
+    store(tv[i * TM .. +TM, 0 .. +KK], topk_values(x, KK));
+  }
+}
+)";
+  const int64_t M = 20, K = 13, N = 18, KKv = 3, TNv = 16;
+  std::vector<float> a(M * K), b(K * N), v(K), c(M * N, -1), y(N, -1), tv(M * KKv, -1);
+  std::vector<int32_t> ti(M * KKv, -1);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(int(i * 37 % 23) - 11) / 4.f; // distinct enough per row, some ties
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(int(i * 11 % 7) - 3) / 2.f;
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = float(int(i % 5) - 2);
+  std::string msg = compile_and_run(src, "linalg_topk", {{"M", M}, {"K", K}, {"N", N}},
+                                    {{"a", a.data(), ETL_F32, {M, K}},
+                                     {"b", b.data(), ETL_F32, {K, N}},
+                                     {"v", v.data(), ETL_F32, {K}},
+                                     {"c", c.data(), ETL_F32, {M, N}},
+                                     {"y", y.data(), ETL_F32, {N}},
+                                     {"ti", ti.data(), ETL_I32, {M, KKv}},
+                                     {"tv", tv.data(), ETL_F32, {M, KKv}}});
+  REQUIRE(msg == "");
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += a[size_t(i * K + k)] * b[size_t(k * N + j)];
+      CHECK(c[size_t(i * N + j)] == doctest::Approx(s).epsilon(1e-5));
+    }
+  for (int64_t j = 0; j < N; ++j) {
+    float s = 0;
+    for (int64_t k = 0; k < K; ++k)
+      s += v[size_t(k)] * b[size_t(k * N + j)];
+    CHECK(y[size_t(j)] == doctest::Approx(s).epsilon(1e-5));
+  }
+  // Top-3 of the first min(K, TN) columns of each row (the rest are -inf pad).
+  for (int64_t i = 0; i < M; ++i) {
+    std::vector<bool> taken(size_t(TNv), false);
+    for (int64_t s = 0; s < KKv; ++s) {
+      int64_t best = -1;
+      for (int64_t k = 0; k < std::min(K, TNv); ++k)
+        if (!taken[size_t(k)] && (best < 0 || a[size_t(i * K + k)] > a[size_t(i * K + best)]))
+          best = k;
+      taken[size_t(best)] = true;
+      CAPTURE(i);
+      CAPTURE(s);
+      CHECK(ti[size_t(i * KKv + s)] == best);
+      CHECK(tv[size_t(i * KKv + s)] == a[size_t(i * K + best)]);
+    }
+  }
+}
+
+} // namespace
+} // namespace etl
