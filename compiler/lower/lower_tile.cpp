@@ -768,6 +768,11 @@ TileVal Lowerer::value(const Expr &e) {
   }
   if (f == "transpose")
     return transpose(value(*e.args.at(0)));
+  if (f == "reshape") { // the row-major order, and so each element's owner, is unchanged
+    TileVal a = value(*e.args.at(0));
+    a.shape = e.type.tile_shape;
+    return a;
+  }
   if (f == "dot")
     return dot(value(*e.args.at(0)), value(*e.args.at(1)));
   throw LowerError("unsupported call '" + f + "'");

@@ -1351,6 +1351,38 @@ private:
       }
       return tile_type(v->elem, {v->tile_shape[1], v->tile_shape[0]});
     }
+    if (f == "reshape") { // reshape(t, d0, d1, ...): same elements, row-major
+      if (e.args.size() < 2 || !e.kwargs.empty()) {
+        diag_.error(DiagId::WrongArgCount, e.range,
+                    {"reshape", "a tile and the new extents", std::to_string(e.args.size())});
+        return Type();
+      }
+      auto v = tile_arg(*e.args[0]);
+      std::vector<int64_t> shape;
+      int64_t n = 1, have = 1;
+      for (size_t i = 1; i < e.args.size(); ++i) {
+        auto d = check_index(*e.args[i], IndexCtx::Const);
+        if (!d)
+          return Type();
+        auto c = d->as_constant();
+        if (!c || *c <= 0) {
+          diag_.error(DiagId::NonPositiveExtent, e.args[i]->range, {"extent", d->str()});
+          return Type();
+        }
+        shape.push_back(*c);
+        n *= *c;
+      }
+      if (!v)
+        return Type();
+      for (int64_t d : v->tile_shape)
+        have *= d;
+      if (n != have) {
+        diag_.error(DiagId::ReshapeMismatch, e.range,
+                    {describe(*v), std::to_string(have), shape_str(shape), std::to_string(n)});
+        return Type();
+      }
+      return tile_type(v->elem, shape);
+    }
     if (f == "dot") {
       if (!arity(e, 2, "2 tile arguments"))
         return Type();
@@ -1409,9 +1441,9 @@ private:
   friend const std::vector<std::string> &etl::builtin_function_names();
   static const std::vector<std::string> &builtin_names() {
     static const std::vector<std::string> names = {
-        "load",   "store",  "zeros", "full",      "cast",   "exp",    "log",  "sqrt",
-        "rsqrt",  "abs",    "sum",   "max",       "min",    "expand", "cdiv", "select",
-        "arange", "cumsum", "dot",   "transpose", "argmax", "argmin"};
+        "load",   "store",  "zeros", "full",      "cast",   "exp",    "log",    "sqrt",
+        "rsqrt",  "abs",    "sum",   "max",       "min",    "expand", "cdiv",   "select",
+        "arange", "cumsum", "dot",   "transpose", "argmax", "argmin", "reshape"};
     return names;
   }
   static bool is_builtin(const std::string &f) {

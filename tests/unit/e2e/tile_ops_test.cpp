@@ -511,3 +511,33 @@ kernel k<M: dim, K: dim, N: dim>(a: tensor<f32>[M, K], b: tensor<f32>[K, N], v: 
 
 } // namespace
 } // namespace etl
+
+namespace etl {
+namespace {
+
+TEST_CASE("reshape keeps the row-major order: row maxima of a reshaped vector") {
+  const char *src = R"(
+kernel rows<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  task t[i in 0 .. cdiv(N, 48)] {
+    let m = reshape(load(x[i * 48 .. +48]), 6, 8);
+    store(y[i * 48 .. +48], reshape(m - expand(max(m, axis = 1), axis = 1), 48));
+  }
+}
+)";
+  const int64_t N = 96;
+  std::vector<float> x(N), y(N, -1);
+  for (int64_t i = 0; i < N; ++i)
+    x[size_t(i)] = float((i * 7) % 13);
+  REQUIRE(compile_and_run(src, "reshape", {{"N", N}},
+                          {{"x", x.data(), ETL_F32, {N}}, {"y", y.data(), ETL_F32, {N}}}) == "");
+  for (int64_t r = 0; r < N / 8; ++r) {
+    float m = -1;
+    for (int64_t c = 0; c < 8; ++c)
+      m = std::max(m, x[size_t(r * 8 + c)]);
+    for (int64_t c = 0; c < 8; ++c)
+      CHECK(y[size_t(r * 8 + c)] == x[size_t(r * 8 + c)] - m);
+  }
+}
+
+} // namespace
+} // namespace etl
