@@ -25,7 +25,8 @@ topDecl : constDecl | kernelDecl ;
 constDecl : 'const' IDENT '=' expr ';' ;
 
 kernelDecl
-  : 'kernel' IDENT dimParams? '(' (param (',' param)*)? ')' whereClause? '{' kernelItem* '}'
+  : 'kernel' IDENT dimParams? '(' (param (',' param)*)? ')' whereClause? scheduleClause?
+    '{' kernelItem* '}'
   ;
 
 dimParams : '<' dimParam (',' dimParam)* '>' ;
@@ -38,6 +39,9 @@ tensorType : 'tensor' '<' IDENT '>' '[' exprList? ']' ;
 
 whereClause : 'where' expr (',' expr)* ;
 
+// `schedule static` / `schedule dynamic`; the word is checked by the frontend.
+scheduleClause : 'schedule' IDENT ;
+
 kernelItem : bufferDecl | eventDecl | taskDecl ;
 
 bufferDecl : 'buffer' IDENT ':' tensorType ';' ;
@@ -45,7 +49,8 @@ bufferDecl : 'buffer' IDENT ':' tensorType ';' ;
 eventDecl : 'event' IDENT '[' exprList? ']' ';' ;
 
 taskDecl
-  : 'task' IDENT '[' domainIndex (',' domainIndex)* ']' waitsClause? notifiesClause? block
+  : 'task' IDENT '[' domainIndex (',' domainIndex)* ']' scheduleClause? waitsClause?
+    notifiesClause? block
   ;
 
 domainIndex : IDENT 'in' expr '..' expr ;

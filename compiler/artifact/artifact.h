@@ -60,6 +60,7 @@ struct ArtifactGroup {
   std::string name;
   std::vector<std::pair<ArtifactExpr, ArtifactExpr>> domain; ///< [lo, hi) per variable
   std::vector<ArtifactEdge> notifies, waits;
+  uint32_t schedule = ETL_SCHEDULE_STATIC;
 };
 
 /// Everything the metadata section holds, in its order.

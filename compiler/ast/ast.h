@@ -230,10 +230,16 @@ struct LocalVar {
 };
 
 /// `task name[i in .., j in ..] waits ... notifies ... { body }`
+/// `schedule static` / `schedule dynamic` on a kernel or task; None when
+/// absent.
+enum class ScheduleKind { None, Static, Dynamic };
+
 struct TaskDecl {
   std::string name;
   SourceRange name_range;
   std::vector<TaskIndexDecl> domain;
+  ScheduleKind schedule = ScheduleKind::None;
+  SourceRange schedule_range; ///< the clause, when present
   std::vector<EventRef> waits;
   std::vector<EventRef> notifies;
   std::vector<StmtPtr> body;
@@ -249,8 +255,10 @@ struct KernelDecl {
   std::string name;
   SourceRange name_range;
   std::vector<DimDecl> dims;
-  std::vector<TensorDecl> tensors; ///< parameters first, then buffers
-  std::vector<ExprPtr> where;      ///< constraints
+  std::vector<TensorDecl> tensors;            ///< parameters first, then buffers
+  std::vector<ExprPtr> where;                 ///< constraints
+  ScheduleKind schedule = ScheduleKind::None; ///< default of its tasks
+  SourceRange schedule_range;
   std::vector<EventDecl> events;
   std::vector<TaskDecl> tasks;
   SourceRange range;

@@ -155,6 +155,7 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
     };
     edges(grp.notifies, ag.notifies);
     edges(grp.waits, ag.waits);
+    ag.schedule = grp.dynamic ? ETL_SCHEDULE_DYNAMIC : ETL_SCHEDULE_STATIC;
     m.groups.push_back(std::move(ag));
   }
   for (int gi : g.topo_order)

@@ -301,6 +301,9 @@ static void parse_meta(rd *r, etl_meta *m) {
     }
     rd_edges(r, m, g->rank, &g->n_notifies, &g->notifies);
     rd_edges(r, m, g->rank, &g->n_waits, &g->waits);
+    g->schedule = rd_u32(r);
+    if (!r->bad && g->schedule > ETL_SCHEDULE_DYNAMIC)
+      rd_fail(r, "unknown schedule kind");
   }
 
   snprintf(r->where, sizeof r->where, "group order");

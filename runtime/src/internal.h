@@ -89,6 +89,7 @@ typedef struct etl_group_meta {
   etl_expr *lo, *hi;
   uint32_t n_notifies, n_waits;
   etl_edge_meta *notifies, *waits;
+  uint32_t schedule; /* ETL_SCHEDULE_* */
 } etl_group_meta;
 
 typedef struct etl_meta {
@@ -153,9 +154,16 @@ typedef struct etl_plan {
   int64_t *group_lo, *group_hi; /* per group: ETL_MAX_RANK bounds */
   uint64_t *group_tasks;
   /* static queue */
-  uint64_t n_entries;   /* tasks */
+  uint64_t n_entries;   /* tasks, static and dynamic (timeline records) */
+  uint64_t n_static;    /* tasks of static groups: queue entries */
   uint32_t *queue;      /* 2 * n_entries: (group, linear) */
   uint32_t *queue_offs; /* num_ctas + 1, in pairs */
+  /* dynamic scheduling (etl_abi.h "Dynamic scheduling"); dyn == NULL when
+     no group is dynamic */
+  uint64_t n_dynamic; /* tasks of dynamic groups: queue capacity */
+  uint32_t *dyn;      /* initial image of the state array, dyn_words words */
+  uint64_t dyn_words;
+  uint64_t dyn_dptr;
   /* buffers: per tensor, elements for runtime buffers (0 for parameters) */
   uint64_t *buffer_bytes;
   /* device memory, filled by api.c */
