@@ -50,8 +50,8 @@ public:
       u32(e.event);
       count(e.index.size());
       for (const ArtifactIndex &i : e.index) {
-        u32(i.star ? 1 : 0);
-        if (!i.star)
+        u32(i.star);
+        if (i.star == 0)
           expr(i.idx);
       }
     }

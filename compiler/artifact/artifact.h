@@ -47,8 +47,10 @@ struct ArtifactEvent {
 };
 
 struct ArtifactIndex {
-  bool star = false; ///< every index along this dimension
-  ArtifactExpr idx;  ///< unused when star
+  /// 0: `idx`; 1 (`*`): every index along this dimension; 2: reads tensor
+  /// data, evaluated on the device (`idx` unused unless 0).
+  uint32_t star = 0;
+  ArtifactExpr idx;
 };
 
 struct ArtifactEdge {

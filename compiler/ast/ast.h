@@ -134,6 +134,11 @@ struct Expr {
   /// Index-valued expressions: the value as a symbolic expression over dims,
   /// task indices ("%i") and loop variables, when sema could form one.
   std::optional<Sym> sym;
+  /// The value depends on tensor contents (an element read such as
+  /// `idx[0]`, or arithmetic on one): `sym` is then an opaque symbol named
+  /// after the read, which no prover fact can bound; such indices are
+  /// range-checked on the device at run time.
+  bool reads_data = false;
 
   Expr(ExprKind k, SourceRange r) : kind(k), range(r) {}
 };

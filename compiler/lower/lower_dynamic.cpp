@@ -265,12 +265,36 @@ llvm::Value *Lowerer::all_waits_ready(const GroupPlan &gp) {
   llvm::AllocaInst *ok = entry_alloca(i1, "ready");
   b.CreateStore(b.getTrue(), ok);
   llvm::Value *events = arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/);
+  // In clause order, each clause only once the earlier ones are done: an
+  // earlier wait may be what makes a later index's tensor data ready.
   for (const EventUse &use : gp.waits)
-    for_each_event_element(use, [&](llvm::Value *off) {
-      llvm::Value *v = m.load_acquire(b, b.CreateGEP(i32, events, off));
-      if_then(b.CreateICmpNE(v, b.getInt32(0)), [&] { b.CreateStore(b.getFalse(), ok); });
+    if_then(b.CreateLoad(i1, ok), [&] {
+      for_each_event_element(use, [&](llvm::Value *off) {
+        llvm::Value *v = m.load_acquire(b, b.CreateGEP(i32, events, off));
+        if_then(b.CreateICmpNE(v, b.getInt32(0)), [&] { b.CreateStore(b.getFalse(), ok); });
+      });
     });
-  return b.CreateLoad(i1, ok);
+  llvm::Value *aborted = b.CreateICmpNE(
+      b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort))), b.getInt32(0));
+  return b.CreateAnd(b.CreateLoad(i1, ok), b.CreateNot(aborted));
+}
+
+void Lowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent) {
+  auto word = [&](unsigned w) {
+    return b.CreateGEP(i32, arg_slot_ptr(7 /*ETL_SLOT_ERROR*/), b.getInt64(w));
+  };
+  llvm::Value *old = m.atomic_cas(b, word(ETL_ERR_SET), b.getInt32(0), b.getInt32(1));
+  if_then(b.CreateICmpEQ(old, b.getInt32(0)), [&] {
+    b.CreateStore(b.getInt32(uint32_t(cur_group)), word(ETL_ERR_GROUP));
+    b.CreateStore(cur_lin ? cur_lin : b.getInt32(0), word(ETL_ERR_LINEAR));
+    b.CreateStore(b.getInt32(uint32_t(event)), word(ETL_ERR_EVENT));
+    b.CreateStore(b.getInt32(uint32_t(dim)), word(ETL_ERR_DIM));
+    b.CreateStore(b.CreateTrunc(value, i32), word(ETL_ERR_VALUE_LO));
+    b.CreateStore(b.CreateTrunc(b.CreateLShr(value, b.getInt64(32)), i32), word(ETL_ERR_VALUE_HI));
+    b.CreateStore(b.CreateTrunc(extent, i32), word(ETL_ERR_EXTENT));
+  });
+  m.atomic_add_release(b, arg_slot_ptr(kSlotAbort), b.getInt32(1));
+  b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
 }
 
 void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {

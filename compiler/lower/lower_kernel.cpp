@@ -214,6 +214,8 @@ llvm::Function *Lowerer::lower_group(int g) {
   fn->addFnAttr(llvm::Attribute::NoUnwind);
   args = fn->getArg(0);
   llvm::Value *lin = fn->getArg(1);
+  cur_group = g;
+  cur_lin = lin;
   tid = fn->getArg(2);
   smem = fn->getArg(3);
   task_vars.clear();
@@ -312,7 +314,14 @@ void Lowerer::for_each_event_element(const EventUse &use,
       return;
     }
     llvm::Value *scaled = b.CreateMul(acc, shape[d]);
-    if (use.idx[d]) {
+    if (use.idx[d] && use.idx[d]->reads_data) {
+      // Read from tensor data: checked here (the prover could not).
+      llvm::Value *v = index(*use.idx[d]);
+      llvm::Value *ok =
+          b.CreateAnd(b.CreateICmpSGE(v, b.getInt64(0)), b.CreateICmpSLT(v, shape[d]));
+      if_then(b.CreateNot(ok), [&] { emit_index_error(use.event, d, v, shape[d]); });
+      if_then(ok, [&] { rec(d + 1, b.CreateAdd(scaled, v)); });
+    } else if (use.idx[d]) {
       rec(d + 1, b.CreateAdd(scaled, index(*use.idx[d])));
     } else {
       for_range(b.getInt64(0), shape[d], b.getInt64(1),

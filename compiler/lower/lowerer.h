@@ -147,11 +147,19 @@ private:
   /// `out` on abort; continues at the insertion point when ready.
   void emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin, llvm::BasicBlock *out);
   llvm::Function *dyn_run = nullptr;
+  /// Thread 0: an event index that reads data is outside [0, extent): fill
+  /// the error record (args[ETL_SLOT_ERROR], first writer wins), raise the
+  /// abort flag and this CTA's shared abort word.
+  void emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent);
+  int cur_group = -1;             ///< the group being lowered (error record)
+  llvm::Value *cur_lin = nullptr; ///< its task's linear index (i32)
 
   // ---- lower_index.cpp ------------------------------------------------------
 public:
   /// An index-typed expression as i64.
   llvm::Value *index(const Expr &e);
+  /// `t[i, j]` of an i32 tensor in an index expression (reads_data), as i64.
+  llvm::Value *element_read(const Expr &e);
   llvm::Value *floordiv(llvm::Value *a, llvm::Value *b);
   llvm::Value *floormod(llvm::Value *a, llvm::Value *b);
   llvm::Value *cdiv(llvm::Value *a, llvm::Value *b);

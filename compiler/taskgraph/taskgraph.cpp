@@ -176,6 +176,7 @@ TaskGraph build_task_graph(const KernelDecl &k, Diag &diag) {
           if (ix) {
             ei.value = ix->sym.value_or(Sym(0));
             ei.expr = ix.get();
+            ei.reads_data = ix->reads_data;
           }
           e.indices.push_back(ei);
         }
@@ -188,9 +189,25 @@ TaskGraph build_task_graph(const KernelDecl &k, Diag &diag) {
     };
     add_edges(t.waits, false);
     add_edges(t.notifies, true);
+    for (int n : grp.notifies)
+      for (const EdgeIndex &ix : g.edges[size_t(n)].indices)
+        if (ix.reads_data)
+          diag.error(DiagId::DataDependentNotify, ix.expr->range,
+                     {ix.value.str(), grp.name, g.events[size_t(g.edges[size_t(n)].event)].name});
     if (grp.dynamic)
-      for (int w : grp.waits)
-        g.edges[size_t(w)].inverse = derive_inverse(grp, g.edges[size_t(w)]);
+      for (int w : grp.waits) {
+        const Edge &e = g.edges[size_t(w)];
+        if (e.reads_data()) {
+          diag.error(DiagId::DynamicDataDependentWait, e.ref->range,
+                     {grp.name, g.events[size_t(e.event)].name});
+          if (t.schedule_range.valid())
+            diag.note(DiagId::NoteUseScheduleStatic, t.schedule_range, {grp.name});
+          else
+            diag.note(DiagId::NoteUseScheduleStatic, t.name_range, {grp.name});
+          continue;
+        }
+        g.edges[size_t(w)].inverse = derive_inverse(grp, e);
+      }
     g.groups.push_back(std::move(grp));
   }
 
@@ -253,7 +270,12 @@ std::string print_task_graph(const TaskGraph &g) {
          << grp.hi[i].str();
     os << "]\n  tasks:      " << grp.task_count.str() << "\n";
     for (int w : grp.waits)
-      os << "  waits       " << edge_str(g, g.edges[w]) << "\n";
+      os << "  waits       " << edge_str(g, g.edges[w])
+         << (g.edges[w].reads_data()
+                 ? " (reads data: evaluated when the task waits, range-checked on the device, "
+                   "not part of the cycle check)"
+                 : "")
+         << "\n";
     for (int n : grp.notifies)
       os << "  notifies    " << edge_str(g, g.edges[n]) << "\n";
     if (grp.dynamic) {

@@ -32,6 +32,7 @@ struct EdgeIndex {
   bool star = false;
   Sym value;                  ///< when !star
   const Expr *expr = nullptr; ///< the source expression (for lowering)
+  bool reads_data = false;    ///< depends on tensor contents (evaluated at wait time)
 };
 
 /// The inverse of a `waits` edge of a dynamic group: how to find the tasks
@@ -55,6 +56,14 @@ struct Edge {
   std::vector<EdgeIndex> indices; ///< one per event dimension
   const EventRef *ref = nullptr;
   EdgeInverse inverse; ///< waits edges of dynamic groups
+  /// Some index reads tensor data: the edge is left out of the cycle check
+  /// (schedule/) and range-checked on the device.
+  bool reads_data() const {
+    for (const EdgeIndex &i : indices)
+      if (i.reads_data)
+        return true;
+    return false;
+  }
 };
 
 struct TaskGroup {

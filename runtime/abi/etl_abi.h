@@ -80,7 +80,7 @@ typedef struct etl_section_entry {
  *   u32 n_events    { str name; u32 rank; expr shape[rank]; u32 slot }
  *                                       slot: element offset of E[0...] in the counter array
  *   u32 n_groups    { str name; u32 rank; { expr lo; expr hi }[rank];
- *                     u32 n_notifies { u32 event; u32 n; { u32 star; expr idx if !star }[n] };
+ *                     u32 n_notifies { u32 event; u32 n; { u32 star; expr idx if star == 0 }[n] };
  *                     u32 n_waits    { same as notifies };
  *                     u32 schedule   ETL_SCHEDULE_STATIC or _DYNAMIC }
  *   u32 n_order     { u32 group }    groups in a topological order of the event graph
@@ -88,6 +88,9 @@ typedef struct etl_section_entry {
  * Exprs in tensor/event shapes and constraints may use DIM; exprs in group
  * domains may use DIM (lo/hi of var k may use VAR j for j < k: not yet);
  * notify/wait indices may use DIM and VAR (the group's domain variables).
+ * star: 0 = an expression, 1 = `*`, 2 = an index that reads tensor data
+ * (waits of static groups only): evaluated and range-checked on the device,
+ * skipped by the runtime's bind-time checks.
  */
 enum { ETL_SCHEDULE_STATIC = 0, ETL_SCHEDULE_DYNAMIC = 1 };
 enum { ETL_ELEM_F32 = 0, ETL_ELEM_F16 = 1, ETL_ELEM_I32 = 2 };
@@ -136,7 +139,7 @@ enum etl_slot {
   ETL_SLOT_NUM_CTAS = 4,   /* uint64 value */
   ETL_SLOT_TIMELINE = 5,   /* etl_timeline_record*, one per queue entry (0 = off) */
   ETL_SLOT_DYN = 6,        /* uint32_t* dynamic-scheduling state (below); 0 = none */
-  ETL_SLOT_RESERVED7 = 7,
+  ETL_SLOT_ERROR = 7,      /* uint32_t[ETL_ERR_WORDS]: a device-side error (below) */
   ETL_SLOT_FIRST_PROGRAM = 8
 };
 
@@ -166,6 +169,23 @@ enum {
   ETL_DYN_ERROR = 4,
   ETL_DYN_NSTATIC = 5,
   ETL_DYN_GROUP_OFF = 8
+};
+
+/* The device error record (args[ETL_SLOT_ERROR]), zeroed before each launch.
+ * A task that finds an event index read from tensor data outside the
+ * event's extent claims it (compare-and-swap of SET from 0 to 1: the first
+ * writer wins), fills the other words, and raises the abort flag; the
+ * runtime turns it into the etlRun error message. */
+enum {
+  ETL_ERR_SET = 0,
+  ETL_ERR_GROUP = 1,
+  ETL_ERR_LINEAR = 2,
+  ETL_ERR_EVENT = 3,
+  ETL_ERR_DIM = 4,
+  ETL_ERR_VALUE_LO = 5, /* the index value, two's complement, low word */
+  ETL_ERR_VALUE_HI = 6,
+  ETL_ERR_EXTENT = 7, /* the event's extent along DIM (low 32 bits) */
+  ETL_ERR_WORDS = 8
 };
 
 /* The timeline (args[ETL_SLOT_TIMELINE] != 0): an array of records, one per

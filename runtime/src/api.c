@@ -239,6 +239,7 @@ static void plan_release(etlContext c, etl_plan *pl, const etl_meta *m) {
   etl_dev_free(c, pl->queue_dptr);
   etl_dev_free(c, pl->offs_dptr);
   etl_dev_free(c, pl->dyn_dptr);
+  etl_dev_free(c, pl->err_dptr);
   etl_dev_free(c, pl->args_dptr);
   etl_plan_free_host(pl);
 }
@@ -592,6 +593,8 @@ static etlStatus get_plan(etlProgram p, etl_plan **out) {
     st = etl_dev_alloc(c, ((size_t)c->num_ctas + 1) * sizeof(uint32_t), &pl->offs_dptr);
   if (!st && pl->dyn)
     st = etl_dev_alloc(c, pl->dyn_words * sizeof(uint32_t), &pl->dyn_dptr);
+  if (!st)
+    st = etl_dev_alloc(c, ETL_ERR_WORDS * sizeof(uint32_t), &pl->err_dptr);
   if (!st && c->kind == ETL_DEVICE_CUDA)
     st = etl_dev_alloc(c, m->num_slots * sizeof(uint64_t), &pl->args_dptr);
   if (!st)
@@ -821,6 +824,20 @@ static etlStatus collect_timeline(etlProgram p, const etl_plan *pl, uint64_t dpt
   return ETL_SUCCESS;
 }
 
+/* The device error record (etl_abi.h) as a message naming task, event and
+ * the index value the task read from tensor data. */
+static etlStatus device_error(etlProgram p, const etl_plan *pl, const uint32_t *rec) {
+  const etl_meta *m = &p->art.meta;
+  char task[256];
+  etl_plan_task_name(m, pl, rec[ETL_ERR_GROUP], rec[ETL_ERR_LINEAR], task, sizeof task);
+  int64_t v = (int64_t)(((uint64_t)rec[ETL_ERR_VALUE_HI] << 32) | rec[ETL_ERR_VALUE_LO]);
+  const char *ev = rec[ETL_ERR_EVENT] < m->n_events ? m->events[rec[ETL_ERR_EVENT]].name : "?";
+  return etl_error(ETL_ERROR_BINDING,
+                   "etlRun: task %s waits on event '%s' at index %lld along dimension %u, "
+                   "outside [0, %u): the index is read from tensor data",
+                   task, ev, (long long)v, rec[ETL_ERR_DIM], rec[ETL_ERR_EXTENT]);
+}
+
 etlStatus etlRun(etlProgram p) {
   CHECK_PROG(p);
   etlContext c = p->ctx;
@@ -854,6 +871,7 @@ etlStatus etlRun(etlProgram p) {
     a[ETL_SLOT_NUM_CTAS] = c->num_ctas;
     a[ETL_SLOT_TIMELINE] = tl_dptr;
     a[ETL_SLOT_DYN] = pl->dyn_dptr;
+    a[ETL_SLOT_ERROR] = pl->err_dptr;
     for (uint32_t i = 0; i < m->n_dims; ++i)
       a[m->dims[i].slot] = (uint64_t)p->dim_values[i];
     for (uint32_t i = 0; i < m->n_tensors; ++i)
@@ -866,10 +884,16 @@ etlStatus etlRun(etlProgram p) {
       st = etl_dev_htod(c, pl->counters_dptr, pl->wait_counts, pl->n_counters * sizeof(uint32_t));
     if (!st && pl->dyn)
       st = etl_dev_htod(c, pl->dyn_dptr, pl->dyn, pl->dyn_words * sizeof(uint32_t));
+    uint32_t err_rec[ETL_ERR_WORDS] = {0};
+    if (!st)
+      st = etl_dev_htod(c, pl->err_dptr, err_rec, sizeof err_rec);
     if (!st) {
       __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
       st = c->kind == ETL_DEVICE_CUDA ? etl_cuda_launch(p, pl) : etl_sim_launch(p, pl);
     }
+    if ((!st || st == ETL_ERROR_TIMEOUT) &&
+        dev_dtoh(c, err_rec, pl->err_dptr, sizeof err_rec) == ETL_SUCCESS && err_rec[ETL_ERR_SET])
+      st = device_error(p, pl, err_rec);
     if (pl->dyn && (!st || st == ETL_ERROR_TIMEOUT)) {
       uint32_t err = 0;
       if (dev_dtoh(c, &err, pl->dyn_dptr + ETL_DYN_ERROR * 4, 4) == ETL_SUCCESS && err)

@@ -185,8 +185,8 @@ static void rd_edges(rd *r, const etl_meta *m, uint32_t n_vars, uint32_t *count,
       e->idx[k].star = rd_u32(r);
       if (r->bad)
         return;
-      if (e->idx[k].star > 1) {
-        rd_fail(r, "star flag not 0 or 1");
+      if (e->idx[k].star > 2) {
+        rd_fail(r, "star flag not 0, 1 or 2");
         return;
       }
       if (!e->idx[k].star)

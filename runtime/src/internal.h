@@ -164,6 +164,7 @@ typedef struct etl_plan {
   uint32_t *dyn;      /* initial image of the state array, dyn_words words */
   uint64_t dyn_words;
   uint64_t dyn_dptr;
+  uint64_t err_dptr; /* the device error record, ETL_ERR_WORDS words */
   /* buffers: per tensor, elements for runtime buffers (0 for parameters) */
   uint64_t *buffer_bytes;
   /* device memory, filled by api.c */

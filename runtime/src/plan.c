@@ -118,6 +118,14 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
   int64_t idx[ETL_MAX_RANK];
   char err[160];
   for (uint32_t k = 0; k < edge->n; ++k) {
+    if (edge->idx[k].star == 2) { /* reads tensor data: the device checks it */
+      if (counts)
+        return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                         "group '%s' %s event '%s' at an index that "
+                         "reads tensor data; only waits may",
+                         m->groups[g].name, kind, ev->name);
+      return ETL_SUCCESS;
+    }
     if (edge->idx[k].star) {
       if (shape[k] == 0)
         return ETL_SUCCESS; /* no elements */
@@ -174,6 +182,8 @@ static uint32_t edge_pending(const etl_meta *m, const etl_plan *p, uint32_t g,
   int64_t idx[ETL_MAX_RANK];
   char err[160];
   for (uint32_t k = 0; k < edge->n; ++k) {
+    if (edge->idx[k].star == 2)
+      return 0; /* never in a dynamic group (etlc rejects it) */
     if (edge->idx[k].star) {
       if (shape[k] == 0)
         return 0;
