@@ -239,7 +239,6 @@ static void plan_release(etlContext c, etl_plan *pl, const etl_meta *m) {
   etl_dev_free(c, pl->queue_dptr);
   etl_dev_free(c, pl->offs_dptr);
   etl_dev_free(c, pl->dyn_dptr);
-  etl_dev_free(c, pl->err_dptr);
   etl_dev_free(c, pl->args_dptr);
   etl_plan_free_host(pl);
 }
@@ -593,10 +592,8 @@ static etlStatus get_plan(etlProgram p, etl_plan **out) {
     st = etl_dev_alloc(c, ((size_t)c->num_ctas + 1) * sizeof(uint32_t), &pl->offs_dptr);
   if (!st && pl->dyn)
     st = etl_dev_alloc(c, pl->dyn_words * sizeof(uint32_t), &pl->dyn_dptr);
-  if (!st)
-    st = etl_dev_alloc(c, ETL_ERR_WORDS * sizeof(uint32_t), &pl->err_dptr);
   if (!st && c->kind == ETL_DEVICE_CUDA)
-    st = etl_dev_alloc(c, m->num_slots * sizeof(uint64_t), &pl->args_dptr);
+    st = etl_dev_alloc(c, ETL_ARGS_BYTES(m), &pl->args_dptr);
   if (!st)
     st = etl_dev_htod(c, pl->queue_dptr, pl->queue, 2 * pl->n_entries * sizeof(uint32_t));
   if (!st)
@@ -863,7 +860,9 @@ etlStatus etlRun(etlProgram p) {
   }
   if (!st) {
     uint64_t *a = pl->args_host;
-    memset(a, 0, m->num_slots * sizeof(uint64_t));
+    memset(a, 0, ETL_ARGS_BYTES(m)); /* the error record after the slots too */
+    pl->err_dptr = (c->kind == ETL_DEVICE_CUDA ? pl->args_dptr : (uint64_t)(uintptr_t)a) +
+                   m->num_slots * sizeof(uint64_t);
     a[ETL_SLOT_EVENTS] = pl->counters_dptr;
     a[ETL_SLOT_QUEUE] = pl->queue_dptr;
     a[ETL_SLOT_QUEUE_OFFS] = pl->offs_dptr;
@@ -879,14 +878,12 @@ etlStatus etlRun(etlProgram p) {
     for (uint32_t i = 0; i < m->n_events; ++i)
       a[m->events[i].slot] = pl->event_offset[i];
     if (c->kind == ETL_DEVICE_CUDA)
-      st = etl_dev_htod(c, pl->args_dptr, a, m->num_slots * 8);
+      st = etl_dev_htod(c, pl->args_dptr, a, ETL_ARGS_BYTES(m));
     if (!st)
       st = etl_dev_htod(c, pl->counters_dptr, pl->wait_counts, pl->n_counters * sizeof(uint32_t));
     if (!st && pl->dyn)
       st = etl_dev_htod(c, pl->dyn_dptr, pl->dyn, pl->dyn_words * sizeof(uint32_t));
     uint32_t err_rec[ETL_ERR_WORDS] = {0};
-    if (!st)
-      st = etl_dev_htod(c, pl->err_dptr, err_rec, sizeof err_rec);
     if (!st) {
       __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
       st = c->kind == ETL_DEVICE_CUDA ? etl_cuda_launch(p, pl) : etl_sim_launch(p, pl);

@@ -164,7 +164,8 @@ typedef struct etl_plan {
   uint32_t *dyn;      /* initial image of the state array, dyn_words words */
   uint64_t dyn_words;
   uint64_t dyn_dptr;
-  uint64_t err_dptr; /* the device error record, ETL_ERR_WORDS words */
+  uint64_t err_dptr; /* the device error record: ETL_ERR_WORDS words right
+                       after the argument block's num_slots slots */
   /* buffers: per tensor, elements for runtime buffers (0 for parameters) */
   uint64_t *buffer_bytes;
   /* device memory, filled by api.c */
@@ -172,6 +173,10 @@ typedef struct etl_plan {
   uint64_t counters_dptr, queue_dptr, offs_dptr, args_dptr;
   uint64_t *args_host; /* num_slots */
 } etl_plan;
+
+/// Bytes of the argument block: the slots, then the device error record.
+#define ETL_ARGS_BYTES(m)                                                                          \
+  ((size_t)(m)->num_slots * sizeof(uint64_t) + ETL_ERR_WORDS * sizeof(uint32_t))
 
 /// Evaluate shapes, count tasks, compute event offsets and wait counts and
 /// build the static queue for `dims` over `num_ctas` CTAs (host side only).

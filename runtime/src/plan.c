@@ -279,7 +279,7 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
   p->group_tasks = calloc(ng, sizeof(uint64_t));
   p->buffer_bytes = calloc(nt, sizeof(uint64_t));
   p->buffer_dptr = calloc(nt, sizeof(uint64_t));
-  p->args_host = calloc(m->num_slots, sizeof(uint64_t));
+  p->args_host = calloc(1, ETL_ARGS_BYTES(m));
   p->queue_offs = calloc((size_t)num_ctas + 1, sizeof(uint32_t));
   etlStatus st = ETL_SUCCESS;
   char err[160];
