@@ -3,7 +3,9 @@
 // (programs/dynamic_mixed.etl, compiled at build time by etlc, see
 // tests/CMakeLists.txt) on sim with several workers, against a reference.
 // This file is part of the TSan build, so the device protocol (queue,
-// dependency counters, firing) runs under ThreadSanitizer there.
+// dependency counters, firing) runs under ThreadSanitizer there. (Named to
+// run after runtime_test.cpp: its memory-violation test depends on the heap
+// layout of earlier allocations under TSan.)
 #include "internal.h"
 
 #include <etl/etl.h>
