@@ -35,7 +35,8 @@ fnDecl : 'fn' IDENT '(' (fnParam (',' fnParam)*)? ')' block ;
 fnParam : IDENT ;
 
 kernelDecl
-  : 'kernel' IDENT dimParams? '(' (param (',' param)*)? ')' whereClause? '{' kernelItem* '}'
+  : 'kernel' IDENT dimParams? '(' (param (',' param)*)? ')' whereClause? scheduleClause?
+    '{' kernelItem* '}'
   ;
 
 dimParams : '<' dimParam (',' dimParam)* '>' ;
@@ -48,6 +49,9 @@ tensorType : 'tensor' '<' IDENT '>' '[' exprList? ']' ;
 
 whereClause : 'where' expr (',' expr)* ;
 
+// `schedule static` / `schedule dynamic`; the word is checked by the frontend.
+scheduleClause : 'schedule' IDENT ;
+
 kernelItem : bufferDecl | eventDecl | taskDecl ;
 
 bufferDecl : 'buffer' IDENT ':' tensorType ';' ;
@@ -55,7 +59,8 @@ bufferDecl : 'buffer' IDENT ':' tensorType ';' ;
 eventDecl : 'event' IDENT '[' exprList? ']' ';' ;
 
 taskDecl
-  : 'task' IDENT '[' domainIndex (',' domainIndex)* ']' waitsClause? notifiesClause? block
+  : 'task' IDENT '[' domainIndex (',' domainIndex)* ']' scheduleClause? waitsClause?
+    notifiesClause? block
   ;
 
 domainIndex : IDENT 'in' expr '..' expr ;

@@ -137,7 +137,12 @@ cmd_test() {
       log "ctest: build-asan/"
       run_ctest build-asan "${no_aslr[@]}"
     fi
-    if build_tree build-tsan "-DETL_SANITIZE=thread -DETL_BUILD_COMPILER=OFF -DETL_WERROR=OFF"; then
+    # The plain build's etlc compiles the artifacts the runtime tests load
+    # (tests/unit/runtime/programs), so compiled megakernels, dynamic
+    # scheduling included, run under TSan too.
+    local tsan_args="-DETL_SANITIZE=thread -DETL_BUILD_COMPILER=OFF -DETL_WERROR=OFF"
+    [[ -x build/compiler/etlc ]] && tsan_args+=" -DETL_ETLC=$root/build/compiler/etlc"
+    if build_tree build-tsan "$tsan_args"; then
       log "ctest: build-tsan/ (runtime tests)"
       run_ctest build-tsan "${no_aslr[@]}"
     fi

@@ -50,8 +50,8 @@ public:
       u32(e.event);
       count(e.index.size());
       for (const ArtifactIndex &i : e.index) {
-        u32(i.star ? 1 : 0);
-        if (!i.star)
+        u32(i.star);
+        if (i.star == 0)
           expr(i.idx);
       }
     }
@@ -124,6 +124,7 @@ std::string serialize_meta(const ArtifactMeta &m) {
     }
     w.edges(g.notifies);
     w.edges(g.waits);
+    w.u32(g.schedule);
   }
   w.count(m.order.size());
   for (uint32_t g : m.order)

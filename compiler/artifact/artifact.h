@@ -47,8 +47,10 @@ struct ArtifactEvent {
 };
 
 struct ArtifactIndex {
-  bool star = false; ///< every index along this dimension
-  ArtifactExpr idx;  ///< unused when star
+  /// 0: `idx`; 1 (`*`): every index along this dimension; 2: reads tensor
+  /// data, evaluated on the device (`idx` unused unless 0).
+  uint32_t star = 0;
+  ArtifactExpr idx;
 };
 
 struct ArtifactEdge {
@@ -60,6 +62,7 @@ struct ArtifactGroup {
   std::string name;
   std::vector<std::pair<ArtifactExpr, ArtifactExpr>> domain; ///< [lo, hi) per variable
   std::vector<ArtifactEdge> notifies, waits;
+  uint32_t schedule = ETL_SCHEDULE_STATIC;
 };
 
 /// Everything the metadata section holds, in its order.

@@ -141,6 +141,11 @@ struct Expr {
   /// Index-valued expressions: the value as a symbolic expression over dims,
   /// task indices ("%i") and loop variables, when sema could form one.
   std::optional<Sym> sym;
+  /// The value depends on tensor contents (an element read such as
+  /// `idx[0]`, or arithmetic on one): `sym` is then an opaque symbol named
+  /// after the read, which no prover fact can bound; such indices are
+  /// range-checked on the device at run time.
+  bool reads_data = false;
 
   Expr(ExprKind k, SourceRange r) : kind(k), range(r) {}
 };
@@ -241,10 +246,16 @@ struct LocalVar {
 };
 
 /// `task name[i in .., j in ..] waits ... notifies ... { body }`
+/// `schedule static` / `schedule dynamic` on a kernel or task; None when
+/// absent.
+enum class ScheduleKind { None, Static, Dynamic };
+
 struct TaskDecl {
   std::string name;
   SourceRange name_range;
   std::vector<TaskIndexDecl> domain;
+  ScheduleKind schedule = ScheduleKind::None;
+  SourceRange schedule_range; ///< the clause, when present
   std::vector<EventRef> waits;
   std::vector<EventRef> notifies;
   std::vector<StmtPtr> body;
@@ -260,8 +271,10 @@ struct KernelDecl {
   std::string name;
   SourceRange name_range;
   std::vector<DimDecl> dims;
-  std::vector<TensorDecl> tensors; ///< parameters first, then buffers
-  std::vector<ExprPtr> where;      ///< constraints
+  std::vector<TensorDecl> tensors;            ///< parameters first, then buffers
+  std::vector<ExprPtr> where;                 ///< constraints
+  ScheduleKind schedule = ScheduleKind::None; ///< default of its tasks
+  SourceRange schedule_range;
   std::vector<EventDecl> events;
   std::vector<TaskDecl> tasks;
   SourceRange range;

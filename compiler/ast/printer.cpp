@@ -112,6 +112,10 @@ private:
       line(2);
       out_ += "(Where " + expr(w.get()) + ")";
     }
+    if (k.schedule != ScheduleKind::None) {
+      line(2);
+      out_ += schedule(k.schedule);
+    }
     for (const EventDecl &e : k.events) {
       line(2);
       out_ += "(Event " + e.name + at(e.range);
@@ -139,6 +143,10 @@ private:
       out_ +=
           "(Index " + d.name + at(d.range) + " " + expr(d.lo.get()) + " " + expr(d.hi.get()) + ")";
     }
+    if (t.schedule != ScheduleKind::None) {
+      line(3);
+      out_ += schedule(t.schedule);
+    }
     if (!t.waits.empty()) {
       line(3);
       out_ += "(Waits" + event_refs(t.waits) + ")";
@@ -150,6 +158,10 @@ private:
     for (const StmtPtr &s : t.body)
       stmt(s.get(), 3);
     out_ += ")";
+  }
+
+  static std::string schedule(ScheduleKind k) {
+    return k == ScheduleKind::Dynamic ? "(Schedule dynamic)" : "(Schedule static)";
   }
 
   std::string event_refs(const std::vector<EventRef> &refs) const {

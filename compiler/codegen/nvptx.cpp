@@ -125,6 +125,21 @@ public:
         llvm::InlineAsm::get(fty, "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
     return b.CreateCall(fty, asm_, {g});
   }
+  llvm::Value *atomic_add_acq_rel(Builder &b, llvm::Value *p, llvm::Value *v) override {
+    llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));
+    auto *fty = llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy(1), b.getInt32Ty()}, false);
+    auto *asm_ = llvm::InlineAsm::get(fty, "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;",
+                                      "=r,l,r,~{memory}", /*hasSideEffects=*/true);
+    return b.CreateCall(fty, asm_, {g, v});
+  }
+  llvm::Value *atomic_cas(Builder &b, llvm::Value *p, llvm::Value *e, llvm::Value *d) override {
+    llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));
+    auto *fty = llvm::FunctionType::get(b.getInt32Ty(),
+                                        {b.getPtrTy(1), b.getInt32Ty(), b.getInt32Ty()}, false);
+    auto *asm_ = llvm::InlineAsm::get(fty, "atom.acq_rel.gpu.global.cas.b32 $0, [$1], $2, $3;",
+                                      "=r,l,r,r,~{memory}", /*hasSideEffects=*/true);
+    return b.CreateCall(fty, asm_, {g, e, d});
+  }
   void fence(Builder &b) override { void_asm(b, "fence.acq_rel.gpu;"); }
   void spin_pause(Builder &b) override { void_asm(b, "nanosleep.u32 64;"); }
   void task_begin(Builder &, llvm::Value *, llvm::Value *) override {}

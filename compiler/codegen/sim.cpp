@@ -88,6 +88,12 @@ public:
   llvm::Value *load_acquire(Builder &b, llvm::Value *p) override {
     return call(b, kOp_load_acquire, b.getInt32Ty(), {p});
   }
+  llvm::Value *atomic_add_acq_rel(Builder &b, llvm::Value *p, llvm::Value *v) override {
+    return call(b, kOp_atomic_add_acq_rel, b.getInt32Ty(), {p, v});
+  }
+  llvm::Value *atomic_cas(Builder &b, llvm::Value *p, llvm::Value *e, llvm::Value *d) override {
+    return call(b, kOp_atomic_cas, b.getInt32Ty(), {p, e, d});
+  }
   void fence(Builder &b) override { call(b, kOp_fence, b.getVoidTy(), {}); }
   void spin_pause(Builder &b) override { call(b, kOp_spin_pause, b.getVoidTy(), {}); }
   void task_begin(Builder &b, llvm::Value *g, llvm::Value *lin) override {

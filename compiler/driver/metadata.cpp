@@ -162,8 +162,8 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
         ae.event = uint32_t(e.event);
         for (const EdgeIndex &ix : e.indices) {
           ArtifactIndex ai;
-          ai.star = ix.star;
-          if (!ix.star)
+          ai.star = ix.star ? 1 : ix.reads_data ? 2 : 0;
+          if (!ix.star && !ix.reads_data)
             ai.idx = expr_bytecode(*ix.expr, p, grp.vars);
           ae.index.push_back(std::move(ai));
         }
@@ -172,6 +172,7 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
     };
     edges(grp.notifies, ag.notifies);
     edges(grp.waits, ag.waits);
+    ag.schedule = grp.dynamic ? ETL_SCHEDULE_DYNAMIC : ETL_SCHEDULE_STATIC;
     m.groups.push_back(std::move(ag));
   }
   for (int gi : g.topo_order)

@@ -158,6 +158,10 @@ private:
     k.num_params = static_cast<int>(k.tensors.size());
     if (auto *w = ctx->whereClause())
       whereClause(w, k.where);
+    if (auto *sc = ctx->scheduleClause()) {
+      k.schedule = scheduleClause(sc);
+      k.schedule_range = range(sc);
+    }
     for (P::KernelItemContext *item : ctx->kernelItem()) {
       if (auto *b = item->bufferDecl())
         k.tensors.push_back(bufferDecl(b));
@@ -211,6 +215,26 @@ private:
         out.push_back(std::move(x));
   }
 
+  // scheduleClause : 'schedule' IDENT ;  (IDENT: static | dynamic)
+  ScheduleKind scheduleClause(P::ScheduleClauseContext *ctx) {
+    std::string w = text(ctx->IDENT());
+    if (w == "static")
+      return ScheduleKind::Static;
+    if (w == "dynamic")
+      return ScheduleKind::Dynamic;
+    if (real(ctx->IDENT())) {
+      diag_.error(DiagId::UnknownScheduleKind, range(ctx->IDENT()), {w});
+      // Suggest the closer word by shared prefix/letters.
+      size_t ds = 0, dd = 0;
+      for (char c : w) {
+        ds += std::string("static").find(c) != std::string::npos;
+        dd += std::string("dynamic").find(c) != std::string::npos;
+      }
+      diag_.note(DiagId::NoteDidYouMean, range(ctx->IDENT()), {dd > ds ? "dynamic" : "static"});
+    }
+    return ScheduleKind::None;
+  }
+
   // bufferDecl : 'buffer' IDENT ':' tensorType ';' ;
   TensorDecl bufferDecl(P::BufferDeclContext *ctx) {
     TensorDecl t;
@@ -244,6 +268,10 @@ private:
     t.name_range = range(ctx->IDENT());
     for (P::DomainIndexContext *d : ctx->domainIndex())
       t.domain.push_back(domainIndex(d));
+    if (auto *sc = ctx->scheduleClause()) {
+      t.schedule = scheduleClause(sc);
+      t.schedule_range = range(sc);
+    }
     if (auto *w = ctx->waitsClause())
       for (P::EventRefContext *e : w->eventRef())
         t.waits.push_back(eventRef(e));

@@ -105,8 +105,11 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
     GroupPlan gp;
     gp.name = tg.name;
     gp.decl = tg.decl;
-    for (int w : tg.waits)
+    gp.dynamic = tg.dynamic;
+    for (int w : tg.waits) {
       gp.waits.push_back(edge_use(w));
+      gp.wait_inverse.push_back(g.edges.at(size_t(w)).inverse);
+    }
     for (int n : tg.notifies)
       gp.notifies.push_back(edge_use(n));
     plan.groups.push_back(std::move(gp));
@@ -135,6 +138,8 @@ BackendResult run_backend_from_ast(const Program &p, const KernelDecl &k,
     GroupPlan gp;
     gp.name = t.name;
     gp.decl = &t;
+    gp.dynamic = t.schedule == ScheduleKind::Dynamic ||
+                 (t.schedule == ScheduleKind::None && k.schedule == ScheduleKind::Dynamic);
     for (const EventRef &r : t.waits)
       gp.waits.push_back(use(r));
     for (const EventRef &r : t.notifies)

@@ -148,11 +148,32 @@ llvm::Value *Lowerer::index(const Expr &e) {
         return b.CreateSelect(b.CreateICmpSGT(l, r), l, r);
     }
     break;
+  case ExprKind::Index:
+    if (e.reads_data)
+      return element_read(e);
+    break;
   default:
     break;
   }
   throw LowerError(std::string("unsupported index expression (") + kind_name(e.kind) +
                    (e.name.empty() ? "" : " '" + e.name + "'") + ")");
+}
+
+llvm::Value *Lowerer::element_read(const Expr &e) {
+  // t[i, j]: one i32 element, row-major, through the machine's checked load.
+  const Expr &base = *e.args[0];
+  int ti = base.ref_index;
+  if (base.kind != ExprKind::Name || base.ref != NameRef::Tensor || ti < 0 ||
+      size_t(ti) >= plan.kernel->tensors.size())
+    throw LowerError("element read of something that is not a tensor");
+  const TensorDecl &t = plan.kernel->tensors[size_t(ti)];
+  if (t.type.shape.size() + 1 != e.args.size())
+    throw LowerError("element read of '" + t.name + "' with the wrong rank");
+  llvm::Value *off = b.getInt64(0);
+  for (size_t d = 0; d < t.type.shape.size(); ++d)
+    off = b.CreateAdd(b.CreateMul(off, index(*t.type.shape[d])), index(*e.args[d + 1]));
+  llvm::Value *p = b.CreateGEP(i32, arg_slot_ptr(tensor_slot(ti)), off);
+  return b.CreateSExt(m.global_load(b, i32, p), i64);
 }
 
 } // namespace etl

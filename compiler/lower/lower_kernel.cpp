@@ -31,7 +31,7 @@ Lowerer::Lowerer(const KernelPlan &p, Machine &mach, llvm::Module &md, unsigned 
   ptr = b.getPtrTy();
 }
 
-unsigned Lowerer::smem_bytes() const { return unsigned(kSmemScratch + max_scratch_elems * 4); }
+unsigned Lowerer::smem_bytes() const { return unsigned(scratch_base + max_scratch_elems * 4); }
 
 //===-- Helpers ----------------------------------------------------------===//
 
@@ -99,7 +99,7 @@ std::vector<llvm::Value *> Lowerer::coords(llvm::Value *e, const std::vector<int
 }
 
 llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem, unsigned bytes) {
-  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)), b.getInt64(kSmemScratch));
+  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)), b.getInt64(scratch_base));
   return b.CreateGEP(b.getInt8Ty(), smem, off);
 }
 
@@ -133,8 +133,14 @@ void Lowerer::spill_to_scratch(const TileVal &v, int64_t at) {
 
 llvm::Function *Lowerer::lower_kernel() {
   std::vector<llvm::Function *> groups;
+  if (any_dynamic()) {
+    scratch_base = kSmemScratchDyn;
+    declare_dyn_run();
+  }
   for (size_t g = 0; g < plan.groups.size(); ++g)
     groups.push_back(lower_group(int(g)));
+  if (any_dynamic())
+    define_dyn_run(groups);
 
   llvm::Function *k = m.create_kernel(mod);
   fn = k;
@@ -183,7 +189,15 @@ llvm::Function *Lowerer::lower_kernel() {
   llvm::Value *lin = b.CreateLoad(i32, smem_at(kSmemLinear));
   auto *ret = llvm::BasicBlock::Create(ctx, "exit", k);
   auto *after = llvm::BasicBlock::Create(ctx, "task.done", k);
-  llvm::SwitchInst *sw = b.CreateSwitch(grp, ret, unsigned(groups.size()));
+  // Static queue done (or abort): with dynamic groups, pop until none remain.
+  auto *no_static = ret;
+  if (any_dynamic()) {
+    no_static = llvm::BasicBlock::Create(ctx, "dynamic", k);
+    llvm::IRBuilderBase::InsertPointGuard guard(b);
+    b.SetInsertPoint(no_static);
+    emit_dyn_loop(ret);
+  }
+  llvm::SwitchInst *sw = b.CreateSwitch(grp, no_static, unsigned(groups.size()));
   for (size_t g = 0; g < groups.size(); ++g) {
     auto *cb = llvm::BasicBlock::Create(ctx, "group." + plan.groups[g].name, k, after);
     sw->addCase(b.getInt32(uint32_t(g)), cb);
@@ -212,6 +226,8 @@ llvm::Function *Lowerer::lower_group(int g) {
   fn->addFnAttr(llvm::Attribute::NoUnwind);
   args = fn->getArg(0);
   llvm::Value *lin = fn->getArg(1);
+  cur_group = g;
+  cur_lin = lin;
   tid = fn->getArg(2);
   smem = fn->getArg(3);
   task_vars.clear();
@@ -238,7 +254,15 @@ llvm::Function *Lowerer::lower_group(int g) {
   }
 
   m.task_begin(b, b.getInt32(uint32_t(g)), lin);
-  if (!gp.waits.empty()) {
+  if (!gp.waits.empty() && !gp.dynamic && any_dynamic()) {
+    auto *out = llvm::BasicBlock::Create(ctx, "aborted", fn);
+    llvm::BasicBlock *here = b.GetInsertBlock();
+    b.SetInsertPoint(out);
+    m.task_end(b);
+    b.CreateRetVoid();
+    b.SetInsertPoint(here);
+    emit_static_wait_loop(gp, g, lin, out);
+  } else if (!gp.waits.empty() && !gp.dynamic) { // dynamic tasks are pushed when ready
     emit_event_ops(gp, /*wait=*/true);
     m.barrier(b);
     auto *go = llvm::BasicBlock::Create(ctx, "waited", fn);
@@ -302,7 +326,14 @@ void Lowerer::for_each_event_element(const EventUse &use,
       return;
     }
     llvm::Value *scaled = b.CreateMul(acc, shape[d]);
-    if (use.idx[d]) {
+    if (use.idx[d] && use.idx[d]->reads_data) {
+      // Read from tensor data: checked here (the prover could not).
+      llvm::Value *v = index(*use.idx[d]);
+      llvm::Value *ok =
+          b.CreateAnd(b.CreateICmpSGE(v, b.getInt64(0)), b.CreateICmpSLT(v, shape[d]));
+      if_then(b.CreateNot(ok), [&] { emit_index_error(use.event, d, v, shape[d]); });
+      if_then(ok, [&] { rec(d + 1, b.CreateAdd(scaled, v)); });
+    } else if (use.idx[d]) {
       rec(d + 1, b.CreateAdd(scaled, index(*use.idx[d])));
     } else {
       for_range(b.getInt64(0), shape[d], b.getInt64(1),
@@ -321,6 +352,13 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
     for (const EventUse &use : wait ? gp.waits : gp.notifies) {
       for_each_event_element(use, [&](llvm::Value *off) {
         llvm::Value *p = b.CreateGEP(i32, events, off);
+        if (!wait && has_dynamic_consumer(use.event)) {
+          // The last notification fires the element (lower_dynamic.cpp).
+          llvm::Value *old = m.atomic_add_acq_rel(b, p, b.getInt32(0xFFFFFFFFu));
+          llvm::Value *rel = b.CreateSub(off, arg_slot_i64(event_slot(use.event)));
+          if_then(b.CreateICmpEQ(old, b.getInt32(1)), [&] { emit_fire(use.event, rel); });
+          return;
+        }
         if (!wait) {
           m.atomic_add_release(b, p, b.getInt32(0xFFFFFFFFu));
           return;

@@ -32,6 +32,7 @@
 
 #include "ast/ast.h"
 #include "lower/machine.h"
+#include "taskgraph/taskgraph.h"
 
 #include <functional>
 #include <map>
@@ -56,6 +57,12 @@ struct GroupPlan {
   std::string name;
   const TaskDecl *decl = nullptr;
   std::vector<EventUse> waits, notifies;
+  /// `schedule dynamic`: run from the device queue when its waits are done
+  /// (lower_dynamic.cpp); never in a static queue, never spins on a wait.
+  bool dynamic = false;
+  /// Parallel to `waits` for dynamic groups; an empty solved_by means
+  /// "enumerate every variable" (always correct, just slower).
+  std::vector<EdgeInverse> wait_inverse;
 };
 
 struct KernelPlan {
@@ -68,6 +75,11 @@ struct KernelPlan {
 /// kSmemPos: the task's queue position, its index in the timeline.
 constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
                    kSmemScratch = 16;
+/// With dynamic groups (lower_dynamic.cpp): thread 0's decision in a
+/// dynamic loop and the popped item id; the scratch area then starts at
+/// kSmemScratchDyn. (Separate from kSmemGroup/kSmemLinear, which the other
+/// threads may not have read yet when thread 0 starts a task's wait.)
+constexpr unsigned kSmemDynDecision = 16, kSmemDynItem = 20, kSmemScratchDyn = 32;
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
 
@@ -113,10 +125,50 @@ private:
   void lower_stmts(const std::vector<StmtPtr> &body);
   void lower_stmt(const Stmt &s);
 
+  // ---- lower_dynamic.cpp ----------------------------------------------------
+  bool any_dynamic() const;
+  /// Does some dynamic group wait on event `e`?
+  bool has_dynamic_consumer(int e) const;
+  /// Pointer to word `w` of the dynamic-scheduling array (args[ETL_SLOT_DYN]).
+  llvm::Value *dyn_word(llvm::Value *w);
+  llvm::Value *dyn_word(unsigned w) { return dyn_word(b.getInt64(w)); }
+  /// Declares etl.dyn.run(args, tid, smem): runs the dynamic item whose id
+  /// thread 0 left in shared memory (kSmemDynItem), then counts it finished.
+  void declare_dyn_run();
+  void define_dyn_run(const std::vector<llvm::Function *> &group_fns);
+  /// Thread 0 only: claims a pushed item if there is one (i1). On success
+  /// the item id is in smem kSmemDynItem and its timeline index in kSmemPos;
+  /// on abort while waiting for the slot, smem kSmemAbort is set.
+  llvm::Value *emit_try_pop();
+  /// Thread 0 only: pushes item `id` (i32).
+  void emit_push(llvm::Value *id);
+  /// Thread 0 only, after element `rel` (i64, offset inside event `ev`)
+  /// reached zero: decrements the dependency counter of every dynamic task
+  /// waiting on it and pushes those that become ready.
+  void emit_fire(int ev, llvm::Value *rel);
+  /// Thread 0 only: every element `gp` waits on is zero (i1), no spinning.
+  llvm::Value *all_waits_ready(const GroupPlan &gp);
+  /// CTA-wide loop of the main kernel once its static queue is empty: run
+  /// dynamic items until none remain (or abort), then branch to `exit`.
+  void emit_dyn_loop(llvm::BasicBlock *exit);
+  /// CTA-wide wait of a static task when the program has dynamic groups:
+  /// while its waits are not done, run ready dynamic items. Branches to
+  /// `out` on abort; continues at the insertion point when ready.
+  void emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin, llvm::BasicBlock *out);
+  llvm::Function *dyn_run = nullptr;
+  /// Thread 0: an event index that reads data is outside [0, extent): fill
+  /// the error record (args[ETL_SLOT_ERROR], first writer wins), raise the
+  /// abort flag and this CTA's shared abort word.
+  void emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent);
+  int cur_group = -1;             ///< the group being lowered (error record)
+  llvm::Value *cur_lin = nullptr; ///< its task's linear index (i32)
+
   // ---- lower_index.cpp ------------------------------------------------------
 public:
   /// An index-typed expression as i64.
   llvm::Value *index(const Expr &e);
+  /// `t[i, j]` of an i32 tensor in an index expression (reads_data), as i64.
+  llvm::Value *element_read(const Expr &e);
   llvm::Value *floordiv(llvm::Value *a, llvm::Value *b);
   llvm::Value *floormod(llvm::Value *a, llvm::Value *b);
   llvm::Value *cdiv(llvm::Value *a, llvm::Value *b);
@@ -199,6 +251,7 @@ public:
   std::vector<LocalSlot> locals;
 
   int64_t max_scratch_elems = 0;
+  unsigned scratch_base = kSmemScratch; ///< kSmemScratchDyn with dynamic groups
 };
 
 } // namespace etl

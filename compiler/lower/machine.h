@@ -62,6 +62,11 @@ public:
   virtual llvm::Value *atomic_add_release(Builder &b, llvm::Value *ptr, llvm::Value *v) = 0;
   /// ld.acquire.gpu.u32 (i32).
   virtual llvm::Value *load_acquire(Builder &b, llvm::Value *ptr) = 0;
+  /// u32 atomic add, acquire+release, gpu scope; returns the old value.
+  virtual llvm::Value *atomic_add_acq_rel(Builder &b, llvm::Value *ptr, llvm::Value *v) = 0;
+  /// u32 compare-and-swap, acquire+release, gpu scope; returns the old value.
+  virtual llvm::Value *atomic_cas(Builder &b, llvm::Value *ptr, llvm::Value *expected,
+                                  llvm::Value *desired) = 0;
   /// fence.acq_rel.gpu
   virtual void fence(Builder &b) = 0;
   /// Back-off inside a spin-wait loop.

@@ -5,6 +5,9 @@
 // A depth-first search finds a cycle (reported with every group and event on
 // it); otherwise Kahn's algorithm, taking the lowest-numbered ready group
 // first, gives a deterministic order that keeps source order where it can.
+// Waits whose index reads tensor data have no edge here: which element they
+// wait on is known only at run time (the watchdog catches a cycle through
+// data).
 //
 //===----------------------------------------------------------------------===//
 #include "schedule/schedule.h"
@@ -26,7 +29,8 @@ std::vector<std::vector<Succ>> successors(const TaskGraph &g) {
   for (const EventTensor &ev : g.events)
     for (int p : ev.producers)
       for (int c : ev.consumers)
-        succ[g.edges[p].group].push_back(Succ{g.edges[c].group, p, c});
+        if (!g.edges[c].reads_data()) // a data-dependent wait: no static edge
+          succ[g.edges[p].group].push_back(Succ{g.edges[c].group, p, c});
   return succ;
 }
 

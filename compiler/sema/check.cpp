@@ -431,6 +431,8 @@ private:
       if (!r.indices[i])
         continue; // `*`
       std::optional<Sym> s = check_index(*r.indices[i], IndexCtx::Domain);
+      if (s && mark_reads_data(*r.indices[i]))
+        continue; // checked on the device when the task evaluates it
       if (!s || !event_ok_[idx])
         continue;
       bool poisoned = false;
@@ -443,6 +445,54 @@ private:
         diag_.error(DiagId::EventIndexRange, r.indices[i]->range,
                     {s->str(), r.event, ext.str(), task_->name});
     }
+  }
+
+  /// `t[i, j]` in an event index: one element of an integer tensor (every
+  /// component a scalar index). Its value is an opaque symbol named after
+  /// the read; reads_data marks it (and, through mark_reads_data, whatever
+  /// is computed from it).
+  Type check_element_read(Expr &e, IndexCtx ctx) {
+    Type base = check_expr(*e.args[0], ctx);
+    if (base.kind == TypeKind::Unknown)
+      return set(e, Type());
+    if (base.kind != TypeKind::Tensor || base.elem != ElemType::I32) {
+      diag_.error(
+          DiagId::ExpectedIndex, e.range,
+          {base.kind == TypeKind::Tensor ? "an element of a non-i32 tensor" : describe(base)});
+      return set(e, Type());
+    }
+    const TensorDecl &td = kernel_->tensors[size_t(e.args[0]->ref_index)];
+    size_t n = e.args.size() - 1;
+    if (n != td.type.shape.size()) {
+      diag_.error(DiagId::SliceArity, e.range,
+                  {td.name, std::to_string(td.type.shape.size()), std::to_string(n)});
+      return set(e, Type());
+    }
+    std::string text = td.name + "[";
+    for (size_t k = 1; k < e.args.size(); ++k) {
+      Expr &c = *e.args[k];
+      if (c.kind == ExprKind::Range) {
+        diag_.error(DiagId::ExpectedIndex, c.range, {"a range"});
+        return set(e, Type());
+      }
+      std::optional<Sym> s = check_index(c, ctx);
+      if (!s)
+        return set(e, Type());
+      text += (k > 1 ? ", " : "") + s->str();
+    }
+    e.reads_data = true;
+    e.sym = Sym::symbol(text + "]");
+    return set(e, index_type(*e.sym));
+  }
+
+  /// Sets reads_data on every node computed from an element read.
+  static bool mark_reads_data(Expr &e) {
+    bool any = e.reads_data;
+    for (auto &a : e.args)
+      if (a)
+        any |= mark_reads_data(*a);
+    e.reads_data = any;
+    return any;
   }
 
   //===-- Statements -----------------------------------------------------===//
@@ -575,6 +625,8 @@ private:
     case ExprKind::Call:
       return check_call(e, ctx);
     case ExprKind::Index:
+      if (ctx == IndexCtx::Domain)
+        return check_element_read(e, ctx);
       if (ctx != IndexCtx::Body) {
         diag_.error(DiagId::ExpectedIndex, e.range, {"a tensor slice"});
         return set(e, Type());
@@ -1428,10 +1480,10 @@ private:
     return std::nullopt;
   }
 
-  /// Static shared memory is 48 KiB; the first 16 bytes are the lowering's
-  /// (lower/lowerer.h, kSmemScratch). dot spills both operands there, 4 bytes
-  /// per element.
-  static constexpr int64_t kDotScratchLimit = 48 * 1024 - 16;
+  /// Static shared memory is 48 KiB; the first 32 bytes are the lowering's
+  /// (lower/lowerer.h, kSmemScratchDyn, the larger header, with dynamic
+  /// groups). dot spills both operands after them, 4 bytes per element.
+  static constexpr int64_t kDotScratchLimit = 48 * 1024 - 32;
 
   Type not_in_shape(Expr &e) {
     diag_.error(DiagId::ExpectedIndex, e.range, {"a call to '" + e.name + "'"});

@@ -68,7 +68,72 @@ std::string shape_str(const std::vector<Sym> &s) {
   return r;
 }
 
+/// Schedule kind of a task: its own clause, else the kernel's, else static.
+void pick_schedule(const KernelDecl &k, const TaskDecl &t, TaskGroup &grp) {
+  if (t.schedule != ScheduleKind::None) {
+    grp.dynamic = t.schedule == ScheduleKind::Dynamic;
+    grp.schedule_reason = "declared";
+  } else if (k.schedule != ScheduleKind::None) {
+    grp.dynamic = k.schedule == ScheduleKind::Dynamic;
+    grp.schedule_reason = "declared on kernel " + k.name;
+  } else {
+    grp.dynamic = false;
+    grp.schedule_reason = "default";
+  }
+}
+
+std::string inverse_str(const TaskGraph &g, const TaskGroup &grp, const Edge &e) {
+  std::string s;
+  for (size_t v = 0; v < grp.vars.size(); ++v) {
+    s += v ? "; " : "";
+    int d = e.inverse.solved_by[v];
+    if (d >= 0)
+      s += grp.vars[v] + " solved from component " + std::to_string(d);
+    else
+      s += grp.vars[v] + " enumerated over " + grp.lo[v].str() + " .. " + grp.hi[v].str();
+  }
+  for (size_t d = 0; d < e.inverse.unsolving.size(); ++d)
+    if (e.inverse.unsolving[d])
+      s += "; component " + std::to_string(d) + " not invertible, checked per task";
+  (void)g;
+  return s.empty() ? "every task" : s;
+}
+
 } // namespace
+
+EdgeInverse derive_inverse(const TaskGroup &g, const Edge &e) {
+  EdgeInverse inv;
+  inv.solved_by.assign(g.vars.size(), -1);
+  inv.coeff.assign(g.vars.size(), 0);
+  inv.unsolving.assign(e.indices.size(), false);
+  for (size_t d = 0; d < e.indices.size(); ++d) {
+    const EdgeIndex &ix = e.indices[d];
+    if (ix.star)
+      continue;
+    bool solves = false;
+    if (ix.expr && ix.expr->sym) {
+      for (size_t v = 0; v < g.vars.size() && !solves; ++v) {
+        if (inv.solved_by[v] >= 0)
+          continue;
+        std::optional<Sym> a = ix.value.linear_coeff(g.vars[v]);
+        std::optional<int64_t> ac = a ? a->as_constant() : std::nullopt;
+        if (!ac || *ac == 0)
+          continue;
+        Sym c = ix.value - Sym(*ac) * Sym::symbol(g.vars[v]);
+        bool free = true;
+        for (const std::string &w : g.vars)
+          free = free && !c.mentions(w);
+        if (!free)
+          continue;
+        inv.solved_by[v] = int(d);
+        inv.coeff[v] = *ac;
+        solves = true;
+      }
+    }
+    inv.unsolving[d] = !solves;
+  }
+  return inv;
+}
 
 TaskGraph build_task_graph(const KernelDecl &k, Diag &diag) {
   TaskGraph g;
@@ -88,6 +153,7 @@ TaskGraph build_task_graph(const KernelDecl &k, Diag &diag) {
     grp.name = t.name;
     grp.decl = &t;
     grp.task_count = Sym(1);
+    pick_schedule(k, t, grp);
     for (const TaskIndexDecl &d : t.domain) {
       grp.vars.push_back(d.name);
       grp.lo.push_back(d.lo->sym.value_or(Sym(0)));
@@ -110,6 +176,7 @@ TaskGraph build_task_graph(const KernelDecl &k, Diag &diag) {
           if (ix) {
             ei.value = ix->sym.value_or(Sym(0));
             ei.expr = ix.get();
+            ei.reads_data = ix->reads_data;
           }
           e.indices.push_back(ei);
         }
@@ -122,6 +189,25 @@ TaskGraph build_task_graph(const KernelDecl &k, Diag &diag) {
     };
     add_edges(t.waits, false);
     add_edges(t.notifies, true);
+    for (int n : grp.notifies)
+      for (const EdgeIndex &ix : g.edges[size_t(n)].indices)
+        if (ix.reads_data)
+          diag.error(DiagId::DataDependentNotify, ix.expr->range,
+                     {ix.value.str(), grp.name, g.events[size_t(g.edges[size_t(n)].event)].name});
+    if (grp.dynamic)
+      for (int w : grp.waits) {
+        const Edge &e = g.edges[size_t(w)];
+        if (e.reads_data()) {
+          diag.error(DiagId::DynamicDataDependentWait, e.ref->range,
+                     {grp.name, g.events[size_t(e.event)].name});
+          if (t.schedule_range.valid())
+            diag.note(DiagId::NoteUseScheduleStatic, t.schedule_range, {grp.name});
+          else
+            diag.note(DiagId::NoteUseScheduleStatic, t.name_range, {grp.name});
+          continue;
+        }
+        g.edges[size_t(w)].inverse = derive_inverse(grp, e);
+      }
     g.groups.push_back(std::move(grp));
   }
 
@@ -184,10 +270,22 @@ std::string print_task_graph(const TaskGraph &g) {
          << grp.hi[i].str();
     os << "]\n  tasks:      " << grp.task_count.str() << "\n";
     for (int w : grp.waits)
-      os << "  waits       " << edge_str(g, g.edges[w]) << "\n";
+      os << "  waits       " << edge_str(g, g.edges[w])
+         << (g.edges[w].reads_data()
+                 ? " (reads data: evaluated when the task waits, range-checked on the device, "
+                   "not part of the cycle check)"
+                 : "")
+         << "\n";
     for (int n : grp.notifies)
       os << "  notifies    " << edge_str(g, g.edges[n]) << "\n";
-    os << "  schedule:   static (per-CTA queues dealt round-robin in group order)\n";
+    if (grp.dynamic) {
+      os << "  schedule:   dynamic (" << grp.schedule_reason << ")\n";
+      for (int w : grp.waits)
+        os << "  consumers of " << edge_str(g, g.edges[w]) << ": "
+           << inverse_str(g, grp, g.edges[w]) << "\n";
+    } else {
+      os << "  schedule:   static (" << grp.schedule_reason << ")\n";
+    }
   }
   os << "order:";
   for (int gi : g.topo_order)

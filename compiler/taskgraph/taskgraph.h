@@ -32,6 +32,20 @@ struct EdgeIndex {
   bool star = false;
   Sym value;                  ///< when !star
   const Expr *expr = nullptr; ///< the source expression (for lowering)
+  bool reads_data = false;    ///< depends on tensor contents (evaluated at wait time)
+};
+
+/// The inverse of a `waits` edge of a dynamic group: how to find the tasks
+/// i of the group with f(i) == e for one event element e. Per domain
+/// variable v: the component d solving it when component d is `a*v + c`
+/// (a a nonzero constant, c free of domain variables): v = (e_d - c) / a,
+/// checked for divisibility and range; otherwise v is enumerated over its
+/// range. Every non-`*` component is then verified by re-evaluating f, so
+/// non-invertible components (i / 2, i + j) still work, by enumeration.
+struct EdgeInverse {
+  std::vector<int> solved_by;  ///< per variable: component, or -1 (enumerated)
+  std::vector<int64_t> coeff;  ///< per variable: a, when solved
+  std::vector<bool> unsolving; ///< per component: not `*` and solves no variable
 };
 
 /// `group waits E[...]` or `group notifies E[...]`.
@@ -41,6 +55,15 @@ struct Edge {
   bool notify = false;            ///< a `notifies` edge (else `waits`)
   std::vector<EdgeIndex> indices; ///< one per event dimension
   const EventRef *ref = nullptr;
+  EdgeInverse inverse; ///< waits edges of dynamic groups
+  /// Some index reads tensor data: the edge is left out of the cycle check
+  /// (schedule/) and range-checked on the device.
+  bool reads_data() const {
+    for (const EdgeIndex &i : indices)
+      if (i.reads_data)
+        return true;
+    return false;
+  }
 };
 
 struct TaskGroup {
@@ -51,6 +74,10 @@ struct TaskGroup {
   Sym task_count;                ///< product of (hi - lo)
   std::vector<int> waits;        ///< indices into TaskGraph::edges
   std::vector<int> notifies;     ///< indices into TaskGraph::edges
+  /// Dynamic: the tasks run from the device queue as they become ready
+  /// (see lower_kernel.cpp); static: dealt to the per-CTA queues.
+  bool dynamic = false;
+  std::string schedule_reason; ///< "declared", "default", ...
 };
 
 struct EventTensor {
@@ -81,6 +108,9 @@ struct TaskGraph {
 /// notifies. Returns the graph even on error so dumps can show it; check
 /// diag.has_errors().
 TaskGraph build_task_graph(const KernelDecl &k, Diag &diag);
+
+/// The inverse of `waits` edge `e` of group `g` (see EdgeInverse).
+EdgeInverse derive_inverse(const TaskGroup &g, const Edge &e);
 
 /// `--emit=taskgraph`: stable text for golden tests.
 std::string print_task_graph(const TaskGraph &g);

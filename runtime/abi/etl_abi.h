@@ -40,7 +40,7 @@ extern "C" {
  *                     whose kernel entry is ETL_KERNEL_ENTRY.
  */
 #define ETL_ARTIFACT_MAGIC "ETLB"
-#define ETL_ARTIFACT_VERSION 1u
+#define ETL_ARTIFACT_VERSION 2u
 
 typedef struct etl_artifact_header {
   char magic[4];      /* "ETLB" */
@@ -80,14 +80,19 @@ typedef struct etl_section_entry {
  *   u32 n_events    { str name; u32 rank; expr shape[rank]; u32 slot }
  *                                       slot: element offset of E[0...] in the counter array
  *   u32 n_groups    { str name; u32 rank; { expr lo; expr hi }[rank];
- *                     u32 n_notifies { u32 event; u32 n; { u32 star; expr idx if !star }[n] };
- *                     u32 n_waits    { same as notifies } }
+ *                     u32 n_notifies { u32 event; u32 n; { u32 star; expr idx if star == 0 }[n] };
+ *                     u32 n_waits    { same as notifies };
+ *                     u32 schedule   ETL_SCHEDULE_STATIC or _DYNAMIC }
  *   u32 n_order     { u32 group }    groups in a topological order of the event graph
  *
  * Exprs in tensor/event shapes and constraints may use DIM; exprs in group
  * domains may use DIM (lo/hi of var k may use VAR j for j < k: not yet);
  * notify/wait indices may use DIM and VAR (the group's domain variables).
+ * star: 0 = an expression, 1 = `*`, 2 = an index that reads tensor data
+ * (waits of static groups only): evaluated and range-checked on the device,
+ * skipped by the runtime's bind-time checks.
  */
+enum { ETL_SCHEDULE_STATIC = 0, ETL_SCHEDULE_DYNAMIC = 1 };
 /* bf16: the top 16 bits of an IEEE f32 (round-to-nearest-even on store). */
 enum { ETL_ELEM_F32 = 0, ETL_ELEM_F16 = 1, ETL_ELEM_I32 = 2, ETL_ELEM_I64 = 3, ETL_ELEM_BF16 = 4 };
 
@@ -134,9 +139,54 @@ enum etl_slot {
   ETL_SLOT_ABORT = 3,      /* volatile uint32_t* : non-zero = stop now */
   ETL_SLOT_NUM_CTAS = 4,   /* uint64 value */
   ETL_SLOT_TIMELINE = 5,   /* etl_timeline_record*, one per queue entry (0 = off) */
-  ETL_SLOT_RESERVED6 = 6,
-  ETL_SLOT_RESERVED7 = 7,
+  ETL_SLOT_DYN = 6,        /* uint32_t* dynamic-scheduling state (below); 0 = none */
+  ETL_SLOT_ERROR = 7,      /* uint32_t[ETL_ERR_WORDS] after the slots: a device-side error */
   ETL_SLOT_FIRST_PROGRAM = 8
+};
+
+/* Dynamic scheduling (args[ETL_SLOT_DYN], groups with schedule dynamic).
+ * One uint32 array, initialised by the runtime before every launch:
+ *   [ETL_DYN_TAIL]      items pushed so far (next free slot)
+ *   [ETL_DYN_HEAD]      items claimed so far (next slot to pop)
+ *   [ETL_DYN_REMAINING] dynamic items not yet finished; 0 = CTAs may exit
+ *   [ETL_DYN_CAPACITY]  slots = total dynamic tasks (each is pushed once)
+ *   [ETL_DYN_ERROR]     non-zero: a push found the queue full (the kernel
+ *                       also raises the abort flag)
+ *   [ETL_DYN_NSTATIC]   static queue entries: a dynamic item run from slot s
+ *                       writes timeline record NSTATIC + s
+ *   [ETL_DYN_GROUP_OFF + g]  per group: first item id of group g (dynamic
+ *                       groups; ids are dense in group order, task t of
+ *                       group g has id off[g] + t)
+ *   then slots[capacity]: 0 = empty, id + 1 once pushed (release);
+ *   then deps[capacity]: per item id, waited event elements not yet
+ *                       complete; whoever brings it to 0 pushes the item.
+ * Slots start at ETL_DYN_GROUP_OFF + n_groups. Items with no pending
+ * dependency are in slots [0, tail) at launch. */
+enum {
+  ETL_DYN_TAIL = 0,
+  ETL_DYN_HEAD = 1,
+  ETL_DYN_REMAINING = 2,
+  ETL_DYN_CAPACITY = 3,
+  ETL_DYN_ERROR = 4,
+  ETL_DYN_NSTATIC = 5,
+  ETL_DYN_GROUP_OFF = 8
+};
+
+/* The device error record (args[ETL_SLOT_ERROR]), zeroed before each launch.
+ * A task that finds an event index read from tensor data outside the
+ * event's extent claims it (compare-and-swap of SET from 0 to 1: the first
+ * writer wins), fills the other words, and raises the abort flag; the
+ * runtime turns it into the etlRun error message. */
+enum {
+  ETL_ERR_SET = 0,
+  ETL_ERR_GROUP = 1,
+  ETL_ERR_LINEAR = 2,
+  ETL_ERR_EVENT = 3,
+  ETL_ERR_DIM = 4,
+  ETL_ERR_VALUE_LO = 5, /* the index value, two's complement, low word */
+  ETL_ERR_VALUE_HI = 6,
+  ETL_ERR_EXTENT = 7, /* the event's extent along DIM (low 32 bits) */
+  ETL_ERR_WORDS = 8
 };
 
 /* The timeline (args[ETL_SLOT_TIMELINE] != 0): an array of records, one per
@@ -149,7 +199,9 @@ enum etl_slot {
  * clock_ns (CLOCK_MONOTONIC) on sim; sm: %smid on CUDA, the CTA (worker)
  * index on sim. The runtime zeroes the array before the launch; a record
  * left with start_ns == 0 was not run. 24 bytes, 8-byte aligned:
- *   offset 0: u64 start_ns   8: u64 end_ns   16: u32 sm   20: u32 cta */
+ *   offset 0: u64 start_ns   8: u64 end_ns   16: u32 sm   20: u32 cta
+ * With dynamic groups the array has one more record per dynamic task,
+ * indexed by static entries + queue slot (see ETL_DYN_NSTATIC). */
 typedef struct etl_timeline_record {
   uint64_t start_ns;
   uint64_t end_ns;
@@ -191,8 +243,12 @@ typedef struct etl_timeline_record {
   X(spin_pause, void, (void)) /* nanosleep in a spin-wait loop */                                  \
   X(task_begin, void, (uint32_t group, uint32_t linear))                                           \
   X(task_end, void, (void))                                                                        \
-  X(clock_ns, uint64_t, (void)) /* monotonic time in ns (timeline) */                              \
-  X(sm_id, uint32_t, (void))    /* the worker (CTA) index (timeline) */
+  X(clock_ns, uint64_t, (void))   /* monotonic time in ns (timeline) */                            \
+  X(sm_id, uint32_t, (void))      /* the worker (CTA) index (timeline) */                          \
+  X(atomic_add_acq_rel, uint32_t, /* returns the old value */                                      \
+    (uint32_t * ptr, uint32_t value))                                                              \
+  X(atomic_cas, uint32_t, /* acq_rel compare-and-swap; returns the old value */                    \
+    (uint32_t * ptr, uint32_t expected, uint32_t desired))
 
 /* In C++ every field defaults to null, so a host table written as a
  * positional initializer before an op was appended stays warning-free

@@ -238,6 +238,7 @@ static void plan_release(etlContext c, etl_plan *pl, const etl_meta *m) {
   etl_dev_free(c, pl->counters_dptr);
   etl_dev_free(c, pl->queue_dptr);
   etl_dev_free(c, pl->offs_dptr);
+  etl_dev_free(c, pl->dyn_dptr);
   etl_dev_free(c, pl->args_dptr);
   etl_plan_free_host(pl);
 }
@@ -602,8 +603,10 @@ static etlStatus get_plan(etlProgram p, etl_plan **out) {
     st = etl_dev_alloc(c, (2 * pl->n_entries + 2) * sizeof(uint32_t), &pl->queue_dptr);
   if (!st)
     st = etl_dev_alloc(c, ((size_t)c->num_ctas + 1) * sizeof(uint32_t), &pl->offs_dptr);
+  if (!st && pl->dyn)
+    st = etl_dev_alloc(c, pl->dyn_words * sizeof(uint32_t), &pl->dyn_dptr);
   if (!st && c->kind == ETL_DEVICE_CUDA)
-    st = etl_dev_alloc(c, m->num_slots * sizeof(uint64_t), &pl->args_dptr);
+    st = etl_dev_alloc(c, ETL_ARGS_BYTES(m), &pl->args_dptr);
   if (!st)
     st = etl_dev_htod(c, pl->queue_dptr, pl->queue, 2 * pl->n_entries * sizeof(uint32_t));
   if (!st)
@@ -771,7 +774,8 @@ static etlStatus write_trace(etlProgram p, const etl_plan *pl, const char *path)
   return st;
 }
 
-/* Copies the launch's records back and pairs them with the queue. */
+/* Copies the launch's records back and pairs them with the queue: static
+ * entries first, then one per dynamic queue slot (the slot names the item). */
 static etlStatus collect_timeline(etlProgram p, const etl_plan *pl, uint64_t dptr) {
   size_t n = (size_t)pl->n_entries;
   etl_timeline_record *raw = calloc(n ? n : 1, sizeof *raw);
@@ -786,19 +790,62 @@ static etlStatus collect_timeline(etlProgram p, const etl_plan *pl, uint64_t dpt
     free(out);
     return st;
   }
+  uint32_t *slots = NULL;
+  uint64_t slot0 = ETL_DYN_GROUP_OFF + (uint64_t)p->art.meta.n_groups;
+  if (pl->dyn && pl->n_dynamic) {
+    slots = calloc(pl->n_dynamic, sizeof(uint32_t));
+    st = slots ? dev_dtoh(p->ctx, slots, pl->dyn_dptr + slot0 * 4, pl->n_dynamic * 4)
+               : etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlRun: out of memory reading the timeline");
+    if (st) {
+      free(slots);
+      free(raw);
+      free(out);
+      return st;
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     out[i].start_ns = raw[i].start_ns;
     out[i].end_ns = raw[i].end_ns;
     out[i].sm = raw[i].sm;
     out[i].cta = raw[i].cta;
-    out[i].group = pl->queue[2 * i];
-    out[i].linear = pl->queue[2 * i + 1];
+    if (i < pl->n_static) {
+      out[i].group = pl->queue[2 * i];
+      out[i].linear = pl->queue[2 * i + 1];
+      continue;
+    }
+    uint32_t item = slots ? slots[i - pl->n_static] : 0;
+    if (item == 0) {
+      out[i].start_ns = out[i].end_ns = 0; /* slot never filled: not run */
+      continue;
+    }
+    uint32_t id = item - 1, g = 0;
+    for (uint32_t k = 0; k < p->art.meta.n_groups; ++k)
+      if (p->art.meta.groups[k].schedule == ETL_SCHEDULE_DYNAMIC &&
+          pl->dyn[ETL_DYN_GROUP_OFF + k] <= id)
+        g = k;
+    out[i].group = g;
+    out[i].linear = id - pl->dyn[ETL_DYN_GROUP_OFF + g];
   }
+  free(slots);
   free(raw);
   free(p->timeline);
   p->timeline = out;
   p->timeline_count = n;
   return ETL_SUCCESS;
+}
+
+/* The device error record (etl_abi.h) as a message naming task, event and
+ * the index value the task read from tensor data. */
+static etlStatus device_error(etlProgram p, const etl_plan *pl, const uint32_t *rec) {
+  const etl_meta *m = &p->art.meta;
+  char task[256];
+  etl_plan_task_name(m, pl, rec[ETL_ERR_GROUP], rec[ETL_ERR_LINEAR], task, sizeof task);
+  int64_t v = (int64_t)(((uint64_t)rec[ETL_ERR_VALUE_HI] << 32) | rec[ETL_ERR_VALUE_LO]);
+  const char *ev = rec[ETL_ERR_EVENT] < m->n_events ? m->events[rec[ETL_ERR_EVENT]].name : "?";
+  return etl_error(ETL_ERROR_BINDING,
+                   "etlRun: task %s waits on event '%s' at index %lld along dimension %u, "
+                   "outside [0, %u): the index is read from tensor data",
+                   task, ev, (long long)v, rec[ETL_ERR_DIM], rec[ETL_ERR_EXTENT]);
 }
 
 etlStatus etlRun(etlProgram p) {
@@ -826,13 +873,17 @@ etlStatus etlRun(etlProgram p) {
   }
   if (!st) {
     uint64_t *a = pl->args_host;
-    memset(a, 0, m->num_slots * sizeof(uint64_t));
+    memset(a, 0, ETL_ARGS_BYTES(m)); /* the error record after the slots too */
+    pl->err_dptr = (c->kind == ETL_DEVICE_CUDA ? pl->args_dptr : (uint64_t)(uintptr_t)a) +
+                   m->num_slots * sizeof(uint64_t);
     a[ETL_SLOT_EVENTS] = pl->counters_dptr;
     a[ETL_SLOT_QUEUE] = pl->queue_dptr;
     a[ETL_SLOT_QUEUE_OFFS] = pl->offs_dptr;
     a[ETL_SLOT_ABORT] = c->abort_dptr;
     a[ETL_SLOT_NUM_CTAS] = c->num_ctas;
     a[ETL_SLOT_TIMELINE] = tl_dptr;
+    a[ETL_SLOT_DYN] = pl->dyn_dptr;
+    a[ETL_SLOT_ERROR] = pl->err_dptr;
     for (uint32_t i = 0; i < m->n_dims; ++i)
       a[m->dims[i].slot] = (uint64_t)p->dim_values[i];
     for (uint32_t i = 0; i < m->n_tensors; ++i)
@@ -840,12 +891,25 @@ etlStatus etlRun(etlProgram p) {
     for (uint32_t i = 0; i < m->n_events; ++i)
       a[m->events[i].slot] = pl->event_offset[i];
     if (c->kind == ETL_DEVICE_CUDA)
-      st = etl_dev_htod(c, pl->args_dptr, a, m->num_slots * 8);
+      st = etl_dev_htod(c, pl->args_dptr, a, ETL_ARGS_BYTES(m));
     if (!st)
       st = etl_dev_htod(c, pl->counters_dptr, pl->wait_counts, pl->n_counters * sizeof(uint32_t));
+    if (!st && pl->dyn)
+      st = etl_dev_htod(c, pl->dyn_dptr, pl->dyn, pl->dyn_words * sizeof(uint32_t));
+    uint32_t err_rec[ETL_ERR_WORDS] = {0};
     if (!st) {
       __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
       st = c->kind == ETL_DEVICE_CUDA ? etl_cuda_launch(p, pl) : etl_sim_launch(p, pl);
+    }
+    if ((!st || st == ETL_ERROR_TIMEOUT) &&
+        dev_dtoh(c, err_rec, pl->err_dptr, sizeof err_rec) == ETL_SUCCESS && err_rec[ETL_ERR_SET])
+      st = device_error(p, pl, err_rec);
+    if (pl->dyn && (!st || st == ETL_ERROR_TIMEOUT)) {
+      uint32_t err = 0;
+      if (dev_dtoh(c, &err, pl->dyn_dptr + ETL_DYN_ERROR * 4, 4) == ETL_SUCCESS && err)
+        st = etl_error(ETL_ERROR_LAUNCH_FAILED,
+                       "etlRun: the dynamic task queue overflowed (capacity %llu)",
+                       (unsigned long long)pl->n_dynamic);
     }
     if (!st && tl_dptr) {
       st = collect_timeline(p, pl, tl_dptr);

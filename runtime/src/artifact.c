@@ -185,8 +185,8 @@ static void rd_edges(rd *r, const etl_meta *m, uint32_t n_vars, uint32_t *count,
       e->idx[k].star = rd_u32(r);
       if (r->bad)
         return;
-      if (e->idx[k].star > 1) {
-        rd_fail(r, "star flag not 0 or 1");
+      if (e->idx[k].star > 2) {
+        rd_fail(r, "star flag not 0, 1 or 2");
         return;
       }
       if (!e->idx[k].star)
@@ -301,6 +301,9 @@ static void parse_meta(rd *r, etl_meta *m) {
     }
     rd_edges(r, m, g->rank, &g->n_notifies, &g->notifies);
     rd_edges(r, m, g->rank, &g->n_waits, &g->waits);
+    g->schedule = rd_u32(r);
+    if (!r->bad && g->schedule > ETL_SCHEDULE_DYNAMIC)
+      rd_fail(r, "unknown schedule kind");
   }
 
   snprintf(r->where, sizeof r->where, "group order");

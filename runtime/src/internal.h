@@ -89,6 +89,7 @@ typedef struct etl_group_meta {
   etl_expr *lo, *hi;
   uint32_t n_notifies, n_waits;
   etl_edge_meta *notifies, *waits;
+  uint32_t schedule; /* ETL_SCHEDULE_* */
 } etl_group_meta;
 
 typedef struct etl_meta {
@@ -153,9 +154,18 @@ typedef struct etl_plan {
   int64_t *group_lo, *group_hi; /* per group: ETL_MAX_RANK bounds */
   uint64_t *group_tasks;
   /* static queue */
-  uint64_t n_entries;   /* tasks */
+  uint64_t n_entries;   /* tasks, static and dynamic (timeline records) */
+  uint64_t n_static;    /* tasks of static groups: queue entries */
   uint32_t *queue;      /* 2 * n_entries: (group, linear) */
   uint32_t *queue_offs; /* num_ctas + 1, in pairs */
+  /* dynamic scheduling (etl_abi.h "Dynamic scheduling"); dyn == NULL when
+     no group is dynamic */
+  uint64_t n_dynamic; /* tasks of dynamic groups: queue capacity */
+  uint32_t *dyn;      /* initial image of the state array, dyn_words words */
+  uint64_t dyn_words;
+  uint64_t dyn_dptr;
+  uint64_t err_dptr; /* the device error record: ETL_ERR_WORDS words right
+                       after the argument block's num_slots slots */
   /* buffers: per tensor, elements for runtime buffers (0 for parameters) */
   uint64_t *buffer_bytes;
   /* device memory, filled by api.c */
@@ -163,6 +173,10 @@ typedef struct etl_plan {
   uint64_t counters_dptr, queue_dptr, offs_dptr, args_dptr;
   uint64_t *args_host; /* num_slots */
 } etl_plan;
+
+/// Bytes of the argument block: the slots, then the device error record.
+#define ETL_ARGS_BYTES(m)                                                                          \
+  ((size_t)(m)->num_slots * sizeof(uint64_t) + ETL_ERR_WORDS * sizeof(uint32_t))
 
 /// Evaluate shapes, count tasks, compute event offsets and wait counts and
 /// build the static queue for `dims` over `num_ctas` CTAs (host side only).

@@ -11,7 +11,13 @@
  *   - the static queue: groups in the metadata's topological order, tasks in
  *     linear order, dealt round-robin over the CTAs continuing across
  *     groups; entries are (group, linear) uint32 pairs, per-CTA offsets
- *     count pairs.
+ *     count pairs. Only static groups are in it.
+ *   - dynamic groups (schedule dynamic): the initial image of the state
+ *     array of etl_abi.h: item ids dense in group order, each item's
+ *     dependency counter (waited elements that receive notifications, per
+ *     edge, a star covering its dimension), the items with none already in
+ *     the queue (groups in topological order), remaining = capacity = the
+ *     number of dynamic tasks.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +50,7 @@ void etl_plan_free_host(etl_plan *p) {
   free(p->group_tasks);
   free(p->queue);
   free(p->queue_offs);
+  free(p->dyn);
   free(p->buffer_bytes);
   free(p->buffer_dptr);
   free(p->args_host);
@@ -121,6 +128,14 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
   int64_t idx[ETL_MAX_RANK];
   char err[160];
   for (uint32_t k = 0; k < edge->n; ++k) {
+    if (edge->idx[k].star == 2) { /* reads tensor data: the device checks it */
+      if (counts)
+        return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                         "group '%s' %s event '%s' at an index that "
+                         "reads tensor data; only waits may",
+                         m->groups[g].name, kind, ev->name);
+      return ETL_SUCCESS;
+    }
     if (edge->idx[k].star) {
       if (shape[k] == 0)
         return ETL_SUCCESS; /* no elements */
@@ -169,6 +184,92 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
   return ETL_SUCCESS;
 }
 
+/* Waited elements of `edge` for task `vars` whose wait count is not zero
+ * (indices already range-checked). */
+static uint32_t edge_pending(const etl_meta *m, const etl_plan *p, uint32_t g,
+                             const etl_edge_meta *edge, const int64_t *vars) {
+  const int64_t *shape = &p->event_shape[(size_t)edge->event * ETL_MAX_RANK];
+  int64_t idx[ETL_MAX_RANK];
+  char err[160];
+  for (uint32_t k = 0; k < edge->n; ++k) {
+    if (edge->idx[k].star == 2)
+      return 0; /* never in a dynamic group (etlc rejects it) */
+    if (edge->idx[k].star) {
+      if (shape[k] == 0)
+        return 0;
+      idx[k] = 0;
+    } else if (etl_expr_eval(&edge->idx[k].idx, p->dims, m->n_dims, vars, m->groups[g].rank,
+                             &idx[k], err, sizeof err) != 0) {
+      return 0;
+    }
+  }
+  uint32_t n = 0;
+  for (;;) {
+    uint64_t off = 0;
+    for (uint32_t k = 0; k < edge->n; ++k)
+      off = off * (uint64_t)shape[k] + (uint64_t)idx[k];
+    n += p->wait_counts[p->event_offset[edge->event] + off] != 0;
+    int k = (int)edge->n - 1;
+    for (; k >= 0; --k) {
+      if (!edge->idx[k].star)
+        continue;
+      if (++idx[k] < shape[k])
+        break;
+      idx[k] = 0;
+    }
+    if (k < 0)
+      break;
+  }
+  return n;
+}
+
+/* The initial state array for the dynamic groups (NULL when none). */
+static etlStatus build_dynamic(const etl_meta *m, etl_plan *p) {
+  int any = 0;
+  for (uint32_t g = 0; g < m->n_groups; ++g)
+    any |= m->groups[g].schedule == ETL_SCHEDULE_DYNAMIC;
+  if (!any)
+    return ETL_SUCCESS;
+  uint64_t slots = ETL_DYN_GROUP_OFF + (uint64_t)m->n_groups;
+  p->dyn_words = slots + 2 * p->n_dynamic;
+  p->dyn = calloc(p->dyn_words, sizeof(uint32_t));
+  if (!p->dyn)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
+  uint32_t *d = p->dyn, *deps = p->dyn + slots + p->n_dynamic;
+  uint64_t id = 0;
+  for (uint32_t g = 0; g < m->n_groups; ++g) {
+    d[ETL_DYN_GROUP_OFF + g] = (uint32_t)id;
+    if (m->groups[g].schedule != ETL_SCHEDULE_DYNAMIC)
+      continue;
+    const etl_group_meta *gm = &m->groups[g];
+    int64_t vars[ETL_MAX_RANK];
+    for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin) {
+      task_vars(p, g, gm->rank, lin, vars);
+      uint32_t n = 0;
+      for (uint32_t i = 0; i < gm->n_waits; ++i)
+        n += edge_pending(m, p, g, &gm->waits[i], vars);
+      deps[id + lin] = n;
+    }
+    id += p->group_tasks[g];
+  }
+  uint32_t tail = 0;
+  for (uint32_t oi = 0; oi < m->n_order; ++oi) {
+    uint32_t g = m->order[oi];
+    if (m->groups[g].schedule != ETL_SCHEDULE_DYNAMIC)
+      continue;
+    uint32_t base = d[ETL_DYN_GROUP_OFF + g];
+    for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin)
+      if (deps[base + lin] == 0)
+        d[slots + tail++] = base + (uint32_t)lin + 1;
+  }
+  d[ETL_DYN_TAIL] = tail;
+  d[ETL_DYN_HEAD] = 0;
+  d[ETL_DYN_REMAINING] = (uint32_t)p->n_dynamic;
+  d[ETL_DYN_CAPACITY] = (uint32_t)p->n_dynamic;
+  d[ETL_DYN_NSTATIC] = (uint32_t)p->n_static;
+  return ETL_SUCCESS;
+}
+
 etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ctas,
                          etl_plan **out) {
   *out = NULL;
@@ -188,7 +289,7 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
   p->group_tasks = calloc(ng, sizeof(uint64_t));
   p->buffer_bytes = calloc(nt, sizeof(uint64_t));
   p->buffer_dptr = calloc(nt, sizeof(uint64_t));
-  p->args_host = calloc(m->num_slots, sizeof(uint64_t));
+  p->args_host = calloc(1, ETL_ARGS_BYTES(m));
   p->queue_offs = calloc((size_t)num_ctas + 1, sizeof(uint32_t));
   etlStatus st = ETL_SUCCESS;
   char err[160];
@@ -264,6 +365,10 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
     }
     p->group_tasks[g] = tasks;
     p->n_entries += tasks;
+    if (gm->schedule == ETL_SCHEDULE_DYNAMIC)
+      p->n_dynamic += tasks;
+    else
+      p->n_static += tasks;
     if (p->n_entries > ETL_MAX_TASKS) {
       st = etl_error(ETL_ERROR_BINDING, "program has more than %u tasks for this binding",
                      ETL_MAX_TASKS);
@@ -298,9 +403,13 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
     }
   }
 
+  st = build_dynamic(m, p);
+  if (st)
+    goto fail;
+
   /* static queue: round-robin over CTAs, continuing across groups */
   {
-    uint64_t base = p->n_entries / num_ctas, extra = p->n_entries % num_ctas;
+    uint64_t base = p->n_static / num_ctas, extra = p->n_static % num_ctas;
     p->queue_offs[0] = 0;
     for (uint32_t c = 0; c < num_ctas; ++c)
       p->queue_offs[c + 1] = p->queue_offs[c] + (uint32_t)(base + (c < extra ? 1 : 0));
@@ -312,6 +421,8 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
     uint64_t t = 0;
     for (uint32_t oi = 0; oi < m->n_order; ++oi) {
       uint32_t g = m->order[oi];
+      if (m->groups[g].schedule == ETL_SCHEDULE_DYNAMIC)
+        continue;
       for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin, ++t) {
         uint32_t c = (uint32_t)(t % num_ctas);
         uint64_t at = (uint64_t)p->queue_offs[c] + fill[c]++;

@@ -425,6 +425,16 @@ static uint32_t op_load_acquire(const uint32_t *ptr) {
   return atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
 }
 
+static uint32_t op_atomic_add_acq_rel(uint32_t *ptr, uint32_t value) {
+  return atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_acq_rel);
+}
+
+static uint32_t op_atomic_cas(uint32_t *ptr, uint32_t expected, uint32_t desired) {
+  atomic_compare_exchange_strong_explicit((_Atomic uint32_t *)ptr, &expected, desired,
+                                          memory_order_acq_rel, memory_order_acquire);
+  return expected; /* the old value either way */
+}
+
 static void op_fence(void) { atomic_thread_fence(memory_order_seq_cst); }
 
 static void report_timeout(sim_run *r) {

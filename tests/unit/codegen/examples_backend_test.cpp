@@ -89,6 +89,16 @@ TEST_CASE("examples: softmax compiles for sm_90, sm_80 and sim, PTX assembles") 
   assemble(c->result);
 }
 
+TEST_CASE("dynamic scheduling (queue, acq_rel atomics, compare-and-swap) assembles with ptxas") {
+  auto c = compile_example("tests/unit/runtime/programs/dynamic_mixed.etl", {"sm_90", "sm_80"});
+  INFO(c->result.error);
+  REQUIRE(c->result.ok);
+  REQUIRE(c->result.outputs.size() == 2);
+  CHECK(c->result.outputs[0].code.find("atom.acq_rel.gpu.global.cas.b32") != std::string::npos);
+  CHECK(c->result.outputs[0].code.find("atom.acq_rel.gpu.global.add.u32") != std::string::npos);
+  assemble(c->result);
+}
+
 TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
   using namespace etl::testing;
   BackendOptions opts;

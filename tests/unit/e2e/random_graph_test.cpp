@@ -11,6 +11,11 @@
 // writes the same value, and each Eg[i] then counts R notifications. Some
 // groups also notify a 1-element event Dg[0] (N * R notifications).
 //
+// About a third of the groups are `schedule dynamic` (run from the device
+// queue as their events complete), mixed with static ones in one kernel;
+// sometimes the kernel says `schedule dynamic` and the static groups say
+// `schedule static`.
+//
 // ETL_RANDOM_GRAPH_SEED and ETL_RANDOM_GRAPHS override the seed and count.
 #include "driver/pipeline.h"
 
@@ -44,16 +49,19 @@ struct Dep {
 };
 
 struct Group {
-  int rows = 1;       ///< R: extent of the second domain dimension (1: 1-D domain)
-  bool notifies_done; ///< also notifies Dg[0]
+  int rows = 1;            ///< R: extent of the second domain dimension (1: 1-D domain)
+  bool notifies_done;      ///< also notifies Dg[0]
+  bool dynamic = false;    ///< `schedule dynamic`
+  bool say_clause = false; ///< write the clause even where it is the kernel's default
   std::vector<Dep> deps;
 };
 
 struct Graph {
-  std::vector<Group> groups;  ///< indexed by group number (= row of v)
-  std::vector<int> topo;      ///< a topological order of the groups
-  std::vector<int> text;      ///< the order the tasks appear in the source
-  std::vector<Dep> back_edge; ///< cycle tests only: pairs (waiter, event it also waits on)
+  std::vector<Group> groups;   ///< indexed by group number (= row of v)
+  std::vector<int> topo;       ///< a topological order of the groups
+  std::vector<int> text;       ///< the order the tasks appear in the source
+  std::vector<Dep> back_edge;  ///< cycle tests only: pairs (waiter, event it also waits on)
+  bool kernel_dynamic = false; ///< `schedule dynamic` on the kernel
 };
 
 Graph random_graph(std::mt19937_64 &rng) {
@@ -67,7 +75,10 @@ Graph random_graph(std::mt19937_64 &rng) {
   for (auto &grp : g.groups) {
     grp.rows = pick(0, 2) == 0 ? pick(2, 3) : 1;
     grp.notifies_done = pick(0, 2) == 0;
+    grp.dynamic = pick(0, 2) == 0;
+    grp.say_clause = pick(0, 1) == 0;
   }
+  g.kernel_dynamic = pick(0, 3) == 0;
   for (int pos = 1; pos < n; ++pos) {
     Group &grp = g.groups[g.topo[pos]];
     for (int q = 0; q < pos; ++q) {
@@ -101,7 +112,8 @@ std::string event_ref(const Dep &d) {
 std::string source(const Graph &g) {
   std::ostringstream s;
   int n = int(g.groups.size());
-  s << "kernel rg<N: dim>(v: tensor<f32>[" << n << ", N]) {\n";
+  s << "kernel rg<N: dim>(v: tensor<f32>[" << n << ", N])"
+    << (g.kernel_dynamic ? " schedule dynamic" : "") << " {\n";
   for (int p = 0; p < n; ++p) {
     s << "  event E" << p << "[N];\n";
     if (g.groups[p].notifies_done)
@@ -113,6 +125,8 @@ std::string source(const Graph &g) {
     if (grp.rows > 1)
       s << ", r in 0 .. " << grp.rows;
     s << "]";
+    if (grp.dynamic != g.kernel_dynamic || grp.say_clause)
+      s << (grp.dynamic ? " schedule dynamic" : " schedule static");
     std::vector<std::string> refs;
     for (const Dep &d : grp.deps)
       refs.push_back(event_ref(d));

@@ -63,10 +63,27 @@ inline void sim_task_begin(uint32_t, uint32_t) {
 }
 inline void sim_task_end() {}
 
-inline const etl_sim_ops g_test_ops = {sim_tid,          sim_ctaid,        sim_barrier,
-                                       sim_shared_base,  sim_check_access, sim_atomic_add_release,
-                                       sim_load_acquire, sim_fence,        sim_spin_pause,
-                                       sim_task_begin,   sim_task_end};
+inline uint32_t sim_atomic_add_acq_rel(uint32_t *p, uint32_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
+inline uint32_t sim_atomic_cas(uint32_t *p, uint32_t e, uint32_t d) {
+  __atomic_compare_exchange_n(p, &e, d, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  return e;
+}
+
+inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
+                                       .ctaid = sim_ctaid,
+                                       .barrier = sim_barrier,
+                                       .shared_base = sim_shared_base,
+                                       .check_access = sim_check_access,
+                                       .atomic_add_release = sim_atomic_add_release,
+                                       .load_acquire = sim_load_acquire,
+                                       .fence = sim_fence,
+                                       .spin_pause = sim_spin_pause,
+                                       .task_begin = sim_task_begin,
+                                       .task_end = sim_task_end,
+                                       .atomic_add_acq_rel = sim_atomic_add_acq_rel,
+                                       .atomic_cas = sim_atomic_cas};
 
 /// Loads `so_bytes` and runs it. Returns an error text, empty on success.
 inline std::string run_sim(const std::string &so_bytes, uint64_t *args, unsigned ctas,

@@ -162,6 +162,7 @@ std::string test_meta(int64_t notify_shift = 0) {
   w.u32(1);
   w.u32(0);
   w.expr(V(0));
+  w.u32(ETL_SCHEDULE_STATIC);
   // produce
   w.str("produce");
   w.u32(1);
@@ -173,6 +174,7 @@ std::string test_meta(int64_t notify_shift = 0) {
   w.u32(0);
   w.expr(op(V(0), C(notify_shift), ETL_XOP_ADD));
   w.u32(0);
+  w.u32(ETL_SCHEDULE_STATIC);
   // total
   w.str("total");
   w.u32(1);
@@ -183,6 +185,7 @@ std::string test_meta(int64_t notify_shift = 0) {
   w.u32(1);
   w.u32(1);
   w.u32(1);
+  w.u32(ETL_SCHEDULE_STATIC);
   w.u32(3);
   w.u32(1);
   w.u32(0);
@@ -433,6 +436,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.expr(V(0));
   w.u32(1);
   w.u32(0);
+  w.u32(ETL_SCHEDULE_STATIC);
   w.str("b");
   w.u32(1);
   w.expr(C(0));
@@ -445,6 +449,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.expr(V(0));
   w.u32(0);
   w.expr(C(1));
+  w.u32(ETL_SCHEDULE_STATIC);
   w.u32(2);
   w.u32(1); // order: b listed last
   w.u32(0);
@@ -509,7 +514,7 @@ TEST_CASE("artifact reader refuses corrupt, truncated and wrong-version files") 
     std::string a = artifact(test_meta(), {}, ETL_ARTIFACT_VERSION + 1);
     CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_UNSUPPORTED_VERSION);
     std::string msg = etlGetLastErrorMessage();
-    CHECK(msg.find("artifact version 2, this runtime reads 1") != std::string::npos);
+    CHECK(msg.find("artifact version 3, this runtime reads 2") != std::string::npos);
   }
   SUBCASE("bad magic, checksum, size") {
     std::string a = good;

@@ -151,3 +151,76 @@ TEST_CASE("argument-block slots: dims, then tensors, then events") {
 
 } // namespace
 } // namespace etl
+
+namespace etl {
+namespace {
+
+const char *kInverse = R"(
+kernel inv<N: dim>(x: tensor<f32>[8 * N + 8]) where N >= 2 schedule dynamic {
+  event P[8 * N + 8];
+  event Q[N, 4];
+  task p[i in 0 .. 8 * N + 8] schedule static notifies P[i] {
+    store(x[i .. +1], load(x[i .. +1]));
+  }
+  task q[a in 0 .. N, b in 0 .. 4] notifies Q[a, b] {
+    store(x[a .. +1], load(x[a .. +1]));
+  }
+  task s[i in 0 .. N, j in 0 .. 2] waits P[3 * i + N + 1], P[i + j], Q[i, *], Q[j, 2 * j + 1] {
+    store(x[i .. +1], load(x[i .. +1]));
+  }
+  task t[i in 0 .. 2 * N] waits P[2 * i - i], P[4] {
+    store(x[i .. +1], load(x[i .. +1]));
+  }
+}
+)";
+
+TEST_CASE("schedule kinds: declared on the task, on the kernel, and the default") {
+  Compilation c;
+  TaskGraph &g = front(c, kInverse).graph;
+  REQUIRE(g.groups.size() == 4);
+  CHECK(!g.groups[0].dynamic);
+  CHECK(g.groups[0].schedule_reason == "declared");
+  CHECK(g.groups[1].dynamic);
+  CHECK(g.groups[1].schedule_reason == "declared on kernel inv");
+  Compilation d;
+  TaskGraph &h = front(d, kRowsum).graph;
+  CHECK(!h.groups[0].dynamic);
+  CHECK(h.groups[0].schedule_reason == "default");
+}
+
+TEST_CASE("inverse of waits edges: affine components solve, others enumerate") {
+  Compilation c;
+  TaskGraph &g = front(c, kInverse).graph;
+  const TaskGroup &s = g.groups[2];
+  REQUIRE(s.waits.size() == 4);
+  // P[3*i + N + 1]: i = (e - N - 1) / 3; j enumerated
+  const EdgeInverse &a = g.edges[size_t(s.waits[0])].inverse;
+  CHECK(a.solved_by == std::vector<int>{0, -1});
+  CHECK(a.coeff[0] == 3);
+  CHECK(a.unsolving == std::vector<bool>{false});
+  // P[i + j]: neither variable has a rest free of the other
+  const EdgeInverse &b = g.edges[size_t(s.waits[1])].inverse;
+  CHECK(b.solved_by == std::vector<int>{-1, -1});
+  CHECK(b.unsolving == std::vector<bool>{true});
+  // Q[i, *]: i from component 0, the star constrains nothing
+  const EdgeInverse &q = g.edges[size_t(s.waits[2])].inverse;
+  CHECK(q.solved_by == std::vector<int>{0, -1});
+  CHECK(q.unsolving == std::vector<bool>{false, false});
+  // Q[j, 2*j + 1]: j from component 0; component 1 solves nothing new
+  const EdgeInverse &r = g.edges[size_t(s.waits[3])].inverse;
+  CHECK(r.solved_by == std::vector<int>{-1, 0});
+  CHECK(r.coeff[1] == 1);
+  CHECK(r.unsolving == std::vector<bool>{false, true});
+  // t: P[2*i - i] normalises to i; P[4] is a constant component
+  const TaskGroup &t = g.groups[3];
+  CHECK(g.edges[size_t(t.waits[0])].inverse.solved_by == std::vector<int>{0});
+  CHECK(g.edges[size_t(t.waits[0])].inverse.coeff[0] == 1);
+  CHECK(g.edges[size_t(t.waits[1])].inverse.solved_by == std::vector<int>{-1});
+  CHECK(g.edges[size_t(t.waits[1])].inverse.unsolving == std::vector<bool>{true});
+  std::string dump = print_task_graph(g);
+  CHECK(dump.find("consumers of P[i + j]: i enumerated over 0 .. N; j enumerated over 0 .. 2; "
+                  "component 0 not invertible, checked per task") != std::string::npos);
+}
+
+} // namespace
+} // namespace etl

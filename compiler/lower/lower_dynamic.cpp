@@ -1,0 +1,380 @@
+//===- lower/lower_dynamic.cpp - Dynamic groups: device queue and firing --===//
+//
+// What this owns: the device side of `schedule dynamic` (layout of the state
+// array in etl_abi.h, "Dynamic scheduling"). A dynamic task is an item
+// (group, linear) with id off[group] + linear. Its dependency counter starts
+// (host, at bind time) at the number of waited event elements that receive
+// notifications; items with none are in the queue at launch.
+//
+//  - Notify: a notifier's acq_rel decrement of an element that returns 1
+//    "fires" the element: for every `G waits X[f(i)]` of a dynamic group G,
+//    the tasks i with f(i) == element are found through the edge's inverse
+//    (EdgeInverse: solved variables computed, the others enumerated, every
+//    component re-checked), their counters decremented (acq_rel), and the
+//    one that reaches zero is pushed: claim s = tail++, release-store id + 1
+//    into slot s (s >= capacity: error word + abort flag; cannot happen as
+//    every item is pushed exactly once).
+//  - Pop: thread 0 reads head and tail; if head < tail it claims slot head
+//    with a compare-and-swap (so a CTA never blocks on a slot that nothing
+//    has claimed yet), then spins (briefly: the pusher is mid-push) until
+//    the slot is non-zero. The CTA runs the item (etl.dyn.run) and decrements
+//    `remaining` after its notifies.
+//  - CTAs run their static queue first, then pop until remaining == 0. A
+//    static task whose waits are not yet done runs ready dynamic items
+//    instead of spinning (thread 0 decides, shared-memory broadcast, CTA
+//    barrier), since those may be what it waits for. Dynamic items never
+//    wait, so the nesting is one level deep.
+//
+// Memory order: element and counter decrements are acq_rel RMWs, so the
+// pusher has acquired every notifier's writes; the slot store is a release
+// and the pop an acquire load, so the popping CTA sees them all.
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include "etl_abi.h"
+
+#include <llvm/IR/Constants.h>
+
+namespace etl {
+
+namespace {
+/// Decisions thread 0 broadcasts in a dynamic loop (smem kSmemDynDecision).
+constexpr uint32_t kDecReady = 0, kDecRun = 1, kDecPause = 2, kDecStop = 3;
+constexpr unsigned kSlotDyn = 6;   // ETL_SLOT_DYN
+constexpr unsigned kSlotAbort = 3; // ETL_SLOT_ABORT
+} // namespace
+
+bool Lowerer::any_dynamic() const {
+  for (const GroupPlan &gp : plan.groups)
+    if (gp.dynamic)
+      return true;
+  return false;
+}
+
+bool Lowerer::has_dynamic_consumer(int e) const {
+  for (const GroupPlan &gp : plan.groups)
+    if (gp.dynamic)
+      for (const EventUse &u : gp.waits)
+        if (u.event == e)
+          return true;
+  return false;
+}
+
+llvm::Value *Lowerer::dyn_word(llvm::Value *w) {
+  return b.CreateGEP(i32, arg_slot_ptr(kSlotDyn), w);
+}
+
+void Lowerer::declare_dyn_run() {
+  auto *fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i32, ptr}, false);
+  dyn_run = llvm::Function::Create(fty, llvm::Function::InternalLinkage, "etl.dyn.run", mod);
+  dyn_run->addFnAttr(llvm::Attribute::NoUnwind);
+}
+
+void Lowerer::define_dyn_run(const std::vector<llvm::Function *> &group_fns) {
+  fn = dyn_run;
+  task = nullptr;
+  args = fn->getArg(0);
+  tid = fn->getArg(1);
+  smem = fn->getArg(2);
+  auto *entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  b.SetInsertPoint(entry);
+  llvm::Value *id = b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemDynItem)));
+  // The group is the last dynamic group whose first id is <= id (ids are
+  // dense in group order; a group with no tasks shares its successor's).
+  llvm::Value *grp = b.getInt32(0), *lin = id;
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    if (!plan.groups[g].dynamic)
+      continue;
+    llvm::Value *off = b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + g)));
+    llvm::Value *in = b.CreateICmpUGE(id, off);
+    grp = b.CreateSelect(in, b.getInt32(uint32_t(g)), grp);
+    lin = b.CreateSelect(in, b.CreateSub(id, off), lin);
+  }
+  auto *after = llvm::BasicBlock::Create(ctx, "dyn.done", fn);
+  llvm::SwitchInst *sw = b.CreateSwitch(grp, after);
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    if (!plan.groups[g].dynamic)
+      continue;
+    auto *cb = llvm::BasicBlock::Create(ctx, "dyn." + plan.groups[g].name, fn, after);
+    sw->addCase(b.getInt32(uint32_t(g)), cb);
+    b.SetInsertPoint(cb);
+    b.CreateCall(group_fns[g], {args, lin, tid, smem});
+    b.CreateBr(after);
+  }
+  b.SetInsertPoint(after);
+  m.barrier(b); // its notifies (and pushes) are done
+  if_then(b.CreateICmpEQ(tid, b.getInt32(0)),
+          [&] { m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_REMAINING), b.getInt32(0xFFFFFFFFu)); });
+  b.CreateRetVoid();
+}
+
+llvm::Value *Lowerer::emit_try_pop() {
+  llvm::AllocaInst *got = entry_alloca(i1, "popped");
+  b.CreateStore(b.getFalse(), got);
+  llvm::Value *h = m.load_acquire(b, dyn_word(ETL_DYN_HEAD));
+  llvm::Value *t = m.load_acquire(b, dyn_word(ETL_DYN_TAIL));
+  if_then(b.CreateICmpULT(h, t), [&] {
+    llvm::Value *old = m.atomic_cas(b, dyn_word(ETL_DYN_HEAD), h, b.CreateAdd(h, b.getInt32(1)));
+    if_then(b.CreateICmpEQ(old, h), [&] {
+      unsigned slots = unsigned(ETL_DYN_GROUP_OFF + plan.groups.size());
+      llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(h, i64)));
+      // The pusher has claimed slot h (tail > h); wait for its store.
+      llvm::AllocaInst *val = entry_alloca(i32, "slot");
+      auto *head = llvm::BasicBlock::Create(ctx, "slot.head", fn);
+      auto *spin = llvm::BasicBlock::Create(ctx, "slot.spin", fn);
+      auto *pause = llvm::BasicBlock::Create(ctx, "slot.pause", fn);
+      auto *done = llvm::BasicBlock::Create(ctx, "slot.done", fn);
+      b.CreateBr(head);
+      b.SetInsertPoint(head);
+      llvm::Value *v = m.load_acquire(b, sp);
+      b.CreateStore(v, val);
+      b.CreateCondBr(b.CreateICmpNE(v, b.getInt32(0)), done, spin);
+      b.SetInsertPoint(spin);
+      llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(kSlotAbort));
+      ab->setVolatile(true);
+      b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), done, pause);
+      b.SetInsertPoint(pause);
+      m.spin_pause(b);
+      b.CreateBr(head);
+      b.SetInsertPoint(done);
+      llvm::Value *vv = b.CreateLoad(i32, val);
+      auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
+      llvm::Value *ok = b.CreateICmpNE(vv, b.getInt32(0));
+      if_then(ok, [&] {
+        b.CreateStore(b.CreateSub(vv, b.getInt32(1)), at(kSmemDynItem));
+        llvm::Value *nstatic = b.CreateLoad(i32, dyn_word(ETL_DYN_NSTATIC));
+        b.CreateStore(b.CreateAdd(nstatic, h), at(kSmemPos));
+        b.CreateStore(b.getTrue(), got);
+      });
+      if_then(b.CreateNot(ok), [&] { b.CreateStore(b.getInt32(1), at(kSmemAbort)); });
+    });
+  });
+  return b.CreateLoad(i1, got);
+}
+
+void Lowerer::emit_push(llvm::Value *id) {
+  llvm::Value *s = m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_TAIL), b.getInt32(1));
+  llvm::Value *cap = b.CreateLoad(i32, dyn_word(ETL_DYN_CAPACITY));
+  llvm::Value *fits = b.CreateICmpULT(s, cap);
+  if_then(fits, [&] {
+    unsigned slots = unsigned(ETL_DYN_GROUP_OFF + plan.groups.size());
+    llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(s, i64)));
+    m.atomic_add_release(b, sp, b.CreateAdd(id, b.getInt32(1))); // slot was 0
+  });
+  if_then(b.CreateNot(fits), [&] {
+    m.atomic_add_release(b, dyn_word(ETL_DYN_ERROR), b.getInt32(1));
+    m.atomic_add_release(b, arg_slot_ptr(kSlotAbort), b.getInt32(1));
+  });
+}
+
+void Lowerer::emit_fire(int ev, llvm::Value *rel) {
+  const KernelDecl &k = *plan.kernel;
+  const EventDecl &ed = k.events[size_t(ev)];
+  const TaskDecl *saved_task = task;
+  std::vector<llvm::Value *> saved_vars = task_vars;
+  // Coordinates of the element (row-major, last fastest).
+  std::vector<llvm::Value *> shape;
+  for (const ExprPtr &s : ed.shape)
+    shape.push_back(index(*s));
+  std::vector<llvm::Value *> coord(shape.size());
+  llvm::Value *q = rel;
+  for (size_t d = shape.size(); d-- > 0;) {
+    coord[d] = d == 0 ? q : b.CreateURem(q, shape[d]);
+    q = b.CreateUDiv(q, shape[d]);
+  }
+  llvm::Value *deps_base = b.CreateAdd(
+      b.getInt64(ETL_DYN_GROUP_OFF + plan.groups.size()),
+      b.CreateZExt(b.CreateLoad(i32, dyn_word(ETL_DYN_CAPACITY)), i64)); // after the slots
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const GroupPlan &gp = plan.groups[g];
+    if (!gp.dynamic)
+      continue;
+    for (size_t w = 0; w < gp.waits.size(); ++w) {
+      const EventUse &use = gp.waits[w];
+      if (use.event != ev)
+        continue;
+      task = gp.decl;
+      size_t rank = gp.decl->domain.size();
+      std::vector<llvm::Value *> lo(rank), hi(rank);
+      for (size_t v = 0; v < rank; ++v) {
+        lo[v] = index(*gp.decl->domain[v].lo);
+        hi[v] = index(*gp.decl->domain[v].hi);
+      }
+      EdgeInverse inv;
+      if (w < gp.wait_inverse.size())
+        inv = gp.wait_inverse[w];
+      if (inv.solved_by.size() != rank) {
+        inv.solved_by.assign(rank, -1);
+        inv.coeff.assign(rank, 0);
+      }
+      // c of each solving component `a*v + c`: the component at v = 0.
+      task_vars.assign(rank, b.getInt64(0));
+      std::vector<llvm::Value *> c(use.idx.size(), nullptr);
+      for (size_t v = 0; v < rank; ++v)
+        if (int d = inv.solved_by[v]; d >= 0 && !c[size_t(d)])
+          c[size_t(d)] = index(*use.idx[size_t(d)]);
+      std::vector<llvm::Value *> vals(rank, nullptr);
+      std::function<void(size_t)> rec = [&](size_t v) {
+        if (v == rank) {
+          task_vars = vals;
+          llvm::Value *match = b.getTrue();
+          for (size_t d = 0; d < use.idx.size(); ++d)
+            if (use.idx[d])
+              match = b.CreateAnd(match, b.CreateICmpEQ(index(*use.idx[d]), coord[d]));
+          if_then(match, [&] {
+            llvm::Value *lin = b.getInt64(0);
+            for (size_t u = 0; u < rank; ++u)
+              lin = b.CreateAdd(b.CreateMul(lin, b.CreateSub(hi[u], lo[u])),
+                                b.CreateSub(vals[u], lo[u]));
+            llvm::Value *off = b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + g)));
+            llvm::Value *id = b.CreateAdd(off, b.CreateTrunc(lin, i32));
+            llvm::Value *dep = dyn_word(b.CreateAdd(deps_base, b.CreateZExt(id, i64)));
+            llvm::Value *old = m.atomic_add_acq_rel(b, dep, b.getInt32(0xFFFFFFFFu));
+            if_then(b.CreateICmpEQ(old, b.getInt32(1)), [&] { emit_push(id); });
+          });
+          return;
+        }
+        int d = inv.solved_by[v];
+        if (d < 0) {
+          for_range(lo[v], hi[v], b.getInt64(1), [&](llvm::Value *iv) {
+            vals[v] = iv;
+            rec(v + 1);
+          });
+          return;
+        }
+        llvm::Value *a = b.getInt64(uint64_t(inv.coeff[v]));
+        llvm::Value *num = b.CreateSub(coord[size_t(d)], c[size_t(d)]);
+        llvm::Value *val = b.CreateSDiv(num, a);
+        llvm::Value *ok =
+            b.CreateAnd(b.CreateICmpEQ(b.CreateSRem(num, a), b.getInt64(0)),
+                        b.CreateAnd(b.CreateICmpSGE(val, lo[v]), b.CreateICmpSLT(val, hi[v])));
+        if_then(ok, [&] {
+          vals[v] = val;
+          rec(v + 1);
+        });
+      };
+      rec(0);
+    }
+  }
+  task = saved_task;
+  task_vars = saved_vars;
+}
+
+llvm::Value *Lowerer::all_waits_ready(const GroupPlan &gp) {
+  llvm::AllocaInst *ok = entry_alloca(i1, "ready");
+  b.CreateStore(b.getTrue(), ok);
+  llvm::Value *events = arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/);
+  // In clause order, each clause only once the earlier ones are done: an
+  // earlier wait may be what makes a later index's tensor data ready.
+  for (const EventUse &use : gp.waits)
+    if_then(b.CreateLoad(i1, ok), [&] {
+      for_each_event_element(use, [&](llvm::Value *off) {
+        llvm::Value *v = m.load_acquire(b, b.CreateGEP(i32, events, off));
+        if_then(b.CreateICmpNE(v, b.getInt32(0)), [&] { b.CreateStore(b.getFalse(), ok); });
+      });
+    });
+  llvm::Value *aborted = b.CreateICmpNE(
+      b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort))), b.getInt32(0));
+  return b.CreateAnd(b.CreateLoad(i1, ok), b.CreateNot(aborted));
+}
+
+void Lowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent) {
+  auto word = [&](unsigned w) {
+    return b.CreateGEP(i32, arg_slot_ptr(7 /*ETL_SLOT_ERROR*/), b.getInt64(w));
+  };
+  llvm::Value *old = m.atomic_cas(b, word(ETL_ERR_SET), b.getInt32(0), b.getInt32(1));
+  if_then(b.CreateICmpEQ(old, b.getInt32(0)), [&] {
+    b.CreateStore(b.getInt32(uint32_t(cur_group)), word(ETL_ERR_GROUP));
+    b.CreateStore(cur_lin ? cur_lin : b.getInt32(0), word(ETL_ERR_LINEAR));
+    b.CreateStore(b.getInt32(uint32_t(event)), word(ETL_ERR_EVENT));
+    b.CreateStore(b.getInt32(uint32_t(dim)), word(ETL_ERR_DIM));
+    b.CreateStore(b.CreateTrunc(value, i32), word(ETL_ERR_VALUE_LO));
+    b.CreateStore(b.CreateTrunc(b.CreateLShr(value, b.getInt64(32)), i32), word(ETL_ERR_VALUE_HI));
+    b.CreateStore(b.CreateTrunc(extent, i32), word(ETL_ERR_EXTENT));
+  });
+  m.atomic_add_release(b, arg_slot_ptr(kSlotAbort), b.getInt32(1));
+  b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
+}
+
+void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
+  auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
+  auto *head = llvm::BasicBlock::Create(ctx, "dyn.head", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
+    b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));
+    llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(kSlotAbort));
+    ab->setVolatile(true);
+    llvm::Value *rem = m.load_acquire(b, dyn_word(ETL_DYN_REMAINING));
+    llvm::Value *go =
+        b.CreateAnd(b.CreateICmpEQ(ab, b.getInt32(0)), b.CreateICmpNE(rem, b.getInt32(0)));
+    if_then(go, [&] {
+      llvm::Value *got = emit_try_pop();
+      llvm::Value *aborted = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemAbort)), b.getInt32(0));
+      llvm::Value *dec =
+          b.CreateSelect(got, b.getInt32(kDecRun),
+                         b.CreateSelect(aborted, b.getInt32(kDecStop), b.getInt32(kDecPause)));
+      b.CreateStore(dec, at(kSmemDynDecision));
+      if_then(b.CreateICmpEQ(dec, b.getInt32(kDecPause)), [&] { m.spin_pause(b); });
+    });
+  });
+  m.barrier(b);
+  llvm::Value *dec = b.CreateLoad(i32, at(kSmemDynDecision));
+  m.barrier(b); // everyone has read it before thread 0 writes the next one
+  auto *run = llvm::BasicBlock::Create(ctx, "dyn.run", fn);
+  llvm::SwitchInst *sw = b.CreateSwitch(dec, head);
+  sw->addCase(b.getInt32(kDecRun), run);
+  sw->addCase(b.getInt32(kDecStop), exit);
+  b.SetInsertPoint(run);
+  b.CreateCall(dyn_run, {args, tid, smem});
+  b.CreateBr(head);
+}
+
+void Lowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin,
+                                    llvm::BasicBlock *out) {
+  auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
+  llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
+  llvm::AllocaInst *pos = entry_alloca(i32, "pos");
+  if_then(is0, [&] { b.CreateStore(b.CreateLoad(i32, at(kSmemPos)), pos); });
+  auto *head = llvm::BasicBlock::Create(ctx, "wait.loop", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  if_then(is0, [&] {
+    b.CreateStore(b.getInt32(kDecReady), at(kSmemDynDecision));
+    llvm::Value *ready = all_waits_ready(gp);
+    if_then(b.CreateNot(ready), [&] {
+      llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(kSlotAbort));
+      ab->setVolatile(true);
+      llvm::Value *aborted = b.CreateICmpNE(ab, b.getInt32(0));
+      b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));
+      if_then(aborted, [&] { b.CreateStore(b.getInt32(1), at(kSmemAbort)); });
+      if_then(b.CreateNot(aborted), [&] {
+        llvm::Value *got = emit_try_pop();
+        llvm::Value *ab2 = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemAbort)), b.getInt32(0));
+        llvm::Value *dec =
+            b.CreateSelect(got, b.getInt32(kDecRun),
+                           b.CreateSelect(ab2, b.getInt32(kDecStop), b.getInt32(kDecPause)));
+        b.CreateStore(dec, at(kSmemDynDecision));
+        if_then(b.CreateICmpEQ(dec, b.getInt32(kDecPause)), [&] { m.spin_pause(b); });
+      });
+    });
+  });
+  m.barrier(b);
+  llvm::Value *dec = b.CreateLoad(i32, at(kSmemDynDecision));
+  m.barrier(b);
+  auto *run = llvm::BasicBlock::Create(ctx, "wait.run", fn);
+  auto *go = llvm::BasicBlock::Create(ctx, "waited", fn);
+  llvm::SwitchInst *sw = b.CreateSwitch(dec, head);
+  sw->addCase(b.getInt32(kDecReady), go);
+  sw->addCase(b.getInt32(kDecRun), run);
+  sw->addCase(b.getInt32(kDecStop), out);
+  b.SetInsertPoint(run);
+  b.CreateCall(dyn_run, {args, tid, smem});
+  m.task_begin(b, b.getInt32(uint32_t(g)), lin); // the nested item replaced it
+  b.CreateBr(head);
+  b.SetInsertPoint(go);
+  if_then(is0, [&] { b.CreateStore(b.CreateLoad(i32, pos), at(kSmemPos)); });
+}
+
+} // namespace etl

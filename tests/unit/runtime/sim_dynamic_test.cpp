@@ -1,0 +1,166 @@
+// Dynamic scheduling in the runtime: the plan's initial state array and
+// runs of a compiled megakernel mixing static and dynamic groups
+// (programs/dynamic_mixed.etl, compiled at build time by etlc, see
+// tests/CMakeLists.txt) on sim with several workers, against a reference.
+// This file is part of the TSan build, so the device protocol (queue,
+// dependency counters, firing) runs under ThreadSanitizer there. (Named to
+// run after runtime_test.cpp: its memory-violation test depends on the heap
+// layout of earlier allocations under TSan.)
+#include "internal.h"
+
+#include <etl/etl.h>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int64_t TM = 16;
+
+std::string artifact_path(const char *stem) {
+  return std::string(ETL_TEST_BINARY_DIR) + "/artifacts/" + stem + ".etlb";
+}
+
+bool have(const std::string &path) { return std::ifstream(path).good(); }
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// o as programs/dynamic_mixed.etl computes it.
+std::vector<float> reference(const std::vector<float> &x, int64_t NB) {
+  int64_t nb = 2 * NB;
+  std::vector<float> y(x.size()), z(x.size()), w(x.size()), o(x.size());
+  auto blk = [&](std::vector<float> &v, int64_t b, int64_t e) -> float & { return v[b * TM + e]; };
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t e = 0; e < TM; ++e)
+      blk(y, b, e) = x[b * TM + e] * 2.0f + 1.0f;
+  for (int64_t j = 0; j < NB; ++j)
+    for (int64_t k = 0; k < 2; ++k)
+      for (int64_t e = 0; e < TM; ++e)
+        blk(z, 2 * j + k, e) = blk(y, 2 * j, e) + blk(y, 2 * j + 1, e);
+  for (int64_t i = 0; i < NB; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t e = 0; e < TM; ++e)
+        blk(w, 2 * i + j, e) = blk(z, 2 * i, e) + blk(z, 2 * i + 1, e) + blk(y, i + j, e);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t e = 0; e < TM; ++e)
+      blk(o, b, e) = blk(w, b, e) * 0.5f;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("dynamic: the plan's initial queue, dependency counters and capacity") {
+  std::string path = artifact_path("dynamic_mixed");
+  if (!have(path)) {
+    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    return;
+  }
+  std::string a = slurp(path);
+  etl_artifact art;
+  REQUIRE(etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS);
+  // groups in source order: a (dyn), b (static), c (dyn), d (dyn), fin (static)
+  const etl_meta *m = &art.meta;
+  REQUIRE(m->n_groups == 5);
+  CHECK(m->groups[0].schedule == ETL_SCHEDULE_DYNAMIC);
+  CHECK(m->groups[1].schedule == ETL_SCHEDULE_STATIC);
+  CHECK(m->groups[4].schedule == ETL_SCHEDULE_STATIC);
+  int64_t nb = 2;
+  etl_plan *p = nullptr;
+  REQUIRE(etl_plan_build(m, &nb, 3, &p) == ETL_SUCCESS);
+  CHECK(p->n_static == 8);   // b: 4, fin: 4
+  CHECK(p->n_dynamic == 12); // a: 4, c: 4, d: 4
+  CHECK(p->n_entries == 20);
+  CHECK(p->queue_offs[3] == 8);
+  REQUIRE(p->dyn != nullptr);
+  const uint32_t *d = p->dyn;
+  CHECK(d[ETL_DYN_CAPACITY] == 12);
+  CHECK(d[ETL_DYN_REMAINING] == 12);
+  CHECK(d[ETL_DYN_NSTATIC] == 8);
+  CHECK(d[ETL_DYN_HEAD] == 0);
+  CHECK(d[ETL_DYN_TAIL] == 4); // a's tasks wait on nothing
+  CHECK(d[ETL_DYN_GROUP_OFF + 0] == 0);
+  CHECK(d[ETL_DYN_GROUP_OFF + 2] == 4);
+  CHECK(d[ETL_DYN_GROUP_OFF + 3] == 8);
+  const uint32_t *slots = d + ETL_DYN_GROUP_OFF + 5, *deps = slots + 12;
+  for (uint32_t s = 0; s < 4; ++s)
+    CHECK(slots[s] == s + 1); // item ids 0..3, stored + 1
+  CHECK(slots[4] == 0);
+  for (int t = 0; t < 4; ++t) {
+    CHECK(deps[t] == 0);     // a
+    CHECK(deps[4 + t] == 2); // c: F[2j], F[2j + 1]
+    CHECK(deps[8 + t] == 3); // d: F[i + j] and G[i, 0], G[i, 1]
+  }
+  etl_plan_free_host(p);
+  etl_artifact_free(&art);
+}
+
+TEST_CASE("dynamic: static and dynamic groups in one megakernel run like the reference") {
+  std::string path = artifact_path("dynamic_mixed");
+  if (!have(path)) {
+    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    return;
+  }
+  // Few runs: under TSan each takes about two seconds.
+  for (uint32_t workers : {1u, 3u, 6u}) {
+    etlContextParams params = etlContextDefaultParams();
+    params.sim_workers = workers;
+    params.watchdog_ms = 10000;
+    etlContext ctx = nullptr;
+    REQUIRE(etlContextCreate(&ctx, "sim", &params) == ETL_SUCCESS);
+    etlProgram prog = nullptr;
+    REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
+                    etlGetLastErrorMessage());
+    std::string trace = std::string(ETL_TEST_BINARY_DIR) + "/dynamic_mixed_trace.json";
+    REQUIRE(etlProgramSetTimeline(prog, trace.c_str()) == ETL_SUCCESS);
+    for (int64_t NB : {1, 5}) {
+      INFO("workers " << workers << ", NB " << NB);
+      size_t n = size_t(2 * NB * TM);
+      std::vector<float> x(n), y(n, NAN), z(n, NAN), w(n, NAN), o(n, NAN);
+      for (size_t k = 0; k < n; ++k)
+        x[k] = float(k % 13) - 4.0f;
+      int64_t shape[1] = {int64_t(n)};
+      CHECK(etlBindDim(prog, "NB", NB) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 1, shape) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 1, shape) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 1, shape) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "w", w.data(), ETL_F32, 1, shape) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "o", o.data(), ETL_F32, 1, shape) == ETL_SUCCESS);
+      for (int rep = 0; rep < 2; ++rep) {
+        std::fill(o.begin(), o.end(), NAN);
+        REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+        std::vector<float> ref = reference(x, NB);
+        size_t wrong = 0;
+        for (size_t k = 0; k < n; ++k)
+          wrong += !(std::fabs(o[k] - ref[k]) <= 1e-5f * std::fabs(ref[k]) + 1e-6f);
+        CHECK(wrong == 0);
+      }
+      // One timeline record per task, dynamic ones included, each run once.
+      size_t count = 0;
+      REQUIRE(etlProgramGetTimeline(prog, nullptr, 0, &count) == ETL_SUCCESS);
+      CHECK(count == size_t(4 * 2 * NB + 1 * 2 * NB)); // a, b, c, d, fin: 2*NB each
+      std::vector<etlTimelineRecord> rec(count);
+      REQUIRE(etlProgramGetTimeline(prog, rec.data(), count, &count) == ETL_SUCCESS);
+      std::vector<std::vector<int>> seen(5, std::vector<int>(size_t(2 * NB), 0));
+      for (const etlTimelineRecord &r : rec) {
+        CHECK(r.start_ns != 0);
+        CHECK(r.end_ns >= r.start_ns);
+        REQUIRE(r.group < 5);
+        REQUIRE(r.linear < uint32_t(2 * NB));
+        seen[r.group][r.linear]++;
+      }
+      for (auto &g : seen)
+        for (int s : g)
+          CHECK(s == 1);
+    }
+    etlProgramDestroy(prog);
+    etlContextDestroy(ctx);
+  }
+}
