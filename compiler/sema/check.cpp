@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace etl {
 namespace {
@@ -159,6 +160,9 @@ public:
 private:
   Program &prog_;
   Diag &diag_;
+  /// The next Index expression checked is the slice argument of load/store
+  /// (set by check_call, consumed by check_expr).
+  bool slice_arg_ = false;
 
   // Scopes: a stack of maps; the bottom holds consts (and kernel names).
   std::vector<std::map<std::string, Binding>> scopes_;
@@ -485,6 +489,13 @@ private:
     return set(e, index_type(*e.sym));
   }
 
+  static bool has_range_component(const Expr &e) {
+    for (size_t k = 1; k < e.args.size(); ++k)
+      if (e.args[k]->kind == ExprKind::Range)
+        return true;
+    return false;
+  }
+
   /// Sets reads_data on every node computed from an element read.
   static bool mark_reads_data(Expr &e) {
     bool any = e.reads_data;
@@ -631,6 +642,10 @@ private:
         diag_.error(DiagId::ExpectedIndex, e.range, {"a tensor slice"});
         return set(e, Type());
       }
+      // In a body, `t[i, j]` outside load/store (no range component) reads
+      // one element: `pos < kv_len[b]`, `x[offset[e] + m * TM .. +TM]`.
+      if (!std::exchange(slice_arg_, false) && !has_range_component(e))
+        return check_element_read(e, ctx);
       return check_slice(e);
     case ExprKind::Range: // the grammar allows ranges only inside slices
       internal_error("range outside a slice");
@@ -1156,6 +1171,7 @@ private:
     if (f == "load") {
       if (!arity(e, 1, "1 argument (a tensor slice)", {"pad", "mask"}))
         return set(e, Type());
+      slice_arg_ = true;
       Type s = check_value(*e.args[0]);
       if (s.kind == TypeKind::Unknown)
         return set(e, Type());
@@ -1178,6 +1194,7 @@ private:
     if (f == "store") {
       if (!arity(e, 2, "2 arguments (a tensor slice and a tile)", {"mask"}))
         return set(e, Type());
+      slice_arg_ = true;
       Type s = check_value(*e.args[0]);
       Type v = check_value(*e.args[1]);
       if (s.kind == TypeKind::Unknown || v.kind == TypeKind::Unknown)
