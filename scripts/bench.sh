@@ -22,31 +22,45 @@ runs=5
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "== etlc stage times (ms, median of $runs), --target sm_90,sim"
-printf '%-10s %8s %8s %10s %10s %10s %10s %9s\n' example parse sema taskgraph backend artifact total bytes
-for ex in rowsum softmax; do
+printf '%-16s %8s %8s %10s %10s %10s %10s %9s\n' example parse sema taskgraph backend artifact total bytes
+examples=$(cd "$root/examples" && for d in */; do [ -f "$d${d%/}.etl" ] && echo "${d%/}"; done)
+# rowsum_dyn: rowsum with every group `schedule dynamic` (device queue), to
+# compare the two schedules side by side on one program.
+sed 's/^kernel rowsum\(.*\)) {$/kernel rowsum\1) schedule dynamic {/' "$root/examples/rowsum/rowsum.etl" \
+  >"$tmp/rowsum_dyn.etl"
+grep -q 'schedule dynamic' "$tmp/rowsum_dyn.etl" || { echo "bench: could not make rowsum_dyn" >&2; exit 1; }
+for ex in $examples rowsum_dyn; do
+  src="$root/examples/$ex/$ex.etl"
+  [ "$ex" = rowsum_dyn ] && src="$tmp/rowsum_dyn.etl"
   for i in $(seq $runs); do
-    "$etlc" compile "$root/examples/$ex/$ex.etl" -o "$tmp/$ex.etlb" --time-passes 2>"$tmp/times/$i"
+    if ! "$etlc" compile "$src" -o "$tmp/$ex.etlb" --time-passes 2>"$tmp/times/$i"; then
+      echo "$ex: does not compile, skipped:" && head -3 "$tmp/times/$i" && rm -f "$tmp/$ex.etlb"
+      continue 2
+    fi
   done
   row=()
   for stage in parse sema taskgraph backend artifact total; do
     row+=("$(cat "$tmp"/times/* | awk -v s="$stage" '$1 == s {print $2}' | median)")
   done
   rm -f "$tmp"/times/*
-  printf '%-10s %8s %8s %10s %10s %10s %10s %9s\n' "$ex" "${row[@]}" "$(stat -c %s "$tmp/$ex.etlb")"
+  printf '%-16s %8s %8s %10s %10s %10s %10s %9s\n' "$ex" "${row[@]}" "$(stat -c %s "$tmp/$ex.etlb")"
 done
 
 echo
 echo "== etlRun wall time (ms, median of $runs), one artifact per example"
-printf '%-10s %-12s %10s  %s\n' example shape etlRun device
-for spec in "rowsum 256,4096" "rowsum 1024,1024" "rowsum 4096,256" \
-            "softmax 64,4096" "softmax 512,512" "softmax 4096,64"; do
+printf '%-16s %-14s %10s  %s\n' example shape etlRun device
+for spec in "rowsum 256,4096" "rowsum_dyn 256,4096" "rowsum 1024,1024" "rowsum_dyn 1024,1024" \
+            "softmax 64,4096" "softmax 512,512" "mlp 64,256,512" "rmsnorm_rope 16,64,4" \
+            "decode_attention 8,4,64,16" "moe 256,128,8,2"; do
   set -- $spec
   ex=$1 shape=$2
+  host=${ex%_dyn}
+  [ -f "$tmp/$ex.etlb" ] || continue
   for i in $(seq $runs); do
-    "$build/examples/${ex}_host" "$tmp/$ex.etlb" --shape "$shape" > "$tmp/runs/$i"
+    "$build/examples/${host}_host" "$tmp/$ex.etlb" --shape "$shape" > "$tmp/runs/$i"
   done
   ms=$(grep -h -o 'etlRun [0-9.]* ms' "$tmp"/runs/* | awk '{print $2}' | median)
-  dev=$(grep -h -o 'on [^:]*:' "$tmp/runs/1" | head -1 | sed 's/^on //; s/:$//')
-  printf '%-10s %-12s %10s  %s\n' "$ex" "$shape" "$ms" "$dev"
+  dev=$(sed -n 's/.* on \(.*\): max error.*/\1/p' "$tmp/runs/1" | head -1)
+  printf '%-16s %-14s %10s  %s\n' "$ex" "$shape" "$ms" "$dev"
   rm -f "$tmp"/runs/*
 done
