@@ -230,7 +230,9 @@ llvm::Function *Lowerer::lower_group(int g) {
   std::vector<llvm::Value *> lo(rank), ext(rank);
   for (size_t d = 0; d < rank; ++d) {
     lo[d] = index(*task->domain[d].lo);
-    ext[d] = b.CreateSub(index(*task->domain[d].hi), lo[d]);
+    // A range that reads data: tasks are numbered over its largest extent.
+    const TaskIndexDecl &td = task->domain[d];
+    ext[d] = b.CreateSub(index(td.static_bound ? *td.static_bound : *td.hi), lo[d]);
   }
   task_vars.assign(rank, nullptr);
   llvm::Value *stride = b.getInt64(1);

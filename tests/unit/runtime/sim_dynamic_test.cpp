@@ -89,7 +89,9 @@ TEST_CASE("dynamic: the plan's initial queue, dependency counters and capacity")
   CHECK(d[ETL_DYN_GROUP_OFF + 0] == 0);
   CHECK(d[ETL_DYN_GROUP_OFF + 2] == 4);
   CHECK(d[ETL_DYN_GROUP_OFF + 3] == 8);
-  const uint32_t *slots = d + ETL_DYN_GROUP_OFF + 5, *deps = slots + 12;
+  for (int g = 0; g < 5; ++g)
+    CHECK(d[ETL_DYN_GROUP_OFF + 5 + g] == 0); // no expanders: no range reads data
+  const uint32_t *slots = d + ETL_DYN_GROUP_OFF + 2 * 5, *deps = slots + 12;
   for (uint32_t s = 0; s < 4; ++s)
     CHECK(slots[s] == s + 1); // item ids 0..3, stored + 1
   CHECK(slots[4] == 0);
