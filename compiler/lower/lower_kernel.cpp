@@ -14,6 +14,9 @@
 // Timeline (args[TIMELINE] != 0): thread 0 also broadcasts the queue
 // position p and writes record p's start (after the waits) and end (after
 // the body, before the notifies); see etl_abi.h.
+// With `schedule dynamic` groups (lower_dynamic.cpp) a CTA whose static
+// queue is empty pops dynamic items, a static task's wait runs ready dynamic
+// items while it waits, and a notify that completes an element fires it.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
