@@ -63,6 +63,7 @@ struct ArtifactGroup {
   std::vector<std::pair<ArtifactExpr, ArtifactExpr>> domain; ///< [lo, hi) per variable
   std::vector<ArtifactEdge> notifies, waits;
   uint32_t schedule = ETL_SCHEDULE_STATIC;
+  uint32_t data_var = ETL_NO_DATA_VAR; ///< the variable whose range reads data
 };
 
 /// Everything the metadata section holds, in its order.

@@ -236,6 +236,9 @@ struct TaskIndexDecl {
   SourceRange name_range;
   ExprPtr lo, hi;
   SourceRange range;
+  // sema, when `hi` reads tensor data (`min(cdiv(count[e], TM), cdiv(T, TM))`):
+  const Expr *data_bound = nullptr;   ///< the argument of min that reads data
+  const Expr *static_bound = nullptr; ///< the other: the largest extent's bound
 };
 
 /// A local `let`/`var` of a task body, collected by sema.
@@ -263,7 +266,10 @@ struct TaskDecl {
 
   // sema:
   std::vector<LocalVar> locals; ///< indexed by Stmt::local_index
-  int num_loops = 0;            ///< `for` loops, indexed by For local_index
+  /// The domain variable whose range reads tensor data, or -1. Such a group
+  /// is always dynamic; its tasks are known once the range is evaluated.
+  int data_var = -1;
+  int num_loops = 0; ///< `for` loops, indexed by For local_index
 };
 
 /// `kernel name<dims>(params) where ... { buffers, events, tasks }`

@@ -154,7 +154,9 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
     ArtifactGroup ag;
     ag.name = grp.name;
     for (const TaskIndexDecl &d : grp.decl->domain)
-      ag.domain.emplace_back(expr_bytecode(*d.lo, p), expr_bytecode(*d.hi, p));
+      ag.domain.emplace_back(expr_bytecode(*d.lo, p),
+                             expr_bytecode(d.static_bound ? *d.static_bound : *d.hi, p));
+    ag.data_var = grp.decl->data_var >= 0 ? uint32_t(grp.decl->data_var) : ETL_NO_DATA_VAR;
     auto edges = [&](const std::vector<int> &ids, std::vector<ArtifactEdge> &out) {
       for (int id : ids) {
         const Edge &e = g.edges[id];

@@ -99,6 +99,23 @@ void Lowerer::define_dyn_run(const std::vector<llvm::Function *> &group_fns) {
     auto *cb = llvm::BasicBlock::Create(ctx, "dyn." + plan.groups[g].name, fn, after);
     sw->addCase(b.getInt32(uint32_t(g)), cb);
     b.SetInsertPoint(cb);
+    if (plan.groups[g].decl->data_var >= 0) {
+      // Ids [0, P): expanders; then the tasks of the largest domain.
+      llvm::Value *pre =
+          b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + plan.groups.size() + g)));
+      llvm::Function *ex = lower_expander(int(g));
+      fn = dyn_run;
+      auto *eb = llvm::BasicBlock::Create(ctx, "expand", fn, after);
+      auto *tb = llvm::BasicBlock::Create(ctx, "task", fn, after);
+      b.CreateCondBr(b.CreateICmpULT(lin, pre), eb, tb);
+      b.SetInsertPoint(eb);
+      b.CreateCall(ex, {args, lin, tid, smem});
+      b.CreateBr(after);
+      b.SetInsertPoint(tb);
+      b.CreateCall(group_fns[g], {args, b.CreateSub(lin, pre), tid, smem});
+      b.CreateBr(after);
+      continue;
+    }
     b.CreateCall(group_fns[g], {args, lin, tid, smem});
     b.CreateBr(after);
   }
@@ -117,7 +134,7 @@ llvm::Value *Lowerer::emit_try_pop() {
   if_then(b.CreateICmpULT(h, t), [&] {
     llvm::Value *old = m.atomic_cas(b, dyn_word(ETL_DYN_HEAD), h, b.CreateAdd(h, b.getInt32(1)));
     if_then(b.CreateICmpEQ(old, h), [&] {
-      unsigned slots = unsigned(ETL_DYN_GROUP_OFF + plan.groups.size());
+      unsigned slots = unsigned(ETL_DYN_GROUP_OFF + 2 * plan.groups.size());
       llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(h, i64)));
       // The pusher has claimed slot h (tail > h); wait for its store.
       llvm::AllocaInst *val = entry_alloca(i32, "slot");
@@ -158,7 +175,7 @@ void Lowerer::emit_push(llvm::Value *id) {
   llvm::Value *cap = b.CreateLoad(i32, dyn_word(ETL_DYN_CAPACITY));
   llvm::Value *fits = b.CreateICmpULT(s, cap);
   if_then(fits, [&] {
-    unsigned slots = unsigned(ETL_DYN_GROUP_OFF + plan.groups.size());
+    unsigned slots = unsigned(ETL_DYN_GROUP_OFF + 2 * plan.groups.size());
     llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(s, i64)));
     m.atomic_add_release(b, sp, b.CreateAdd(id, b.getInt32(1))); // slot was 0
   });
@@ -184,7 +201,7 @@ void Lowerer::emit_fire(int ev, llvm::Value *rel) {
     q = b.CreateUDiv(q, shape[d]);
   }
   llvm::Value *deps_base = b.CreateAdd(
-      b.getInt64(ETL_DYN_GROUP_OFF + plan.groups.size()),
+      b.getInt64(ETL_DYN_GROUP_OFF + 2 * plan.groups.size()),
       b.CreateZExt(b.CreateLoad(i32, dyn_word(ETL_DYN_CAPACITY)), i64)); // after the slots
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     const GroupPlan &gp = plan.groups[g];
@@ -195,21 +212,28 @@ void Lowerer::emit_fire(int ev, llvm::Value *rel) {
       if (use.event != ev)
         continue;
       task = gp.decl;
-      size_t rank = gp.decl->domain.size();
+      // A group whose range reads data: its expanders wait, one per task of
+      // the variables before that one.
+      bool dd = gp.decl->data_var >= 0;
+      size_t full_rank = gp.decl->domain.size();
+      size_t rank = dd ? size_t(gp.decl->data_var) : full_rank;
       std::vector<llvm::Value *> lo(rank), hi(rank);
       for (size_t v = 0; v < rank; ++v) {
         lo[v] = index(*gp.decl->domain[v].lo);
         hi[v] = index(*gp.decl->domain[v].hi);
       }
+      std::vector<llvm::Value *> rest; // later variables: at lo, unused by the edge
+      for (size_t v = rank; v < full_rank; ++v)
+        rest.push_back(index(*gp.decl->domain[v].lo));
       EdgeInverse inv;
       if (w < gp.wait_inverse.size())
         inv = gp.wait_inverse[w];
-      if (inv.solved_by.size() != rank) {
+      if (inv.solved_by.size() < rank) {
         inv.solved_by.assign(rank, -1);
         inv.coeff.assign(rank, 0);
       }
       // c of each solving component `a*v + c`: the component at v = 0.
-      task_vars.assign(rank, b.getInt64(0));
+      task_vars.assign(full_rank, b.getInt64(0));
       std::vector<llvm::Value *> c(use.idx.size(), nullptr);
       for (size_t v = 0; v < rank; ++v)
         if (int d = inv.solved_by[v]; d >= 0 && !c[size_t(d)])
@@ -218,6 +242,7 @@ void Lowerer::emit_fire(int ev, llvm::Value *rel) {
       std::function<void(size_t)> rec = [&](size_t v) {
         if (v == rank) {
           task_vars = vals;
+          task_vars.insert(task_vars.end(), rest.begin(), rest.end());
           llvm::Value *match = b.getTrue();
           for (size_t d = 0; d < use.idx.size(); ++d)
             if (use.idx[d])
@@ -259,6 +284,86 @@ void Lowerer::emit_fire(int ev, llvm::Value *rel) {
   }
   task = saved_task;
   task_vars = saved_vars;
+}
+
+llvm::Function *Lowerer::lower_expander(int g) {
+  const GroupPlan &gp = plan.groups[size_t(g)];
+  const TaskDecl &t = *gp.decl;
+  llvm::IRBuilderBase::InsertPointGuard guard(b);
+  llvm::Function *saved_fn = fn;
+  llvm::Value *saved_args = args, *saved_tid = tid, *saved_smem = smem;
+  const TaskDecl *saved_task = task;
+  std::vector<llvm::Value *> saved_vars = task_vars;
+  auto *fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i32, i32, ptr}, false);
+  fn = llvm::Function::Create(fty, llvm::Function::InternalLinkage, "etl.expand." + gp.name, mod);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::Function *ex = fn;
+  args = fn->getArg(0);
+  tid = fn->getArg(2);
+  smem = fn->getArg(3);
+  task = &t;
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::Value *plin = b.CreateZExt(fn->getArg(1), i64);
+  if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
+    size_t k = size_t(t.data_var), rank = t.domain.size();
+    std::vector<llvm::Value *> lo(rank), ext(rank);
+    for (size_t v = 0; v < rank; ++v) {
+      const TaskIndexDecl &d = t.domain[v];
+      lo[v] = index(*d.lo);
+      ext[v] = b.CreateSub(index(d.static_bound ? *d.static_bound : *d.hi), lo[v]);
+    }
+    task_vars.assign(rank, nullptr);
+    llvm::Value *q = plin;
+    for (size_t v = k; v-- > 0;) {
+      task_vars[v] = b.CreateAdd(lo[v], v == 0 ? q : b.CreateURem(q, ext[v]));
+      q = b.CreateUDiv(q, ext[v]);
+    }
+    for (size_t v = k; v < rank; ++v)
+      task_vars[v] = lo[v];
+    // The range, evaluated now: its waits are done, so its data is ready.
+    llvm::Value *hd = index(*t.domain[k].data_bound);
+    llvm::Value *hs = index(*t.domain[k].static_bound);
+    llvm::Value *hi = b.CreateSelect(b.CreateICmpSLT(hd, hs), hd, hs);
+    llvm::Value *ek = b.CreateSub(hi, lo[k]);
+    ek = b.CreateSelect(b.CreateICmpSGT(ek, b.getInt64(0)), ek, b.getInt64(0));
+    llvm::Value *rest = b.getInt64(1);
+    for (size_t v = k + 1; v < rank; ++v)
+      rest = b.CreateMul(rest, ext[v]);
+    llvm::Value *n = b.CreateTrunc(b.CreateMul(ek, rest), i32);
+    m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_REMAINING), n);
+    // Settle: each notified element holds one token for this expander.
+    llvm::Value *events = arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/);
+    llvm::Value *delta = b.CreateSub(n, b.getInt32(1));
+    for (const EventUse &use : gp.notifies)
+      for_each_event_element(use, [&](llvm::Value *off) {
+        llvm::Value *old = m.atomic_add_acq_rel(b, b.CreateGEP(i32, events, off), delta);
+        llvm::Value *rel = b.CreateSub(off, arg_slot_i64(event_slot(use.event)));
+        if_then(b.CreateICmpEQ(b.CreateAdd(old, delta), b.getInt32(0)),
+                [&] { emit_fire(use.event, rel); });
+      });
+    // Push the tasks (ids after the expanders, over the largest domain).
+    llvm::Value *base = b.CreateAdd(
+        b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + g))),
+        b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + plan.groups.size() + g))));
+    std::function<void(size_t, llvm::Value *)> rec = [&](size_t v, llvm::Value *acc) {
+      if (v == rank) {
+        emit_push(b.CreateAdd(base, b.CreateTrunc(acc, i32)));
+        return;
+      }
+      llvm::Value *hiv = v == k ? ek : ext[v];
+      for_range(b.getInt64(0), hiv, b.getInt64(1),
+                [&](llvm::Value *iv) { rec(v + 1, b.CreateAdd(b.CreateMul(acc, ext[v]), iv)); });
+    };
+    rec(k, plin);
+  });
+  b.CreateRetVoid();
+  fn = saved_fn;
+  args = saved_args;
+  tid = saved_tid;
+  smem = saved_smem;
+  task = saved_task;
+  task_vars = saved_vars;
+  return ex;
 }
 
 llvm::Value *Lowerer::all_waits_ready(const GroupPlan &gp) {

@@ -14,6 +14,9 @@
 // Timeline (args[TIMELINE] != 0): thread 0 also broadcasts the queue
 // position p and writes record p's start (after the waits) and end (after
 // the body, before the notifies); see etl_abi.h.
+// With `schedule dynamic` groups (lower_dynamic.cpp) a CTA whose static
+// queue is empty pops dynamic items, a static task's wait runs ready dynamic
+// items while it waits, and a notify that completes an element fires it.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -242,7 +245,9 @@ llvm::Function *Lowerer::lower_group(int g) {
   std::vector<llvm::Value *> lo(rank), ext(rank);
   for (size_t d = 0; d < rank; ++d) {
     lo[d] = index(*task->domain[d].lo);
-    ext[d] = b.CreateSub(index(*task->domain[d].hi), lo[d]);
+    // A range that reads data: tasks are numbered over its largest extent.
+    const TaskIndexDecl &td = task->domain[d];
+    ext[d] = b.CreateSub(index(td.static_bound ? *td.static_bound : *td.hi), lo[d]);
   }
   task_vars.assign(rank, nullptr);
   llvm::Value *stride = b.getInt64(1);

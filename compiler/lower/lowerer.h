@@ -156,6 +156,11 @@ private:
   /// `out` on abort; continues at the insertion point when ready.
   void emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin, llvm::BasicBlock *out);
   llvm::Function *dyn_run = nullptr;
+  /// etl.expand.<group>(args, prefix, tid, smem) for a group whose range
+  /// reads data: thread 0 evaluates the range of prefix task `prefix`, adds
+  /// its tasks to `remaining`, settles the elements they notify (one token
+  /// per expander each: + n - 1, firing what reaches zero) and pushes them.
+  llvm::Function *lower_expander(int g);
   /// Thread 0: an event index that reads data is outside [0, extent): fill
   /// the error record (args[ETL_SLOT_ERROR], first writer wins), raise the
   /// abort flag and this CTA's shared abort word.

@@ -377,8 +377,13 @@ private:
     Facts saved = facts_;
     poisoned_vars_.clear();
     scopes_.emplace_back();
+    t.data_var = -1;
     for (size_t i = 0; i < t.domain.size(); ++i) {
       TaskIndexDecl &d = t.domain[i];
+      if (has_element_read(*d.hi)) {
+        check_data_bound(t, i);
+        continue;
+      }
       std::optional<Sym> lo = check_index(*d.lo, IndexCtx::Range);
       std::optional<Sym> hi = check_index(*d.hi, IndexCtx::Range);
       if (lo && report_inexact(*d.lo))
@@ -397,6 +402,12 @@ private:
       check_event_ref(r);
     for (auto &r : t.notifies)
       check_event_ref(r);
+    if (t.data_var >= 0) {
+      check_data_bound_edges(t, t.waits, "waits on");
+      check_data_bound_edges(t, t.notifies, "notifies");
+      if (t.schedule == ScheduleKind::Static)
+        diag_.error(DiagId::DataBoundStatic, t.schedule_range, {t.name});
+    }
     scopes_.emplace_back();
     for (auto &s : t.body)
       check_stmt(*s);
@@ -494,6 +505,79 @@ private:
       if (e.args[k]->kind == ExprKind::Range)
         return true;
     return false;
+  }
+
+  static bool has_element_read(const Expr &e) {
+    if (e.kind == ExprKind::Index)
+      return true;
+    for (const auto &a : e.args)
+      if (a && has_element_read(*a))
+        return true;
+    return false;
+  }
+
+  /// Domain variable `i` of `t` whose upper bound reads tensor data: it must
+  /// be `min(<reads data>, <bound without data>)` (either order), the only
+  /// such variable; the data part may use the variables before it.
+  void check_data_bound(TaskDecl &t, size_t i) {
+    TaskIndexDecl &d = t.domain[i];
+    std::optional<Sym> lo = check_index(*d.lo, IndexCtx::Range);
+    Expr &h = *d.hi;
+    bool is_min = h.kind == ExprKind::Call && h.name == "min" && h.args.size() == 2 &&
+                  h.kwargs.empty() && !h.type_arg && h.shape_args.empty();
+    int dd = -1;
+    if (is_min) {
+      bool a = has_element_read(*h.args[0]), b = has_element_read(*h.args[1]);
+      dd = a && !b ? 0 : b && !a ? 1 : -1;
+    }
+    if (dd < 0) {
+      diag_.error(DiagId::DataBoundRule, h.range,
+                  {d.name, "write it as min(<reads data>, <bound without data>), so the largest "
+                           "number of tasks is known at bind time"});
+    } else if (t.data_var >= 0) {
+      diag_.error(DiagId::DataBoundRule, h.range,
+                  {d.name, "only one task variable's range may read data (here also '" +
+                               t.domain[size_t(t.data_var)].name + "')"});
+      dd = -1;
+    }
+    std::optional<Sym> st;
+    if (dd >= 0) {
+      st = check_index(*h.args[size_t(1 - dd)], IndexCtx::Range);
+      std::optional<Sym> dv = check_index(*h.args[size_t(dd)], IndexCtx::Domain);
+      if (dv)
+        mark_reads_data(*h.args[size_t(dd)]);
+      if (st && dv && lo) {
+        d.data_bound = h.args[size_t(dd)].get();
+        d.static_bound = h.args[size_t(1 - dd)].get();
+        t.data_var = int(i);
+        h.sym = st; // the largest extent's bound
+        h.reads_data = true;
+        h.type = index_type(*st);
+      }
+    }
+    declare(d.name, d.name_range, NameRef::TaskIndex, int(i));
+    if (!lo || !st || t.data_var != int(i))
+      poisoned_vars_.insert(d.name);
+    facts_.add_bounds(d.name, lo, st ? std::optional<Sym>(*st - 1) : std::nullopt);
+  }
+
+  /// Waits and notifies of a group with a data-dependent range may use only
+  /// the variables before it (its tasks are pushed when the range is known,
+  /// with their waits already done and their notifications counted).
+  void check_data_bound_edges(const TaskDecl &t, const std::vector<EventRef> &refs,
+                              const char *verb) {
+    for (const EventRef &r : refs)
+      for (const ExprPtr &ix : r.indices) {
+        if (!ix || !ix->sym)
+          continue;
+        for (size_t v = size_t(t.data_var); v < t.domain.size(); ++v)
+          if (ix->sym->mentions(t.domain[v].name)) {
+            diag_.error(
+                DiagId::DataBoundEdge, ix->range,
+                {t.name, verb, r.event, t.domain[v].name, t.domain[size_t(t.data_var)].name});
+            break;
+          }
+      }
   }
 
   /// Sets reads_data on every node computed from an element read.

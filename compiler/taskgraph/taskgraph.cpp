@@ -23,6 +23,10 @@ namespace {
 /// The uniform per-element count contributed by one notify edge, if any.
 std::optional<Sym> uniform_count(const TaskGroup &g, const Edge &e, const EventTensor &ev,
                                  std::string &why) {
+  if (g.decl && g.decl->data_var >= 0) {
+    why = "the number of tasks of " + g.name + " is known at run time";
+    return std::nullopt;
+  }
   std::vector<bool> used(g.vars.size(), false);
   for (size_t d = 0; d < e.indices.size(); ++d) {
     const EdgeIndex &ix = e.indices[d];
@@ -70,7 +74,10 @@ std::string shape_str(const std::vector<Sym> &s) {
 
 /// Schedule kind of a task: its own clause, else the kernel's, else static.
 void pick_schedule(const KernelDecl &k, const TaskDecl &t, TaskGroup &grp) {
-  if (t.schedule != ScheduleKind::None) {
+  if (t.data_var >= 0) {
+    grp.dynamic = true;
+    grp.schedule_reason = "range of " + t.domain[size_t(t.data_var)].name + " reads tensor data";
+  } else if (t.schedule != ScheduleKind::None) {
     grp.dynamic = t.schedule == ScheduleKind::Dynamic;
     grp.schedule_reason = "declared";
   } else if (k.schedule != ScheduleKind::None) {
@@ -84,7 +91,8 @@ void pick_schedule(const KernelDecl &k, const TaskDecl &t, TaskGroup &grp) {
 
 std::string inverse_str(const TaskGraph &g, const TaskGroup &grp, const Edge &e) {
   std::string s;
-  for (size_t v = 0; v < grp.vars.size(); ++v) {
+  size_t nv = grp.decl && grp.decl->data_var >= 0 ? size_t(grp.decl->data_var) : grp.vars.size();
+  for (size_t v = 0; v < nv; ++v) {
     s += v ? "; " : "";
     int d = e.inverse.solved_by[v];
     if (d >= 0)
@@ -265,10 +273,14 @@ std::string print_task_graph(const TaskGraph &g) {
   }
   for (const TaskGroup &grp : g.groups) {
     os << "group " << grp.name << "[";
-    for (size_t i = 0; i < grp.vars.size(); ++i)
+    for (size_t i = 0; i < grp.vars.size(); ++i) {
+      const Expr *dd = grp.decl->domain[i].data_bound;
       os << (i ? ", " : "") << grp.vars[i] << " in " << grp.lo[i].str() << " .. "
-         << grp.hi[i].str();
-    os << "]\n  tasks:      " << grp.task_count.str() << "\n";
+         << (dd && dd->sym ? "min(" + dd->sym->str() + ", " + grp.hi[i].str() + ")"
+                           : grp.hi[i].str());
+    }
+    os << "]\n  tasks:      " << (grp.decl->data_var >= 0 ? "at most " : "") << grp.task_count.str()
+       << "\n";
     for (int w : grp.waits)
       os << "  waits       " << edge_str(g, g.edges[w])
          << (g.edges[w].reads_data()
@@ -280,6 +292,14 @@ std::string print_task_graph(const TaskGraph &g) {
       os << "  notifies    " << edge_str(g, g.edges[n]) << "\n";
     if (grp.dynamic) {
       os << "  schedule:   dynamic (" << grp.schedule_reason << ")\n";
+      if (grp.decl->data_var >= 0) {
+        std::string prefix;
+        for (int v = 0; v < grp.decl->data_var; ++v)
+          prefix += (v ? ", " : "") + grp.vars[size_t(v)];
+        os << "  expansion:  one expander per (" << prefix
+           << ") once its waits are done: evaluates the range, pushes the tasks, settles the "
+              "counts of what they notify\n";
+      }
       for (int w : grp.waits)
         os << "  consumers of " << edge_str(g, g.edges[w]) << ": "
            << inverse_str(g, grp, g.edges[w]) << "\n";

@@ -82,7 +82,10 @@ typedef struct etl_section_entry {
  *   u32 n_groups    { str name; u32 rank; { expr lo; expr hi }[rank];
  *                     u32 n_notifies { u32 event; u32 n; { u32 star; expr idx if star == 0 }[n] };
  *                     u32 n_waits    { same as notifies };
- *                     u32 schedule   ETL_SCHEDULE_STATIC or _DYNAMIC }
+ *                     u32 schedule   ETL_SCHEDULE_STATIC or _DYNAMIC;
+ *                     u32 data_var   ETL_NO_DATA_VAR, or the domain variable
+ *                                    whose range reads tensor data (its hi
+ *                                    here is the static bound; dynamic) }
  *   u32 n_order     { u32 group }    groups in a topological order of the event graph
  *
  * Exprs in tensor/event shapes and constraints may use DIM; exprs in group
@@ -93,6 +96,7 @@ typedef struct etl_section_entry {
  * skipped by the runtime's bind-time checks.
  */
 enum { ETL_SCHEDULE_STATIC = 0, ETL_SCHEDULE_DYNAMIC = 1 };
+#define ETL_NO_DATA_VAR 0xFFFFFFFFu
 /* bf16: the top 16 bits of an IEEE f32 (round-to-nearest-even on store). */
 enum { ETL_ELEM_F32 = 0, ETL_ELEM_F16 = 1, ETL_ELEM_I32 = 2, ETL_ELEM_I64 = 3, ETL_ELEM_BF16 = 4 };
 
@@ -157,10 +161,20 @@ enum etl_slot {
  *   [ETL_DYN_GROUP_OFF + g]  per group: first item id of group g (dynamic
  *                       groups; ids are dense in group order, task t of
  *                       group g has id off[g] + t)
+ *   [ETL_DYN_GROUP_OFF + n_groups + g]  per group: P = its expanders (a
+ *                       group whose range reads data; else 0). Its ids:
+ *                       off[g] + p for the expander of prefix task p (the
+ *                       variables before the data-dependent one), then
+ *                       off[g] + P + t for task t of its largest domain.
+ *                       An expander waits like a task; when run it
+ *                       evaluates the range, adds its tasks to REMAINING,
+ *                       settles the counts of the elements they notify
+ *                       (each holds one token per expander: + n - 1) and
+ *                       pushes them.
  *   then slots[capacity]: 0 = empty, id + 1 once pushed (release);
  *   then deps[capacity]: per item id, waited event elements not yet
  *                       complete; whoever brings it to 0 pushes the item.
- * Slots start at ETL_DYN_GROUP_OFF + n_groups. Items with no pending
+ * Slots start at ETL_DYN_GROUP_OFF + 2 * n_groups. Items with no pending
  * dependency are in slots [0, tail) at launch. */
 enum {
   ETL_DYN_TAIL = 0,

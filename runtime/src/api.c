@@ -791,7 +791,7 @@ static etlStatus collect_timeline(etlProgram p, const etl_plan *pl, uint64_t dpt
     return st;
   }
   uint32_t *slots = NULL;
-  uint64_t slot0 = ETL_DYN_GROUP_OFF + (uint64_t)p->art.meta.n_groups;
+  uint64_t slot0 = ETL_DYN_GROUP_OFF + 2 * (uint64_t)p->art.meta.n_groups;
   if (pl->dyn && pl->n_dynamic) {
     slots = calloc(pl->n_dynamic, sizeof(uint32_t));
     st = slots ? dev_dtoh(p->ctx, slots, pl->dyn_dptr + slot0 * 4, pl->n_dynamic * 4)
@@ -823,8 +823,14 @@ static etlStatus collect_timeline(etlProgram p, const etl_plan *pl, uint64_t dpt
       if (p->art.meta.groups[k].schedule == ETL_SCHEDULE_DYNAMIC &&
           pl->dyn[ETL_DYN_GROUP_OFF + k] <= id)
         g = k;
+    uint32_t lin = id - pl->dyn[ETL_DYN_GROUP_OFF + g];
+    uint32_t pre = (uint32_t)pl->group_prefix[g];
+    if (lin < pre) { /* an expander: not a task, no record */
+      out[i].start_ns = out[i].end_ns = 0;
+      continue;
+    }
     out[i].group = g;
-    out[i].linear = id - pl->dyn[ETL_DYN_GROUP_OFF + g];
+    out[i].linear = lin - pre;
   }
   free(slots);
   free(raw);

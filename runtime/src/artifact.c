@@ -304,6 +304,10 @@ static void parse_meta(rd *r, etl_meta *m) {
     g->schedule = rd_u32(r);
     if (!r->bad && g->schedule > ETL_SCHEDULE_DYNAMIC)
       rd_fail(r, "unknown schedule kind");
+    g->data_var = rd_u32(r);
+    if (!r->bad && g->data_var != ETL_NO_DATA_VAR &&
+        (g->data_var >= g->rank || g->schedule != ETL_SCHEDULE_DYNAMIC))
+      rd_fail(r, "data-dependent range on a bad variable or a static group");
   }
 
   snprintf(r->where, sizeof r->where, "group order");

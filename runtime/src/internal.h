@@ -90,6 +90,7 @@ typedef struct etl_group_meta {
   uint32_t n_notifies, n_waits;
   etl_edge_meta *notifies, *waits;
   uint32_t schedule; /* ETL_SCHEDULE_* */
+  uint32_t data_var; /* ETL_NO_DATA_VAR or the variable whose range reads data */
 } etl_group_meta;
 
 typedef struct etl_meta {
@@ -152,7 +153,9 @@ typedef struct etl_plan {
   uint32_t *wait_counts;  /* n_counters initial values */
   /* groups */
   int64_t *group_lo, *group_hi; /* per group: ETL_MAX_RANK bounds */
-  uint64_t *group_tasks;
+  uint64_t *group_tasks;        /* with a data-dependent range: the largest count */
+  uint64_t *group_prefix;       /* data-dependent range: expanders (tasks of the
+                                   variables before it), else 0 */
   /* static queue */
   uint64_t n_entries;   /* tasks, static and dynamic (timeline records) */
   uint64_t n_static;    /* tasks of static groups: queue entries */

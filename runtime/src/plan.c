@@ -48,6 +48,7 @@ void etl_plan_free_host(etl_plan *p) {
   free(p->group_lo);
   free(p->group_hi);
   free(p->group_tasks);
+  free(p->group_prefix);
   free(p->queue);
   free(p->queue_offs);
   free(p->dyn);
@@ -55,6 +56,20 @@ void etl_plan_free_host(etl_plan *p) {
   free(p->buffer_dptr);
   free(p->args_host);
   free(p);
+}
+
+/* Variables of prefix task `plin` of a group whose variable k's range reads
+ * data: row-major over the variables before k; k and later at their lo. */
+static void prefix_vars(const etl_plan *p, uint32_t g, uint32_t rank, uint32_t k, uint64_t plin,
+                        int64_t *vars) {
+  for (uint32_t j = k; j < rank; ++j)
+    vars[j] = p->group_lo[(size_t)g * ETL_MAX_RANK + j];
+  for (int j = (int)k - 1; j >= 0; --j) {
+    int64_t lo = p->group_lo[(size_t)g * ETL_MAX_RANK + j];
+    int64_t ext = p->group_hi[(size_t)g * ETL_MAX_RANK + j] - lo;
+    vars[j] = lo + (int64_t)(plin % (uint64_t)ext);
+    plin /= (uint64_t)ext;
+  }
 }
 
 static void task_vars(const etl_plan *p, uint32_t g, uint32_t rank, uint64_t linear,
@@ -230,7 +245,7 @@ static etlStatus build_dynamic(const etl_meta *m, etl_plan *p) {
     any |= m->groups[g].schedule == ETL_SCHEDULE_DYNAMIC;
   if (!any)
     return ETL_SUCCESS;
-  uint64_t slots = ETL_DYN_GROUP_OFF + (uint64_t)m->n_groups;
+  uint64_t slots = ETL_DYN_GROUP_OFF + 2 * (uint64_t)m->n_groups;
   p->dyn_words = slots + 2 * p->n_dynamic;
   p->dyn = calloc(p->dyn_words, sizeof(uint32_t));
   if (!p->dyn)
@@ -239,10 +254,23 @@ static etlStatus build_dynamic(const etl_meta *m, etl_plan *p) {
   uint64_t id = 0;
   for (uint32_t g = 0; g < m->n_groups; ++g) {
     d[ETL_DYN_GROUP_OFF + g] = (uint32_t)id;
+    d[ETL_DYN_GROUP_OFF + m->n_groups + g] = (uint32_t)p->group_prefix[g];
     if (m->groups[g].schedule != ETL_SCHEDULE_DYNAMIC)
       continue;
     const etl_group_meta *gm = &m->groups[g];
     int64_t vars[ETL_MAX_RANK];
+    if (gm->data_var != ETL_NO_DATA_VAR) {
+      /* expanders wait; the tasks are pushed by them (deps stay 0) */
+      for (uint64_t lin = 0; lin < p->group_prefix[g]; ++lin) {
+        prefix_vars(p, g, gm->rank, gm->data_var, lin, vars);
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < gm->n_waits; ++i)
+          n += edge_pending(m, p, g, &gm->waits[i], vars);
+        deps[id + lin] = n;
+      }
+      id += p->group_prefix[g] + p->group_tasks[g];
+      continue;
+    }
     for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin) {
       task_vars(p, g, gm->rank, lin, vars);
       uint32_t n = 0;
@@ -253,18 +281,22 @@ static etlStatus build_dynamic(const etl_meta *m, etl_plan *p) {
     id += p->group_tasks[g];
   }
   uint32_t tail = 0;
+  uint64_t remaining = 0;
   for (uint32_t oi = 0; oi < m->n_order; ++oi) {
     uint32_t g = m->order[oi];
     if (m->groups[g].schedule != ETL_SCHEDULE_DYNAMIC)
       continue;
     uint32_t base = d[ETL_DYN_GROUP_OFF + g];
-    for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin)
+    int dd = m->groups[g].data_var != ETL_NO_DATA_VAR;
+    uint64_t n = dd ? p->group_prefix[g] : p->group_tasks[g]; /* expanders add the rest */
+    remaining += n;
+    for (uint64_t lin = 0; lin < n; ++lin)
       if (deps[base + lin] == 0)
         d[slots + tail++] = base + (uint32_t)lin + 1;
   }
   d[ETL_DYN_TAIL] = tail;
   d[ETL_DYN_HEAD] = 0;
-  d[ETL_DYN_REMAINING] = (uint32_t)p->n_dynamic;
+  d[ETL_DYN_REMAINING] = (uint32_t)remaining;
   d[ETL_DYN_CAPACITY] = (uint32_t)p->n_dynamic;
   d[ETL_DYN_NSTATIC] = (uint32_t)p->n_static;
   return ETL_SUCCESS;
@@ -287,6 +319,7 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
   p->group_lo = calloc(ng * ETL_MAX_RANK, sizeof(int64_t));
   p->group_hi = calloc(ng * ETL_MAX_RANK, sizeof(int64_t));
   p->group_tasks = calloc(ng, sizeof(uint64_t));
+  p->group_prefix = calloc(ng, sizeof(uint64_t));
   p->buffer_bytes = calloc(nt, sizeof(uint64_t));
   p->buffer_dptr = calloc(nt, sizeof(uint64_t));
   p->args_host = calloc(1, ETL_ARGS_BYTES(m));
@@ -294,8 +327,8 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
   etlStatus st = ETL_SUCCESS;
   char err[160];
   if (!p->dims || !p->event_offset || !p->event_elems || !p->event_shape || !p->group_lo ||
-      !p->group_hi || !p->group_tasks || !p->buffer_bytes || !p->buffer_dptr || !p->args_host ||
-      !p->queue_offs) {
+      !p->group_hi || !p->group_tasks || !p->group_prefix || !p->buffer_bytes || !p->buffer_dptr ||
+      !p->args_host || !p->queue_offs) {
     st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
     goto fail;
   }
@@ -364,6 +397,14 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
       }
     }
     p->group_tasks[g] = tasks;
+    if (gm->data_var != ETL_NO_DATA_VAR) {
+      uint64_t pre = 1;
+      for (uint32_t k = 0; k < gm->data_var; ++k)
+        pre *= (uint64_t)(p->group_hi[(size_t)g * ETL_MAX_RANK + k] -
+                          p->group_lo[(size_t)g * ETL_MAX_RANK + k]);
+      p->group_prefix[g] = pre; /* <= tasks, or tasks == 0 */
+      tasks += pre;             /* items: expanders, then the largest domain */
+    }
     p->n_entries += tasks;
     if (gm->schedule == ETL_SCHEDULE_DYNAMIC)
       p->n_dynamic += tasks;
@@ -388,15 +429,23 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
     if (gm->n_notifies == 0 && gm->n_waits == 0)
       continue;
     int64_t vars[ETL_MAX_RANK];
-    for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin) {
-      task_vars(p, g, gm->rank, lin, vars);
+    /* a data-dependent range: its edges use only the prefix variables, and
+       each element holds one token per expander (settled when it runs) */
+    int dd = gm->data_var != ETL_NO_DATA_VAR;
+    uint64_t n = dd ? p->group_prefix[g] : p->group_tasks[g];
+    uint64_t per = dd && n ? p->group_tasks[g] / n : 1;
+    for (uint64_t lin = 0; lin < n; ++lin) {
+      if (dd)
+        prefix_vars(p, g, gm->rank, gm->data_var, lin, vars);
+      else
+        task_vars(p, g, gm->rank, lin, vars);
       for (uint32_t i = 0; i < gm->n_notifies; ++i) {
-        st = edge_elements(m, p, g, &gm->notifies[i], vars, "notifies", lin, p->wait_counts);
+        st = edge_elements(m, p, g, &gm->notifies[i], vars, "notifies", lin * per, p->wait_counts);
         if (st)
           goto fail;
       }
       for (uint32_t i = 0; i < gm->n_waits; ++i) {
-        st = edge_elements(m, p, g, &gm->waits[i], vars, "waits on", lin, NULL);
+        st = edge_elements(m, p, g, &gm->waits[i], vars, "waits on", lin * per, NULL);
         if (st)
           goto fail;
       }

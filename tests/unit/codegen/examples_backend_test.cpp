@@ -99,6 +99,16 @@ TEST_CASE("dynamic scheduling (queue, acq_rel atomics, compare-and-swap) assembl
   assemble(c->result);
 }
 
+TEST_CASE("data-dependent ranges and waits (expanders, element reads) assemble with ptxas") {
+  for (const char *prog : {"tests/unit/runtime/programs/data_range.etl",
+                           "tests/golden/data_dependent_taskgraph.etl"}) {
+    auto c = compile_example(prog, {"sm_90"});
+    INFO(prog << ": " << c->result.error);
+    REQUIRE(c->result.ok);
+    assemble(c->result);
+  }
+}
+
 TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
   using namespace etl::testing;
   BackendOptions opts;

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -167,6 +168,91 @@ TEST_CASE(
   CHECK(gout[0] == 1.f);
   etlProgramDestroy(pd);
   etlProgramDestroy(pg);
+}
+
+// A range that reads data: expert[e, m] for m < min(cnt[e], T / TM), cnt
+// copied from `count` by prep (so the expanders must run after prep's
+// notify); fin (static) waits done[*], fin2 (dynamic) done[e], including
+// elements whose range is empty.
+const char *kExperts = R"(
+const TM = 4;
+kernel moe<E: dim, T: dim>(count: tensor<i32>[E], x: tensor<f32>[E, T], y: tensor<f32>[E, T],
+                           total: tensor<f32>[E, TM], total2: tensor<f32>[E, TM]) where T % 4 == 0 {
+  buffer cnt: tensor<i32>[E];
+  event counted[1];
+  event done[E];
+  task prep[i in 0 .. 1] notifies counted[0] {
+    for e in 0 .. E {
+      store(cnt[e .. +1], load(count[e .. +1]));
+    }
+  }
+  task expert[e in 0 .. E, m in 0 .. min(cnt[e], T / TM)] waits counted[0] notifies done[e] {
+    store(y[e, m * TM .. +TM], load(x[e, m * TM .. +TM]) * 2.0);
+  }
+  task fin[e in 0 .. E] waits done[*] {
+    var acc = zeros<f32>[TM];
+    for j in 0 .. T / TM {
+      acc += load(y[e, j * TM .. +TM]);
+    }
+    store(total[e, 0 .. +TM], acc);
+  }
+  task fin2[e in 0 .. E] schedule dynamic waits done[e] {
+    var acc = zeros<f32>[TM];
+    for j in 0 .. T / TM {
+      acc += load(y[e, j * TM .. +TM]);
+    }
+    store(total2[e, 0 .. +TM], acc);
+  }
+}
+)";
+
+TEST_CASE("a range that reads data: tasks expanded at run time, empty ranges included") {
+  std::string err;
+  std::string path = compile_sim(kExperts, "experts", err);
+  INFO(err);
+  REQUIRE(!path.empty());
+  const int64_t TM = 4;
+  for (uint32_t workers : {1u, 3u, 5u}) {
+    Ctx c(workers, 5000);
+    etlProgram prog = nullptr;
+    REQUIRE(etlProgramLoadFile(c.ctx, path.c_str(), &prog) == ETL_SUCCESS);
+    for (int64_t E : {1, 4, 7}) {
+      const int64_t T = 24;
+      INFO("workers " << workers << ", E " << E);
+      std::vector<int32_t> count(static_cast<size_t>(E), 0);
+      for (int64_t e = 0; e < E; ++e)
+        count[size_t(e)] =
+            int32_t((e * 5 + int64_t(workers)) % 9) - 1; // -1 .. 7: empty and clamped
+      std::vector<float> x(size_t(E * T)), y(size_t(E * T), 0.f), total(size_t(E * TM), -1.f),
+          total2(size_t(E * TM), -1.f);
+      for (size_t k = 0; k < x.size(); ++k)
+        x[k] = float(k % 7) + 0.5f;
+      int64_t se[1] = {E}, set[2] = {E, T}, stm[2] = {E, TM};
+      REQUIRE(etlBindDim(prog, "E", E) == ETL_SUCCESS);
+      REQUIRE(etlBindDim(prog, "T", T) == ETL_SUCCESS);
+      REQUIRE(etlBindTensor(prog, "count", count.data(), ETL_I32, 1, se) == ETL_SUCCESS);
+      REQUIRE(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, set) == ETL_SUCCESS);
+      REQUIRE(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, set) == ETL_SUCCESS);
+      REQUIRE(etlBindTensor(prog, "total", total.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
+      REQUIRE(etlBindTensor(prog, "total2", total2.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
+      REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+      for (int64_t e = 0; e < E; ++e) {
+        int64_t blocks = std::min<int64_t>(std::max<int64_t>(count[size_t(e)], 0), T / TM);
+        for (int64_t t = 0; t < T; ++t) {
+          float want = t < blocks * TM ? x[size_t(e * T + t)] * 2.f : 0.f;
+          CHECK(y[size_t(e * T + t)] == want);
+        }
+        for (int64_t l = 0; l < TM; ++l) {
+          float want = 0.f;
+          for (int64_t j = 0; j < T / TM; ++j)
+            want += y[size_t(e * T + j * TM + l)];
+          CHECK(total[size_t(e * TM + l)] == want);
+          CHECK(total2[size_t(e * TM + l)] == want);
+        }
+      }
+    }
+    etlProgramDestroy(prog);
+  }
 }
 
 TEST_CASE("a dynamic group cannot wait at a data-dependent index; notifies cannot read data") {

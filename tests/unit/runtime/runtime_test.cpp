@@ -163,6 +163,7 @@ std::string test_meta(int64_t notify_shift = 0) {
   w.u32(0);
   w.expr(V(0));
   w.u32(ETL_SCHEDULE_STATIC);
+  w.u32(ETL_NO_DATA_VAR);
   // produce
   w.str("produce");
   w.u32(1);
@@ -175,6 +176,7 @@ std::string test_meta(int64_t notify_shift = 0) {
   w.expr(op(V(0), C(notify_shift), ETL_XOP_ADD));
   w.u32(0);
   w.u32(ETL_SCHEDULE_STATIC);
+  w.u32(ETL_NO_DATA_VAR);
   // total
   w.str("total");
   w.u32(1);
@@ -186,6 +188,7 @@ std::string test_meta(int64_t notify_shift = 0) {
   w.u32(1);
   w.u32(1);
   w.u32(ETL_SCHEDULE_STATIC);
+  w.u32(ETL_NO_DATA_VAR);
   w.u32(3);
   w.u32(1);
   w.u32(0);
@@ -437,6 +440,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.u32(1);
   w.u32(0);
   w.u32(ETL_SCHEDULE_STATIC);
+  w.u32(ETL_NO_DATA_VAR);
   w.str("b");
   w.u32(1);
   w.expr(C(0));
@@ -450,6 +454,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.u32(0);
   w.expr(C(1));
   w.u32(ETL_SCHEDULE_STATIC);
+  w.u32(ETL_NO_DATA_VAR);
   w.u32(2);
   w.u32(1); // order: b listed last
   w.u32(0);

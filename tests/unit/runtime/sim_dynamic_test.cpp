@@ -12,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -89,7 +90,9 @@ TEST_CASE("dynamic: the plan's initial queue, dependency counters and capacity")
   CHECK(d[ETL_DYN_GROUP_OFF + 0] == 0);
   CHECK(d[ETL_DYN_GROUP_OFF + 2] == 4);
   CHECK(d[ETL_DYN_GROUP_OFF + 3] == 8);
-  const uint32_t *slots = d + ETL_DYN_GROUP_OFF + 5, *deps = slots + 12;
+  for (int g = 0; g < 5; ++g)
+    CHECK(d[ETL_DYN_GROUP_OFF + 5 + g] == 0); // no expanders: no range reads data
+  const uint32_t *slots = d + ETL_DYN_GROUP_OFF + 2 * 5, *deps = slots + 12;
   for (uint32_t s = 0; s < 4; ++s)
     CHECK(slots[s] == s + 1); // item ids 0..3, stored + 1
   CHECK(slots[4] == 0);
@@ -159,6 +162,58 @@ TEST_CASE("dynamic: static and dynamic groups in one megakernel run like the ref
       for (auto &g : seen)
         for (int s : g)
           CHECK(s == 1);
+    }
+    etlProgramDestroy(prog);
+    etlContextDestroy(ctx);
+  }
+}
+
+TEST_CASE("dynamic: a range that reads data expands at run time (programs/data_range.etl)") {
+  std::string path = artifact_path("data_range");
+  if (!have(path)) {
+    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    return;
+  }
+  const int64_t TM = 4, T = 16;
+  for (uint32_t workers : {2u, 5u}) {
+    etlContextParams params = etlContextDefaultParams();
+    params.sim_workers = workers;
+    params.watchdog_ms = 10000;
+    etlContext ctx = nullptr;
+    REQUIRE(etlContextCreate(&ctx, "sim", &params) == ETL_SUCCESS);
+    etlProgram prog = nullptr;
+    REQUIRE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS);
+    for (int64_t E : {2, 5}) {
+      INFO("workers " << workers << ", E " << E);
+      std::vector<int32_t> count(static_cast<size_t>(E), 0);
+      for (int64_t e = 0; e < E; ++e)
+        count[size_t(e)] = int32_t(e * 3 % 7) - 1; // -1 .. 5: empty and clamped ranges
+      std::vector<float> x(size_t(E * T)), y(size_t(E * T), 0.f), total(size_t(E * TM), -1.f),
+          total2(size_t(E * TM), -1.f);
+      for (size_t k = 0; k < x.size(); ++k)
+        x[k] = float(k % 5) + 0.25f;
+      int64_t se[1] = {E}, set[2] = {E, T}, stm[2] = {E, TM};
+      CHECK(etlBindDim(prog, "E", E) == ETL_SUCCESS);
+      CHECK(etlBindDim(prog, "T", T) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "count", count.data(), ETL_I32, 1, se) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, set) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, set) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "total", total.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "total2", total2.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
+      REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+      for (int64_t e = 0; e < E; ++e) {
+        int64_t blocks = std::min<int64_t>(std::max<int64_t>(count[size_t(e)], 0), T / TM);
+        float sum[4] = {0, 0, 0, 0};
+        for (int64_t t = 0; t < T; ++t) {
+          float want = t < blocks * TM ? x[size_t(e * T + t)] * 2.f : 0.f;
+          CHECK(y[size_t(e * T + t)] == want);
+          sum[t % TM] += want;
+        }
+        for (int64_t l = 0; l < TM; ++l) {
+          CHECK(total[size_t(e * TM + l)] == sum[l]);
+          CHECK(total2[size_t(e * TM + l)] == sum[l]);
+        }
+      }
     }
     etlProgramDestroy(prog);
     etlContextDestroy(ctx);
