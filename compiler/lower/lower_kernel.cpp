@@ -23,6 +23,8 @@
 
 #include <llvm/IR/Constants.h>
 
+#include <algorithm>
+
 namespace etl {
 
 Lowerer::Lowerer(const KernelPlan &p, Machine &mach, llvm::Module &md, unsigned threads)
@@ -279,6 +281,7 @@ llvm::Function *Lowerer::lower_group(int g) {
     b.CreateRetVoid();
     b.SetInsertPoint(go);
   }
+  emit_data_notify_release(gp);
   timeline_mark(/*start=*/true);
   lower_stmts(task->body);
   if (!gp.notifies.empty()) {
@@ -348,6 +351,44 @@ void Lowerer::for_each_event_element(const EventUse &use,
   rec(0, b.getInt64(0));
 }
 
+void Lowerer::notify_element(int event, llvm::Value *off) {
+  llvm::Value *p = b.CreateGEP(i32, arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/), off);
+  if (has_dynamic_consumer(event)) {
+    // The last notification fires the element (lower_dynamic.cpp).
+    llvm::Value *old = m.atomic_add_acq_rel(b, p, b.getInt32(0xFFFFFFFFu));
+    llvm::Value *rel = b.CreateSub(off, arg_slot_i64(event_slot(event)));
+    if_then(b.CreateICmpEQ(old, b.getInt32(1)), [&] { emit_fire(event, rel); });
+    return;
+  }
+  m.atomic_add_release(b, p, b.getInt32(0xFFFFFFFFu));
+}
+
+/// Data-dependent notifies (`notifies E[idx[i]]`): the runtime gives every
+/// element of E one token per task of the group (plan.c). Once a task knows
+/// its target element, here after its waits and before its body, thread 0
+/// hands the token back on every other element; its notify at the end
+/// consumes the target's. So an element completes when every task aiming at
+/// it has finished and every other task has started. O(|E|) atomics per task.
+void Lowerer::emit_data_notify_release(const GroupPlan &gp) {
+  for (const EventUse &use : gp.notifies) {
+    if (std::none_of(use.idx.begin(), use.idx.end(),
+                     [](const Expr *x) { return x && x->reads_data; }))
+      continue;
+    if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
+      for_each_event_element(use, [&](llvm::Value *target) {
+        llvm::Value *numel = b.getInt64(1);
+        for (const ExprPtr &d : plan.kernel->events[size_t(use.event)].shape)
+          numel = b.CreateMul(numel, index(*d));
+        llvm::Value *base = arg_slot_i64(event_slot(use.event));
+        for_range(b.getInt64(0), numel, b.getInt64(1), [&](llvm::Value *x) {
+          llvm::Value *off = b.CreateAdd(base, x);
+          if_then(b.CreateICmpNE(off, target), [&] { notify_element(use.event, off); });
+        });
+      });
+    });
+  }
+}
+
 void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
   llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
   if_then(is0, [&] {
@@ -357,15 +398,8 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
     for (const EventUse &use : wait ? gp.waits : gp.notifies) {
       for_each_event_element(use, [&](llvm::Value *off) {
         llvm::Value *p = b.CreateGEP(i32, events, off);
-        if (!wait && has_dynamic_consumer(use.event)) {
-          // The last notification fires the element (lower_dynamic.cpp).
-          llvm::Value *old = m.atomic_add_acq_rel(b, p, b.getInt32(0xFFFFFFFFu));
-          llvm::Value *rel = b.CreateSub(off, arg_slot_i64(event_slot(use.event)));
-          if_then(b.CreateICmpEQ(old, b.getInt32(1)), [&] { emit_fire(use.event, rel); });
-          return;
-        }
         if (!wait) {
-          m.atomic_add_release(b, p, b.getInt32(0xFFFFFFFFu));
+          notify_element(use.event, off);
           return;
         }
         // while (load_acquire(p) != 0) { if (abort) { flag; break; } pause; }

@@ -116,6 +116,10 @@ public:
 private:
   llvm::Function *lower_group(int g);
   void emit_event_ops(const GroupPlan &gp, bool wait);
+  /// One notification of element `off` (absolute counter index) of `event`,
+  /// firing it for dynamic consumers when it reaches zero.
+  void notify_element(int event, llvm::Value *off);
+  void emit_data_notify_release(const GroupPlan &gp);
   /// Thread 0, when args[ETL_SLOT_TIMELINE] is set: writes the clock into
   /// the task's timeline record (start also writes sm and cta).
   void timeline_mark(bool start);

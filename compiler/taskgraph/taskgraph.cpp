@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 #include "taskgraph/taskgraph.h"
 
+#include <algorithm>
+
 #include <sstream>
 
 namespace etl {
@@ -25,6 +27,10 @@ std::optional<Sym> uniform_count(const TaskGroup &g, const Edge &e, const EventT
                                  std::string &why) {
   if (g.decl && g.decl->data_var >= 0) {
     why = "the number of tasks of " + g.name + " is known at run time";
+    return std::nullopt;
+  }
+  if (e.reads_data()) {
+    why = "which element each task of " + g.name + " notifies is read from tensor data";
     return std::nullopt;
   }
   std::vector<bool> used(g.vars.size(), false);
@@ -197,11 +203,20 @@ TaskGraph build_task_graph(const KernelDecl &k, Diag &diag) {
     };
     add_edges(t.waits, false);
     add_edges(t.notifies, true);
-    for (int n : grp.notifies)
-      for (const EdgeIndex &ix : g.edges[size_t(n)].indices)
-        if (ix.reads_data)
+    // A notify index may read data (counted on the device, lower_kernel.cpp),
+    // except beside a `*` or in a group whose range reads data.
+    for (int n : grp.notifies) {
+      const Edge &ne = g.edges[size_t(n)];
+      bool star = std::any_of(ne.indices.begin(), ne.indices.end(),
+                              [](const EdgeIndex &ix) { return ix.star; });
+      for (const EdgeIndex &ix : ne.indices)
+        if (ix.reads_data && (star || t.data_var >= 0))
           diag.error(DiagId::DataDependentNotify, ix.expr->range,
-                     {ix.value.str(), grp.name, g.events[size_t(g.edges[size_t(n)].event)].name});
+                     {ix.expr->sym ? ix.expr->sym->str() : "?", grp.name,
+                      g.events[size_t(ne.event)].name,
+                      star ? "beside a `*` in the same reference"
+                           : "in a group whose task range reads data"});
+    }
     if (grp.dynamic)
       for (int w : grp.waits) {
         const Edge &e = g.edges[size_t(w)];

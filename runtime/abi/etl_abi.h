@@ -92,8 +92,10 @@ typedef struct etl_section_entry {
  * domains may use DIM (lo/hi of var k may use VAR j for j < k: not yet);
  * notify/wait indices may use DIM and VAR (the group's domain variables).
  * star: 0 = an expression, 1 = `*`, 2 = an index that reads tensor data
- * (waits of static groups only): evaluated and range-checked on the device,
- * skipped by the runtime's bind-time checks.
+ * (waits of static groups; notifies without `*`): evaluated and
+ * range-checked on the device, skipped by the runtime's bind-time checks; a
+ * notify with one gives every element of the event one token per task,
+ * which the task hands back on the elements it does not notify.
  */
 enum { ETL_SCHEDULE_STATIC = 0, ETL_SCHEDULE_DYNAMIC = 1 };
 #define ETL_NO_DATA_VAR 0xFFFFFFFFu

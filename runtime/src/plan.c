@@ -144,11 +144,26 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
   char err[160];
   for (uint32_t k = 0; k < edge->n; ++k) {
     if (edge->idx[k].star == 2) { /* reads tensor data: the device checks it */
-      if (counts)
-        return etl_error(ETL_ERROR_INVALID_ARTIFACT,
-                         "group '%s' %s event '%s' at an index that "
-                         "reads tensor data; only waits may",
-                         m->groups[g].name, kind, ev->name);
+      if (!counts)
+        return ETL_SUCCESS;
+      /* A notify whose target is read from data: one token on every element
+         of the event, which the task hands back once it knows its target
+         (lower_kernel.cpp, emit_data_notify_release). */
+      uint64_t numel = 1;
+      for (uint32_t d = 0; d < edge->n; ++d) {
+        if (edge->idx[d].star == 1)
+          return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                           "group '%s' %s event '%s' with `*` beside an index that reads data",
+                           m->groups[g].name, kind, ev->name);
+        numel *= (uint64_t)shape[d];
+      }
+      uint32_t *c = &counts[p->event_offset[edge->event]];
+      for (uint64_t e = 0; e < numel; ++e) {
+        if (c[e] == UINT32_MAX)
+          return etl_error(ETL_ERROR_BINDING, "event '%s': more than 2^32-1 notifications",
+                           ev->name);
+        c[e] += 1;
+      }
       return ETL_SUCCESS;
     }
     if (edge->idx[k].star) {
