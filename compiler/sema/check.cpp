@@ -974,30 +974,12 @@ private:
                     {spelling(op), describe(*t) + "; convert it with cast<i32>(...)"});
         return std::nullopt;
       }
-    if (a.kind == TypeKind::Index)
-      a = scalar_type(b.elem);
-    if (b.kind == TypeKind::Index)
-      b = scalar_type(a.elem);
-    if (a.elem != b.elem) {
-      diag_.error(DiagId::ElemTypeMismatch, r, {spelling(a.elem), spelling(b.elem)});
+    auto t = unify(a, b, r);
+    if (t && op == BinOp::Mod && !is_integer(t->elem)) {
+      diag_.error(DiagId::TileOpUnsupported, r, {spelling(op), describe(*t) + " (only integers)"});
       return std::nullopt;
     }
-    if (op == BinOp::Mod && !is_integer(a.elem)) {
-      diag_.error(DiagId::TileOpUnsupported, r, {spelling(op), describe(a) + " (only integers)"});
-      return std::nullopt;
-    }
-    if (a.kind == TypeKind::Scalar && b.kind == TypeKind::Scalar)
-      return a;
-    if (a.kind == TypeKind::Scalar)
-      return b;
-    if (b.kind == TypeKind::Scalar)
-      return a;
-    auto shape = broadcast(a.tile_shape, b.tile_shape);
-    if (!shape) {
-      diag_.error(DiagId::BroadcastMismatch, r, {shape_str(a.tile_shape), shape_str(b.tile_shape)});
-      return std::nullopt;
-    }
-    return tile_type(a.elem, *shape);
+    return t;
   }
 
   //===-- Slices ---------------------------------------------------------===//

@@ -12,11 +12,11 @@
 #include <etl/etl.h>
 
 #include <math.h>
-#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Fails the program with the runtime's message when a call fails. */
 #define CHECK_ETL(call)                                                                            \
@@ -50,6 +50,14 @@ static inline void *ex_upload(etlContext ctx, const float *host, size_t n) {
   CHECK_ETL(etlMalloc(ctx, n * sizeof(float) + 1, &d));
   if (host)
     CHECK_ETL(etlMemcpyHtoD(ctx, d, host, n * sizeof(float)));
+  return d;
+}
+
+/* Any bytes (i32 page tables, lengths, ...) into a new device buffer. */
+static inline void *ex_upload_bytes(etlContext ctx, const void *host, size_t bytes) {
+  void *d = NULL;
+  CHECK_ETL(etlMalloc(ctx, bytes + 1, &d));
+  CHECK_ETL(etlMemcpyHtoD(ctx, d, host, bytes));
   return d;
 }
 

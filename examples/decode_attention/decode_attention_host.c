@@ -103,21 +103,14 @@ static void reference(const problem *P, float *out) {
   free(s);
 }
 
-static void *upload_bytes(etlContext ctx, const void *host, size_t bytes) {
-  void *d = NULL;
-  CHECK_ETL(etlMalloc(ctx, bytes + 1, &d));
-  CHECK_ETL(etlMemcpyHtoD(ctx, d, host, bytes));
-  return d;
-}
-
 static double run_attention(etlContext ctx, etlProgram prog, const problem *P, float *out) {
   int64_t B = P->B, NH = P->NH, NP = P->NP, MP = P->MP;
   size_t nq = (size_t)(B * NH * DH), nkv = (size_t)(NP * PS * NH * DH);
   void *dq = ex_upload(ctx, P->q, nq);
   void *dk = ex_upload(ctx, P->k, nkv);
   void *dv = ex_upload(ctx, P->v, nkv);
-  void *dpt = upload_bytes(ctx, P->page_table, sizeof(int32_t) * (size_t)(B * MP));
-  void *dlen = upload_bytes(ctx, P->kv_len, sizeof(int32_t) * (size_t)B);
+  void *dpt = ex_upload_bytes(ctx, P->page_table, sizeof(int32_t) * (size_t)(B * MP));
+  void *dlen = ex_upload_bytes(ctx, P->kv_len, sizeof(int32_t) * (size_t)B);
   void *dout = ex_upload(ctx, NULL, nq);
   int64_t sq[3] = {B, NH, DH}, skv[3] = {NP * PS, NH, DH}, spt[2] = {B, MP}, slen[1] = {B};
   CHECK_ETL(etlBindDim(prog, "B", B));

@@ -19,7 +19,8 @@
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 
-static const char *usage = "usage: moe_host ARTIFACT [--device auto|sim|cuda] [--shape T,H,E,K]...\n";
+static const char *usage =
+    "usage: moe_host ARTIFACT [--device auto|sim|cuda] [--shape T,H,E,K]...\n";
 
 enum routing { UNIFORM, SKEWED, EMPTY_EXPERTS };
 static const char *routing_name[] = {"uniform", "skewed", "empty-experts"};

@@ -110,15 +110,8 @@ static void reference(const problem *P, float *q_out, float *kc, float *vc) {
   free(k);
 }
 
-static void *upload_bytes(etlContext ctx, const void *host, size_t bytes) {
-  void *d = NULL;
-  CHECK_ETL(etlMalloc(ctx, bytes + 1, &d));
-  CHECK_ETL(etlMemcpyHtoD(ctx, d, host, bytes));
-  return d;
-}
-
-static double run_layer(etlContext ctx, etlProgram prog, const problem *P, float *q_out,
-                        float *kc, float *vc) {
+static double run_layer(etlContext ctx, etlProgram prog, const problem *P, float *q_out, float *kc,
+                        float *vc) {
   int64_t B = P->B, D2 = P->D2, D = 2 * D2, rows = P->NP * PS;
   size_t ncache = (size_t)(rows * D);
   float *zeros = calloc(ncache, sizeof(float));
@@ -129,8 +122,8 @@ static double run_layer(etlContext ctx, etlProgram prog, const problem *P, float
   void *dwv = ex_upload(ctx, P->wv, (size_t)(D * D));
   void *dcos = ex_upload(ctx, P->cos_t, (size_t)(P->P * D2));
   void *dsin = ex_upload(ctx, P->sin_t, (size_t)(P->P * D2));
-  void *dpos = upload_bytes(ctx, P->pos, sizeof(int32_t) * (size_t)B);
-  void *dpt = upload_bytes(ctx, P->page_table, sizeof(int32_t) * (size_t)(B * P->MP));
+  void *dpos = ex_upload_bytes(ctx, P->pos, sizeof(int32_t) * (size_t)B);
+  void *dpt = ex_upload_bytes(ctx, P->page_table, sizeof(int32_t) * (size_t)(B * P->MP));
   void *dq = ex_upload(ctx, NULL, (size_t)(B * D));
   void *dkc = ex_upload(ctx, zeros, ncache);
   void *dvc = ex_upload(ctx, zeros, ncache);

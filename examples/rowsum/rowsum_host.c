@@ -13,7 +13,7 @@ static const char *usage =
 
 /* Runs one binding on `ctx`; leaves y in `out`. */
 static double run_rowsum(etlContext ctx, etlProgram prog, int64_t M, int64_t N, const float *x,
-                       float *out) {
+                         float *out) {
   void *dx = ex_upload(ctx, x, (size_t)(M * N));
   void *dy = ex_upload(ctx, NULL, (size_t)M);
   int64_t xs[2] = {M, N}, ys[1] = {M};
@@ -53,8 +53,8 @@ int main(int argc, char **argv) {
     double ms = run_rowsum(ctx, prog, M, N, x, y);
     double err = ex_max_error(y, ref, (size_t)M);
     int ok = err < 1e-4;
-    printf("rowsum M=%-5lld N=%-5lld on %s: max error %.2e, etlRun %.2f ms %s\n", (long long)M, (long long)N,
-           etlContextDeviceName(ctx), err, ms, ok ? "OK" : "FAIL");
+    printf("rowsum M=%-5lld N=%-5lld on %s: max error %.2e, etlRun %.2f ms %s\n", (long long)M,
+           (long long)N, etlContextDeviceName(ctx), err, ms, ok ? "OK" : "FAIL");
     if (gpu) {
       float *ys = malloc(sizeof(float) * (size_t)M);
       run_rowsum(sim, sim_prog, M, N, x, ys);

@@ -12,7 +12,7 @@ static const char *usage =
     "usage: softmax_host ARTIFACT [--device auto|sim|cuda] [--shape B,N]...\n";
 
 static double run_softmax(etlContext ctx, etlProgram prog, int64_t B, int64_t N, const float *x,
-                        float *out) {
+                          float *out) {
   size_t n = (size_t)(B * N);
   void *dx = ex_upload(ctx, x, n);
   void *dy = ex_upload(ctx, NULL, n);
@@ -62,8 +62,8 @@ int main(int argc, char **argv) {
     double ms = run_softmax(ctx, prog, B, N, x, y);
     double err = ex_max_error(y, ref, n);
     int ok = err < 1e-5;
-    printf("softmax B=%-4lld N=%-5lld on %s: max error %.2e, etlRun %.2f ms %s\n", (long long)B, (long long)N,
-           etlContextDeviceName(ctx), err, ms, ok ? "OK" : "FAIL");
+    printf("softmax B=%-4lld N=%-5lld on %s: max error %.2e, etlRun %.2f ms %s\n", (long long)B,
+           (long long)N, etlContextDeviceName(ctx), err, ms, ok ? "OK" : "FAIL");
     if (gpu) {
       float *ys = malloc(sizeof(float) * n);
       run_softmax(sim, sim_prog, B, N, x, ys);
