@@ -7,12 +7,14 @@
 // first, gives a deterministic order that keeps source order where it can.
 // Waits whose index reads tensor data have no edge here: which element they
 // wait on is known only at run time (the watchdog catches a cycle through
-// data).
+// data). Nor do chains inside one group whose tasks wait only on earlier
+// tasks of the same group (forward_chain).
 //
 //===----------------------------------------------------------------------===//
 #include "schedule/schedule.h"
 
 #include <functional>
+#include <optional>
 #include <queue>
 
 namespace etl {
@@ -24,13 +26,73 @@ struct Succ {
   int group, notify_edge, wait_edge;
 };
 
+/// A group that notifies an event it also waits on is a chain, not a cycle,
+/// when every task depends only on tasks before it in the row-major order of
+/// the domain (the order of the static queues): `scan[i in 0 .. N] waits
+/// S[i] notifies S[i + 1]`. Sufficient condition, checked per component d:
+/// the wait index is `c*v + f` and the notify index `c*v + f + D` for one
+/// domain variable v (c, D constants; f free of domain variables), so a task
+/// j waits on tasks k with k_v = j_v - D/c. Scanning the variables from the
+/// most significant, the first that is not fixed (shift 0) must have a
+/// negative shift; a variable no component fixes lets k differ anywhere.
+/// A component whose indices never meet (constants differing) means no
+/// dependency at all.
+bool forward_chain(const TaskGroup &grp, const Edge &n, const Edge &w) {
+  size_t nv = grp.vars.size();
+  std::vector<std::optional<int64_t>> shift(nv);
+  for (size_t d = 0; d < n.indices.size(); ++d) {
+    const EdgeIndex &a = w.indices[d], &b = n.indices[d];
+    if (a.star || b.star || a.reads_data || b.reads_data)
+      return false;
+    auto diff = (b.value - a.value).as_constant();
+    if (!diff)
+      return false;
+    int var = -1;
+    int64_t c = 0;
+    for (size_t v = 0; v < nv; ++v) {
+      if (!a.value.mentions(grp.vars[v]))
+        continue;
+      auto lc = a.value.linear_coeff(grp.vars[v]);
+      auto k = lc ? lc->as_constant() : std::nullopt;
+      if (var >= 0 || !k || *k == 0)
+        return false;
+      var = int(v), c = *k;
+    }
+    if (var < 0) {
+      if (*diff != 0)
+        return true; // this component never matches: no task waits on another
+      continue;
+    }
+    if (*diff % c != 0)
+      return true; // never matches either
+    int64_t s = -*diff / c;
+    if (shift[size_t(var)] && *shift[size_t(var)] != s)
+      return true; // two components disagree: no task matches
+    shift[size_t(var)] = s;
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    if (!shift[v])
+      return false; // free: k may be later than j
+    if (*shift[v] < 0)
+      return true;
+    if (*shift[v] > 0)
+      return false;
+  }
+  return false; // every shift 0: a task would wait on itself
+}
+
 std::vector<std::vector<Succ>> successors(const TaskGraph &g) {
   std::vector<std::vector<Succ>> succ(g.groups.size());
   for (const EventTensor &ev : g.events)
     for (int p : ev.producers)
-      for (int c : ev.consumers)
-        if (!g.edges[c].reads_data()) // a data-dependent wait: no static edge
-          succ[g.edges[p].group].push_back(Succ{g.edges[c].group, p, c});
+      for (int c : ev.consumers) {
+        const Edge &n = g.edges[p], &w = g.edges[c];
+        if (w.reads_data()) // a data-dependent wait: no static edge
+          continue;
+        if (n.group == w.group && forward_chain(g.groups[n.group], n, w))
+          continue; // a chain inside the group: tasks wait only on earlier ones
+        succ[n.group].push_back(Succ{w.group, p, c});
+      }
   return succ;
 }
 

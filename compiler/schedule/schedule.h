@@ -3,7 +3,9 @@
 // What this owns: deciding in which order task groups may run. It proves the
 // event graph acyclic at the level of groups (a group waiting, directly or
 // through other groups, on an event it notifies itself is rejected, naming
-// every group and event on the cycle) and fixes a topological order, which
+// every group and event on the cycle; a chain inside one group whose tasks
+// wait only on earlier tasks of it, `waits S[i] notifies S[i + 1]`, is not a
+// cycle) and fixes a topological order, which
 // the runtime uses to deal tasks round-robin into the per-CTA static queues:
 // with every CTA resident, that order can never deadlock.
 //

@@ -3,6 +3,7 @@
 // and over axis 0): small ETL programs compiled for sim with 32 threads per
 // CTA (so tiles span several registers per thread and have dead elements),
 // run through the runtime and compared with values computed here.
+#include "compile_run.h"
 #include "driver/pipeline.h"
 
 #include <etl/etl.h>
@@ -22,59 +23,8 @@ namespace fs = std::filesystem;
 
 namespace etl {
 namespace {
-
-/// One tensor binding: host data (sim runs on host memory) and its shape.
-struct Bind {
-  const char *name;
-  void *data;
-  etlDType dtype;
-  std::vector<int64_t> shape;
-};
-
-/// Compiles `text` for sim and runs it once with `dims` and `binds`; returns
-/// "" on success, else the compiler's diagnostics or the runtime's error.
-std::string compile_and_run(const std::string &text, const std::string &stem,
-                            const std::vector<std::pair<const char *, int64_t>> &dims,
-                            const std::vector<Bind> &binds) {
-  fs::path dir = fs::path(ETL_TEST_BINARY_DIR) / "tile_ops_test";
-  fs::create_directories(dir);
-  fs::path in = dir / (stem + ".etl"), art = dir / (stem + ".etlb");
-  std::ofstream(in) << text;
-  CompileOptions o;
-  o.input = in.string();
-  o.output = art.string();
-  o.targets = {"sim"};
-  o.threads_per_cta = 32;
-  std::ostringstream out, err;
-  if (compile(o, out, err) != 0)
-    return "compile failed:\n" + err.str();
-  etlContextParams params = etlContextDefaultParams();
-  params.sim_workers = 2;
-  params.watchdog_ms = 5000;
-  etlContext ctx = nullptr;
-  if (etlContextCreate(&ctx, "sim", &params) != ETL_SUCCESS)
-    return "no sim context";
-  etlProgram prog = nullptr;
-  std::string msg;
-  if (etlProgramLoadFile(ctx, art.string().c_str(), &prog) != ETL_SUCCESS) {
-    msg = std::string("load: ") + etlGetLastErrorMessage();
-  } else {
-    for (auto &[name, v] : dims)
-      if (msg.empty() && etlBindDim(prog, name, v) != ETL_SUCCESS)
-        msg = std::string("bind dim: ") + etlGetLastErrorMessage();
-    for (const Bind &b : binds)
-      if (msg.empty() && etlBindTensor(prog, b.name, b.data, b.dtype, int(b.shape.size()),
-                                       b.shape.data()) != ETL_SUCCESS)
-        msg = std::string("bind ") + b.name + ": " + etlGetLastErrorMessage();
-    if (msg.empty()) {
-      etlStatus st = etlRun(prog);
-      if (st != ETL_SUCCESS)
-        msg = std::string("etlRun: ") + etlGetErrorName(st) + ": " + etlGetLastErrorMessage();
-    }
-  }
-  etlContextDestroy(ctx);
-  return msg;
-}
+using testing::Bind;
+using testing::compile_and_run;
 
 /// f16 bits of a float that f16 represents exactly (small multiples of 1/4).
 uint16_t half_bits(float f) {
@@ -393,6 +343,8 @@ kernel gemm<M: dim, N: dim, K: dim>(a: tensor<f32>[M, K], b: tensor<f16>[K, N],
 
 namespace etl {
 namespace {
+using testing::Bind;
+using testing::compile_and_run;
 
 TEST_CASE("integer tile / and % round like index arithmetic (floor), and x / 0 is 0") {
   const char *src = R"(
@@ -436,6 +388,8 @@ kernel divmod<N: dim>(a: tensor<i32>[N], d: tensor<i32>[N], q: tensor<i32>[N], r
 
 namespace etl {
 namespace {
+using testing::Bind;
+using testing::compile_and_run;
 
 TEST_CASE("stdlib: std.linalg matmul_tile / matvec_tile and std.nn topk on sim") {
   const char *src = R"(
@@ -514,6 +468,8 @@ kernel k<M: dim, K: dim, N: dim>(a: tensor<f32>[M, K], b: tensor<f32>[K, N], v: 
 
 namespace etl {
 namespace {
+using testing::Bind;
+using testing::compile_and_run;
 
 TEST_CASE("reshape keeps the row-major order: row maxima of a reshaped vector") {
   const char *src = R"(

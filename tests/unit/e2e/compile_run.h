@@ -1,0 +1,77 @@
+//===- tests/unit/e2e/compile_run.h - Compile a program and run it on sim -===//
+//
+// For end-to-end tests: compile ETL text with the driver for sim (32 threads
+// per CTA, so tiles span several registers per thread and have dead
+// elements), bind dims and host tensors, run once on a 2-worker sim context.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "driver/pipeline.h"
+
+#include <etl/etl.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace etl::testing {
+
+/// One tensor binding: host data (sim runs on host memory) and its shape.
+struct Bind {
+  const char *name;
+  void *data;
+  etlDType dtype;
+  std::vector<int64_t> shape;
+};
+
+/// Compiles `text` for sim and runs it once with `dims` and `binds`; returns
+/// "" on success, else the compiler's diagnostics or the runtime's error.
+inline std::string compile_and_run(const std::string &text, const std::string &stem,
+                                   const std::vector<std::pair<const char *, int64_t>> &dims,
+                                   const std::vector<Bind> &binds) {
+  std::filesystem::path dir = std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
+  std::filesystem::create_directories(dir);
+  std::filesystem::path in = dir / (stem + ".etl"), art = dir / (stem + ".etlb");
+  std::ofstream(in) << text;
+  CompileOptions o;
+  o.input = in.string();
+  o.output = art.string();
+  o.targets = {"sim"};
+  o.threads_per_cta = 32;
+  std::ostringstream out, err;
+  if (compile(o, out, err) != 0)
+    return "compile failed:\n" + err.str();
+  etlContextParams params = etlContextDefaultParams();
+  params.sim_workers = 2;
+  params.watchdog_ms = 5000;
+  etlContext ctx = nullptr;
+  if (etlContextCreate(&ctx, "sim", &params) != ETL_SUCCESS)
+    return "no sim context";
+  etlProgram prog = nullptr;
+  std::string msg;
+  if (etlProgramLoadFile(ctx, art.string().c_str(), &prog) != ETL_SUCCESS) {
+    msg = std::string("load: ") + etlGetLastErrorMessage();
+  } else {
+    for (auto &[name, v] : dims)
+      if (msg.empty() && etlBindDim(prog, name, v) != ETL_SUCCESS)
+        msg = std::string("bind dim: ") + etlGetLastErrorMessage();
+    for (const Bind &b : binds)
+      if (msg.empty() && etlBindTensor(prog, b.name, b.data, b.dtype, int(b.shape.size()),
+                                       b.shape.data()) != ETL_SUCCESS)
+        msg = std::string("bind ") + b.name + ": " + etlGetLastErrorMessage();
+    if (msg.empty()) {
+      etlStatus st = etlRun(prog);
+      if (st != ETL_SUCCESS)
+        msg = std::string("etlRun: ") + etlGetErrorName(st) + ": " + etlGetLastErrorMessage();
+    }
+  }
+  etlContextDestroy(ctx);
+  return msg;
+}
+
+} // namespace etl::testing
