@@ -246,6 +246,10 @@ struct LocalVar {
   std::string name;
   bool is_var = false;
   Type type;
+  /// An index-valued `let` (`let row0 = i * TM;`): its value, so uses keep
+  /// the symbolic form (and whether it reads tensor data).
+  std::optional<Sym> sym;
+  bool reads_data = false;
 };
 
 /// `task name[i in .., j in ..] waits ... notifies ... { body }`

@@ -597,12 +597,20 @@ private:
     case StmtKind::Let:
     case StmtKind::Var: {
       Type t = check_value(*s.value);
-      if (t.kind != TypeKind::Unknown && t.kind != TypeKind::Tile && t.kind != TypeKind::Scalar) {
+      // An index may be bound by `let` (immutable, so it keeps its symbolic
+      // value); a `var` holds a tile or a scalar.
+      bool index_let = t.kind == TypeKind::Index && s.kind == StmtKind::Let && s.value->sym;
+      if (t.kind != TypeKind::Unknown && t.kind != TypeKind::Tile && t.kind != TypeKind::Scalar &&
+          !index_let) {
         diag_.error(DiagId::LocalNotTile, s.value->range, {s.name, describe(t)});
         t.kind = TypeKind::Unknown;
       }
       s.local_index = int(task_->locals.size());
-      task_->locals.push_back(LocalVar{s.name, s.kind == StmtKind::Var, t});
+      task_->locals.push_back(LocalVar{s.name, s.kind == StmtKind::Var, t, std::nullopt, false});
+      if (index_let) {
+        task_->locals.back().sym = s.value->sym;
+        task_->locals.back().reads_data = mark_reads_data(*s.value);
+      }
       declare(s.name, s.name_range, NameRef::Local, s.local_index);
       return;
     }
@@ -780,8 +788,14 @@ private:
       t.tensor_shape = kernel_->tensors[b->index].shape;
       return set(e, t);
     }
-    case NameRef::Local:
-      return set(e, task_->locals[b->index].type);
+    case NameRef::Local: {
+      const LocalVar &lv = task_->locals[b->index];
+      if (lv.type.kind == TypeKind::Index) {
+        e.sym = lv.sym;
+        e.reads_data = lv.reads_data;
+      }
+      return set(e, lv.type);
+    }
     case NameRef::Unresolved: // an event used as a value
       diag_.error(DiagId::ExpectedIndex, e.range, {"an event"});
       return set(e, Type());
