@@ -160,7 +160,7 @@ llvm::Value *Lowerer::index(const Expr &e) {
 }
 
 llvm::Value *Lowerer::element_read(const Expr &e) {
-  // t[i, j]: one i32 element, row-major, through the machine's checked load.
+  // t[i, j]: one i32 or i64 element, row-major, through the machine's checked load.
   const Expr &base = *e.args[0];
   int ti = base.ref_index;
   if (base.kind != ExprKind::Name || base.ref != NameRef::Tensor || ti < 0 ||
@@ -172,6 +172,8 @@ llvm::Value *Lowerer::element_read(const Expr &e) {
   llvm::Value *off = b.getInt64(0);
   for (size_t d = 0; d < t.type.shape.size(); ++d)
     off = b.CreateAdd(b.CreateMul(off, index(*t.type.shape[d])), index(*e.args[d + 1]));
+  if (t.type.elem == ElemType::I64)
+    return m.global_load(b, i64, b.CreateGEP(i64, arg_slot_ptr(tensor_slot(ti)), off));
   llvm::Value *p = b.CreateGEP(i32, arg_slot_ptr(tensor_slot(ti)), off);
   return b.CreateSExt(m.global_load(b, i32, p), i64);
 }

@@ -470,10 +470,10 @@ private:
     Type base = check_expr(*e.args[0], ctx);
     if (base.kind == TypeKind::Unknown)
       return set(e, Type());
-    if (base.kind != TypeKind::Tensor || base.elem != ElemType::I32) {
-      diag_.error(
-          DiagId::ExpectedIndex, e.range,
-          {base.kind == TypeKind::Tensor ? "an element of a non-i32 tensor" : describe(base)});
+    if (base.kind != TypeKind::Tensor || !is_integer(base.elem)) {
+      diag_.error(DiagId::ExpectedIndex, e.range,
+                  {base.kind == TypeKind::Tensor ? "an element of a non-integer tensor (load it)"
+                                                 : describe(base)});
       return set(e, Type());
     }
     const TensorDecl &td = kernel_->tensors[size_t(e.args[0]->ref_index)];

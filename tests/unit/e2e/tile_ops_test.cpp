@@ -504,7 +504,7 @@ namespace {
 TEST_CASE("let binds index values, including element reads, and they index slices") {
   const char *src = R"(
 const TM = 16;
-kernel k<M: dim>(x: tensor<f32>[M], off: tensor<i32>[1], y: tensor<f32>[M]) {
+kernel k<M: dim>(x: tensor<f32>[M], off: tensor<i64>[1], y: tensor<f32>[M]) {
   task t[i in 0 .. cdiv(M, TM)] {
     let row0 = i * TM;
     let o = off[0];
@@ -514,12 +514,12 @@ kernel k<M: dim>(x: tensor<f32>[M], off: tensor<i32>[1], y: tensor<f32>[M]) {
 )";
   const int64_t M = 40;
   std::vector<float> x(M), y(M, 0);
-  std::vector<int32_t> off = {3};
+  std::vector<int64_t> off = {3}; // an i64 element read
   for (int64_t i = 0; i < M; ++i)
     x[size_t(i)] = float(i);
   REQUIRE(compile_and_run(src, "index_let", {{"M", M}},
                           {{"x", x.data(), ETL_F32, {M}},
-                           {"off", off.data(), ETL_I32, {1}},
+                           {"off", off.data(), ETL_I64, {1}},
                            {"y", y.data(), ETL_F32, {M}}}) == "");
   for (int64_t i = 0; i < M; ++i)
     CHECK(y[size_t(i)] == (i + 3 < M ? float(i + 3) : -1.f) + 3.f);
