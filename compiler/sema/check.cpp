@@ -318,6 +318,12 @@ private:
       }
       facts_.add_le(*a, *b);
       facts_.add_le(*b, *a);
+      // `N == 2 * M`: a definition of the dim N, substituted when the
+      // other facts do not settle a question.
+      if (w.args[0]->kind == ExprKind::Name && w.args[0]->ref == NameRef::Dim)
+        facts_.add_definition(w.args[0]->name, *b);
+      else if (w.args[1]->kind == ExprKind::Name && w.args[1]->ref == NameRef::Dim)
+        facts_.add_definition(w.args[1]->name, *a);
       break;
     }
     case BinOp::Le:

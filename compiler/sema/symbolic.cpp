@@ -889,15 +889,40 @@ void Facts::add_bounds(const std::string &symbol, std::optional<Sym> lo, std::op
 
 void Facts::add_le(const Sym &a, const Sym &b) { le_.emplace_back(a, b); }
 
+void Facts::add_definition(const std::string &symbol, const Sym &value) {
+  if (!value.mentions(symbol) && !isOverflow(value))
+    defs_.emplace_back(symbol, value);
+}
+
+Sym Facts::expand(const Sym &e) const {
+  Sym cur = e;
+  for (int round = 0; round < 3; ++round) {
+    Sym next = cur;
+    for (const auto &[name, value] : defs_)
+      next = next.substitute(name, value);
+    if (next == cur)
+      break;
+    cur = next;
+  }
+  return cur;
+}
+
 bool Facts::divisible(const Sym &e, int64_t c) const {
   if (c == 0)
     return e == Sym(0);
-  return Prover{divisible_, bounds_, le_}.divisible(e, uabs(c));
+  Prover p{divisible_, bounds_, le_};
+  if (p.divisible(e, uabs(c)))
+    return true;
+  Sym x = expand(e);
+  return x != e && p.divisible(x, uabs(c));
 }
 
 bool Facts::prove_ge(const Sym &a, const Sym &b) const {
   Prover p{divisible_, bounds_, le_};
-  return p.nonneg(Prover::canon(a - b), p.nonnegFacts(), Prover::kSearchDepth);
+  if (p.nonneg(Prover::canon(a - b), p.nonnegFacts(), Prover::kSearchDepth))
+    return true;
+  Sym x = expand(a - b);
+  return x != a - b && p.nonneg(Prover::canon(x), p.nonnegFacts(), Prover::kSearchDepth);
 }
 
 std::optional<Sym> Facts::lower_bound(const Sym &e) const {

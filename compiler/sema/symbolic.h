@@ -98,6 +98,10 @@ public:
   void add_bounds(const std::string &symbol, std::optional<Sym> lo, std::optional<Sym> hi);
   /// `a <= b` as a general fact (from `where a <= b`).
   void add_le(const Sym &a, const Sym &b);
+  /// `symbol == value` (from `where N == 2 * M`; value must not mention
+  /// symbol): questions the other facts cannot answer are retried with
+  /// symbol replaced by value.
+  void add_definition(const std::string &symbol, const Sym &value);
 
   /// Is `e` divisible by `c` for every binding satisfying the facts?
   bool divisible(const Sym &e, int64_t c) const;
@@ -113,6 +117,9 @@ private:
   std::vector<std::pair<Sym, int64_t>> divisible_;
   std::map<std::string, std::pair<std::optional<Sym>, std::optional<Sym>>> bounds_;
   std::vector<std::pair<Sym, Sym>> le_;
+  std::vector<std::pair<std::string, Sym>> defs_;
+  /// e with every definition substituted (a few rounds, for chains).
+  Sym expand(const Sym &e) const;
 };
 
 } // namespace etl

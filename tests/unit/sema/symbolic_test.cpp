@@ -234,6 +234,17 @@ TEST_CASE("symbolic: prove_ge and bounds") {
   CHECK(r.prove_ge(Sym::max(i, N), N));
   CHECK(r.prove_ge(Sym::cdiv(M, 4), Sym::floordiv(i + 3, 4)));
 
+  Facts q = dims(); // definitions: N == 2 * M, M % 16 == 0
+  q.add_divisible(M, 16);
+  CHECK_FALSE(q.divisible(N, 32));
+  q.add_definition("N", 2 * M);
+  CHECK(q.divisible(N, 32));
+  CHECK_FALSE(q.divisible(N, 64));
+  CHECK(q.prove_ge(N, M + 1));
+  CHECK(q.prove_ge(Sym::floordiv(N, 32) - 1, Sym::floordiv(M, 16) - 1));
+  q.add_definition("M", M + 1); // mentions itself: ignored
+  CHECK_FALSE(q.prove_ge(M, M + 1));
+
   Facts d = dims(); // divisibility tightens bounds
   d.add_divisible(M, 64);
   CHECK(d.prove_ge(M, 64));
