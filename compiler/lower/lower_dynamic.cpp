@@ -414,15 +414,7 @@ void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
     llvm::Value *rem = m.load_acquire(b, dyn_word(ETL_DYN_REMAINING));
     llvm::Value *go =
         b.CreateAnd(b.CreateICmpEQ(ab, b.getInt32(0)), b.CreateICmpNE(rem, b.getInt32(0)));
-    if_then(go, [&] {
-      llvm::Value *got = emit_try_pop();
-      llvm::Value *aborted = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemAbort)), b.getInt32(0));
-      llvm::Value *dec =
-          b.CreateSelect(got, b.getInt32(kDecRun),
-                         b.CreateSelect(aborted, b.getInt32(kDecStop), b.getInt32(kDecPause)));
-      b.CreateStore(dec, at(kSmemDynDecision));
-      if_then(b.CreateICmpEQ(dec, b.getInt32(kDecPause)), [&] { m.spin_pause(b); });
-    });
+    if_then(go, [&] { emit_pop_decision(); });
   });
   m.barrier(b);
   llvm::Value *dec = b.CreateLoad(i32, at(kSmemDynDecision));
@@ -434,6 +426,19 @@ void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
   b.SetInsertPoint(run);
   b.CreateCall(dyn_run, {args, tid, smem});
   b.CreateBr(head);
+}
+
+/// Thread 0: try to pop a ready dynamic item and decide, in shared memory,
+/// whether the CTA runs it, stops (abort) or pauses and looks again.
+void Lowerer::emit_pop_decision() {
+  auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
+  llvm::Value *got = emit_try_pop();
+  llvm::Value *aborted = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemAbort)), b.getInt32(0));
+  llvm::Value *dec =
+      b.CreateSelect(got, b.getInt32(kDecRun),
+                     b.CreateSelect(aborted, b.getInt32(kDecStop), b.getInt32(kDecPause)));
+  b.CreateStore(dec, at(kSmemDynDecision));
+  if_then(b.CreateICmpEQ(dec, b.getInt32(kDecPause)), [&] { m.spin_pause(b); });
 }
 
 void Lowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin,
@@ -454,15 +459,7 @@ void Lowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin
       llvm::Value *aborted = b.CreateICmpNE(ab, b.getInt32(0));
       b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));
       if_then(aborted, [&] { b.CreateStore(b.getInt32(1), at(kSmemAbort)); });
-      if_then(b.CreateNot(aborted), [&] {
-        llvm::Value *got = emit_try_pop();
-        llvm::Value *ab2 = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemAbort)), b.getInt32(0));
-        llvm::Value *dec =
-            b.CreateSelect(got, b.getInt32(kDecRun),
-                           b.CreateSelect(ab2, b.getInt32(kDecStop), b.getInt32(kDecPause)));
-        b.CreateStore(dec, at(kSmemDynDecision));
-        if_then(b.CreateICmpEQ(dec, b.getInt32(kDecPause)), [&] { m.spin_pause(b); });
-      });
+      if_then(b.CreateNot(aborted), [&] { emit_pop_decision(); });
     });
   });
   m.barrier(b);

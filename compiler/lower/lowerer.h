@@ -144,6 +144,9 @@ private:
   /// the item id is in smem kSmemDynItem and its timeline index in kSmemPos;
   /// on abort while waiting for the slot, smem kSmemAbort is set.
   llvm::Value *emit_try_pop();
+  /// Thread 0 only: emit_try_pop, then the CTA's decision (run, stop,
+  /// pause) in smem kSmemDynDecision.
+  void emit_pop_decision();
   /// Thread 0 only: pushes item `id` (i32).
   void emit_push(llvm::Value *id);
   /// Thread 0 only, after element `rel` (i64, offset inside event `ev`)
