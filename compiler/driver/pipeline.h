@@ -29,7 +29,7 @@ namespace etl {
 #define ETL_EMIT_KINDS(X)                                                                          \
   X(ast, "the syntax tree after parsing")                                                          \
   X(inline, "the syntax tree after imports and with every fn call expanded")                       \
-  X(taskgraph, "task groups and their schedule, event tensors, edges and wait counts")                                \
+  X(taskgraph, "task groups and their schedule, event tensors, edges and wait counts")             \
   X(dot, "the task graph as Graphviz")                                                             \
   X(llvm, "LLVM IR of the megakernel, per target")                                                 \
   X(ptx, "PTX text for the sm_* targets")
