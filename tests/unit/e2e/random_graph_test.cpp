@@ -7,9 +7,12 @@
 //   v[g, i] = 1 + sum over its dependencies p of
 //               v[p, i]             (waits Ep[i])
 //               sum_k v[p, k]       (waits Ep[*] or Dp[0])
+//               v[p, inv[i]]        (waits Pp[i])
 // Groups may have a 2-D domain [i in 0 .. N, r in 0 .. R]: every task of row i
 // writes the same value, and each Eg[i] then counts R notifications. Some
-// groups also notify a 1-element event Dg[0] (N * R notifications).
+// groups also notify a 1-element event Dg[0] (N * R notifications), and some
+// notify Pg[perm[i]] through a random permutation `perm` (inverse `inv`)
+// read on the device: wait counts settled at run time.
 //
 // About a third of the groups are `schedule dynamic` (run from the device
 // queue as their events complete), mixed with static ones in one kernel;
@@ -41,7 +44,7 @@ namespace fs = std::filesystem;
 namespace etl {
 namespace {
 
-enum class Map { Same, All, Done }; // Ep[i], Ep[*], Dp[0]
+enum class Map { Same, All, Done, Perm }; // Ep[i], Ep[*], Dp[0], Pp[i]
 
 struct Dep {
   int group;
@@ -49,10 +52,11 @@ struct Dep {
 };
 
 struct Group {
-  int rows = 1;            ///< R: extent of the second domain dimension (1: 1-D domain)
-  bool notifies_done;      ///< also notifies Dg[0]
-  bool dynamic = false;    ///< `schedule dynamic`
-  bool say_clause = false; ///< write the clause even where it is the kernel's default
+  int rows = 1;               ///< R: extent of the second domain dimension (1: 1-D domain)
+  bool notifies_done;         ///< also notifies Dg[0]
+  bool notifies_perm = false; ///< also notifies Pg[perm[i]] (a data-dependent index)
+  bool dynamic = false;       ///< `schedule dynamic`
+  bool say_clause = false;    ///< write the clause even where it is the kernel's default
   std::vector<Dep> deps;
 };
 
@@ -75,6 +79,7 @@ Graph random_graph(std::mt19937_64 &rng) {
   for (auto &grp : g.groups) {
     grp.rows = pick(0, 2) == 0 ? pick(2, 3) : 1;
     grp.notifies_done = pick(0, 2) == 0;
+    grp.notifies_perm = pick(0, 2) == 0;
     grp.dynamic = pick(0, 2) == 0;
     grp.say_clause = pick(0, 1) == 0;
   }
@@ -85,8 +90,12 @@ Graph random_graph(std::mt19937_64 &rng) {
       if (pick(0, 1) == 0)
         continue;
       int p = g.topo[q];
-      int choice = pick(0, g.groups[p].notifies_done ? 2 : 1);
-      grp.deps.push_back({p, choice == 0 ? Map::Same : choice == 1 ? Map::All : Map::Done});
+      std::vector<Map> maps = {Map::Same, Map::All};
+      if (g.groups[p].notifies_done)
+        maps.push_back(Map::Done);
+      if (g.groups[p].notifies_perm)
+        maps.push_back(Map::Perm);
+      grp.deps.push_back({p, maps[size_t(pick(0, int(maps.size()) - 1))]});
     }
     std::shuffle(grp.deps.begin(), grp.deps.end(), rng);
   }
@@ -105,6 +114,8 @@ std::string event_ref(const Dep &d) {
     return "E" + p + "[*]";
   case Map::Done:
     return "D" + p + "[0]";
+  case Map::Perm:
+    return "P" + p + "[i]";
   }
   return "";
 }
@@ -112,12 +123,15 @@ std::string event_ref(const Dep &d) {
 std::string source(const Graph &g) {
   std::ostringstream s;
   int n = int(g.groups.size());
-  s << "kernel rg<N: dim>(v: tensor<f32>[" << n << ", N])"
+  s << "kernel rg<N: dim>(v: tensor<f32>[" << n
+    << ", N], perm: tensor<i32>[N], inv: tensor<i32>[N])"
     << (g.kernel_dynamic ? " schedule dynamic" : "") << " {\n";
   for (int p = 0; p < n; ++p) {
     s << "  event E" << p << "[N];\n";
     if (g.groups[p].notifies_done)
       s << "  event D" << p << "[1];\n";
+    if (g.groups[p].notifies_perm)
+      s << "  event P" << p << "[N];\n";
   }
   for (int gi : g.text) {
     const Group &grp = g.groups[gi];
@@ -138,10 +152,14 @@ std::string source(const Graph &g) {
     s << " notifies E" << gi << "[i]";
     if (grp.notifies_done)
       s << ", D" << gi << "[0]";
+    if (grp.notifies_perm)
+      s << ", P" << gi << "[perm[i]]";
     s << " {\n    var acc = full<f32>[1](1.0);\n";
     for (const Dep &d : grp.deps) {
       if (d.map == Map::Same)
         s << "    acc += load(v[" << d.group << ", i .. +1]);\n";
+      else if (d.map == Map::Perm)
+        s << "    acc += load(v[" << d.group << ", inv[i] .. +1]);\n";
       else
         s << "    for k in 0 .. N {\n      acc += load(v[" << d.group << ", k .. +1]);\n    }\n";
     }
@@ -153,7 +171,7 @@ std::string source(const Graph &g) {
 
 /// v as the groups compute it, run in topological order with the same order
 /// of float additions as the task bodies.
-std::vector<float> reference(const Graph &g, int64_t N) {
+std::vector<float> reference(const Graph &g, int64_t N, const std::vector<int32_t> &inv) {
   std::vector<float> v(g.groups.size() * N, 0.f);
   for (int gi : g.topo) {
     for (int64_t i = 0; i < N; ++i) {
@@ -161,6 +179,8 @@ std::vector<float> reference(const Graph &g, int64_t N) {
       for (const Dep &d : g.groups[gi].deps) {
         if (d.map == Map::Same)
           acc += v[d.group * N + i];
+        else if (d.map == Map::Perm)
+          acc += v[d.group * N + inv[size_t(i)]];
         else
           for (int64_t k = 0; k < N; ++k)
             acc += v[d.group * N + k];
@@ -236,16 +256,23 @@ TEST_CASE("random task graphs compile and run on sim like a sequential reference
     for (int64_t N : dims) {
       INFO("N = " << N);
       std::vector<float> v(g.groups.size() * N, std::nanf(""));
-      int64_t shape[2] = {int64_t(g.groups.size()), N};
+      std::vector<int32_t> perm(size_t(N), 0), inv(size_t(N), 0);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      for (int64_t k = 0; k < N; ++k)
+        inv[size_t(perm[size_t(k)])] = int32_t(k);
+      int64_t shape[2] = {int64_t(g.groups.size()), N}, pshape[1] = {N};
       CHECK(etlBindDim(prog, "N", N) == ETL_SUCCESS);
       CHECK(etlBindTensor(prog, "v", v.data(), ETL_F32, 2, shape) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "perm", perm.data(), ETL_I32, 1, pshape) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "inv", inv.data(), ETL_I32, 1, pshape) == ETL_SUCCESS);
       etlStatus st = etlRun(prog);
       if (st != ETL_SUCCESS) {
         ++failures;
         FAIL_CHECK("etlRun: " << etlGetErrorName(st) << ": " << etlGetLastErrorMessage());
         break;
       }
-      std::vector<float> ref = reference(g, N);
+      std::vector<float> ref = reference(g, N, inv);
       size_t wrong = 0, first = 0;
       for (size_t k = 0; k < v.size(); ++k) {
         bool ok = std::fabs(v[k] - ref[k]) <= 1e-5f * std::fabs(ref[k]);
