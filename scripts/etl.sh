@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # etl.sh — the project's two entry points, each self-contained from a fresh clone.
 #
-#   scripts/etl.sh demo   set up, compile examples/rowsum with etlc for sm_90 and
-#                         sim, run its C host (GPU when present, else sim)
+#   scripts/etl.sh demo   set up, compile examples/rowsum and examples/moe with
+#                         etlc for sm_90 and sim, run their C hosts (GPU when
+#                         present, else sim); each checks its results
 #   scripts/etl.sh test   set up, run every test: ctest on build/, the VS Code
 #                         grammar test, then the sanitizer builds:
 #                         build-asan/ (address,undefined: runtime + compiler) and
@@ -24,10 +25,13 @@ setup() { "$root/scripts/setup.sh" "$@"; }
 
 cmd_demo() {
   setup
-  log "compiling examples/rowsum/rowsum.etl for sm_90,sim"
-  build/compiler/etlc compile examples/rowsum/rowsum.etl -o build/rowsum.etlb --target sm_90,sim
-  log "running build/examples/rowsum_host build/rowsum.etlb"
-  build/examples/rowsum_host build/rowsum.etlb
+  local ex
+  for ex in rowsum moe; do
+    log "compiling examples/$ex/$ex.etl for sm_90,sim"
+    build/compiler/etlc compile "examples/$ex/$ex.etl" -o "build/$ex.etlb" --target sm_90,sim
+    log "running build/examples/${ex}_host build/$ex.etlb"
+    "build/examples/${ex}_host" "build/$ex.etlb"
+  done
 }
 
 # --- test -------------------------------------------------------------------
