@@ -12,7 +12,9 @@
 // writes the same value, and each Eg[i] then counts R notifications. Some
 // groups also notify a 1-element event Dg[0] (N * R notifications), and some
 // notify Pg[perm[i]] through a random permutation `perm` (inverse `inv`)
-// read on the device: wait counts settled at run time.
+// read on the device: wait counts settled at run time. Some groups are
+// ragged: [i in 0 .. N, r in 0 .. min(cnt[i], R)], a range read from the
+// tensor cnt (1 .. 3) on the device, so they are dynamic, expanded per i.
 //
 // About a third of the groups are `schedule dynamic` (run from the device
 // queue as their events complete), mixed with static ones in one kernel;
@@ -55,6 +57,7 @@ struct Group {
   int rows = 1;               ///< R: extent of the second domain dimension (1: 1-D domain)
   bool notifies_done;         ///< also notifies Dg[0]
   bool notifies_perm = false; ///< also notifies Pg[perm[i]] (a data-dependent index)
+  bool ragged = false;        ///< second dimension r in 0 .. min(cnt[i], rows)
   bool dynamic = false;       ///< `schedule dynamic`
   bool say_clause = false;    ///< write the clause even where it is the kernel's default
   std::vector<Dep> deps;
@@ -82,6 +85,12 @@ Graph random_graph(std::mt19937_64 &rng) {
     grp.notifies_perm = pick(0, 2) == 0;
     grp.dynamic = pick(0, 2) == 0;
     grp.say_clause = pick(0, 1) == 0;
+    grp.ragged = pick(0, 4) == 0;
+    if (grp.ragged) { // always dynamic; its notifies may not read data
+      grp.rows = pick(2, 3);
+      grp.notifies_perm = false;
+      grp.dynamic = true;
+    }
   }
   g.kernel_dynamic = pick(0, 3) == 0;
   for (int pos = 1; pos < n; ++pos) {
@@ -124,7 +133,7 @@ std::string source(const Graph &g) {
   std::ostringstream s;
   int n = int(g.groups.size());
   s << "kernel rg<N: dim>(v: tensor<f32>[" << n
-    << ", N], perm: tensor<i32>[N], inv: tensor<i32>[N])"
+    << ", N], perm: tensor<i32>[N], inv: tensor<i32>[N], cnt: tensor<i32>[N])"
     << (g.kernel_dynamic ? " schedule dynamic" : "") << " {\n";
   for (int p = 0; p < n; ++p) {
     s << "  event E" << p << "[N];\n";
@@ -136,7 +145,9 @@ std::string source(const Graph &g) {
   for (int gi : g.text) {
     const Group &grp = g.groups[gi];
     s << "\n  task t" << gi << "[i in 0 .. N";
-    if (grp.rows > 1)
+    if (grp.ragged)
+      s << ", r in 0 .. min(cnt[i], " << grp.rows << ")";
+    else if (grp.rows > 1)
       s << ", r in 0 .. " << grp.rows;
     s << "]";
     if (grp.dynamic != g.kernel_dynamic || grp.say_clause)
@@ -256,7 +267,9 @@ TEST_CASE("random task graphs compile and run on sim like a sequential reference
     for (int64_t N : dims) {
       INFO("N = " << N);
       std::vector<float> v(g.groups.size() * N, std::nanf(""));
-      std::vector<int32_t> perm(size_t(N), 0), inv(size_t(N), 0);
+      std::vector<int32_t> perm(size_t(N), 0), inv(size_t(N), 0), cnt(size_t(N), 1);
+      for (int32_t &c : cnt)
+        c = std::uniform_int_distribution<int32_t>(1, 3)(rng);
       std::iota(perm.begin(), perm.end(), 0);
       std::shuffle(perm.begin(), perm.end(), rng);
       for (int64_t k = 0; k < N; ++k)
@@ -266,6 +279,7 @@ TEST_CASE("random task graphs compile and run on sim like a sequential reference
       CHECK(etlBindTensor(prog, "v", v.data(), ETL_F32, 2, shape) == ETL_SUCCESS);
       CHECK(etlBindTensor(prog, "perm", perm.data(), ETL_I32, 1, pshape) == ETL_SUCCESS);
       CHECK(etlBindTensor(prog, "inv", inv.data(), ETL_I32, 1, pshape) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "cnt", cnt.data(), ETL_I32, 1, pshape) == ETL_SUCCESS);
       etlStatus st = etlRun(prog);
       if (st != ETL_SUCCESS) {
         ++failures;
