@@ -21,6 +21,8 @@
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
+#include "etl_abi.h"
+
 #include <llvm/IR/Constants.h>
 
 #include <algorithm>
@@ -293,9 +295,24 @@ llvm::Function *Lowerer::lower_group(int g) {
     if_then(b.CreateIsNotNull(arg_slot_ptr(5 /*ETL_SLOT_TIMELINE*/)), [&] { m.barrier(b); });
     timeline_mark(/*start=*/false);
   }
+  mark_progress();
   m.task_end(b);
   b.CreateRetVoid();
   return fn;
+}
+
+void Lowerer::mark_progress() {
+  // The CTA's task counter in the control block args[ABORT] points to
+  // (etl_abi.h, ETL_CONTROL_PROGRESS): only this CTA's thread 0 writes it,
+  // with volatile accesses, so the host sees it move while the kernel runs.
+  if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
+    llvm::Value *off = b.CreateAdd(b.getInt64(ETL_CONTROL_PROGRESS),
+                                   b.CreateMul(b.CreateZExt(m.cta_id(b), i64), b.getInt64(4)));
+    llvm::Value *p = b.CreateGEP(b.getInt8Ty(), arg_slot_ptr(3 /*ETL_SLOT_ABORT*/), off);
+    llvm::LoadInst *v = b.CreateLoad(i32, p);
+    v->setVolatile(true);
+    b.CreateStore(b.CreateAdd(v, b.getInt32(1)), p)->setVolatile(true);
+  });
 }
 
 void Lowerer::timeline_mark(bool start) {

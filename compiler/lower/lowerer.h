@@ -120,6 +120,8 @@ private:
   /// firing it for dynamic consumers when it reaches zero.
   void notify_element(int event, llvm::Value *off);
   void emit_data_notify_release(const GroupPlan &gp);
+  /// Thread 0: counts a finished task in the CTA's progress word (watchdog).
+  void mark_progress();
   /// Thread 0, when args[ETL_SLOT_TIMELINE] is set: writes the clock into
   /// the task's timeline record (start also writes sm and cta).
   void timeline_mark(bool start);

@@ -40,7 +40,7 @@ extern "C" {
  *                     whose kernel entry is ETL_KERNEL_ENTRY.
  */
 #define ETL_ARTIFACT_MAGIC "ETLB"
-#define ETL_ARTIFACT_VERSION 2u
+#define ETL_ARTIFACT_VERSION 3u
 
 typedef struct etl_artifact_header {
   char magic[4];      /* "ETLB" */
@@ -142,7 +142,7 @@ enum etl_slot {
   ETL_SLOT_EVENTS = 0,     /* uint32_t* event counters */
   ETL_SLOT_QUEUE = 1,      /* uint32_t* static queue entries, (group, linear) pairs */
   ETL_SLOT_QUEUE_OFFS = 2, /* uint32_t* per-CTA start, num_ctas+1 entries, in pairs */
-  ETL_SLOT_ABORT = 3,      /* volatile uint32_t* : non-zero = stop now */
+  ETL_SLOT_ABORT = 3,      /* the control block (below): word 0 non-zero = stop now */
   ETL_SLOT_NUM_CTAS = 4,   /* uint64 value */
   ETL_SLOT_TIMELINE = 5,   /* etl_timeline_record*, one per queue entry (0 = off) */
   ETL_SLOT_DYN = 6,        /* uint32_t* dynamic-scheduling state (below); 0 = none */
@@ -230,6 +230,15 @@ typedef struct etl_timeline_record {
 #define ETL_TIMELINE_OFF_END 8u
 #define ETL_TIMELINE_OFF_SM 16u
 #define ETL_TIMELINE_OFF_CTA 20u
+
+/* The control block args[ETL_SLOT_ABORT] points to: host-mapped memory on
+ * CUDA, so both sides see it while the kernel runs. Bytes [0, 4): the abort
+ * flag (non-zero = stop now). From byte ETL_CONTROL_PROGRESS: one u32 per
+ * CTA, the number of tasks it has finished, written only by that CTA's
+ * thread 0 with volatile accesses; the host's watchdog reads them to tell a
+ * slow run from a stuck one. Size: ETL_CONTROL_BYTES(num_ctas). */
+#define ETL_CONTROL_PROGRESS 64u
+#define ETL_CONTROL_BYTES(num_ctas) (ETL_CONTROL_PROGRESS + 4u * (uint32_t)(num_ctas))
 
 /* Kernel entry symbol, on every target: void etl_main(uint64_t *args). */
 #define ETL_KERNEL_ENTRY "etl_main"

@@ -88,14 +88,16 @@ etlStatus etlContextCreate(etlContext *out, const char *device, const etlContext
     c->kind = ETL_DEVICE_SIM;
     c->num_ctas = prm.sim_workers;
     snprintf(c->device_name, sizeof c->device_name, "sim (%u workers)", prm.sim_workers);
-    c->abort_host = aligned_alloc(64, 64);
+    /* the control block (etl_abi.h): abort flag, then a progress word per CTA */
+    size_t control = (ETL_CONTROL_BYTES(c->num_ctas) + 63u) / 64u * 64u;
+    c->abort_host = aligned_alloc(64, control);
     if (!c->abort_host) {
       pthread_mutex_destroy(&c->mu);
       pthread_mutex_destroy(&c->launch_mu);
       free(c);
       return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory creating a context");
     }
-    memset(c->abort_host, 0, 64);
+    memset(c->abort_host, 0, control);
     c->abort_dptr = (uint64_t)(uintptr_t)c->abort_host;
   }
   c->magic = ETL_CTX_MAGIC;

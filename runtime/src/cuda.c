@@ -7,9 +7,10 @@
  *
  * A launch is one persistent grid: num_ctas = SM count, threads_per_cta
  * threads, one parameter (the device pointer of the argument block). The
- * abort flag is host-mapped memory. The watchdog here is coarser than on
- * sim: the host polls the stream and raises the abort flag once the launch
- * has run for watchdog_ms (device progress is not visible from the host).
+ * abort flag is host-mapped memory. The watchdog: the host polls the stream
+ * and the per-CTA task counters the kernel writes into the same mapped
+ * control block, and raises the abort flag once no task has finished for
+ * watchdog_ms.
  *===----------------------------------------------------------------------===*/
 #include <dlfcn.h>
 #include <stdio.h>
@@ -98,9 +99,12 @@ etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
     st = CU_FAIL(s, r, "cuCtxCreate");
     goto fail;
   }
+  /* the control block (etl_abi.h): abort flag, then a progress word per CTA */
+  uint32_t ctas = sms > 0 ? (uint32_t)sms : 1;
+  size_t control = ETL_CONTROL_BYTES(ctas);
   void *abort_host = NULL;
   CUdeviceptr abort_dev = 0;
-  if ((r = s->MemHostAlloc(&abort_host, 64, ETL_CU_MEMHOSTALLOC_DEVICEMAP)) ||
+  if ((r = s->MemHostAlloc(&abort_host, control, ETL_CU_MEMHOSTALLOC_DEVICEMAP)) ||
       (r = s->MemHostGetDevicePointer(&abort_dev, abort_host, 0))) {
     st = CU_FAIL(s, r, "allocating the mapped abort flag");
     if (abort_host)
@@ -108,12 +112,12 @@ etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
     s->CtxDestroy(s->cu);
     goto fail;
   }
-  memset(abort_host, 0, 64);
+  memset(abort_host, 0, control);
   s->cc = major * 10 + minor;
   ctx->cuda = s;
   ctx->abort_host = abort_host;
   ctx->abort_dptr = abort_dev;
-  ctx->num_ctas = sms > 0 ? (uint32_t)sms : 1;
+  ctx->num_ctas = ctas;
   snprintf(ctx->device_name, sizeof ctx->device_name, "%s (sm_%d, %d SMs)", name, s->cc, sms);
   return ETL_SUCCESS;
 fail:
@@ -238,13 +242,25 @@ etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan) {
                                p->art.meta.threads_per_cta, 1, 1, 0, NULL, params, NULL);
   if (r)
     return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: cuLaunchKernel failed: %s", cu_err(s, r));
-  int64_t start = now_ms();
+  /* The watchdog fires when no CTA has finished a task for watchdog_ms: the
+     kernel counts finished tasks per CTA in the mapped control block. */
+  const volatile uint32_t *progress =
+      (const volatile uint32_t *)((const char *)ctx->abort_host + ETL_CONTROL_PROGRESS);
+  int64_t last = now_ms();
+  uint64_t seen = 0;
   int timed_out = 0;
   for (;;) {
     r = s->StreamQuery(NULL);
     if (r != ETL_CUDA_ERROR_NOT_READY)
       break;
-    if (!timed_out && now_ms() - start > (int64_t)ctx->params.watchdog_ms) {
+    uint64_t sum = 0;
+    for (uint32_t c = 0; c < ctx->num_ctas; ++c)
+      sum += progress[c];
+    if (sum != seen) {
+      seen = sum;
+      last = now_ms();
+    }
+    if (!timed_out && now_ms() - last > (int64_t)ctx->params.watchdog_ms) {
       __atomic_store_n((volatile uint32_t *)ctx->abort_host, 1u, __ATOMIC_SEQ_CST);
       timed_out = 1;
     }
@@ -260,7 +276,7 @@ etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan) {
     uint32_t *ctr = malloc((plan->n_counters + 1) * sizeof(uint32_t));
     char msg[4096];
     size_t len = (size_t)snprintf(msg, sizeof msg,
-                                  "watchdog: launch still running after %u ms, aborted; pending "
+                                  "watchdog: no task finished for %u ms, aborted; pending "
                                   "events:",
                                   ctx->params.watchdog_ms);
     if (ctr && s->MemcpyDtoH(ctr, plan->counters_dptr, plan->n_counters * 4) == 0) {

@@ -145,7 +145,8 @@ TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
   }
   ArgLayout L = arg_layout(c->program->kernels[0]);
   std::vector<uint64_t> args(L.num_slots(), 0);
-  uint32_t abort_flag = 0;
+  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
+  uint32_t &abort_flag = control[0];
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
   args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.data()));
   args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(offs.data()));

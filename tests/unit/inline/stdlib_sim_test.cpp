@@ -109,7 +109,8 @@ void run_source(const std::string &src, const std::vector<std::vector<float> *> 
   ArgLayout L = arg_layout(r->c.program->kernels[0]);
   REQUIRE(L.num_tensors == tensors.size());
   std::vector<uint64_t> args(L.num_slots(), 0);
-  uint32_t abort_flag = 0;
+  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
+  uint32_t &abort_flag = control[0];
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
   args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.data()));
   args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(offs.data()));

@@ -132,7 +132,8 @@ TEST_CASE("backend: rowsum on sim computes y = sum(x, axis=1)") {
   std::vector<uint32_t> events(size_t(cdiv(M, TM)), uint32_t(cdiv(N, TN)));
   Queue q =
       make_queue({{0, uint32_t(cdiv(M, TM) * cdiv(N, TN))}, {1, uint32_t(cdiv(M, TM))}}, CTAS);
-  uint32_t abort_flag = 0;
+  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
+  uint32_t &abort_flag = control[0];
   uint64_t args[14] = {};
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
   args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.entries.data()));
@@ -180,7 +181,8 @@ TEST_CASE("backend: softmax on sim matches a reference") {
   std::vector<uint32_t> events(size_t(cdiv(B, TB)), 1u);
   Queue q =
       make_queue({{0, uint32_t(cdiv(B, TB))}, {1, uint32_t(cdiv(B, TB) * cdiv(N, TN))}}, CTAS);
-  uint32_t abort_flag = 0;
+  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
+  uint32_t &abort_flag = control[0];
   uint64_t args[15] = {};
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
   args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.entries.data()));
@@ -226,7 +228,8 @@ TEST_CASE("backend: the abort flag stops a CTA stuck in a wait") {
   std::vector<float> x(16), y(4), part(8);
   std::vector<uint32_t> events(1, 1u);
   Queue q = make_queue({{1, 1}}, 1);
-  uint32_t abort_flag = 0;
+  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
+  uint32_t &abort_flag = control[0];
   uint64_t args[14] = {};
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
   args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.entries.data()));

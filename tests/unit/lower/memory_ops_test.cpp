@@ -86,7 +86,9 @@ void run(const Compiled &c, const std::vector<int64_t> &dims, const std::vector<
   REQUIRE(dims.size() == k.dims.size());
   REQUIRE(tensors.size() == k.tensors.size());
   std::vector<uint64_t> args(L.num_slots(), 0);
-  uint32_t abort_flag = 0, no_events = 0;
+  uint32_t no_events = 0;
+  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
+  uint32_t &abort_flag = control[0];
   args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(&no_events));
   args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.data()));
   args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(offs.data()));

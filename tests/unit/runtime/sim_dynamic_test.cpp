@@ -136,9 +136,21 @@ TEST_CASE("dynamic: static and dynamic groups in one megakernel run like the ref
       CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 1, shape) == ETL_SUCCESS);
       CHECK(etlBindTensor(prog, "w", w.data(), ETL_F32, 1, shape) == ETL_SUCCESS);
       CHECK(etlBindTensor(prog, "o", o.data(), ETL_F32, 1, shape) == ETL_SUCCESS);
+      // The kernel counts every finished task in its CTA's progress word of
+      // the control block (what the CUDA watchdog watches).
+      auto progress = [&] {
+        uint64_t sum = 0;
+        const uint32_t *w = reinterpret_cast<const uint32_t *>(
+            reinterpret_cast<const char *>(ctx->abort_host) + ETL_CONTROL_PROGRESS);
+        for (uint32_t c = 0; c < ctx->num_ctas; ++c)
+          sum += __atomic_load_n(&w[c], __ATOMIC_ACQUIRE);
+        return sum;
+      };
       for (int rep = 0; rep < 2; ++rep) {
         std::fill(o.begin(), o.end(), NAN);
+        uint64_t before = progress();
         REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+        CHECK(progress() - before == uint64_t(5 * 2 * NB)); // a, b, c, d, fin: 2*NB each
         std::vector<float> ref = reference(x, NB);
         size_t wrong = 0;
         for (size_t k = 0; k < n; ++k)
