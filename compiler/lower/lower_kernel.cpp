@@ -38,7 +38,7 @@ Lowerer::Lowerer(const KernelPlan &p, Machine &mach, llvm::Module &md, unsigned 
   ptr = b.getPtrTy();
 }
 
-unsigned Lowerer::smem_bytes() const { return unsigned(scratch_base + max_scratch_elems * 4); }
+unsigned Lowerer::smem_bytes() const { return unsigned(kSmemScratch + max_scratch_elems * 4); }
 
 //===-- Helpers ----------------------------------------------------------===//
 
@@ -106,7 +106,7 @@ std::vector<llvm::Value *> Lowerer::coords(llvm::Value *e, const std::vector<int
 }
 
 llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem, unsigned bytes) {
-  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)), b.getInt64(scratch_base));
+  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)), b.getInt64(kSmemScratch));
   return b.CreateGEP(b.getInt8Ty(), smem, off);
 }
 
@@ -140,10 +140,8 @@ void Lowerer::spill_to_scratch(const TileVal &v, int64_t at) {
 
 llvm::Function *Lowerer::lower_kernel() {
   std::vector<llvm::Function *> groups;
-  if (any_dynamic()) {
-    scratch_base = kSmemScratchDyn;
+  if (any_dynamic())
     declare_dyn_run();
-  }
   for (size_t g = 0; g < plan.groups.size(); ++g)
     groups.push_back(lower_group(int(g)));
   if (any_dynamic())
@@ -168,6 +166,10 @@ llvm::Function *Lowerer::lower_kernel() {
     b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, c64)), cursor);
     b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, b.CreateAdd(c64, b.getInt64(1)))), end);
     b.CreateStore(b.getInt32(0), smem_at(kSmemAbort));
+    // The task count continues from the control block's word (read once).
+    llvm::LoadInst *done = b.CreateLoad(i32, progress_word(cta));
+    done->setVolatile(true);
+    b.CreateStore(done, smem_at(kSmemProgress));
   });
   auto *loop = llvm::BasicBlock::Create(ctx, "persistent", k);
   b.CreateBr(loop);
@@ -302,17 +304,23 @@ llvm::Function *Lowerer::lower_group(int g) {
 }
 
 void Lowerer::mark_progress() {
-  // The CTA's task counter in the control block args[ABORT] points to
-  // (etl_abi.h, ETL_CONTROL_PROGRESS): only this CTA's thread 0 writes it,
-  // with volatile accesses, so the host sees it move while the kernel runs.
+  // The CTA's finished-task count lives in shared memory (kSmemProgress);
+  // thread 0 copies it to the CTA's word of the control block args[ABORT]
+  // points to (etl_abi.h, ETL_CONTROL_PROGRESS) with a volatile store, so
+  // the host sees it move while the kernel runs; host memory is read only
+  // once, at the kernel's start.
   if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
-    llvm::Value *off = b.CreateAdd(b.getInt64(ETL_CONTROL_PROGRESS),
-                                   b.CreateMul(b.CreateZExt(m.cta_id(b), i64), b.getInt64(4)));
-    llvm::Value *p = b.CreateGEP(b.getInt8Ty(), arg_slot_ptr(3 /*ETL_SLOT_ABORT*/), off);
-    llvm::LoadInst *v = b.CreateLoad(i32, p);
-    v->setVolatile(true);
-    b.CreateStore(b.CreateAdd(v, b.getInt32(1)), p)->setVolatile(true);
+    llvm::Value *cnt = b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemProgress));
+    llvm::Value *v = b.CreateAdd(b.CreateLoad(i32, cnt), b.getInt32(1));
+    b.CreateStore(v, cnt);
+    b.CreateStore(v, progress_word(m.cta_id(b)))->setVolatile(true);
   });
+}
+
+llvm::Value *Lowerer::progress_word(llvm::Value *cta) {
+  llvm::Value *off = b.CreateAdd(b.getInt64(ETL_CONTROL_PROGRESS),
+                                 b.CreateMul(b.CreateZExt(cta, i64), b.getInt64(4)));
+  return b.CreateGEP(b.getInt8Ty(), arg_slot_ptr(3 /*ETL_SLOT_ABORT*/), off);
 }
 
 void Lowerer::timeline_mark(bool start) {

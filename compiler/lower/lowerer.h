@@ -71,15 +71,15 @@ struct KernelPlan {
   std::vector<GroupPlan> groups;
 };
 
-/// Byte offsets in shared memory.
+/// Byte offsets in shared memory: a 32-byte header, then the scratch area.
 /// kSmemPos: the task's queue position, its index in the timeline.
+/// kSmemDynDecision / kSmemDynItem (lower_dynamic.cpp): thread 0's decision
+/// in a dynamic loop and the popped item id (separate from kSmemGroup /
+/// kSmemLinear, which the other threads may not have read yet when thread 0
+/// starts a task's wait). kSmemProgress: the CTA's finished-task count,
+/// copied to the control block for the watchdog (mark_progress).
 constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
-                   kSmemScratch = 16;
-/// With dynamic groups (lower_dynamic.cpp): thread 0's decision in a
-/// dynamic loop and the popped item id; the scratch area then starts at
-/// kSmemScratchDyn. (Separate from kSmemGroup/kSmemLinear, which the other
-/// threads may not have read yet when thread 0 starts a task's wait.)
-constexpr unsigned kSmemDynDecision = 16, kSmemDynItem = 20, kSmemScratchDyn = 32;
+                   kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24, kSmemScratch = 32;
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
 
@@ -122,6 +122,8 @@ private:
   void emit_data_notify_release(const GroupPlan &gp);
   /// Thread 0: counts a finished task in the CTA's progress word (watchdog).
   void mark_progress();
+  /// CTA `cta`'s progress word in the control block (etl_abi.h).
+  llvm::Value *progress_word(llvm::Value *cta);
   /// Thread 0, when args[ETL_SLOT_TIMELINE] is set: writes the clock into
   /// the task's timeline record (start also writes sm and cta).
   void timeline_mark(bool start);
@@ -265,7 +267,6 @@ public:
   std::vector<LocalSlot> locals;
 
   int64_t max_scratch_elems = 0;
-  unsigned scratch_base = kSmemScratch; ///< kSmemScratchDyn with dynamic groups
 };
 
 } // namespace etl

@@ -1584,8 +1584,8 @@ private:
   }
 
   /// Static shared memory is 48 KiB; the first 32 bytes are the lowering's
-  /// (lower/lowerer.h, kSmemScratchDyn, the larger header, with dynamic
-  /// groups). dot spills both operands after them, 4 bytes per element.
+  /// header (lower/lowerer.h, kSmemScratch). dot spills both operands after
+  /// them, 4 bytes per element.
   static constexpr int64_t kDotScratchLimit = 48 * 1024 - 32;
 
   Type not_in_shape(Expr &e) {
