@@ -133,6 +133,19 @@ static int shape_elems(const int64_t *shape, uint32_t rank, uint64_t cap, uint64
   return 0;
 }
 
+/* Advances `idx` to the next element an edge covers: an odometer over its
+ * star components (last fastest). Returns 0 after the last one. */
+static int next_star_element(const etl_edge_meta *edge, const int64_t *shape, int64_t *idx) {
+  for (int k = (int)edge->n - 1; k >= 0; --k) {
+    if (!edge->idx[k].star)
+      continue;
+    if (++idx[k] < shape[k])
+      return 1;
+    idx[k] = 0;
+  }
+  return 0;
+}
+
 /* Visit every element an edge of task `vars` names; calls `fn` per element
  * offset. Returns a status (message set) on an out-of-range index. */
 static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
@@ -199,16 +212,7 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
     if (*c == UINT32_MAX)
       return etl_error(ETL_ERROR_BINDING, "event '%s': more than 2^32-1 notifications", ev->name);
     *c += 1;
-    /* odometer over the star components */
-    int k = (int)edge->n - 1;
-    for (; k >= 0; --k) {
-      if (!edge->idx[k].star)
-        continue;
-      if (++idx[k] < shape[k])
-        break;
-      idx[k] = 0;
-    }
-    if (k < 0)
+    if (!next_star_element(edge, shape, idx))
       break;
   }
   return ETL_SUCCESS;
@@ -239,15 +243,7 @@ static uint32_t edge_pending(const etl_meta *m, const etl_plan *p, uint32_t g,
     for (uint32_t k = 0; k < edge->n; ++k)
       off = off * (uint64_t)shape[k] + (uint64_t)idx[k];
     n += p->wait_counts[p->event_offset[edge->event] + off] != 0;
-    int k = (int)edge->n - 1;
-    for (; k >= 0; --k) {
-      if (!edge->idx[k].star)
-        continue;
-      if (++idx[k] < shape[k])
-        break;
-      idx[k] = 0;
-    }
-    if (k < 0)
+    if (!next_star_element(edge, shape, idx))
       break;
   }
   return n;

@@ -123,35 +123,18 @@ TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
     x[size_t(i)] = float((i * 3) % 17) - 8.f;
   std::vector<uint32_t> events(size_t(cdiv(M, TM)), uint32_t(cdiv(N, TN)));
   // Static queue in topological order, round-robin over the CTAs.
-  std::vector<std::vector<uint32_t>> per(CTAS);
-  unsigned next = 0;
   std::vector<int> order = c->graph.topo_order;
   if (order.empty()) // taskgraph may not fill it yet: declaration order is topological here
     for (size_t g = 0; g < c->graph.groups.size(); ++g)
       order.push_back(int(g));
   REQUIRE(order.size() == 2);
-  for (int g : order) {
-    int64_t n = g == 0 ? cdiv(M, TM) * cdiv(N, TN) : cdiv(M, TM);
-    for (int64_t l = 0; l < n; ++l) {
-      per[next].push_back(uint32_t(g));
-      per[next].push_back(uint32_t(l));
-      next = (next + 1) % CTAS;
-    }
-  }
-  std::vector<uint32_t> q, offs{0};
-  for (auto &p : per) {
-    q.insert(q.end(), p.begin(), p.end());
-    offs.push_back(uint32_t(q.size() / 2));
-  }
+  std::vector<std::pair<uint32_t, uint32_t>> counts;
+  for (int g : order)
+    counts.push_back({uint32_t(g), uint32_t(g == 0 ? cdiv(M, TM) * cdiv(N, TN) : cdiv(M, TM))});
+  SimLaunch launch(counts, CTAS);
   ArgLayout L = arg_layout(c->program->kernels[0]);
   std::vector<uint64_t> args(L.num_slots(), 0);
-  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
-  uint32_t &abort_flag = control[0];
-  args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
-  args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.data()));
-  args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(offs.data()));
-  args[ETL_SLOT_ABORT] = uint64_t(uintptr_t(&abort_flag));
-  args[ETL_SLOT_NUM_CTAS] = CTAS;
+  launch.fill(args.data(), events.data());
   args[L.dim(0)] = uint64_t(M);
   args[L.dim(1)] = uint64_t(N);
   args[L.tensor(0)] = uint64_t(uintptr_t(x.data()));

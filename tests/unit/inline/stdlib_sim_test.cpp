@@ -96,26 +96,11 @@ void run_source(const std::string &src, const std::vector<std::vector<float> *> 
   auto r = compile(src, {"sim"});
   const unsigned CTAS = 2, T = 32;
   std::vector<uint32_t> events(1, 0);
-  std::vector<std::vector<uint32_t>> per(CTAS);
-  for (uint32_t l = 0; l < uint32_t(M / TM); ++l) {
-    per[l % CTAS].push_back(0);
-    per[l % CTAS].push_back(l);
-  }
-  std::vector<uint32_t> q, offs{0};
-  for (auto &p : per) {
-    q.insert(q.end(), p.begin(), p.end());
-    offs.push_back(uint32_t(q.size() / 2));
-  }
+  SimLaunch launch({{0, uint32_t(M / TM)}}, CTAS);
   ArgLayout L = arg_layout(r->c.program->kernels[0]);
   REQUIRE(L.num_tensors == tensors.size());
   std::vector<uint64_t> args(L.num_slots(), 0);
-  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
-  uint32_t &abort_flag = control[0];
-  args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
-  args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.data()));
-  args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(offs.data()));
-  args[ETL_SLOT_ABORT] = uint64_t(uintptr_t(&abort_flag));
-  args[ETL_SLOT_NUM_CTAS] = CTAS;
+  launch.fill(args.data(), events.data());
   args[L.dim(0)] = uint64_t(M);
   SimState st;
   for (unsigned i = 0; i < tensors.size(); ++i) {

@@ -62,28 +62,6 @@ void check_ptx(const BackendResult &r) {
   }
 }
 
-/// Static queue: every task of every group in `order`, round-robin over CTAs.
-struct Queue {
-  std::vector<uint32_t> entries, offs;
-};
-Queue make_queue(const std::vector<std::pair<uint32_t, uint32_t>> &group_counts, unsigned ctas) {
-  std::vector<std::vector<uint32_t>> per(ctas);
-  unsigned next = 0;
-  for (auto [g, n] : group_counts)
-    for (uint32_t l = 0; l < n; ++l) {
-      per[next].push_back(g);
-      per[next].push_back(l);
-      next = (next + 1) % ctas;
-    }
-  Queue q;
-  q.offs.push_back(0);
-  for (auto &p : per) {
-    q.entries.insert(q.entries.end(), p.begin(), p.end());
-    q.offs.push_back(uint32_t(q.entries.size() / 2));
-  }
-  return q;
-}
-
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 } // namespace
@@ -130,16 +108,9 @@ TEST_CASE("backend: rowsum on sim computes y = sum(x, axis=1)") {
   for (int64_t i = 0; i < M * N; ++i)
     x[size_t(i)] = float((i * 7) % 13) - 3.f;
   std::vector<uint32_t> events(size_t(cdiv(M, TM)), uint32_t(cdiv(N, TN)));
-  Queue q =
-      make_queue({{0, uint32_t(cdiv(M, TM) * cdiv(N, TN))}, {1, uint32_t(cdiv(M, TM))}}, CTAS);
-  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
-  uint32_t &abort_flag = control[0];
+  SimLaunch launch({{0, uint32_t(cdiv(M, TM) * cdiv(N, TN))}, {1, uint32_t(cdiv(M, TM))}}, CTAS);
   uint64_t args[14] = {};
-  args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
-  args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.entries.data()));
-  args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(q.offs.data()));
-  args[ETL_SLOT_ABORT] = uint64_t(uintptr_t(&abort_flag));
-  args[ETL_SLOT_NUM_CTAS] = CTAS;
+  launch.fill(args, events.data());
   args[8] = uint64_t(M);
   args[9] = uint64_t(N);
   args[10] = uint64_t(uintptr_t(x.data()));
@@ -179,16 +150,9 @@ TEST_CASE("backend: softmax on sim matches a reference") {
   for (int64_t i = 0; i < B * N; ++i)
     x[size_t(i)] = float((i * 5) % 11) * 0.25f - 1.f;
   std::vector<uint32_t> events(size_t(cdiv(B, TB)), 1u);
-  Queue q =
-      make_queue({{0, uint32_t(cdiv(B, TB))}, {1, uint32_t(cdiv(B, TB) * cdiv(N, TN))}}, CTAS);
-  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
-  uint32_t &abort_flag = control[0];
+  SimLaunch launch({{0, uint32_t(cdiv(B, TB))}, {1, uint32_t(cdiv(B, TB) * cdiv(N, TN))}}, CTAS);
   uint64_t args[15] = {};
-  args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
-  args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.entries.data()));
-  args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(q.offs.data()));
-  args[ETL_SLOT_ABORT] = uint64_t(uintptr_t(&abort_flag));
-  args[ETL_SLOT_NUM_CTAS] = CTAS;
+  launch.fill(args, events.data());
   args[8] = uint64_t(B);
   args[9] = uint64_t(N);
   args[10] = uint64_t(uintptr_t(x.data()));
@@ -227,14 +191,10 @@ TEST_CASE("backend: the abort flag stops a CTA stuck in a wait") {
   // Only `final` tasks in the queue: their event never reaches zero.
   std::vector<float> x(16), y(4), part(8);
   std::vector<uint32_t> events(1, 1u);
-  Queue q = make_queue({{1, 1}}, 1);
-  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
-  uint32_t &abort_flag = control[0];
+  SimLaunch launch({{1, 1}}, 1);
+  uint32_t &abort_flag = launch.abort_flag();
   uint64_t args[14] = {};
-  args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events.data()));
-  args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.entries.data()));
-  args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(q.offs.data()));
-  args[ETL_SLOT_ABORT] = uint64_t(uintptr_t(&abort_flag));
+  launch.fill(args, events.data());
   args[8] = 4;
   args[9] = 4;
   args[10] = uint64_t(uintptr_t(x.data()));

@@ -68,32 +68,17 @@ struct Buffer {
 /// on `ctas` CTAs; `tasks[g]` is the number of tasks of group g.
 void run(const Compiled &c, const std::vector<int64_t> &dims, const std::vector<Buffer> &tensors,
          const std::vector<uint32_t> &tasks, unsigned ctas = 2, unsigned threads = 8) {
-  std::vector<std::vector<uint32_t>> per(ctas);
-  unsigned next = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> counts;
   for (uint32_t g = 0; g < tasks.size(); ++g)
-    for (uint32_t l = 0; l < tasks[g]; ++l) {
-      per[next].push_back(g);
-      per[next].push_back(l);
-      next = (next + 1) % ctas;
-    }
-  std::vector<uint32_t> q, offs{0};
-  for (auto &p : per) {
-    q.insert(q.end(), p.begin(), p.end());
-    offs.push_back(uint32_t(q.size() / 2));
-  }
+    counts.push_back({g, tasks[g]});
+  SimLaunch launch(counts, ctas);
   const KernelDecl &k = c.program->kernels[0];
   ArgLayout L = arg_layout(k);
   REQUIRE(dims.size() == k.dims.size());
   REQUIRE(tensors.size() == k.tensors.size());
   std::vector<uint64_t> args(L.num_slots(), 0);
   uint32_t no_events = 0;
-  std::vector<uint32_t> control(ETL_CONTROL_BYTES(64) / 4, 0); // abort flag, progress
-  uint32_t &abort_flag = control[0];
-  args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(&no_events));
-  args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(q.data()));
-  args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(offs.data()));
-  args[ETL_SLOT_ABORT] = uint64_t(uintptr_t(&abort_flag));
-  args[ETL_SLOT_NUM_CTAS] = ctas;
+  launch.fill(args.data(), &no_events);
   SimState st;
   for (unsigned i = 0; i < dims.size(); ++i)
     args[L.dim(i)] = uint64_t(dims[i]);

@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace etl::testing {
@@ -84,6 +85,51 @@ inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
                                        .task_end = sim_task_end,
                                        .atomic_add_acq_rel = sim_atomic_add_acq_rel,
                                        .atomic_cas = sim_atomic_cas};
+
+/// Static queues: the tasks of each (group, count), in order, dealt
+/// round-robin over `ctas` CTAs, continuing across groups (as the runtime's
+/// plan does).
+struct Queue {
+  std::vector<uint32_t> entries, offs;
+};
+inline Queue make_queue(const std::vector<std::pair<uint32_t, uint32_t>> &group_counts,
+                        unsigned ctas) {
+  std::vector<std::vector<uint32_t>> per(ctas);
+  unsigned next = 0;
+  for (auto [g, n] : group_counts)
+    for (uint32_t l = 0; l < n; ++l) {
+      per[next].push_back(g);
+      per[next].push_back(l);
+      next = (next + 1) % ctas;
+    }
+  Queue q;
+  q.offs.push_back(0);
+  for (auto &p : per) {
+    q.entries.insert(q.entries.end(), p.begin(), p.end());
+    q.offs.push_back(uint32_t(q.entries.size() / 2));
+  }
+  return q;
+}
+
+/// What a sim launch needs besides the program's own slots: the static
+/// queues, the control block (abort flag, then a progress word per CTA;
+/// etl_abi.h) and the fixed argument slots.
+struct SimLaunch {
+  Queue queue;
+  unsigned ctas;
+  std::vector<uint32_t> control = std::vector<uint32_t>(ETL_CONTROL_BYTES(64) / 4, 0);
+  SimLaunch(const std::vector<std::pair<uint32_t, uint32_t>> &group_counts, unsigned n_ctas)
+      : queue(make_queue(group_counts, n_ctas)), ctas(n_ctas) {}
+  uint32_t &abort_flag() { return control[0]; }
+  /// Fills the fixed slots of `args`; `events` is the counter array.
+  void fill(uint64_t *args, void *events) {
+    args[ETL_SLOT_EVENTS] = uint64_t(uintptr_t(events));
+    args[ETL_SLOT_QUEUE] = uint64_t(uintptr_t(queue.entries.data()));
+    args[ETL_SLOT_QUEUE_OFFS] = uint64_t(uintptr_t(queue.offs.data()));
+    args[ETL_SLOT_ABORT] = uint64_t(uintptr_t(control.data()));
+    args[ETL_SLOT_NUM_CTAS] = ctas;
+  }
+};
 
 /// Loads `so_bytes` and runs it. Returns an error text, empty on success.
 inline std::string run_sim(const std::string &so_bytes, uint64_t *args, unsigned ctas,
