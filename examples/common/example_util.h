@@ -78,6 +78,13 @@ static inline double ex_max_error(const float *a, const float *b, size_t n) {
   return worst;
 }
 
+/* Prints how far the GPU's result is from sim's (`d`, a max error) and
+ * returns whether it is within `tol`. */
+static inline int ex_report_gpu_vs_sim(double d, double tol) {
+  printf("  gpu vs sim: max difference %.2e %s\n", d, d < tol ? "OK" : "FAIL");
+  return d < tol;
+}
+
 /* Command line: ARTIFACT [--device D] [--shape A,B[,C[,D]]]... */
 #define EX_MAX_SHAPE 4
 typedef struct ex_args {

@@ -158,8 +158,7 @@ int main(int argc, char **argv) {
       float *os = malloc(sizeof(float) * n);
       run_attention(sim, sim_prog, &P, os);
       double d = ex_max_error(out, os, n);
-      printf("  gpu vs sim: max difference %.2e %s\n", d, d < 1e-4 ? "OK" : "FAIL");
-      ok &= d < 1e-4;
+      ok &= ex_report_gpu_vs_sim(d, 1e-4);
       free(os);
     }
     failures += !ok;

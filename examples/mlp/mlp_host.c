@@ -91,8 +91,7 @@ int main(int argc, char **argv) {
       float *os = malloc(sizeof(float) * nx);
       run_mlp(sim, sim_prog, T, D, F, x, wg, wu, wd, os);
       double d = ex_max_error(out, os, nx);
-      printf("  gpu vs sim: max difference %.2e %s\n", d, d < 1e-4 ? "OK" : "FAIL");
-      ok &= d < 1e-4;
+      ok &= ex_report_gpu_vs_sim(d, 1e-4);
       free(os);
     }
     failures += !ok;

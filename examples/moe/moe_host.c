@@ -171,8 +171,7 @@ int main(int argc, char **argv) {
         float *os = malloc(sizeof(float) * n);
         run_moe(sim, sim_prog, &L, os);
         double d = ex_max_error(out, os, n);
-        printf("  gpu vs sim: max difference %.2e %s\n", d, d < 1e-4 ? "OK" : "FAIL");
-        ok &= d < 1e-4;
+        ok &= ex_report_gpu_vs_sim(d, 1e-4);
         free(os);
       }
       failures += !ok;

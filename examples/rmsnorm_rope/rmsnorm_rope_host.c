@@ -193,8 +193,7 @@ int main(int argc, char **argv) {
       double dk = ex_max_error(kc, k2, nc), dv = ex_max_error(vc, v2, nc);
       d = dk > d ? dk : d;
       d = dv > d ? dv : d;
-      printf("  gpu vs sim: max difference %.2e %s\n", d, d < 1e-4 ? "OK" : "FAIL");
-      ok &= d < 1e-4;
+      ok &= ex_report_gpu_vs_sim(d, 1e-4);
       free(q2);
       free(k2);
       free(v2);

@@ -59,8 +59,7 @@ int main(int argc, char **argv) {
       float *ys = malloc(sizeof(float) * (size_t)M);
       run_rowsum(sim, sim_prog, M, N, x, ys);
       double d = ex_max_error(y, ys, (size_t)M);
-      printf("  gpu vs sim: max difference %.2e %s\n", d, d < 1e-4 ? "OK" : "FAIL");
-      ok &= d < 1e-4;
+      ok &= ex_report_gpu_vs_sim(d, 1e-4);
       free(ys);
     }
     failures += !ok;

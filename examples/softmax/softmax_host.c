@@ -68,8 +68,7 @@ int main(int argc, char **argv) {
       float *ys = malloc(sizeof(float) * n);
       run_softmax(sim, sim_prog, B, N, x, ys);
       double d = ex_max_error(y, ys, n);
-      printf("  gpu vs sim: max difference %.2e %s\n", d, d < 1e-5 ? "OK" : "FAIL");
-      ok &= d < 1e-5;
+      ok &= ex_report_gpu_vs_sim(d, 1e-5);
       free(ys);
     }
     failures += !ok;
