@@ -13,11 +13,12 @@
 
 #include <llvm/IR/Constants.h>
 
+#include <optional>
+#include <utility>
+
 namespace etl {
 
 namespace {
-
-bool is_fp(ElemType t) { return t == ElemType::F32 || t == ElemType::F16; }
 
 /// Row-major strides of `shape`.
 std::vector<int64_t> strides_of(const std::vector<int64_t> &shape) {
@@ -25,6 +26,29 @@ std::vector<int64_t> strides_of(const std::vector<int64_t> &shape) {
   for (size_t d = shape.size(); d-- > 1;)
     s[d - 1] = s[d] * shape[d];
   return s;
+}
+
+/// The (float, signed integer) LLVM predicates of a comparison operator;
+/// NaN compares unequal and unordered for everything else.
+std::optional<std::pair<llvm::CmpInst::Predicate, llvm::CmpInst::Predicate>>
+comparison_predicates(BinOp op) {
+  using P = llvm::CmpInst::Predicate;
+  switch (op) {
+  case BinOp::Eq:
+    return std::make_pair(P::FCMP_OEQ, P::ICMP_EQ);
+  case BinOp::Ne:
+    return std::make_pair(P::FCMP_UNE, P::ICMP_NE);
+  case BinOp::Lt:
+    return std::make_pair(P::FCMP_OLT, P::ICMP_SLT);
+  case BinOp::Le:
+    return std::make_pair(P::FCMP_OLE, P::ICMP_SLE);
+  case BinOp::Gt:
+    return std::make_pair(P::FCMP_OGT, P::ICMP_SGT);
+  case BinOp::Ge:
+    return std::make_pair(P::FCMP_OGE, P::ICMP_SGE);
+  default:
+    return std::nullopt;
+  }
 }
 
 } // namespace
@@ -43,31 +67,12 @@ TileVal Lowerer::compare(BinOp op, const TileVal &a, const TileVal &c,
                                         : b.CreateOr(x.regs[k], y.regs[k]));
     return r;
   }
+  auto pred = comparison_predicates(op);
+  if (!pred)
+    throw LowerError(std::string("operator '") + spelling(op) + "' is not a comparison");
   auto cmp = [&](llvm::Value *l, llvm::Value *rr, bool fl) -> llvm::Value * {
-    llvm::Value *v = nullptr;
-    switch (op) {
-    case BinOp::Eq:
-      v = fl ? b.CreateFCmpOEQ(l, rr) : b.CreateICmpEQ(l, rr);
-      break;
-    case BinOp::Ne:
-      v = fl ? b.CreateFCmpUNE(l, rr) : b.CreateICmpNE(l, rr);
-      break;
-    case BinOp::Lt:
-      v = fl ? b.CreateFCmpOLT(l, rr) : b.CreateICmpSLT(l, rr);
-      break;
-    case BinOp::Le:
-      v = fl ? b.CreateFCmpOLE(l, rr) : b.CreateICmpSLE(l, rr);
-      break;
-    case BinOp::Gt:
-      v = fl ? b.CreateFCmpOGT(l, rr) : b.CreateICmpSGT(l, rr);
-      break;
-    case BinOp::Ge:
-      v = fl ? b.CreateFCmpOGE(l, rr) : b.CreateICmpSGE(l, rr);
-      break;
-    default:
-      throw LowerError(std::string("operator '") + spelling(op) + "' is not a comparison");
-    }
-    return b.CreateZExt(v, i32);
+    return b.CreateZExt(fl ? b.CreateFCmp(pred->first, l, rr) : b.CreateICmp(pred->second, l, rr),
+                        i32);
   };
   if (a.is_index && c.is_index) { // two i64 indices: a uniform bool scalar
     r.regs.assign(shape.empty() ? 1 : regs_for(r.numel()), cmp(a.regs[0], c.regs[0], false));
@@ -77,7 +82,7 @@ TileVal Lowerer::compare(BinOp op, const TileVal &a, const TileVal &c,
   ElemType elem = a.is_index || (a.scalar() && !c.scalar() && !c.is_index) ? c.elem : a.elem;
   TileVal x = coerce(a, shape, elem), y = coerce(c, shape, elem);
   for (size_t k = 0; k < x.regs.size(); ++k)
-    r.regs.push_back(cmp(x.regs[k], y.regs[k], is_fp(elem)));
+    r.regs.push_back(cmp(x.regs[k], y.regs[k], is_float(elem)));
   return r;
 }
 
@@ -98,7 +103,7 @@ TileVal Lowerer::arange(int64_t n, ElemType elem) {
   r.shape = {n};
   for (unsigned k = 0; k < regs_for(n); ++k) {
     llvm::Value *e = elem_index(k);
-    llvm::Value *v = is_fp(elem) ? b.CreateSIToFP(e, f32) : b.CreateTrunc(e, i32);
+    llvm::Value *v = is_float(elem) ? b.CreateSIToFP(e, f32) : b.CreateTrunc(e, i32);
     if (elem == ElemType::F16)
       v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
     r.regs.push_back(v);
@@ -117,7 +122,7 @@ TileVal Lowerer::cumsum(const TileVal &v, int axis) {
   r.elem = v.elem;
   r.shape = v.shape;
   llvm::Type *ty = reg_type(v.elem);
-  bool fl = is_fp(v.elem);
+  bool fl = is_float(v.elem);
   std::vector<int64_t> stride = strides_of(v.shape);
   int64_t st = stride[size_t(axis)];
   spill_to_scratch(v);
@@ -163,7 +168,7 @@ TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
   if (r.shape.empty())
     r.shape.push_back(1); // as sema types it
   llvm::Type *ty = reg_type(v.elem);
-  bool fl = is_fp(v.elem);
+  bool fl = is_float(v.elem);
   std::vector<int64_t> stride = strides_of(v.shape);
   int64_t st = stride[size_t(axis)];
   std::vector<int64_t> rest = v.shape; // the source shape without `axis`
@@ -236,7 +241,7 @@ TileVal Lowerer::transpose(const TileVal &v) {
 
 TileVal Lowerer::dot(const TileVal &a, const TileVal &c) {
   if (a.shape.empty() || a.shape.size() > 2 || c.shape.size() != 2 ||
-      a.shape.back() != c.shape[0] || !is_fp(a.elem) || !is_fp(c.elem))
+      a.shape.back() != c.shape[0] || !is_float(a.elem) || !is_float(c.elem))
     throw LowerError("dot operands must be float [M, K] (or [K]) and [K, N] tiles");
   bool gemv = a.shape.size() == 1;
   int64_t M = gemv ? 1 : a.shape[0], K = c.shape[0], N = c.shape[1];

@@ -24,8 +24,6 @@ namespace etl {
 
 namespace {
 
-bool is_f(ElemType t) { return is_float(t); }
-
 /// numpy broadcast of two shapes (sema has checked they are compatible).
 std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
   std::vector<int64_t> r(std::max(a.size(), b.size()), 1);
@@ -108,13 +106,13 @@ static llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t) {
 
 llvm::Value *Lowerer::convert_scalar(llvm::Value *v, const TileVal &from, ElemType to) {
   if (to == ElemType::Bool && (from.is_index || from.elem != ElemType::Bool)) { // x != 0
-    llvm::Value *nz = is_f(from.elem) && !from.is_index
+    llvm::Value *nz = is_float(from.elem) && !from.is_index
                           ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(f32, 0.0))
                           : b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
     return b.CreateZExt(nz, i32);
   }
-  bool from_int = from.is_index || !is_f(from.elem);
-  if (!is_f(to)) // to an integer type: truncate towards zero, or resize
+  bool from_int = from.is_index || !is_float(from.elem);
+  if (!is_float(to)) // to an integer type: truncate towards zero, or resize
     return from_int ? b.CreateSExtOrTrunc(v, reg_type(to)) : b.CreateFPToSI(v, reg_type(to));
   if (from_int)
     v = b.CreateSIToFP(v, f32);
@@ -181,7 +179,7 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
   r.elem = op == "sum" && v.elem == ElemType::Bool ? ElemType::I32 : v.elem; // a count
   r.shape = v.shape;
   r.shape.erase(r.shape.begin() + axis);
-  bool fl = is_f(v.elem);
+  bool fl = is_float(v.elem);
   llvm::Type *ty = reg_type(v.elem);
   llvm::Value *init;
   if (op == "sum")
@@ -264,7 +262,7 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
   TileVal r;
   r.elem = elem;
   r.shape = shape;
-  bool fl = is_f(elem);
+  bool fl = is_float(elem);
   for (size_t k = 0; k < x.regs.size(); ++k) {
     llvm::Value *l = x.regs[k], *rr = y.regs[k], *v = nullptr;
     switch (op) {
@@ -582,11 +580,11 @@ TileVal Lowerer::value(const Expr &e) {
   }
   switch (e.kind) {
   case ExprKind::IntLit:
-    if (!is_f(want))
+    if (!is_float(want))
       return scalar(llvm::ConstantInt::get(reg_type(want), uint64_t(e.int_value), true), want);
     return scalar(llvm::ConstantFP::get(f32, double(e.int_value)), want);
   case ExprKind::FloatLit:
-    if (!is_f(want))
+    if (!is_float(want))
       return scalar(llvm::ConstantInt::get(reg_type(want), uint64_t(int64_t(e.float_value)), true),
                     want);
     return scalar(llvm::ConstantFP::get(f32, e.float_value), want);
@@ -619,7 +617,7 @@ TileVal Lowerer::value(const Expr &e) {
       return a;
     }
     for (auto &r : a.regs)
-      r = is_f(a.elem) ? b.CreateFNeg(r) : b.CreateNeg(r);
+      r = is_float(a.elem) ? b.CreateFNeg(r) : b.CreateNeg(r);
     return a;
   }
   case ExprKind::Binary: {
@@ -712,7 +710,7 @@ TileVal Lowerer::value(const Expr &e) {
     TileVal x = coerce(a, shape, want), y = coerce(c, shape, want);
     for (size_t k = 0; k < x.regs.size(); ++k) {
       llvm::Value *l = x.regs[k], *r = y.regs[k];
-      if (is_f(want))
+      if (is_float(want))
         x.regs[k] = b.CreateBinaryIntrinsic(
             f == "max" ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l, r);
       else
@@ -724,13 +722,13 @@ TileVal Lowerer::value(const Expr &e) {
   if (e.args.size() == 1 &&
       (f == "exp" || f == "log" || f == "sqrt" || f == "rsqrt" || f == "abs")) {
     TileVal a = value(*e.args[0]);
-    if (f == "abs" && !a.is_index && !is_f(a.elem)) {
+    if (f == "abs" && !a.is_index && !is_float(a.elem)) {
       for (auto &r : a.regs)
         r = b.CreateSelect(b.CreateICmpSLT(r, llvm::Constant::getNullValue(r->getType())),
                            b.CreateNeg(r), r);
       return a;
     }
-    ElemType t = is_f(want) ? want : ElemType::F32;
+    ElemType t = is_float(want) ? want : ElemType::F32;
     TileVal x = coerce(a, result_shape(a), t);
     for (auto &r : x.regs) {
       if (f == "abs")

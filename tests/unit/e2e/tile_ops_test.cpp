@@ -527,3 +527,41 @@ kernel k<M: dim>(x: tensor<f32>[M], off: tensor<i64>[1], y: tensor<f32>[M]) {
 
 } // namespace
 } // namespace etl
+
+namespace etl {
+namespace {
+
+TEST_CASE("bf16 tiles compare and cumsum as floats") {
+  const char *src = R"(
+kernel k<N: dim>(h: tensor<bf16>[N], gt: tensor<i32>[N], cs: tensor<f32>[N]) {
+  task t[u in 0 .. 1] {
+    let v = load(h[0 .. +32]);
+    store(gt[0 .. +32], cast<i32>(v > 0.5));
+    store(cs[0 .. +32], cast<f32>(cumsum(v, axis = 0)));
+  }
+}
+)";
+  const int64_t N = 32;
+  std::vector<uint16_t> h(N);
+  std::vector<float> vals(N), cs(N, -1.f);
+  std::vector<int32_t> gt(N, -1);
+  for (int64_t i = 0; i < N; ++i) {
+    vals[size_t(i)] = float(i % 5) * 0.25f; // 0 .. 1, exact in bf16
+    uint32_t bits;
+    std::memcpy(&bits, &vals[size_t(i)], 4);
+    h[size_t(i)] = uint16_t(bits >> 16);
+  }
+  REQUIRE(compile_and_run(src, "bf16_cmp", {{"N", N}},
+                          {{"h", h.data(), ETL_BF16, {N}},
+                           {"gt", gt.data(), ETL_I32, {N}},
+                           {"cs", cs.data(), ETL_F32, {N}}}) == "");
+  float acc = 0.f;
+  for (int64_t i = 0; i < N; ++i) {
+    acc += vals[size_t(i)];
+    CHECK(gt[size_t(i)] == (vals[size_t(i)] > 0.5f ? 1 : 0));
+    CHECK(cs[size_t(i)] == acc);
+  }
+}
+
+} // namespace
+} // namespace etl
