@@ -146,6 +146,10 @@ struct Expr {
   /// after the read, which no prover fact can bound; such indices are
   /// range-checked on the device at run time.
   bool reads_data = false;
+  /// A load, store or element read that may touch what an earlier access of
+  /// the same task touched from another thread (sema/hazards.h): the
+  /// lowering puts a CTA barrier right before the access.
+  bool barrier_before = false;
 
   Expr(ExprKind k, SourceRange r) : kind(k), range(r) {}
 };

@@ -172,6 +172,8 @@ llvm::Value *Lowerer::element_read(const Expr &e) {
   llvm::Value *off = b.getInt64(0);
   for (size_t d = 0; d < t.type.shape.size(); ++d)
     off = b.CreateAdd(b.CreateMul(off, index(*t.type.shape[d])), index(*e.args[d + 1]));
+  if (e.barrier_before) // an earlier store of this task may conflict (sema/hazards.h)
+    m.barrier(b);
   if (t.type.elem == ElemType::I64)
     return m.global_load(b, i64, b.CreateGEP(i64, arg_slot_ptr(tensor_slot(ti)), off));
   llvm::Value *p = b.CreateGEP(i32, arg_slot_ptr(tensor_slot(ti)), off);

@@ -505,6 +505,8 @@ TileVal Lowerer::lower_load(const Expr &call) {
     pad = convert_scalar(pv.regs[0], pv, s.elem);
   }
   llvm::Type *mem_ty = mem_type(*this, s.elem);
+  if (call.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
+    m.barrier(b);
   unsigned nregs = s.shape.empty() ? 1 : regs_for(r.numel());
   for (unsigned k = 0; k < nregs; ++k) {
     llvm::Value *e = s.shape.empty() ? b.getInt64(0) : elem_index(k);
@@ -540,6 +542,8 @@ void Lowerer::lower_store(const Expr &call) {
   SliceAccess s = slice_access(*this, *call.args[0], call);
   TileVal mk = slice_mask(*this, call, s);
   TileVal v = coerce(value(*call.args[1]), s.shape, s.elem);
+  if (call.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
+    m.barrier(b);
   int64_t numel = v.numel();
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     // A rank-0 store is done once, by thread 0.

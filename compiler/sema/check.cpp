@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "sema/check.h"
+#include "sema/hazards.h"
 
 #include <algorithm>
 #include <cmath>
@@ -418,6 +419,7 @@ private:
     for (auto &s : t.body)
       check_stmt(*s);
     scopes_.pop_back();
+    mark_task_hazards(t, facts_);
     scopes_.pop_back();
     facts_ = saved;
     task_ = nullptr;
