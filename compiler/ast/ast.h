@@ -293,6 +293,9 @@ struct KernelDecl {
   std::vector<TaskDecl> tasks;
   SourceRange range;
   int num_params = 0; ///< tensors[0 .. num_params) are parameters
+  /// sema: what the `where` clauses and the language (every dim >= 1)
+  /// guarantee, for the analyses after sema (schedule/races.h).
+  Facts facts;
 };
 
 /// A parameter of a `fn`: untyped, it takes the type of each call's argument.

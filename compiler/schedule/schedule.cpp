@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "schedule/schedule.h"
+#include "schedule/races.h"
 
 #include <functional>
 #include <optional>
@@ -163,7 +164,7 @@ bool schedule_task_graph(TaskGraph &g, Diag &diag) {
       if (--indegree[s.group] == 0)
         ready.push(s.group);
   }
-  return true;
+  return check_group_races(g, diag);
 }
 
 } // namespace etl

@@ -252,6 +252,7 @@ private:
     }
     for (auto &w : k.where)
       check_where(*w);
+    k.facts = facts_;
     for (size_t i = 0; i < k.tensors.size(); ++i) {
       TensorDecl &t = k.tensors[i];
       t.shape.clear();

@@ -75,14 +75,14 @@ kernel k<M: dim>(x: tensor<f32>[M]) {
 TEST_CASE("two producers add their counts; `*` waits span a whole dimension") {
   Compilation c;
   TaskGraph &g = front(c, R"(
-kernel k<M: dim, N: dim>(x: tensor<f32>[M]) {
+kernel k<M: dim, N: dim>(x: tensor<f32>[M], xa: tensor<f32>[M], xb: tensor<f32>[M]) {
   event E[M];
   event D[1];
   task a[i in 0 .. M, j in 0 .. N] notifies E[i] {
-    store(x[i .. +1], zeros<f32>[1]);
+    store(xa[i .. +1], zeros<f32>[1]);
   }
   task b[i in 0 .. M] notifies E[i] {
-    store(x[i .. +1], zeros<f32>[1]);
+    store(xb[i .. +1], zeros<f32>[1]);
   }
   task c[i in 0 .. M] waits E[i] notifies D[0] {
     store(x[i .. +1], zeros<f32>[1]);
@@ -156,20 +156,21 @@ namespace etl {
 namespace {
 
 const char *kInverse = R"(
-kernel inv<N: dim>(x: tensor<f32>[8 * N + 8]) where N >= 2 schedule dynamic {
+kernel inv<N: dim>(x: tensor<f32>[8 * N + 8], yp: tensor<f32>[8 * N + 8],
+           yq: tensor<f32>[N], ys: tensor<f32>[N], yt: tensor<f32>[2 * N]) where N >= 2 schedule dynamic {
   event P[8 * N + 8];
   event Q[N, 4];
   task p[i in 0 .. 8 * N + 8] schedule static notifies P[i] {
-    store(x[i .. +1], load(x[i .. +1]));
+    store(yp[i .. +1], load(x[i .. +1]));
   }
   task q[a in 0 .. N, b in 0 .. 4] notifies Q[a, b] {
-    store(x[a .. +1], load(x[a .. +1]));
+    store(yq[a .. +1], load(x[a .. +1]));
   }
   task s[i in 0 .. N, j in 0 .. 2] waits P[3 * i + N + 1], P[i + j], Q[i, *], Q[j, 2 * j + 1] {
-    store(x[i .. +1], load(x[i .. +1]));
+    store(ys[i .. +1], load(x[i .. +1]));
   }
   task t[i in 0 .. 2 * N] waits P[2 * i - i], P[4] {
-    store(x[i .. +1], load(x[i .. +1]));
+    store(yt[i .. +1], load(x[i .. +1]));
   }
 }
 )";

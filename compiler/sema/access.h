@@ -1,0 +1,61 @@
+//===- sema/access.h - What a task body reads and writes ------------------===//
+//
+// What this owns: the list of global memory accesses of a checked task body
+// (loads, stores and element reads), each with the tensor, the box of
+// elements it may touch (per dimension [start, start + extent) as symbolic
+// expressions, or unknown for gathers and data-dependent indices) and the
+// `for` loops around it. Two analyses read it: the memory order inside one
+// task (sema/hazards.h) and the races between task groups
+// (schedule/races.h).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ast/ast.h"
+#include "sema/symbolic.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace etl {
+
+/// One dimension of the elements an access touches: [start, start + extent).
+struct AccessBox {
+  bool known = false; ///< false: a gather or a data-dependent index (any element)
+  Sym start, extent;
+};
+
+/// An enclosing `for`: var ranges over [lo, hi) (bounds unknown: nullopt).
+struct AccessLoop {
+  std::string var;
+  std::optional<Sym> lo, hi;
+};
+
+/// A load, store or element read of a task body.
+struct Access {
+  const Expr *node = nullptr; ///< the load/store call or the element read
+  int tensor = -1;            ///< index into KernelDecl::tensors
+  bool write = false;
+  /// Rank 0: a load or element read is done by every thread, a store by
+  /// thread 0 alone.
+  bool rank0 = false;
+  std::vector<int64_t> shape;    ///< the tile the access moves
+  std::vector<AccessBox> box;    ///< per tensor dimension
+  std::vector<AccessLoop> loops; ///< enclosing `for`s, outermost first
+};
+
+/// Calls `f` for every sub-expression of `e` that is an access, in the order
+/// the lowering evaluates them (a slice's gather indices, then keyword
+/// arguments, then the stored value, then the access itself).
+void for_each_access_node(const Expr &e, const std::function<void(const Expr &)> &f);
+
+/// Every access of `body` in program order (a loop's body once), with the
+/// accesses of each `for` statement's body (nested loops included) in
+/// `loop_bodies` when it is not null (indices into the result).
+std::vector<Access>
+collect_accesses(const std::vector<StmtPtr> &body,
+                 std::vector<std::pair<const Stmt *, std::vector<size_t>>> *loop_bodies = nullptr);
+
+} // namespace etl
