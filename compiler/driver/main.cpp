@@ -62,6 +62,17 @@ int main(int argc, char **argv) {
                        etl::default_stdlib_dir() + "; repeatable")
       ->allow_extra_args(false);
   compile->add_flag("--time-passes", opts.time_passes, "Print the time of every stage");
+  compile->add_option("--bind", opts.bind,
+                      "--emit=cost: values of every dim, e.g. M=4096,N=4096 (values and SOL "
+                      "times are printed only with a binding)");
+  compile
+      ->add_option("--gpu", opts.gpu,
+                   "--emit=cost: the GPU whose peaks give the speed of light: h100-sxm, h200, "
+                   "a100-sxm, b200, rtx4090")
+      ->capture_default_str();
+  compile->add_option("--format", opts.format, "--emit=cost: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   compile
       ->add_option("--threads", opts.threads_per_cta,
                    "Threads per CTA of the megakernel (a multiple of 32)")

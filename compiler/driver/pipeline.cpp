@@ -8,6 +8,7 @@
 #include "driver/pipeline.h"
 
 #include "artifact/artifact.h"
+#include "cost/cost.h"
 #include "driver/metadata.h"
 #include "frontend/parser.h"
 #include "lower/backend.h"
@@ -15,9 +16,13 @@
 #include "sema/check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <climits>
 #include <iomanip>
+#include <map>
 #include <ostream>
+#include <sstream>
 
 namespace etl {
 namespace {
@@ -53,6 +58,55 @@ bool is_gpu_target(const std::string &t) { return t.rfind("sm_", 0) == 0; }
 
 bool valid_target(const std::string &t) {
   return t == "sim" || t == "sm_80" || t == "sm_86" || t == "sm_89" || t == "sm_90";
+}
+
+/// --emit=cost: parses --bind against the kernel's dims, prints the report.
+int emit_cost(const CompileOptions &opts, const Program &p, std::ostream &out, std::ostream &err,
+              const TaskGraph &g) {
+  const KernelDecl &k = p.kernels[0];
+  const GpuSpec *gpu = find_gpu(opts.gpu);
+  if (!gpu) {
+    err << "etlc: error: unknown GPU '" << opts.gpu << "'; expected";
+    for (const GpuSpec &s : known_gpus())
+      err << " " << s.id;
+    err << "\n";
+    return 2;
+  }
+  if (opts.format != "text" && opts.format != "json") {
+    err << "etlc: error: unknown --format '" << opts.format << "'; expected text or json\n";
+    return 2;
+  }
+  std::map<std::string, int64_t> env;
+  std::stringstream items(opts.bind);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    size_t eq = item.find('=');
+    std::string name = item.substr(0, eq);
+    bool known =
+        std::any_of(k.dims.begin(), k.dims.end(), [&](const DimDecl &d) { return d.name == name; });
+    int64_t v = 0;
+    bool number = eq != std::string::npos && eq + 1 < item.size();
+    for (size_t i = eq + 1; number && i < item.size(); ++i)
+      number = std::isdigit(static_cast<unsigned char>(item[i])) && v < (INT64_MAX - 9) / 10 &&
+               (v = v * 10 + (item[i] - '0'), true);
+    if (!known || !number || v < 1) {
+      err << "etlc: error: --bind '" << item << "': expected DIM=VALUE with DIM one of";
+      for (const DimDecl &d : k.dims)
+        err << " " << d.name;
+      err << " and VALUE a positive integer\n";
+      return 2;
+    }
+    env[name] = v;
+  }
+  if (!env.empty())
+    for (const DimDecl &d : k.dims)
+      if (!env.count(d.name)) {
+        err << "etlc: error: --bind gives no value for dim '" << d.name
+            << "'; bind every dim of kernel '" << k.name << "'\n";
+        return 2;
+      }
+  out << print_cost(estimate_cost(k, g), env.empty() ? nullptr : &env, *gpu, opts.format == "json");
+  return 0;
 }
 
 bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &timer) {
@@ -147,6 +201,8 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
     out << print_dot(c.graph);
     return finish(0);
   }
+  if (opts.emit == "cost")
+    return finish(emit_cost(opts, *c.program, out, err, c.graph));
 
   std::vector<std::string> targets = opts.targets;
   if (opts.emit == "ptx") {

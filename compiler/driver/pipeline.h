@@ -31,6 +31,7 @@ namespace etl {
   X(inline, "the syntax tree after imports and with every fn call expanded")                       \
   X(taskgraph, "task groups and their schedule, event tensors, edges and wait counts")             \
   X(dot, "the task graph as Graphviz")                                                             \
+  X(cost, "FLOPs, minimum DRAM bytes and speed-of-light time per task group (--bind, --gpu)")      \
   X(llvm, "LLVM IR of the megakernel, per target")                                                 \
   X(ptx, "PTX text for the sm_* targets")
 
@@ -43,6 +44,11 @@ struct CompileOptions {
   unsigned threads_per_cta = 128;
   /// `-I DIR`: searched for imported modules before the stdlib directory.
   std::vector<std::string> import_dirs;
+  /// --emit=cost: `M=4096,N=4096` (every dim, or none), the GPU of
+  /// cost/gpus.def, and "text" or "json".
+  std::string bind;
+  std::string gpu = "h100-sxm";
+  std::string format = "text";
 };
 
 /// A compilation in progress: the source, its diagnostics and what each

@@ -71,6 +71,11 @@ AccessLoop loop_of(const Stmt &s) {
     l.lo = *s.lo->sym;
   if (s.hi && s.hi->sym && !s.hi->reads_data)
     l.hi = *s.hi->sym;
+  std::optional<Sym> step = Sym(1);
+  if (s.step)
+    step = s.step->sym && !s.step->reads_data ? s.step->sym : std::nullopt;
+  if (l.lo && l.hi && step)
+    l.trips = Sym::cdiv(*l.hi - *l.lo, *step);
   return l;
 }
 

@@ -27,10 +27,11 @@ struct AccessBox {
   Sym start, extent;
 };
 
-/// An enclosing `for`: var ranges over [lo, hi) (bounds unknown: nullopt).
+/// An enclosing `for`: var ranges over [lo, hi) (bounds unknown: nullopt),
+/// `trips` times (cdiv(hi - lo, step)).
 struct AccessLoop {
   std::string var;
-  std::optional<Sym> lo, hi;
+  std::optional<Sym> lo, hi, trips;
 };
 
 /// A load, store or element read of a task body.

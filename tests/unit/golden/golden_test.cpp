@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ast/ast.h"
+#include "cost/cost.h"
 #include "diag/diag.h"
 #include "driver/pipeline.h"
 #include "frontend/parser.h"
@@ -89,6 +90,15 @@ const std::map<std::string, Emitter> &emitters() {
          if (!front(c, name, text))
            return c.diag.render();
          return etl::print_task_graph(c.graph) + c.diag.render();
+       }},
+      // --emit=cost without a binding: the symbolic work and traffic.
+      {"cost",
+       [](const std::string &name, const std::string &text) {
+         etl::Compilation c;
+         if (!front(c, name, text))
+           return c.diag.render();
+         return etl::print_cost(etl::estimate_cost(c.program->kernels[0], c.graph), nullptr,
+                                *etl::find_gpu("h100-sxm"), false);
        }},
       {"dot",
        [](const std::string &name, const std::string &text) {

@@ -1,0 +1,338 @@
+//===- cost/cost.cpp - Work and traffic of a kernel, and its speed of light ===//
+//
+// What this owns: estimate_cost, speed_of_light and print_cost (see
+// cost/cost.h). FLOPs come from one walk over each task body; bytes from the
+// access lists of sema/access.h.
+//
+//===----------------------------------------------------------------------===//
+#include "cost/cost.h"
+
+#include "sema/access.h"
+
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+namespace etl {
+
+const std::vector<GpuSpec> &known_gpus() {
+  static const std::vector<GpuSpec> gpus = {
+#define ETL_GPU(ID, NAME, HBM, FP32, TC16, TF32, SMS, MHZ, SOURCE)                                 \
+  GpuSpec{NAME, HBM, FP32, TC16, TF32, SMS, MHZ, SOURCE},
+#include "cost/gpus.def"
+  };
+  return gpus;
+}
+
+const GpuSpec *find_gpu(const std::string &id) {
+  for (const GpuSpec &g : known_gpus())
+    if (id == g.id)
+      return &g;
+  return nullptr;
+}
+
+namespace {
+
+Sym numel(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return Sym(n);
+}
+
+Sym numel(const std::vector<Sym> &shape) {
+  Sym n(1);
+  for (const Sym &d : shape)
+    n = n * d;
+  return n;
+}
+
+bool is_half(ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; }
+
+/// The FLOPs of one task body, each statement weighted by the trips of the
+/// loops around it.
+struct FlopCounter {
+  const TaskDecl &task;
+  Sym tc, other;
+
+  void expr(const Expr &e, const Sym &w) {
+    for (const ExprPtr &a : e.args)
+      if (a)
+        expr(*a, w);
+    for (const KwArg &k : e.kwargs)
+      if (k.value)
+        expr(*k.value, w);
+    if (e.type.kind != TypeKind::Tile)
+      return; // index math and slices are addresses; scalars fold to constants
+    Sym n = numel(e.type.tile_shape);
+    switch (e.kind) {
+    case ExprKind::Binary:
+    case ExprKind::Unary:
+      other = other + w * n;
+      return;
+    case ExprKind::Call:
+      break;
+    default:
+      return;
+    }
+    const std::string &f = e.name;
+    if (f == "dot" && e.args.size() == 2) {
+      const Type &a = e.args[0]->type, &b = e.args[1]->type;
+      int64_t k = a.tile_shape.empty() ? 1 : a.tile_shape.back();
+      Sym work = w * Sym(2) * n * Sym(k);
+      if (is_half(a.elem) && is_half(b.elem))
+        tc = tc + work;
+      else
+        other = other + work;
+    } else if ((f == "sum" || f == "max" || f == "min" || f == "argmax" || f == "argmin") &&
+               e.args.size() == 1) {
+      other = other + w * numel(e.args[0]->type.tile_shape); // one op per input element
+    } else if (f == "exp" || f == "log" || f == "sqrt" || f == "rsqrt" || f == "abs" ||
+               f == "max" || f == "min" || f == "select" || f == "cumsum") {
+      other = other + w * n;
+    }
+  }
+
+  void stmts(const std::vector<StmtPtr> &body, const Sym &w) {
+    for (const StmtPtr &s : body) {
+      if (s->value)
+        expr(*s->value, w);
+      if (s->kind == StmtKind::Assign && s->compound && s->local_index >= 0 &&
+          size_t(s->local_index) < task.locals.size())
+        other = other + w * numel(task.locals[size_t(s->local_index)].type.tile_shape);
+      if (s->kind != StmtKind::For)
+        continue;
+      Sym trips = Sym::symbol("trips@" + std::to_string(s->range.begin.line));
+      if (s->lo->sym && s->hi->sym && !s->lo->reads_data && !s->hi->reads_data) {
+        Sym step(1);
+        if (s->step && s->step->sym)
+          step = *s->step->sym;
+        trips = Sym::cdiv(*s->hi->sym - *s->lo->sym, step);
+      }
+      stmts(s->body, w * trips);
+    }
+  }
+};
+
+/// Elements of each tensor a group's tasks move (reads, writes), capped at
+/// the tensor's size.
+void group_bytes(const KernelDecl &k, const TaskGroup &grp, Cost &c) {
+  std::map<int, Sym> read, written;
+  for (const Access &a : collect_accesses(grp.decl->body)) {
+    if (a.tensor < 0 || size_t(a.tensor) >= k.tensors.size())
+      continue;
+    Sym n = numel(a.shape) * grp.task_count;
+    for (const AccessLoop &l : a.loops)
+      n = n * (l.trips ? *l.trips : Sym::symbol("trips@" + l.var));
+    auto &m = a.write ? written : read;
+    auto it = m.find(a.tensor);
+    m[a.tensor] = it == m.end() ? n : it->second + n;
+  }
+  c.bytes_read = Sym(0);
+  c.bytes_written = Sym(0);
+  for (auto *m : {&read, &written})
+    for (auto &[t, n] : *m) {
+      const TensorDecl &td = k.tensors[size_t(t)];
+      Sym bytes = Sym::min(n, numel(td.shape)) * Sym(int64_t(byte_size(td.type.elem)));
+      (m == &read ? c.bytes_read : c.bytes_written) =
+          (m == &read ? c.bytes_read : c.bytes_written) + bytes;
+    }
+}
+
+std::optional<double> eval(const Sym &s, const std::map<std::string, int64_t> &env) {
+  auto v = s.eval([&](const std::string &n) -> std::optional<int64_t> {
+    auto it = env.find(n);
+    if (it == env.end())
+      return std::nullopt;
+    return it->second;
+  });
+  if (!v)
+    return std::nullopt;
+  return double(*v);
+}
+
+std::string fmt_time(double s) {
+  char buf[64];
+  if (s >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f us", s * 1e6);
+  return buf;
+}
+
+std::string fmt_count(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+const char *kFormula =
+    "SOL = max(bytes / HBM bandwidth, FLOPs_tc / tensor peak + FLOPs_other / FP32 peak)";
+
+} // namespace
+
+KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g) {
+  KernelCost kc;
+  kc.kernel = k.name;
+  kc.total.name = "kernel";
+  kc.total.tasks = Sym(0);
+  kc.total.flops_tc = Sym(0);
+  kc.total.flops_other = Sym(0);
+  std::set<int> read_any, written_any;
+  for (const TaskGroup &grp : g.groups) {
+    Cost c;
+    c.name = grp.name;
+    c.tasks = grp.task_count;
+    FlopCounter fc{*grp.decl, Sym(0), Sym(0)};
+    fc.stmts(grp.decl->body, Sym(1));
+    c.flops_tc = fc.tc * grp.task_count;
+    c.flops_other = fc.other * grp.task_count;
+    group_bytes(k, grp, c);
+    for (const Access &a : collect_accesses(grp.decl->body))
+      if (a.tensor >= 0)
+        (a.write ? written_any : read_any).insert(a.tensor);
+    kc.total.tasks = kc.total.tasks + c.tasks;
+    kc.total.flops_tc = kc.total.flops_tc + c.flops_tc;
+    kc.total.flops_other = kc.total.flops_other + c.flops_other;
+    kc.groups.push_back(std::move(c));
+  }
+  // Each element of a tensor the kernel reads is read once, of one it
+  // writes written once; a buffer is written, then read.
+  kc.total.bytes_read = Sym(0);
+  kc.total.bytes_written = Sym(0);
+  for (size_t t = 0; t < k.tensors.size(); ++t) {
+    const TensorDecl &td = k.tensors[t];
+    Sym bytes = numel(td.shape) * Sym(int64_t(byte_size(td.type.elem)));
+    bool w = written_any.count(int(t)) != 0;
+    bool r = read_any.count(int(t)) != 0 && !(td.is_buffer && !w);
+    if (r)
+      kc.total.bytes_read = kc.total.bytes_read + bytes;
+    if (w)
+      kc.total.bytes_written = kc.total.bytes_written + bytes;
+  }
+  return kc;
+}
+
+std::optional<Sol> speed_of_light(const Cost &c, const std::map<std::string, int64_t> &env,
+                                  const GpuSpec &gpu) {
+  auto tc = eval(c.flops_tc, env), other = eval(c.flops_other, env);
+  auto rd = eval(c.bytes_read, env), wr = eval(c.bytes_written, env);
+  if (!tc || !other || !rd || !wr)
+    return std::nullopt;
+  Sol s;
+  s.flops_tc = *tc;
+  s.flops_other = *other;
+  s.bytes = *rd + *wr;
+  s.memory_s = s.bytes / (gpu.hbm_gbps * 1e9);
+  s.compute_s = *tc / (gpu.tc16_tflops * 1e12) + *other / (gpu.fp32_tflops * 1e12);
+  s.sol_s = std::max(s.memory_s, s.compute_s);
+  return s;
+}
+
+std::string print_cost(const KernelCost &kc, const std::map<std::string, int64_t> *env,
+                       const GpuSpec &gpu, bool json) {
+  std::vector<const Cost *> rows;
+  for (const Cost &c : kc.groups)
+    rows.push_back(&c);
+  rows.push_back(&kc.total);
+  struct Field {
+    const char *name;
+    Sym Cost::*sym;
+  };
+  const Field fields[] = {{"tasks", &Cost::tasks},
+                          {"flops_tc", &Cost::flops_tc},
+                          {"flops_other", &Cost::flops_other},
+                          {"bytes_read", &Cost::bytes_read},
+                          {"bytes_written", &Cost::bytes_written}};
+  if (json) {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    llvm::json::OStream j(os, 2);
+    auto row = [&](const Cost &c) {
+      j.object([&] {
+        j.attribute("name", c.name);
+        for (const Field &f : fields)
+          j.attributeObject(f.name, [&] {
+            j.attribute("expr", (c.*f.sym).str());
+            if (env)
+              if (auto v = eval(c.*f.sym, *env))
+                j.attribute("value", *v);
+          });
+        if (env)
+          if (auto s = speed_of_light(c, *env, gpu))
+            j.attributeObject("sol", [&] {
+              j.attribute("seconds", s->sol_s);
+              j.attribute("memory_seconds", s->memory_s);
+              j.attribute("compute_seconds", s->compute_s);
+              j.attribute("bound", s->memory_s >= s->compute_s ? "memory" : "compute");
+            });
+      });
+    };
+    j.object([&] {
+      j.attribute("kernel", kc.kernel);
+      j.attribute("formula", kFormula);
+      j.attributeObject("gpu", [&] {
+        j.attribute("id", gpu.id);
+        j.attribute("hbm_gb_per_s", gpu.hbm_gbps);
+        j.attribute("fp32_tflops", gpu.fp32_tflops);
+        j.attribute("tc16_tflops", gpu.tc16_tflops);
+        j.attribute("source", gpu.source);
+      });
+      if (env)
+        j.attributeObject("binding", [&] {
+          for (auto &[k, v] : *env)
+            j.attribute(k, v);
+        });
+      j.attributeArray("groups", [&] {
+        for (const Cost &c : kc.groups)
+          row(c);
+      });
+      j.attributeBegin("total");
+      row(kc.total);
+      j.attributeEnd();
+    });
+    os << "\n";
+    return os.str();
+  }
+  std::ostringstream os;
+  os << "kernel " << kc.kernel << ": work, minimum DRAM traffic and speed of light per group\n";
+  os << "  " << kFormula << "\n";
+  if (env) {
+    os << "  binding:";
+    for (auto &[k, v] : *env)
+      os << " " << k << "=" << v;
+    os << "; GPU " << gpu.id << ": " << gpu.hbm_gbps << " GB/s, " << gpu.fp32_tflops
+       << " TFLOP/s FP32, " << gpu.tc16_tflops << " TFLOP/s f16/bf16 tensor\n";
+  } else {
+    os << "  (give --bind DIM=VALUE,... for values and SOL times)\n";
+  }
+  for (const Cost *c : rows) {
+    os << "\n" << (c == &kc.total ? std::string("total") : "group " + c->name) << "\n";
+    for (const Field &f : fields) {
+      char name[24];
+      std::snprintf(name, sizeof name, "  %-14s", f.name);
+      os << name << (c->*f.sym).str();
+      if (env) {
+        auto v = eval(c->*f.sym, *env);
+        os << " = " << (v ? fmt_count(*v) : "?");
+      }
+      os << "\n";
+    }
+    if (env) {
+      if (auto s = speed_of_light(*c, *env, gpu))
+        os << "  sol           " << fmt_time(s->sol_s) << " ("
+           << (s->memory_s >= s->compute_s ? "memory" : "compute") << "-bound: memory "
+           << fmt_time(s->memory_s) << ", compute " << fmt_time(s->compute_s) << ")\n";
+      else
+        os << "  sol           ? (an expression could not be evaluated)\n";
+    }
+  }
+  return os.str();
+}
+
+} // namespace etl
