@@ -9,6 +9,10 @@
 #    one is present, else sim), per shape binding, median of 5 runs, from one
 #    artifact. On sim this measures the simulator (CPU threads and fibers),
 #    not GPU performance; compare numbers only within one run of this script.
+# 3. Speed of light on an H100 (SXM) per example at a stated binding, from
+#    `etlc --emit=cost` (FLOPs, minimum DRAM bytes, SOL time, the bound), and,
+#    when ptxas is installed, the registers, spills and shared memory per CTA
+#    of its sm_90 kernel.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -63,4 +67,32 @@ for spec in "rowsum 256,4096" "rowsum_dyn 256,4096" "rowsum 1024,1024" "rowsum_d
   dev=$(sed -n 's/.* on \(.*\): max error.*/\1/p' "$tmp/runs/1" | head -1)
   printf '%-16s %-14s %10s  %s\n' "$ex" "$shape" "$ms" "$dev"
   rm -f "$tmp"/runs/*
+done
+
+echo
+echo "== speed of light on h100-sxm (etlc --emit=cost; a lower bound, not a measurement)"
+printf '%-16s %-34s %12s %12s %11s %-8s %s\n' example binding GFLOP "min MB" "SOL us" bound ptxas
+for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12288" \
+            "rmsnorm_rope B=16,D2=2048,P=4096,NP=64,MP=4" "decode_attention B=16,NH=32,NP=1024,MP=64" \
+            "moe T=256,H=1024,E=16,K=2"; do
+  set -- $spec
+  ex=$1 bind=$2
+  src="$root/examples/$ex/$ex.etl"
+  "$etlc" compile "$src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
+  row=$(python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["total"]
+fl = t["flops_tc"]["value"] + t["flops_other"]["value"]
+by = t["bytes_read"]["value"] + t["bytes_written"]["value"]
+print("%.3f %.1f %.2f %s" % (fl / 1e9, by / 1e6, t["sol"]["seconds"] * 1e6, t["sol"]["bound"]))
+' "$tmp/cost.json")
+  ptx="-"
+  if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
+    px=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+    "$etlc" compile "$src" --emit=ptx --target sm_90 >"$tmp/k.ptx" &&
+      ptx=$("$px" -arch=sm_90 -v "$tmp/k.ptx" -o /dev/null 2>&1 |
+        sed -n 's/.*Used \([0-9]*\) registers.*/\1 regs/p' | head -1)
+  fi
+  set -- $row
+  printf '%-16s %-34s %12s %12s %11s %-8s %s\n' "$ex" "$bind" "$1" "$2" "$3" "$4" "$ptx"
 done
