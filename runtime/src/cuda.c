@@ -1,5 +1,7 @@
 /*===- src/cuda.c - The CUDA device through the Driver API ------------------===
  *
+ * The device table etl_device_cuda (device.h).
+ *
  * libcuda.so.1 is dlopen'ed when a "cuda" or "auto" context is created and
  * every function is resolved through the ETL_CUDA_FUNCS table (cuda_mini.h),
  * so the runtime builds and runs where no driver is installed ("cuda" then

@@ -1,9 +1,13 @@
 /*===- src/sim.c - The sim device: the artifact's x86-64 code on the CPU ---===
  *
- * The "sim" code section is an ELF shared object. It is written to a memfd
- * (kept open while the program lives, so its /proc/self/fd name stays
- * unique) and dlopen'ed; the runtime stores its etl_sim_ops table in the
- * object's ETL_SIM_OPS_SYMBOL.
+ * The device table etl_device_sim (device.h): memory is host memory, so
+ * device pointers are host pointers and plain host arrays may be bound.
+ *
+ * The "sim" code section is an ELF shared object. etl_elf_check (elf.c)
+ * checks the image first; it is then written to a memfd (kept open while
+ * the program lives, so its /proc/self/fd name stays unique) and dlopen'ed;
+ * the runtime stores its etl_sim_ops table in the object's
+ * ETL_SIM_OPS_SYMBOL.
  *
  * A launch runs num_ctas = sim_workers CTAs, one pthread each. A CTA's
  * threads are ucontext fibers scheduled round-robin by that pthread; a fiber
