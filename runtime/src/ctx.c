@@ -12,7 +12,10 @@
 
 #include "device.h"
 
-/* "auto" takes the first that opens. */
+/* Every device, each defined in its own file; "auto" takes the first that
+ * opens. */
+extern const etl_device etl_device_cuda; /* cuda.c */
+extern const etl_device etl_device_sim;  /* sim.c */
 static const etl_device *const etl_devices[] = {&etl_device_cuda, &etl_device_sim};
 #define N_DEVICES (sizeof etl_devices / sizeof etl_devices[0])
 

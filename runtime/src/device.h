@@ -51,8 +51,7 @@ typedef struct etl_device {
   etlStatus (*launch)(etl_program *p, etl_plan *plan);
 } etl_device;
 
-extern const etl_device etl_device_sim;  /* sim.c */
-extern const etl_device etl_device_cuda; /* cuda.c */
+/* Each device's file defines its table; ctx.c's etl_devices[] lists them. */
 
 /*===-- Objects ------------------------------------------------------------===*/
 
