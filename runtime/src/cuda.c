@@ -1,5 +1,7 @@
 /*===- src/cuda.c - The CUDA device through the Driver API ------------------===
  *
+ * The device table etl_device_cuda (device.h).
+ *
  * libcuda.so.1 is dlopen'ed when a "cuda" or "auto" context is created and
  * every function is resolved through the ETL_CUDA_FUNCS table (cuda_mini.h),
  * so the runtime builds and runs where no driver is installed ("cuda" then
@@ -19,9 +21,9 @@
 #include <time.h>
 
 #include "cuda_mini.h"
-#include "internal.h"
+#include "device.h"
 
-struct etl_cuda_state {
+typedef struct etl_cuda_state {
   void *lib;
 #define ETL_CUDA_FIELD(field, sym, ret, params) ret(*field) params;
   ETL_CUDA_FUNCS(ETL_CUDA_FIELD)
@@ -29,7 +31,13 @@ struct etl_cuda_state {
   CUdevice dev;
   CUcontext cu;
   int cc; /* major * 10 + minor */
-};
+} etl_cuda_state;
+
+/* A loaded program: its module and kernel. */
+typedef struct cuda_program {
+  CUmodule module;
+  CUfunction function;
+} cuda_program;
 
 static const char *cu_err(etl_cuda_state *s, CUresult r) {
   const char *str = NULL;
@@ -41,8 +49,7 @@ static const char *cu_err(etl_cuda_state *s, CUresult r) {
 #define CU_FAIL(s, r, what)                                                                        \
   etl_error(ETL_ERROR_CUDA, "cuda: %s failed: %s (CUresult %d)", what, cu_err(s, r), (int)(r))
 
-etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
-  (void)quiet_probe;
+static etlStatus cuda_context_create(etl_context *ctx) {
   etl_cuda_state *s = calloc(1, sizeof *s);
   if (!s)
     return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -114,7 +121,7 @@ etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe) {
   }
   memset(abort_host, 0, control);
   s->cc = major * 10 + minor;
-  ctx->cuda = s;
+  ctx->state = s;
   ctx->abort_host = abort_host;
   ctx->abort_dptr = abort_dev;
   ctx->num_ctas = ctas;
@@ -126,8 +133,8 @@ fail:
   return st;
 }
 
-void etl_cuda_context_destroy(etlContext ctx) {
-  etl_cuda_state *s = ctx->cuda;
+static void cuda_context_destroy(etl_context *ctx) {
+  etl_cuda_state *s = ctx->state;
   if (!s)
     return;
   s->CtxSetCurrent(s->cu);
@@ -136,15 +143,15 @@ void etl_cuda_context_destroy(etlContext ctx) {
   s->CtxDestroy(s->cu);
   dlclose(s->lib);
   free(s);
-  ctx->cuda = NULL;
+  ctx->state = NULL;
   ctx->abort_host = NULL;
 }
 
-etlStatus etl_cuda_malloc(etlContext ctx, size_t bytes, uint64_t *dptr) {
-  etl_cuda_state *s = ctx->cuda;
+static etlStatus cuda_alloc(etl_context *ctx, size_t bytes, uint64_t *dptr) {
+  etl_cuda_state *s = ctx->state;
   s->CtxSetCurrent(s->cu);
   CUdeviceptr d = 0;
-  CUresult r = s->MemAlloc(&d, bytes);
+  CUresult r = s->MemAlloc(&d, bytes ? bytes : 1);
   if (r)
     return etl_error(ETL_ERROR_OUT_OF_MEMORY, "cuda: cuMemAlloc of %zu bytes failed: %s", bytes,
                      cu_err(s, r));
@@ -152,29 +159,28 @@ etlStatus etl_cuda_malloc(etlContext ctx, size_t bytes, uint64_t *dptr) {
   return ETL_SUCCESS;
 }
 
-etlStatus etl_cuda_free(etlContext ctx, uint64_t dptr) {
-  etl_cuda_state *s = ctx->cuda;
+static void cuda_free(etl_context *ctx, uint64_t dptr) {
+  etl_cuda_state *s = ctx->state;
   s->CtxSetCurrent(s->cu);
-  CUresult r = s->MemFree(dptr);
-  return r ? CU_FAIL(s, r, "cuMemFree") : ETL_SUCCESS;
+  s->MemFree(dptr);
 }
 
-etlStatus etl_cuda_htod(etlContext ctx, uint64_t dst, const void *src, size_t n) {
-  etl_cuda_state *s = ctx->cuda;
+static etlStatus cuda_htod(etl_context *ctx, uint64_t dst, const void *src, size_t n) {
+  etl_cuda_state *s = ctx->state;
   s->CtxSetCurrent(s->cu);
   CUresult r = s->MemcpyHtoD(dst, src, n);
   return r ? CU_FAIL(s, r, "cuMemcpyHtoD") : ETL_SUCCESS;
 }
 
-etlStatus etl_cuda_dtoh(etlContext ctx, void *dst, uint64_t src, size_t n) {
-  etl_cuda_state *s = ctx->cuda;
+static etlStatus cuda_dtoh(etl_context *ctx, void *dst, uint64_t src, size_t n) {
+  etl_cuda_state *s = ctx->state;
   s->CtxSetCurrent(s->cu);
   CUresult r = s->MemcpyDtoH(dst, src, n);
   return r ? CU_FAIL(s, r, "cuMemcpyDtoH") : ETL_SUCCESS;
 }
 
-etlStatus etl_cuda_program_load(etlProgram p) {
-  etl_cuda_state *s = p->ctx->cuda;
+static etlStatus cuda_program_load(etl_program *p) {
+  etl_cuda_state *s = p->ctx->state;
   const etl_code_section *best = NULL;
   int best_sm = -1;
   for (uint32_t i = 0; i < p->art.n_code; ++i) {
@@ -211,19 +217,28 @@ etlStatus etl_cuda_program_load(etlProgram p) {
     return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: PTX has no kernel '%s': %s", ETL_KERNEL_ENTRY,
                      cu_err(s, r));
   }
-  p->cuda_module = mod;
-  p->cuda_function = fn;
+  cuda_program *cp = calloc(1, sizeof *cp);
+  if (!cp) {
+    s->ModuleUnload(mod);
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  }
+  cp->module = mod;
+  cp->function = fn;
+  p->state = cp;
   return ETL_SUCCESS;
 }
 
-void etl_cuda_program_unload(etlProgram p) {
-  etl_cuda_state *s = p->ctx->cuda;
-  if (s && p->cuda_module) {
+static void cuda_program_unload(etl_program *p) {
+  etl_cuda_state *s = p->ctx->state;
+  cuda_program *cp = p->state;
+  if (!cp)
+    return;
+  if (s && cp->module) {
     s->CtxSetCurrent(s->cu);
-    s->ModuleUnload((CUmodule)p->cuda_module);
+    s->ModuleUnload(cp->module);
   }
-  p->cuda_module = NULL;
-  p->cuda_function = NULL;
+  free(cp);
+  p->state = NULL;
 }
 
 static int64_t now_ms(void) {
@@ -232,13 +247,13 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan) {
-  etlContext ctx = p->ctx;
-  etl_cuda_state *s = ctx->cuda;
+static etlStatus cuda_launch(etl_program *p, etl_plan *plan) {
+  etl_context *ctx = p->ctx;
+  etl_cuda_state *s = ctx->state;
   s->CtxSetCurrent(s->cu);
   CUdeviceptr args = plan->args_dptr;
   void *params[1] = {&args};
-  CUresult r = s->LaunchKernel((CUfunction)p->cuda_function, ctx->num_ctas, 1, 1,
+  CUresult r = s->LaunchKernel(((cuda_program *)p->state)->function, ctx->num_ctas, 1, 1,
                                p->art.meta.threads_per_cta, 1, 1, 0, NULL, params, NULL);
   if (r)
     return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: cuLaunchKernel failed: %s", cu_err(s, r));
@@ -295,3 +310,18 @@ etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan) {
   }
   return ETL_SUCCESS;
 }
+
+const etl_device etl_device_cuda = {
+    .name = "cuda",
+    .is_gpu = 1,
+    .host_addressable = 0,
+    .context_create = cuda_context_create,
+    .context_destroy = cuda_context_destroy,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .htod = cuda_htod,
+    .dtoh = cuda_dtoh,
+    .program_load = cuda_program_load,
+    .program_unload = cuda_program_unload,
+    .launch = cuda_launch,
+};

@@ -1,9 +1,9 @@
 /*===- src/internal.h - Private types shared by the runtime's files --------===
  *
- * The decoded artifact (etl_artifact, etl_meta), the expression evaluator,
- * the per-shape plan (event offsets, wait counts, static queues), and the
- * device layer that sim.c and cuda.c implement. Tests may include this file
- * to exercise the pieces directly.
+ * The decoded artifact (etl_artifact, etl_meta), the expression evaluator
+ * and the per-shape plan (event offsets, wait counts, static queues). Tests
+ * may include this file to exercise the pieces directly. Contexts,
+ * programs, handles and the device table are in device.h.
  *===----------------------------------------------------------------------===*/
 #ifndef ETL_RUNTIME_INTERNAL_H
 #define ETL_RUNTIME_INTERNAL_H
@@ -171,7 +171,7 @@ typedef struct etl_plan {
                        after the argument block's num_slots slots */
   /* buffers: per tensor, elements for runtime buffers (0 for parameters) */
   uint64_t *buffer_bytes;
-  /* device memory, filled by api.c */
+  /* device memory, filled by run.c */
   uint64_t *buffer_dptr; /* per tensor; 0 for parameters */
   uint64_t counters_dptr, queue_dptr, offs_dptr, args_dptr;
   uint64_t *args_host; /* num_slots */
@@ -194,84 +194,6 @@ void etl_plan_task_name(const etl_meta *m, const etl_plan *p, uint32_t g, uint32
 void etl_plan_counter_name(const etl_meta *m, const etl_plan *p, uint64_t offset, char *buf,
                            size_t n);
 size_t etl_elem_size(uint32_t elem);
-
-/*===-- Handles and the device layer (api.c, sim.c, cuda.c) ----------------===*/
-
-typedef enum etl_device_kind { ETL_DEVICE_SIM = 0, ETL_DEVICE_CUDA = 1 } etl_device_kind;
-
-typedef struct etl_alloc {
-  uint64_t dptr;
-  uint64_t bytes;
-} etl_alloc;
-
-typedef struct etl_cuda_state etl_cuda_state;
-
-struct etlContext_st {
-  uint32_t magic;
-  etl_device_kind kind;
-  etlContextParams params;
-  char device_name[256];
-  uint32_t num_ctas;
-  pthread_mutex_t mu;        /* allocations and the program list */
-  pthread_mutex_t launch_mu; /* one launch at a time */
-  etl_alloc *allocs;
-  size_t n_allocs, cap_allocs;
-  struct etlProgram_st *programs;
-  uint32_t *abort_host; /* host-visible abort flag */
-  uint64_t abort_dptr;  /* as the kernel sees it */
-  etl_cuda_state *cuda;
-};
-
-typedef struct etl_tensor_binding {
-  int bound;
-  uint64_t dptr;
-  int64_t shape[ETL_MAX_RANK];
-} etl_tensor_binding;
-
-struct etlProgram_st {
-  uint32_t magic;
-  etlContext ctx;
-  struct etlProgram_st *next; /* in ctx->programs */
-  etl_artifact art;
-  int64_t *dim_values;
-  uint8_t *dim_bound;
-  etl_tensor_binding *tensors;
-  etl_plan *plans; /* cache, most recent first */
-  uint32_t n_plans;
-  /* device code */
-  void *sim_handle; /* dlopen handle */
-  int sim_fd;
-  void (*sim_entry)(uint64_t *);
-  void *cuda_module, *cuda_function;
-  /* timeline (etlProgramSetTimeline) */
-  char *timeline_path; /* NULL = off */
-  etlTimelineRecord *timeline;
-  size_t timeline_count;
-};
-
-#define ETL_CTX_MAGIC 0x45544c43u
-#define ETL_PROG_MAGIC 0x45544c50u
-
-/* sim.c */
-etlStatus etl_sim_program_load(etlProgram p);
-void etl_sim_program_unload(etlProgram p);
-etlStatus etl_sim_launch(etlProgram p, etl_plan *plan);
-
-/* cuda.c */
-etlStatus etl_cuda_context_create(etlContext ctx, int quiet_probe);
-void etl_cuda_context_destroy(etlContext ctx);
-etlStatus etl_cuda_malloc(etlContext ctx, size_t bytes, uint64_t *dptr);
-etlStatus etl_cuda_free(etlContext ctx, uint64_t dptr);
-etlStatus etl_cuda_htod(etlContext ctx, uint64_t dst, const void *src, size_t n);
-etlStatus etl_cuda_dtoh(etlContext ctx, void *dst, uint64_t src, size_t n);
-etlStatus etl_cuda_program_load(etlProgram p);
-void etl_cuda_program_unload(etlProgram p);
-etlStatus etl_cuda_launch(etlProgram p, etl_plan *plan);
-
-/* api.c: device memory regardless of device kind */
-etlStatus etl_dev_alloc(etlContext ctx, size_t bytes, uint64_t *dptr);
-void etl_dev_free(etlContext ctx, uint64_t dptr);
-etlStatus etl_dev_htod(etlContext ctx, uint64_t dst, const void *src, size_t n);
 
 #ifdef __cplusplus
 }

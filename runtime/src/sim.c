@@ -1,9 +1,13 @@
 /*===- src/sim.c - The sim device: the artifact's x86-64 code on the CPU ---===
  *
- * The "sim" code section is an ELF shared object. It is written to a memfd
- * (kept open while the program lives, so its /proc/self/fd name stays
- * unique) and dlopen'ed; the runtime stores its etl_sim_ops table in the
- * object's ETL_SIM_OPS_SYMBOL.
+ * The device table etl_device_sim (device.h): memory is host memory, so
+ * device pointers are host pointers and plain host arrays may be bound.
+ *
+ * The "sim" code section is an ELF shared object. etl_elf_check (elf.c)
+ * checks the image first; it is then written to a memfd (kept open while
+ * the program lives, so its /proc/self/fd name stays unique) and dlopen'ed;
+ * the runtime stores its etl_sim_ops table in the object's
+ * ETL_SIM_OPS_SYMBOL.
  *
  * A launch runs num_ctas = sim_workers CTAs, one pthread each. A CTA's
  * threads are ucontext fibers scheduled round-robin by that pthread; a fiber
@@ -29,7 +33,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "device.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define ETL_TSAN 1
@@ -62,7 +66,15 @@ void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_
 
 static const etl_sim_ops sim_ops_table;
 
-etlStatus etl_sim_program_load(etlProgram p) {
+/* What a loaded program keeps: the dlopen handle, the memfd behind it
+ * (-1 when a temporary file was used and removed) and the entry point. */
+typedef struct sim_program {
+  void *handle;
+  int fd;
+  void (*entry)(uint64_t *);
+} sim_program;
+
+static etlStatus sim_program_load(etl_program *p) {
   const etl_code_section *code = NULL;
   for (uint32_t i = 0; i < p->art.n_code; ++i)
     if (strcmp(p->art.code[i].target, "sim") == 0)
@@ -78,6 +90,15 @@ etlStatus etl_sim_program_load(etlProgram p) {
                      "--target=sim",
                      len ? have : "none");
   }
+  char err[256];
+  if (etl_elf_check(code->data, code->size, err, sizeof err) != 0)
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                     "sim: the 'sim' code section (%llu bytes) is "
+                     "not a loadable shared object: %s",
+                     (unsigned long long)code->size, err);
+  sim_program *sp = calloc(1, sizeof *sp);
+  if (!sp)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
   int fd = memfd_create("etl-sim-kernel", MFD_CLOEXEC);
   char path[4096];
   if (fd >= 0) {
@@ -86,9 +107,11 @@ etlStatus etl_sim_program_load(etlProgram p) {
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/etl-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     fd = mkstemp(path);
-    if (fd < 0)
+    if (fd < 0) {
+      free(sp);
       return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot create a file for the "
                                                 "kernel object");
+    }
   }
   const uint8_t *d = code->data;
   uint64_t left = code->size;
@@ -98,6 +121,7 @@ etlStatus etl_sim_program_load(etlProgram p) {
       close(fd);
       if (path[0] == '/' && strncmp(path, "/proc/", 6) != 0)
         unlink(path);
+      free(sp);
       return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot write the kernel object");
     }
     d += w;
@@ -114,6 +138,7 @@ etlStatus etl_sim_program_load(etlProgram p) {
     const char *e = dlerror();
     if (fd >= 0)
       close(fd);
+    free(sp);
     return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot load the kernel object: %s",
                      e ? e : "unknown dlopen error");
   }
@@ -123,25 +148,30 @@ etlStatus etl_sim_program_load(etlProgram p) {
     dlclose(h);
     if (fd >= 0)
       close(fd);
+    free(sp);
     return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: kernel object does not export '%s'",
                      !entry ? ETL_KERNEL_ENTRY : ETL_SIM_OPS_SYMBOL);
   }
   *(const etl_sim_ops **)ops = &sim_ops_table;
-  p->sim_handle = h;
-  p->sim_fd = fd;
+  sp->handle = h;
+  sp->fd = fd;
   /* POSIX leaves object-to-function pointer conversion to the platform;
      dlsym's contract makes it valid here. */
-  memcpy(&p->sim_entry, &entry, sizeof entry);
+  memcpy(&sp->entry, &entry, sizeof entry);
+  p->state = sp;
   return ETL_SUCCESS;
 }
 
-void etl_sim_program_unload(etlProgram p) {
-  if (p->sim_handle)
-    dlclose(p->sim_handle);
-  if (p->sim_fd >= 0)
-    close(p->sim_fd);
-  p->sim_handle = NULL;
-  p->sim_fd = -1;
+static void sim_program_unload(etl_program *p) {
+  sim_program *sp = p->state;
+  if (!sp)
+    return;
+  if (sp->handle)
+    dlclose(sp->handle);
+  if (sp->fd >= 0)
+    close(sp->fd);
+  free(sp);
+  p->state = NULL;
 }
 
 /*===-- Launch state -------------------------------------------------------===*/
@@ -183,7 +213,7 @@ typedef struct sim_cta {
 } sim_cta;
 
 struct sim_run {
-  etlProgram prog;
+  void (*entry)(uint64_t *);
   etl_plan *plan;
   const etl_meta *meta;
   uint64_t *args;
@@ -262,7 +292,7 @@ static void fiber_main(void) {
 #ifdef ETL_ASAN
   __sanitizer_finish_switch_fiber(NULL, &c->asan_sched_bottom, &c->asan_sched_size);
 #endif
-  c->run->prog->sim_entry(c->run->args);
+  c->run->entry(c->run->args);
   c->cur->state = FIBER_EXITED;
   yield_fiber(c, 1);
   abort(); /* never resumed */
@@ -510,15 +540,15 @@ static const etl_sim_ops sim_ops_table = {
 
 /*===-- Launch -------------------------------------------------------------===*/
 
-etlStatus etl_sim_launch(etlProgram p, etl_plan *plan) {
-  etlContext ctx = p->ctx;
+static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
+  etl_context *ctx = p->ctx;
   const etl_meta *m = &p->art.meta;
   sim_run r;
   memset(&r, 0, sizeof r);
-  r.prog = p;
+  r.entry = ((sim_program *)p->state)->entry;
   r.plan = plan;
   r.meta = m;
-  r.args = plan->args_host;
+  r.args = (uint64_t *)(uintptr_t)plan->args_dptr;
   r.num_ctas = ctx->num_ctas;
   r.tpc = m->threads_per_cta;
   r.stack_bytes = ctx->params.sim_stack_bytes;
@@ -549,18 +579,15 @@ etlStatus etl_sim_launch(etlProgram p, etl_plan *plan) {
       g->base = plan->buffer_dptr[i];
       g->bytes = plan->buffer_bytes[i];
     } else {
-      uint64_t n = 1;
-      for (uint32_t k = 0; k < t->rank; ++k)
-        n *= (uint64_t)p->tensors[i].shape[k];
       g->base = p->tensors[i].dptr;
-      g->bytes = n * g->elem_size;
+      g->bytes = p->tensors[i].bytes; /* overflow-checked by etlBindTensor */
     }
   }
   sim_range rt[] = {
       {plan->counters_dptr, plan->n_counters * 4, "<event counters>", 4, 0},
       {plan->queue_dptr, plan->n_entries * 8, "<queue>", 4, 0},
       {plan->offs_dptr, ((uint64_t)r.num_ctas + 1) * 4, "<queue offsets>", 4, 0},
-      {(uint64_t)(uintptr_t)plan->args_host, (uint64_t)m->num_slots * 8, "<arguments>", 8, 0},
+      {plan->args_dptr, (uint64_t)m->num_slots * 8, "<arguments>", 8, 0},
   };
   for (size_t i = 0; i < sizeof rt / sizeof rt[0]; ++i)
     r.ranges[r.n_ranges++] = rt[i];
@@ -600,3 +627,69 @@ out:
   pthread_mutex_destroy(&r.err_mu);
   return st;
 }
+
+/*===-- Context and memory -------------------------------------------------===*/
+
+static etlStatus sim_context_create(etl_context *c) {
+  c->num_ctas = c->params.sim_workers;
+  snprintf(c->device_name, sizeof c->device_name, "sim (%u workers)", c->params.sim_workers);
+  /* the control block (etl_abi.h): abort flag, then a progress word per CTA */
+  size_t control = (ETL_CONTROL_BYTES(c->num_ctas) + 63u) / 64u * 64u;
+  c->abort_host = aligned_alloc(64, control);
+  if (!c->abort_host)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory creating a context");
+  memset(c->abort_host, 0, control);
+  c->abort_dptr = (uint64_t)(uintptr_t)c->abort_host;
+  return ETL_SUCCESS;
+}
+
+static void sim_context_destroy(etl_context *c) {
+  free(c->abort_host);
+  c->abort_host = NULL;
+}
+
+/* Host memory, zeroed, 256-byte aligned like cuMemAlloc's. */
+static etlStatus sim_alloc(etl_context *c, size_t bytes, uint64_t *dptr) {
+  (void)c;
+  size_t rounded = (bytes + 255) & ~(size_t)255;
+  if (rounded < bytes)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "allocation too large");
+  void *p = aligned_alloc(256, rounded ? rounded : 256);
+  if (!p)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory allocating %zu bytes", bytes);
+  memset(p, 0, rounded ? rounded : 256);
+  *dptr = (uint64_t)(uintptr_t)p;
+  return ETL_SUCCESS;
+}
+
+static void sim_free(etl_context *c, uint64_t dptr) {
+  (void)c;
+  free((void *)(uintptr_t)dptr);
+}
+
+static etlStatus sim_htod(etl_context *c, uint64_t dst, const void *src, size_t n) {
+  (void)c;
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return ETL_SUCCESS;
+}
+
+static etlStatus sim_dtoh(etl_context *c, void *dst, uint64_t src, size_t n) {
+  (void)c;
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return ETL_SUCCESS;
+}
+
+const etl_device etl_device_sim = {
+    .name = "sim",
+    .is_gpu = 0,
+    .host_addressable = 1,
+    .context_create = sim_context_create,
+    .context_destroy = sim_context_destroy,
+    .alloc = sim_alloc,
+    .free = sim_free,
+    .htod = sim_htod,
+    .dtoh = sim_dtoh,
+    .program_load = sim_program_load,
+    .program_unload = sim_program_unload,
+    .launch = sim_launch,
+};

@@ -20,8 +20,28 @@
  * its PTX through libcuda.so.1, loaded at run time; "auto" picks "cuda" when a
  * driver and a device exist and "sim" otherwise.
  *
+ * Handles: etlContext and etlProgram values are index + generation numbers
+ * into a table the runtime owns, not addresses. A destroyed handle (or one
+ * of a destroyed context's programs) is refused with
+ * ETL_ERROR_INVALID_HANDLE; the runtime never reads freed memory to find out.
+ *
+ * Memory rules. The context records every etlMalloc block and every range
+ * given to etlRegisterHostMemory. A pointer passed to etlBindTensor,
+ * etlMemcpyHtoD or etlMemcpyDtoH that lies inside one of them must fit it:
+ * the bound shape's bytes (or the copy's) from that pointer to the end of
+ * the allocation, else ETL_ERROR_BINDING (bind) / ETL_ERROR_INVALID_VALUE
+ * (copy) with a message naming the tensor, the bound shape and the
+ * allocation's size. A pointer inside no known allocation is accepted
+ * unchecked: on sim, plain host memory (arrays, std::vector); on CUDA,
+ * device memory the application allocated itself. Register host memory on
+ * sim to have it checked too. Byte sizes are computed with overflow checks
+ * (a shape whose size overflows 64 bits is ETL_ERROR_BINDING). etlRun
+ * refuses a tensor whose allocation was freed (or unregistered) after it
+ * was bound. Inside a launch, sim checks every access against the bound
+ * shapes (ETL_ERROR_MEMORY_VIOLATION); CUDA does not.
+ *
  * Thread safety: handles may be used from any thread, but a program must not
- * be bound or run from two threads at once.
+ * be bound or run from two threads at once, nor destroyed while in use.
  *===----------------------------------------------------------------------===*/
 #ifndef ETL_ETL_H
 #define ETL_ETL_H
@@ -49,7 +69,7 @@ extern "C" {
 typedef enum etlStatus {
   ETL_SUCCESS = 0,
   ETL_ERROR_INVALID_VALUE,       ///< a NULL pointer, a negative size, a bad option
-  ETL_ERROR_INVALID_HANDLE,      ///< a NULL or destroyed context/program
+  ETL_ERROR_INVALID_HANDLE,      ///< a NULL, destroyed or made-up context/program
   ETL_ERROR_NOT_FOUND,           ///< no dim/tensor/device/target by that name
   ETL_ERROR_INVALID_ARTIFACT,    ///< truncated, corrupted or malformed artifact
   ETL_ERROR_UNSUPPORTED_VERSION, ///< artifact written for another runtime version
@@ -120,12 +140,25 @@ ETL_API int etlContextIsGpu(etlContext ctx);
 /// Allocate `bytes` of device memory (sim: host memory, 256-byte aligned).
 ETL_API etlStatus etlMalloc(etlContext ctx, size_t bytes, void **dptr);
 /// Free memory from etlMalloc. NULL is accepted; an unknown pointer is
-/// ETL_ERROR_INVALID_VALUE.
+/// ETL_ERROR_INVALID_VALUE. Tensors still bound into it must be bound again
+/// before the next etlRun.
 ETL_API etlStatus etlFree(etlContext ctx, void *dptr);
-/// Copy `bytes` from host memory to device memory.
+/// Copy `bytes` from host memory to device memory. A destination (and, on
+/// sim, a source) inside a known allocation must fit it (see "Memory rules"
+/// above), else ETL_ERROR_INVALID_VALUE and nothing is copied.
 ETL_API etlStatus etlMemcpyHtoD(etlContext ctx, void *dst_dptr, const void *src, size_t bytes);
-/// Copy `bytes` from device memory to host memory.
+/// Copy `bytes` from device memory to host memory, checked like
+/// etlMemcpyHtoD.
 ETL_API etlStatus etlMemcpyDtoH(etlContext ctx, void *dst, const void *src_dptr, size_t bytes);
+/// sim only: record `bytes` of host memory at `ptr` (the caller keeps
+/// owning it) so binds and copies into it are checked against its size.
+/// ETL_ERROR_INVALID_VALUE for NULL, 0 bytes, a range overlapping another
+/// allocation or registration, or a device that cannot address host memory
+/// (CUDA: copy into etlMalloc memory instead).
+ETL_API etlStatus etlRegisterHostMemory(etlContext ctx, void *ptr, size_t bytes);
+/// Forget a range registered with etlRegisterHostMemory (the memory is not
+/// freed). An unknown pointer is ETL_ERROR_INVALID_VALUE.
+ETL_API etlStatus etlUnregisterHostMemory(etlContext ctx, void *ptr);
 
 /*===-- Programs ----------------------------------------------------------===*/
 
@@ -155,15 +188,16 @@ ETL_API etlStatus etlProgramTensorName(etlProgram prog, int index, const char **
 /// previous binding.
 ETL_API etlStatus etlBindDim(etlProgram prog, const char *name, int64_t value);
 /// Bind a tensor parameter to device memory. `dtype` and `rank` must match
-/// the program (checked now); `shape` is checked against the program's
-/// shape expressions at etlRun. A failed call keeps the previous binding.
+/// the program, the shape's byte size must not overflow and, when `dptr`
+/// lies inside a known allocation, the tensor must fit in it (all checked
+/// now, ETL_ERROR_BINDING); `shape` is checked against the program's shape
+/// expressions at etlRun. A failed call keeps the previous binding.
 ETL_API etlStatus etlBindTensor(etlProgram prog, const char *name, void *dptr, etlDType dtype,
                                 int rank, const int64_t *shape);
 /// Validate every binding (all dims and tensors bound, shapes match, all
-/// constraints hold), then prepare intermediates, event counters and queues
-/// (cached per shape binding), launch the megakernel and wait for it.
-/// Nothing is launched when validation fails. After any failure the context
-/// and program stay usable.
+/// constraints hold, no bound allocation freed since), then prepare intermediates, event counters
+/// and queues (cached per shape binding), launch the megakernel and wait for it. Nothing is
+/// launched when validation fails. After any failure the context and program stay usable.
 ETL_API etlStatus etlRun(etlProgram prog);
 
 /*===-- Timeline ----------------------------------------------------------===*/

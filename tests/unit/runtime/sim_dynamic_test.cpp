@@ -6,6 +6,7 @@
 // dependency counters, firing) runs under ThreadSanitizer there. (Named to
 // run after runtime_test.cpp: its memory-violation test depends on the heap
 // layout of earlier allocations under TSan.)
+#include "device.h"
 #include "internal.h"
 
 #include <etl/etl.h>
@@ -140,9 +141,10 @@ TEST_CASE("dynamic: static and dynamic groups in one megakernel run like the ref
       // the control block (what the CUDA watchdog watches).
       auto progress = [&] {
         uint64_t sum = 0;
+        const etl_context *c_ = etl_ctx_of(ctx);
         const uint32_t *w = reinterpret_cast<const uint32_t *>(
-            reinterpret_cast<const char *>(ctx->abort_host) + ETL_CONTROL_PROGRESS);
-        for (uint32_t c = 0; c < ctx->num_ctas; ++c)
+            reinterpret_cast<const char *>(c_->abort_host) + ETL_CONTROL_PROGRESS);
+        for (uint32_t c = 0; c < c_->num_ctas; ++c)
           sum += __atomic_load_n(&w[c], __ATOMIC_ACQUIRE);
         return sum;
       };

@@ -1,0 +1,179 @@
+/*===- src/program.c - Loading, destroying and describing programs -------===
+ *
+ * A program is a decoded artifact (artifact.c) plus its bindings, its
+ * per-shape plan cache and the code its context's device loaded from it.
+ * Loading validates the whole artifact before the device sees it.
+ *===----------------------------------------------------------------------===*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+
+static void free_program(etl_program *p) {
+  free(p->dim_values);
+  free(p->dim_bound);
+  free(p->tensors);
+  free(p->timeline_path);
+  free(p->timeline);
+  etl_artifact_free(&p->art);
+  free(p);
+}
+
+etlStatus etlProgramLoadMemory(etlContext h, const void *data, size_t size, etlProgram *out) {
+  ETL_GET_CTX(c, h);
+  if (!out)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: prog is NULL");
+  *out = NULL;
+  if (!data)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: data is NULL");
+  etl_program *p = calloc(1, sizeof *p);
+  if (!p)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  p->ctx = c;
+  etlStatus st = etl_artifact_parse(data, size, &p->art);
+  if (st) {
+    free(p);
+    return st;
+  }
+  const etl_meta *m = &p->art.meta;
+  p->dim_values = calloc(m->n_dims + 1, sizeof(int64_t));
+  p->dim_bound = calloc(m->n_dims + 1, 1);
+  p->tensors = calloc(m->n_tensors + 1, sizeof(etl_tensor_binding));
+  if (!p->dim_values || !p->dim_bound || !p->tensors)
+    st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  else
+    st = c->dev->program_load(p);
+  if (st) {
+    free_program(p);
+    return st;
+  }
+  p->handle = etl_handle_new(ETL_HANDLE_PROGRAM, p);
+  if (!p->handle) {
+    c->dev->program_unload(p);
+    free_program(p);
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  }
+  pthread_mutex_lock(&c->mu);
+  p->next = c->programs;
+  c->programs = p;
+  pthread_mutex_unlock(&c->mu);
+  *out = (etlProgram)(uintptr_t)p->handle;
+  return ETL_SUCCESS;
+}
+
+etlStatus etlProgramLoadFile(etlContext h, const char *path, etlProgram *out) {
+  ETL_GET_CTX(c, h);
+  (void)c;
+  if (!out)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadFile: prog is NULL");
+  *out = NULL;
+  if (!path)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadFile: path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return etl_error(ETL_ERROR_NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
+  char *buf = NULL;
+  size_t size = 0, cap = 0;
+  for (;;) {
+    if (size == cap) {
+      cap = cap ? 2 * cap : 65536;
+      char *nb = realloc(buf, cap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
+      }
+      buf = nb;
+    }
+    size_t got = fread(buf + size, 1, cap - size, f);
+    size += got;
+    if (got == 0)
+      break;
+  }
+  int read_err = ferror(f);
+  fclose(f);
+  if (read_err) {
+    free(buf);
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT, "error reading '%s'", path);
+  }
+  etlStatus st = etlProgramLoadMemory(h, buf ? buf : "", size, out);
+  free(buf);
+  if (st) {
+    char msg[4096];
+    snprintf(msg, sizeof msg, "%s: %s", path, etlGetLastErrorMessage());
+    etl_error_str(st, msg);
+  }
+  return st;
+}
+
+etlStatus etlProgramDestroy(etlProgram h) {
+  if (!h)
+    return ETL_SUCCESS;
+  ETL_GET_PROG(p, h);
+  etl_handle_drop(p->handle); /* from here on the handle is refused */
+  etl_context *c = p->ctx;
+  pthread_mutex_lock(&c->mu);
+  for (etl_program **pp = &c->programs; *pp; pp = &(*pp)->next)
+    if (*pp == p) {
+      *pp = p->next;
+      break;
+    }
+  pthread_mutex_unlock(&c->mu);
+  while (p->plans) {
+    etl_plan *n = p->plans->next;
+    etl_plan_release(c, p->plans, &p->art.meta);
+    p->plans = n;
+  }
+  c->dev->program_unload(p);
+  free_program(p);
+  return ETL_SUCCESS;
+}
+
+etlStatus etlProgramNumDims(etlProgram h, int *count) {
+  ETL_GET_PROG(p, h);
+  if (!count)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumDims: count is NULL");
+  *count = (int)p->art.meta.n_dims;
+  return ETL_SUCCESS;
+}
+
+etlStatus etlProgramDimName(etlProgram h, int index, const char **name) {
+  ETL_GET_PROG(p, h);
+  if (!name)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramDimName: name is NULL");
+  if (index < 0 || (uint32_t)index >= p->art.meta.n_dims)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramDimName: index %d not in [0, %u)", index,
+                     p->art.meta.n_dims);
+  *name = p->art.meta.dims[index].name;
+  return ETL_SUCCESS;
+}
+
+etlStatus etlProgramNumTensors(etlProgram h, int *count) {
+  ETL_GET_PROG(p, h);
+  if (!count)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumTensors: count is NULL");
+  int n = 0;
+  for (uint32_t i = 0; i < p->art.meta.n_tensors; ++i)
+    n += !p->art.meta.tensors[i].is_buffer;
+  *count = n;
+  return ETL_SUCCESS;
+}
+
+etlStatus etlProgramTensorName(etlProgram h, int index, const char **name) {
+  ETL_GET_PROG(p, h);
+  if (!name)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorName: name is NULL");
+  int n = 0;
+  for (uint32_t i = 0; i < p->art.meta.n_tensors; ++i) {
+    if (p->art.meta.tensors[i].is_buffer)
+      continue;
+    if (n++ == index) {
+      *name = p->art.meta.tensors[i].name;
+      return ETL_SUCCESS;
+    }
+  }
+  return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorName: index %d not in [0, %d)", index,
+                   n);
+}

@@ -1,0 +1,182 @@
+/*===- src/run.c - etlRun: plans, the argument block and the launch ------===
+ *
+ * etlRun checks every binding (bind.c) before anything is allocated or
+ * launched, then takes the plan for the bound dims from the program's
+ * cache (building it and its device memory on a miss), fills the argument
+ * block, resets the event counters and hands the launch to the context's
+ * device. Afterwards it reads the device error record and, with the
+ * timeline on, the task records (timeline.c).
+ *===----------------------------------------------------------------------===*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+
+#define ETL_MAX_CACHED_PLANS 8
+
+void etl_plan_release(etl_context *c, etl_plan *pl, const etl_meta *m) {
+  for (uint32_t t = 0; t < m->n_tensors; ++t)
+    etl_dev_free(c, pl->buffer_dptr[t]);
+  etl_dev_free(c, pl->counters_dptr);
+  etl_dev_free(c, pl->queue_dptr);
+  etl_dev_free(c, pl->offs_dptr);
+  etl_dev_free(c, pl->dyn_dptr);
+  etl_dev_free(c, pl->args_dptr);
+  etl_plan_free_host(pl);
+}
+
+/* Cached plan for the current dims, or a new one with its device memory. */
+static etlStatus get_plan(etl_program *p, etl_plan **out) {
+  etl_context *c = p->ctx;
+  const etl_meta *m = &p->art.meta;
+  etl_plan **pp = &p->plans;
+  for (; *pp; pp = &(*pp)->next) {
+    if (memcmp((*pp)->dims, p->dim_values, m->n_dims * sizeof(int64_t)) == 0) {
+      etl_plan *hit = *pp; /* move to front */
+      *pp = hit->next;
+      hit->next = p->plans;
+      p->plans = hit;
+      *out = hit;
+      return ETL_SUCCESS;
+    }
+  }
+  etl_plan *pl;
+  etlStatus st = etl_plan_build(m, p->dim_values, c->num_ctas, &pl);
+  if (st)
+    return st;
+  for (uint32_t t = 0; t < m->n_tensors && !st; ++t)
+    if (m->tensors[t].is_buffer)
+      st = etl_dev_alloc(c, pl->buffer_bytes[t], &pl->buffer_dptr[t]);
+  if (!st)
+    st = etl_dev_alloc(c, (pl->n_counters + 1) * sizeof(uint32_t), &pl->counters_dptr);
+  if (!st)
+    st = etl_dev_alloc(c, (2 * pl->n_entries + 2) * sizeof(uint32_t), &pl->queue_dptr);
+  if (!st)
+    st = etl_dev_alloc(c, ((size_t)c->num_ctas + 1) * sizeof(uint32_t), &pl->offs_dptr);
+  if (!st && pl->dyn)
+    st = etl_dev_alloc(c, pl->dyn_words * sizeof(uint32_t), &pl->dyn_dptr);
+  if (!st)
+    st = etl_dev_alloc(c, ETL_ARGS_BYTES(m), &pl->args_dptr);
+  if (!st)
+    st = etl_dev_htod(c, pl->queue_dptr, pl->queue, 2 * pl->n_entries * sizeof(uint32_t));
+  if (!st)
+    st = etl_dev_htod(c, pl->offs_dptr, pl->queue_offs,
+                      ((size_t)c->num_ctas + 1) * sizeof(uint32_t));
+  if (st) {
+    etl_plan_release(c, pl, m);
+    return st;
+  }
+  /* evict beyond the cache size */
+  uint32_t n = 0;
+  for (etl_plan **q = &p->plans; *q;) {
+    if (++n >= ETL_MAX_CACHED_PLANS) {
+      etl_plan *victim = *q;
+      *q = victim->next;
+      etl_plan_release(c, victim, m);
+    } else {
+      q = &(*q)->next;
+    }
+  }
+  pl->next = p->plans;
+  p->plans = pl;
+  *out = pl;
+  return ETL_SUCCESS;
+}
+
+/* The device error record (etl_abi.h) as a message naming task, event and
+ * the index value the task read from tensor data. */
+static etlStatus device_error(etl_program *p, const etl_plan *pl, const uint32_t *rec) {
+  const etl_meta *m = &p->art.meta;
+  char task[256];
+  etl_plan_task_name(m, pl, rec[ETL_ERR_GROUP], rec[ETL_ERR_LINEAR], task, sizeof task);
+  int64_t v = (int64_t)(((uint64_t)rec[ETL_ERR_VALUE_HI] << 32) | rec[ETL_ERR_VALUE_LO]);
+  const char *ev = rec[ETL_ERR_EVENT] < m->n_events ? m->events[rec[ETL_ERR_EVENT]].name : "?";
+  return etl_error(ETL_ERROR_BINDING,
+                   "etlRun: task %s waits on event '%s' at index %lld along dimension %u, "
+                   "outside [0, %u): the index is read from tensor data",
+                   task, ev, (long long)v, rec[ETL_ERR_DIM], rec[ETL_ERR_EXTENT]);
+}
+
+/* Zeroed device memory for one launch's timeline records. */
+static etlStatus timeline_buffer(etl_context *c, const etl_plan *pl, uint64_t *dptr) {
+  size_t bytes = (size_t)pl->n_entries * sizeof(etl_timeline_record);
+  etlStatus st = etl_dev_alloc(c, bytes, dptr);
+  if (st || !bytes)
+    return st;
+  void *zero = calloc(1, bytes);
+  st = zero ? etl_dev_htod(c, *dptr, zero, bytes)
+            : etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlRun: out of memory for the timeline");
+  free(zero);
+  return st;
+}
+
+/* Fill the argument block, reset counters and queues, launch, and turn what
+ * the device reported into a status. */
+static etlStatus launch(etl_program *p, etl_plan *pl, uint64_t tl_dptr) {
+  etl_context *c = p->ctx;
+  const etl_meta *m = &p->art.meta;
+  uint64_t *a = pl->args_host;
+  memset(a, 0, ETL_ARGS_BYTES(m)); /* the error record after the slots too */
+  pl->err_dptr = pl->args_dptr + m->num_slots * sizeof(uint64_t);
+  a[ETL_SLOT_EVENTS] = pl->counters_dptr;
+  a[ETL_SLOT_QUEUE] = pl->queue_dptr;
+  a[ETL_SLOT_QUEUE_OFFS] = pl->offs_dptr;
+  a[ETL_SLOT_ABORT] = c->abort_dptr;
+  a[ETL_SLOT_NUM_CTAS] = c->num_ctas;
+  a[ETL_SLOT_TIMELINE] = tl_dptr;
+  a[ETL_SLOT_DYN] = pl->dyn_dptr;
+  a[ETL_SLOT_ERROR] = pl->err_dptr;
+  for (uint32_t i = 0; i < m->n_dims; ++i)
+    a[m->dims[i].slot] = (uint64_t)p->dim_values[i];
+  for (uint32_t i = 0; i < m->n_tensors; ++i)
+    a[m->tensors[i].slot] = m->tensors[i].is_buffer ? pl->buffer_dptr[i] : p->tensors[i].dptr;
+  for (uint32_t i = 0; i < m->n_events; ++i)
+    a[m->events[i].slot] = pl->event_offset[i];
+  etlStatus st = etl_dev_htod(c, pl->args_dptr, a, ETL_ARGS_BYTES(m));
+  if (!st)
+    st = etl_dev_htod(c, pl->counters_dptr, pl->wait_counts, pl->n_counters * sizeof(uint32_t));
+  if (!st && pl->dyn)
+    st = etl_dev_htod(c, pl->dyn_dptr, pl->dyn, pl->dyn_words * sizeof(uint32_t));
+  if (st)
+    return st;
+  __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
+  st = c->dev->launch(p, pl);
+  uint32_t rec[ETL_ERR_WORDS] = {0};
+  if ((!st || st == ETL_ERROR_TIMEOUT) &&
+      etl_dev_dtoh(c, rec, pl->err_dptr, sizeof rec) == ETL_SUCCESS && rec[ETL_ERR_SET])
+    st = device_error(p, pl, rec);
+  if (pl->dyn && (!st || st == ETL_ERROR_TIMEOUT)) {
+    uint32_t err = 0;
+    if (etl_dev_dtoh(c, &err, pl->dyn_dptr + ETL_DYN_ERROR * 4, 4) == ETL_SUCCESS && err)
+      st = etl_error(ETL_ERROR_LAUNCH_FAILED,
+                     "etlRun: the dynamic task queue overflowed (capacity %llu)",
+                     (unsigned long long)pl->n_dynamic);
+  }
+  return st;
+}
+
+etlStatus etlRun(etlProgram h) {
+  ETL_GET_PROG(p, h);
+  etl_context *c = p->ctx;
+  etlStatus st = etl_bindings_validate(p);
+  if (st)
+    return st;
+  pthread_mutex_lock(&c->launch_mu);
+  etl_plan *pl = NULL;
+  uint64_t tl_dptr = 0;
+  int traced = 0;
+  st = get_plan(p, &pl);
+  if (!st && p->timeline_path)
+    st = timeline_buffer(c, pl, &tl_dptr);
+  if (!st)
+    st = launch(p, pl, tl_dptr);
+  if (!st && tl_dptr) {
+    st = etl_timeline_collect(p, pl, tl_dptr);
+    traced = !st;
+  }
+  etl_dev_free(c, tl_dptr);
+  if (traced)
+    st = etl_timeline_write(p, pl, p->timeline_path);
+  pthread_mutex_unlock(&c->launch_mu);
+  return st;
+}
