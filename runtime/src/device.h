@@ -104,6 +104,7 @@ struct etl_program {
   char *timeline_path; /* NULL = off */
   etlTimelineRecord *timeline;
   size_t timeline_count;
+  int race_check; /* etlProgramSetRaceCheck (sim only) */
 };
 
 /*===-- Handles (handle.c) -------------------------------------------------===*/

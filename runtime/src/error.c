@@ -25,7 +25,8 @@
   X(ETL_ERROR_MEMORY_VIOLATION, "out-of-bounds memory access")                                     \
   X(ETL_ERROR_TIMEOUT, "watchdog: no progress (deadlock?)")                                        \
   X(ETL_ERROR_CUDA, "CUDA driver error")                                                           \
-  X(ETL_ERROR_IO, "a file could not be written")
+  X(ETL_ERROR_IO, "a file could not be written")                                                   \
+  X(ETL_ERROR_RACE, "sim race check: two tasks not ordered by events touched one element")
 
 static _Thread_local char tls_message[4096];
 

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "sim_race.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define ETL_TSAN 1
@@ -190,6 +191,7 @@ typedef struct sim_fiber {
   void *stack;
   uint32_t tid;
   int state;
+  uint32_t race_task; /* the race check's id of the fiber's task (sim_race.h) */
   void *tsan;
   void *asan_fake;
 } sim_fiber;
@@ -224,6 +226,8 @@ struct sim_run {
   int64_t watchdog_ns;
   sim_range *ranges;
   uint32_t n_ranges;
+  uint32_t n_tensor_ranges; /* ranges[0 .. n) are the meta's tensors, in order */
+  etl_race *race;           /* etlProgramSetRaceCheck; NULL = off */
   sim_cta *ctas;
   pthread_mutex_t err_mu;
   etlStatus status;
@@ -318,6 +322,7 @@ static void release_barrier(sim_cta *c) {
 /* Separate function: getcontext returns twice, keep it away from loops. */
 static __attribute__((noinline)) int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
   f->tid = tid;
+  f->race_task = UINT32_MAX;
   f->stack = malloc(r->stack_bytes);
   if (!f->stack)
     return -1;
@@ -397,14 +402,30 @@ static void current_task(sim_cta *c, char *buf, size_t n) {
                      atomic_load_explicit(&c->task_linear, memory_order_relaxed), buf, n);
 }
 
+/* The race check (sim_race.h) of an access of `bytes` at byte `off` of
+ * tensor `t`, element by element. */
+static void check_race(sim_cta *c, uint32_t t, uint64_t off, uint64_t bytes, uint32_t is_store) {
+  sim_run *r = c->run;
+  uint32_t es = r->ranges[t].elem_size;
+  char msg[1024];
+  for (uint64_t e = off / es; e * es < off + bytes; ++e)
+    if (etl_race_access(r->race, c->cur->race_task, t, e, (int)is_store, msg, sizeof msg)) {
+      run_fail(r, ETL_ERROR_RACE, msg);
+      stop_cta(c);
+    }
+}
+
 static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) {
   sim_cta *c = tls_cta;
   sim_run *r = c->run;
   uint64_t a = (uint64_t)(uintptr_t)ptr;
   for (uint32_t i = 0; i < r->n_ranges; ++i) {
     const sim_range *g = &r->ranges[i];
-    if (a >= g->base && bytes <= g->bytes && a - g->base <= g->bytes - bytes)
+    if (a >= g->base && bytes <= g->bytes && a - g->base <= g->bytes - bytes) {
+      if (r->race && i < r->n_tensor_ranges)
+        check_race(c, i, a - g->base, bytes, is_store);
       return;
+    }
   }
   /* violation: name the nearest tensors below and above the address */
   const sim_range *below = NULL, *above = NULL;
@@ -447,21 +468,38 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
   stop_cta(c);
 }
 
+/* The race check's view of an atomic (sim_race.h). A release is recorded
+ * before the atomic, an acquire after it, so whoever acquires what a release
+ * wrote also finds its record. */
+static void race_sync(const void *ptr, int acquire, int release) {
+  sim_cta *c = tls_cta;
+  if (c->run->race)
+    etl_race_sync(c->run->race, c->cta, ptr, acquire, release);
+}
+
 static uint32_t op_atomic_add_release(uint32_t *ptr, uint32_t value) {
+  race_sync(ptr, 0, 1);
   return atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_release);
 }
 
 static uint32_t op_load_acquire(const uint32_t *ptr) {
-  return atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
+  uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
+  race_sync(ptr, 1, 0);
+  return v;
 }
 
 static uint32_t op_atomic_add_acq_rel(uint32_t *ptr, uint32_t value) {
-  return atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_acq_rel);
+  race_sync(ptr, 0, 1);
+  uint32_t v = atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_acq_rel);
+  race_sync(ptr, 1, 0);
+  return v;
 }
 
 static uint32_t op_atomic_cas(uint32_t *ptr, uint32_t expected, uint32_t desired) {
+  race_sync(ptr, 0, 1);
   atomic_compare_exchange_strong_explicit((_Atomic uint32_t *)ptr, &expected, desired,
                                           memory_order_acq_rel, memory_order_acquire);
+  race_sync(ptr, 1, 0);
   return expected; /* the old value either way */
 }
 
@@ -517,6 +555,11 @@ static void op_spin_pause(void) {
 
 static void op_task_begin(uint32_t group, uint32_t linear) {
   sim_cta *c = tls_cta;
+  if (c->run->race) {
+    if (c->cur->tid == 0)
+      etl_race_task_begin(c->run->race, c->cta, group, linear);
+    c->cur->race_task = etl_race_task_id(c->run->race, group, linear);
+  }
   atomic_store_explicit(&c->task_group, group, memory_order_relaxed);
   atomic_store_explicit(&c->task_linear, linear, memory_order_relaxed);
   atomic_store_explicit(&c->in_task, 1u, memory_order_relaxed);
@@ -524,6 +567,11 @@ static void op_task_begin(uint32_t group, uint32_t linear) {
 
 static void op_task_end(void) {
   sim_cta *c = tls_cta;
+  if (c->run->race) {
+    if (c->cur->tid == 0)
+      etl_race_task_end(c->run->race, c->cta);
+    c->cur->race_task = UINT32_MAX;
+  }
   atomic_store_explicit(&c->in_task, 0u, memory_order_relaxed);
   atomic_store_explicit(&c->run->last_progress_ns, now_ns(), memory_order_relaxed);
 }
@@ -583,6 +631,19 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
       g->bytes = p->tensors[i].bytes; /* overflow-checked by etlBindTensor */
     }
   }
+  r.n_tensor_ranges = r.n_ranges;
+  if (p->race_check) {
+    uint64_t *elems = calloc(m->n_tensors + 1, sizeof(uint64_t));
+    char err[256] = "out of memory for the race check";
+    for (uint32_t i = 0; elems && i < m->n_tensors; ++i)
+      elems[i] = r.ranges[i].bytes / r.ranges[i].elem_size;
+    r.race = elems ? etl_race_create(m, plan, r.num_ctas, elems, err, sizeof err) : NULL;
+    free(elems);
+    if (!r.race) {
+      st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "sim: %s", err);
+      goto out;
+    }
+  }
   sim_range rt[] = {
       {plan->counters_dptr, plan->n_counters * 4, "<event counters>", 4, 0},
       {plan->queue_dptr, plan->n_entries * 8, "<queue>", 4, 0},
@@ -622,6 +683,7 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
   if (st)
     etl_error_str(st, r.msg);
 out:
+  etl_race_destroy(r.race);
   free(r.ranges);
   free(r.ctas);
   pthread_mutex_destroy(&r.err_mu);

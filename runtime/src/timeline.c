@@ -32,6 +32,17 @@ static int dir_writable(const char *path) {
   return ok;
 }
 
+etlStatus etlProgramSetRaceCheck(etlProgram h, int enable) {
+  ETL_GET_PROG(p, h);
+  if (p->ctx->dev->is_gpu && enable)
+    return etl_error(ETL_ERROR_INVALID_VALUE,
+                     "etlProgramSetRaceCheck: the race check runs on the sim device only (this "
+                     "program is loaded on '%s')",
+                     p->ctx->dev->name);
+  p->race_check = enable != 0;
+  return ETL_SUCCESS;
+}
+
 etlStatus etlProgramSetTimeline(etlProgram h, const char *json_path) {
   ETL_GET_PROG(p, h);
   if (json_path && !json_path[0])

@@ -82,7 +82,8 @@ typedef enum etlStatus {
   ETL_ERROR_MEMORY_VIOLATION,    ///< sim: a load/store outside every bound buffer
   ETL_ERROR_TIMEOUT,             ///< watchdog: no task completed within the limit
   ETL_ERROR_CUDA,                ///< any other CUDA driver error
-  ETL_ERROR_IO                   ///< a file could not be written (timeline trace)
+  ETL_ERROR_IO,                  ///< a file could not be written (timeline trace)
+  ETL_ERROR_RACE                 ///< sim race check: tasks not ordered by events share an element
 } etlStatus;
 
 /// Element types of tensors (the artifact's ETL_ELEM_* codes).
@@ -229,6 +230,17 @@ typedef struct etlTimelineRecord {
 /// cannot be written after a successful launch, etlRun returns ETL_ERROR_IO
 /// (its results and the records are still valid).
 ETL_API etlStatus etlProgramSetTimeline(etlProgram prog, const char *json_path);
+
+/// Turn the sim device's race check on (non-zero) or off. While on, each
+/// etlRun follows the event protocol (notifies release, waits acquire, the
+/// dynamic queue passes the order on) and keeps, per tensor element, the
+/// last task that wrote and read it: an access from a task that no chain of
+/// events orders after that writer (or, for a store, that reader) fails the
+/// run with ETL_ERROR_RACE, naming the tensor, the element and both tasks.
+/// Much slower, and its memory grows with tasks^2 / 8 bytes (a run too
+/// large to check fails with ETL_ERROR_OUT_OF_MEMORY before launching).
+/// ETL_ERROR_INVALID_VALUE on a program of a GPU context.
+ETL_API etlStatus etlProgramSetRaceCheck(etlProgram prog, int enable);
 /// Records of the last successful etlRun with the timeline on, one per task
 /// in static-queue order. `*count` receives the number of records; at most
 /// `capacity` are copied into `records` (which may be NULL when `capacity`

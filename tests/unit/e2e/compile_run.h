@@ -29,11 +29,12 @@ struct Bind {
   std::vector<int64_t> shape;
 };
 
-/// Compiles `text` for sim and runs it once with `dims` and `binds`; returns
-/// "" on success, else the compiler's diagnostics or the runtime's error.
+/// Compiles `text` for sim and runs it once with `dims` and `binds` (with the
+/// sim's race check when `race_check`); returns "" on success, else the
+/// compiler's diagnostics or the runtime's error.
 inline std::string compile_and_run(const std::string &text, const std::string &stem,
                                    const std::vector<std::pair<const char *, int64_t>> &dims,
-                                   const std::vector<Bind> &binds) {
+                                   const std::vector<Bind> &binds, bool race_check = false) {
   std::filesystem::path dir = std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
   std::filesystem::create_directories(dir);
   std::filesystem::path in = dir / (stem + ".etl"), art = dir / (stem + ".etlb");
@@ -64,6 +65,8 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
       if (msg.empty() && etlBindTensor(prog, b.name, b.data, b.dtype, int(b.shape.size()),
                                        b.shape.data()) != ETL_SUCCESS)
         msg = std::string("bind ") + b.name + ": " + etlGetLastErrorMessage();
+    if (msg.empty() && race_check && etlProgramSetRaceCheck(prog, 1) != ETL_SUCCESS)
+      msg = std::string("race check: ") + etlGetLastErrorMessage();
     if (msg.empty()) {
       etlStatus st = etlRun(prog);
       if (st != ETL_SUCCESS)
