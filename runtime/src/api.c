@@ -909,12 +909,16 @@ etlStatus etlRun(etlProgram p) {
       __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
       st = c->kind == ETL_DEVICE_CUDA ? etl_cuda_launch(p, pl) : etl_sim_launch(p, pl);
     }
+    /* a record that cannot be read back fails the run: its result is unknown */
+    etlStatus rd = ETL_SUCCESS;
     if ((!st || st == ETL_ERROR_TIMEOUT) &&
-        dev_dtoh(c, err_rec, pl->err_dptr, sizeof err_rec) == ETL_SUCCESS && err_rec[ETL_ERR_SET])
-      st = device_error(p, pl, err_rec);
+        ((rd = dev_dtoh(c, err_rec, pl->err_dptr, sizeof err_rec)) || err_rec[ETL_ERR_SET]))
+      st = rd ? rd : device_error(p, pl, err_rec);
     if (pl->dyn && (!st || st == ETL_ERROR_TIMEOUT)) {
       uint32_t err = 0;
-      if (dev_dtoh(c, &err, pl->dyn_dptr + ETL_DYN_ERROR * 4, 4) == ETL_SUCCESS && err)
+      if ((rd = dev_dtoh(c, &err, pl->dyn_dptr + ETL_DYN_ERROR * 4, 4)))
+        st = rd;
+      else if (err)
         st = etl_error(ETL_ERROR_LAUNCH_FAILED,
                        "etlRun: the dynamic task queue overflowed (capacity %llu)",
                        (unsigned long long)pl->n_dynamic);
