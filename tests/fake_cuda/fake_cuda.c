@@ -6,12 +6,13 @@
  * LD_LIBRARY_PATH pointing at it. It implements, on host memory, the Driver
  * API functions runtime/src/cuda.c resolves, plus cuFuncSetAttribute (the
  * opt-in for dynamic shared memory its launch check honours). Types and
- * constants are written here from the Driver API's documentation, not
- * shared with the runtime's cuda_mini.h, so a mismatch in either shows.
+ * constants (fake_internal.h) are written from the Driver API's
+ * documentation, not shared with the runtime's cuda_mini.h, so a mismatch in
+ * either shows; fake_ptx.c reads the PTX images.
  *
- * fake_ptx.c reads the PTX images. Device addresses are non-canonical numbers (0xD000...) mapped to
- *host buffers, so a host dereference of a device pointer crashes instead of passing; mapped host
- *memory gets a device address of its own too.
+ * Device addresses are non-canonical numbers (0xD000...) mapped to host
+ * buffers, so a host dereference of a device pointer crashes instead of
+ * passing; mapped host memory gets a device address of its own too.
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include <pthread.h>
