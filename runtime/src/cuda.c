@@ -49,6 +49,14 @@ static const char *cu_err(etl_cuda_state *s, CUresult r) {
 #define CU_FAIL(s, r, what)                                                                        \
   etl_error(ETL_ERROR_CUDA, "cuda: %s failed: %s (CUresult %d)", what, cu_err(s, r), (int)(r))
 
+/* The context current on the calling thread: etlRun and the memory calls may
+   come from any thread, and a failure here would otherwise surface as a
+   confusing error of the next call. */
+static etlStatus make_current(etl_cuda_state *s) {
+  CUresult r = s->CtxSetCurrent(s->cu);
+  return r ? CU_FAIL(s, r, "cuCtxSetCurrent") : ETL_SUCCESS;
+}
+
 static etlStatus cuda_context_create(etl_context *ctx) {
   etl_cuda_state *s = calloc(1, sizeof *s);
   if (!s)
@@ -149,32 +157,39 @@ static void cuda_context_destroy(etl_context *ctx) {
 
 static etlStatus cuda_alloc(etl_context *ctx, size_t bytes, uint64_t *dptr) {
   etl_cuda_state *s = ctx->state;
-  s->CtxSetCurrent(s->cu);
+  etlStatus st = make_current(s);
+  if (st)
+    return st;
   CUdeviceptr d = 0;
   CUresult r = s->MemAlloc(&d, bytes ? bytes : 1);
   if (r)
-    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "cuda: cuMemAlloc of %zu bytes failed: %s", bytes,
-                     cu_err(s, r));
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY,
+                     "cuda: cuMemAlloc of %zu bytes failed: %s (CUresult %d)", bytes, cu_err(s, r),
+                     r);
   *dptr = d;
   return ETL_SUCCESS;
 }
 
 static void cuda_free(etl_context *ctx, uint64_t dptr) {
   etl_cuda_state *s = ctx->state;
-  s->CtxSetCurrent(s->cu);
-  s->MemFree(dptr);
+  if (make_current(s) == ETL_SUCCESS) /* a free has no status to report */
+    s->MemFree(dptr);
 }
 
 static etlStatus cuda_htod(etl_context *ctx, uint64_t dst, const void *src, size_t n) {
   etl_cuda_state *s = ctx->state;
-  s->CtxSetCurrent(s->cu);
+  etlStatus st = make_current(s);
+  if (st)
+    return st;
   CUresult r = s->MemcpyHtoD(dst, src, n);
   return r ? CU_FAIL(s, r, "cuMemcpyHtoD") : ETL_SUCCESS;
 }
 
 static etlStatus cuda_dtoh(etl_context *ctx, void *dst, uint64_t src, size_t n) {
   etl_cuda_state *s = ctx->state;
-  s->CtxSetCurrent(s->cu);
+  etlStatus st = make_current(s);
+  if (st)
+    return st;
   CUresult r = s->MemcpyDtoH(dst, src, n);
   return r ? CU_FAIL(s, r, "cuMemcpyDtoH") : ETL_SUCCESS;
 }
@@ -201,21 +216,24 @@ static etlStatus cuda_program_load(etl_program *p) {
   if (best->size == 0 || best->data[best->size - 1] != 0)
     return etl_error(ETL_ERROR_INVALID_ARTIFACT, "cuda: PTX section '%s' is not NUL-terminated",
                      best->target);
-  s->CtxSetCurrent(s->cu);
+  etlStatus st = make_current(s);
+  if (st)
+    return st;
   char log[4096] = "";
   CUjit_option opts[2] = {ETL_CU_JIT_ERROR_LOG_BUFFER, ETL_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
   CUmodule mod = NULL;
   CUresult r = s->ModuleLoadDataEx(&mod, best->data, 2, opts, vals);
   if (r)
-    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: loading PTX for %s failed: %s%s%s",
-                     best->target, cu_err(s, r), log[0] ? "\n" : "", log);
+    return etl_error(ETL_ERROR_LAUNCH_FAILED,
+                     "cuda: loading PTX for %s failed: %s (CUresult %d)%s%s", best->target,
+                     cu_err(s, r), r, log[0] ? "\n" : "", log);
   CUfunction fn = NULL;
   r = s->ModuleGetFunction(&fn, mod, ETL_KERNEL_ENTRY);
   if (r) {
     s->ModuleUnload(mod);
-    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: PTX has no kernel '%s': %s", ETL_KERNEL_ENTRY,
-                     cu_err(s, r));
+    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: PTX has no kernel '%s': %s (CUresult %d)",
+                     ETL_KERNEL_ENTRY, cu_err(s, r), r);
   }
   cuda_program *cp = calloc(1, sizeof *cp);
   if (!cp) {
@@ -250,13 +268,16 @@ static int64_t now_ms(void) {
 static etlStatus cuda_launch(etl_program *p, etl_plan *plan) {
   etl_context *ctx = p->ctx;
   etl_cuda_state *s = ctx->state;
-  s->CtxSetCurrent(s->cu);
+  etlStatus st = make_current(s);
+  if (st)
+    return st;
   CUdeviceptr args = plan->args_dptr;
   void *params[1] = {&args};
   CUresult r = s->LaunchKernel(((cuda_program *)p->state)->function, ctx->num_ctas, 1, 1,
                                p->art.meta.threads_per_cta, 1, 1, 0, NULL, params, NULL);
   if (r)
-    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: cuLaunchKernel failed: %s", cu_err(s, r));
+    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: cuLaunchKernel failed: %s (CUresult %d)",
+                     cu_err(s, r), r);
   /* The watchdog fires when no CTA has finished a task for watchdog_ms: the
      kernel counts finished tasks per CTA in the mapped control block. */
   const volatile uint32_t *progress =

@@ -142,12 +142,16 @@ static etlStatus launch(etl_program *p, etl_plan *pl, uint64_t tl_dptr) {
   __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
   st = c->dev->launch(p, pl);
   uint32_t rec[ETL_ERR_WORDS] = {0};
+  /* a record that cannot be read back fails the run: its result is unknown */
+  etlStatus rd = ETL_SUCCESS;
   if ((!st || st == ETL_ERROR_TIMEOUT) &&
-      etl_dev_dtoh(c, rec, pl->err_dptr, sizeof rec) == ETL_SUCCESS && rec[ETL_ERR_SET])
-    st = device_error(p, pl, rec);
+      ((rd = etl_dev_dtoh(c, rec, pl->err_dptr, sizeof rec)) || rec[ETL_ERR_SET]))
+    st = rd ? rd : device_error(p, pl, rec);
   if (pl->dyn && (!st || st == ETL_ERROR_TIMEOUT)) {
     uint32_t err = 0;
-    if (etl_dev_dtoh(c, &err, pl->dyn_dptr + ETL_DYN_ERROR * 4, 4) == ETL_SUCCESS && err)
+    if ((rd = etl_dev_dtoh(c, &err, pl->dyn_dptr + ETL_DYN_ERROR * 4, 4)))
+      st = rd;
+    else if (err)
       st = etl_error(ETL_ERROR_LAUNCH_FAILED,
                      "etlRun: the dynamic task queue overflowed (capacity %llu)",
                      (unsigned long long)pl->n_dynamic);

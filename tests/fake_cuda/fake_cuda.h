@@ -1,0 +1,75 @@
+/*===- tests/fake_cuda/fake_cuda.h - Controlling the test-only libcuda.so.1 -===
+ *
+ * The fake CUDA driver (fake_cuda.c, built as libcuda.so.1 in the test tree)
+ * implements the Driver API calls the runtime makes (runtime/src/cuda_mini.h)
+ * on host memory, as an H100 would answer them: 132 SMs, sm_90, 1024
+ * threads per block, 48 KiB static shared memory (227 KiB opted in). It
+ * validates every call (initialised, a current context, handles alive, copies
+ * inside an allocation, launch dimensions and shared memory within the
+ * device's limits, a PTX image with a .target it can run, the ETL argument
+ * block and control block of a launch) and counts them. It executes no PTX:
+ * a launched kernel completes at once by default, marking the control
+ * block's per-CTA progress words as a finished kernel would, and computes
+ * nothing; device memory starts filled with 0xFF bytes (NaN as f32).
+ *
+ * Tests steer it through the functions below (dlsym them from the handle of
+ * dlopen("libcuda.so.1")), or, for a separate process, through the
+ * environment variable ETL_FAKE_CUDA, a comma-separated list of
+ *   fail=cuSYMBOL:RESULT[:NTH]   the NTH next call (default 1) returns RESULT
+ *   kernel=complete|hang|slow:MS a launched kernel's behaviour
+ * A hung kernel's progress words never move; it ends when the control
+ * block's abort flag is raised (as the real kernel's CTAs do when they poll
+ * it). A slow kernel bumps its progress words every ETL_FAKE_SLOW_TICK_MS
+ * while the host polls, and completes after MS milliseconds.
+ * ETL_FAKE_CUDA_PTXAS names ptxas: when set and non-empty every PTX image is
+ * also assembled with it; otherwise the first load prints why it is not.
+ * Violations of the API's rules are printed to stderr as
+ * "fake libcuda: violation: ..." and counted.
+ *===----------------------------------------------------------------------===*/
+#ifndef ETL_FAKE_CUDA_H
+#define ETL_FAKE_CUDA_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ETL_FAKE_KERNEL_COMPLETE = 0, ETL_FAKE_KERNEL_HANG = 1, ETL_FAKE_KERNEL_SLOW = 2 };
+#define ETL_FAKE_SLOW_TICK_MS 5
+#define ETL_FAKE_DEVICE_NAME "ETL fake CUDA device (H100 limits)"
+
+/// What the fake holds right now, and what it saw since the last reset.
+typedef struct etl_fake_cuda_stats {
+  int contexts, device_allocs, host_allocs, modules; /* alive now */
+  int reclaimed;  /* resources cuCtxDestroy freed because the caller had not */
+  int violations; /* calls that broke a rule of the API */
+  int launches;   /* successful cuLaunchKernel */
+  unsigned last_grid, last_block, last_smem; /* of the last launch (x dims) */
+} etl_fake_cuda_stats;
+
+/// Forget failures, kernel mode, call counts and violations (not resources).
+void etl_fake_cuda_reset(void);
+/// The `nth` next call (1 = the next one) of `symbol` (e.g. "cuMemAlloc_v2")
+/// returns `result` and does nothing else. Returns 0, or -1 for an unknown symbol.
+int etl_fake_cuda_fail(const char *symbol, int result, int nth);
+/// How launched kernels behave: ETL_FAKE_KERNEL_*; `ms` for SLOW.
+void etl_fake_cuda_kernel(int mode, unsigned ms);
+/// Calls of `symbol` since the last reset (-1 for an unknown symbol).
+int etl_fake_cuda_calls(const char *symbol);
+/// The symbol of the i-th function the fake implements, NULL past the end.
+const char *etl_fake_cuda_symbol(int i);
+etl_fake_cuda_stats etl_fake_cuda_get_stats(void);
+/// The first violation since the last reset, "" when none.
+const char *etl_fake_cuda_first_violation(void);
+
+typedef void (*etl_fake_cuda_reset_fn)(void);
+typedef int (*etl_fake_cuda_fail_fn)(const char *, int, int);
+typedef void (*etl_fake_cuda_kernel_fn)(int, unsigned);
+typedef int (*etl_fake_cuda_calls_fn)(const char *);
+typedef const char *(*etl_fake_cuda_symbol_fn)(int);
+typedef etl_fake_cuda_stats (*etl_fake_cuda_get_stats_fn)(void);
+typedef const char *(*etl_fake_cuda_first_violation_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ETL_FAKE_CUDA_H */
