@@ -85,11 +85,14 @@ static inline int ex_report_gpu_vs_sim(double d, double tol) {
   return d < tol;
 }
 
-/* Command line: ARTIFACT [--device D] [--shape A,B[,C[,D]]]... */
+/* Command line: ARTIFACT [--device D] [--profile FILE] [--shape A,B[,C[,D]]]...
+ * --profile FILE: the sim profile counters (etlProgramSetProfile) of the
+ * last sim run go to FILE (JSON) and FILE.txt (a table). */
 #define EX_MAX_SHAPE 4
 typedef struct ex_args {
   const char *artifact;
   const char *device;
+  const char *profile;
   int nshapes;
   int64_t shapes[16][EX_MAX_SHAPE];
 } ex_args;
@@ -101,6 +104,8 @@ static inline ex_args ex_parse_args(int argc, char **argv, const char *usage) {
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) {
       a.device = argv[++i];
+    } else if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
+      a.profile = argv[++i];
     } else if (!strcmp(argv[i], "--shape") && i + 1 < argc && a.nshapes < 16) {
       long long v[EX_MAX_SHAPE] = {0, 0, 0, 0};
       if (sscanf(argv[++i], "%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3]) < 2) {
@@ -149,6 +154,8 @@ static inline ex_session ex_open_n(ex_args *a, const int64_t *defaults, int widt
     CHECK_ETL(etlContextCreate(&s.sim, "sim", NULL));
     CHECK_ETL(etlProgramLoadFile(s.sim, a->artifact, &s.sim_prog));
   }
+  if (a->profile)
+    CHECK_ETL(etlProgramSetProfile(s.sim_prog ? s.sim_prog : s.prog, a->profile));
   return s;
 }
 

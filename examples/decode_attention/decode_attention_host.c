@@ -15,8 +15,8 @@
 #define PS 16 /* must match the .etl */
 #define DH 32
 
-static const char *usage =
-    "usage: decode_attention_host ARTIFACT [--device auto|sim|cuda] [--shape B,NH,NP,MP]...\n";
+static const char *usage = "usage: decode_attention_host ARTIFACT [--device auto|sim|cuda] "
+                           "[--profile FILE] [--shape B,NH,NP,MP]...\n";
 
 typedef struct problem {
   int64_t B, NH, NP, MP;

@@ -7,11 +7,12 @@
  * products have the same reference. On a GPU each binding also runs on sim
  * and the two must agree.
  *
- *   gemv_host gemv.etlb [--device auto|sim|cuda] [--shape N,K]...
+ *   gemv_host gemv.etlb [--device auto|sim|cuda] [--profile FILE] [--shape N,K]...
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 
-static const char *usage = "usage: gemv_host ARTIFACT [--device auto|sim|cuda] [--shape N,K]...\n";
+static const char *usage =
+    "usage: gemv_host ARTIFACT [--device auto|sim|cuda] [--profile FILE] [--shape N,K]...\n";
 
 /* IEEE half bits of `f`, which must be 0 or k/64 with |k| < 64 (exact). */
 static uint16_t half_bits(float f) {
@@ -81,8 +82,7 @@ int main(int argc, char **argv) {
     double tol = 1e-5 * (double)K + 1e-5; /* f32 sums of K products of magnitude < 1 */
     int ok = e16 < tol && e32 < tol;
     printf("gemv N=%-5lld K=%-5lld on %s: max error f16 %.2e, f32 %.2e, etlRun %.2f ms %s\n",
-           (long long)N, (long long)K, etlContextDeviceName(ctx), e16, e32, ms,
-           ok ? "OK" : "FAIL");
+           (long long)N, (long long)K, etlContextDeviceName(ctx), e16, e32, ms, ok ? "OK" : "FAIL");
     if (gpu) {
       float *s16 = malloc(sizeof(float) * (size_t)N), *s32 = malloc(sizeof(float) * (size_t)N);
       run_gemv(sim, ses.sim_prog, N, K, w16, w32, x, s16, s32);

@@ -5,11 +5,12 @@
  * from one artifact for several (T, D, F) bindings, one of them not a
  * multiple of the tile sizes, against a plain C reference.
  *
- *   mlp_host mlp.etlb [--device auto|sim|cuda] [--shape T,D,F]...
+ *   mlp_host mlp.etlb [--device auto|sim|cuda] [--profile FILE] [--shape T,D,F]...
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 
-static const char *usage = "usage: mlp_host ARTIFACT [--device auto|sim|cuda] [--shape T,D,F]...\n";
+static const char *usage =
+    "usage: mlp_host ARTIFACT [--device auto|sim|cuda] [--profile FILE] [--shape T,D,F]...\n";
 
 static void reference(int64_t T, int64_t D, int64_t F, const float *x, const float *wg,
                       const float *wu, const float *wd, float *out) {

@@ -15,12 +15,12 @@
  * x and wr are multiples of 1/8 so the router logits are exact in f32 and the
  * routing cannot differ from the reference by rounding.
  *
- *   moe_host moe.etlb [--device auto|sim|cuda] [--shape T,H,E,K]...
+ *   moe_host moe.etlb [--device auto|sim|cuda] [--profile FILE] [--shape T,H,E,K]...
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 
 static const char *usage =
-    "usage: moe_host ARTIFACT [--device auto|sim|cuda] [--shape T,H,E,K]...\n";
+    "usage: moe_host ARTIFACT [--device auto|sim|cuda] [--profile FILE] [--shape T,H,E,K]...\n";
 
 enum routing { UNIFORM, SKEWED, EMPTY_EXPERTS };
 static const char *routing_name[] = {"uniform", "skewed", "empty-experts"};

@@ -17,8 +17,8 @@
 #define PS 16 /* must match the .etl */
 #define EPS 1e-6
 
-static const char *usage =
-    "usage: rmsnorm_rope_host ARTIFACT [--device auto|sim|cuda] [--shape B,D2,MP]...\n";
+static const char *usage = "usage: rmsnorm_rope_host ARTIFACT [--device auto|sim|cuda] [--profile "
+                           "FILE] [--shape B,D2,MP]...\n";
 
 typedef struct problem {
   int64_t B, D2, MP, NP, P;

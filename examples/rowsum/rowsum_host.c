@@ -4,12 +4,12 @@
  * some not multiples of the tile sizes, comparing y = rowsum(x) with a plain
  * C reference. On a GPU each binding also runs on sim and the two must agree.
  *
- *   rowsum_host rowsum.etlb [--device auto|sim|cuda] [--shape M,N]...
+ *   rowsum_host rowsum.etlb [--device auto|sim|cuda] [--profile FILE] [--shape M,N]...
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 
 static const char *usage =
-    "usage: rowsum_host ARTIFACT [--device auto|sim|cuda] [--shape M,N]...\n";
+    "usage: rowsum_host ARTIFACT [--device auto|sim|cuda] [--profile FILE] [--shape M,N]...\n";
 
 /* Runs one binding on `ctx`; leaves y in `out`. */
 static double run_rowsum(etlContext ctx, etlProgram prog, int64_t M, int64_t N, const float *x,

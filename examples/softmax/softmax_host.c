@@ -4,12 +4,12 @@
  * some not multiples of the tile sizes, comparing with a plain C softmax.
  * On a GPU each binding also runs on sim and the two must agree.
  *
- *   softmax_host softmax.etlb [--device auto|sim|cuda] [--shape B,N]...
+ *   softmax_host softmax.etlb [--device auto|sim|cuda] [--profile FILE] [--shape B,N]...
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 
 static const char *usage =
-    "usage: softmax_host ARTIFACT [--device auto|sim|cuda] [--shape B,N]...\n";
+    "usage: softmax_host ARTIFACT [--device auto|sim|cuda] [--profile FILE] [--shape B,N]...\n";
 
 static double run_softmax(etlContext ctx, etlProgram prog, int64_t B, int64_t N, const float *x,
                           float *out) {

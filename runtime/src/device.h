@@ -104,7 +104,8 @@ struct etl_program {
   char *timeline_path; /* NULL = off */
   etlTimelineRecord *timeline;
   size_t timeline_count;
-  int race_check; /* etlProgramSetRaceCheck (sim only) */
+  int race_check;     /* etlProgramSetRaceCheck (sim only) */
+  char *profile_path; /* etlProgramSetProfile (sim only); NULL = off */
 };
 
 /*===-- Handles (handle.c) -------------------------------------------------===*/

@@ -16,6 +16,7 @@ static void free_program(etl_program *p) {
   free(p->dim_bound);
   free(p->tensors);
   free(p->timeline_path);
+  free(p->profile_path);
   free(p->timeline);
   etl_artifact_free(&p->art);
   free(p);

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "sim_profile.h"
 #include "sim_race.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -191,7 +192,8 @@ typedef struct sim_fiber {
   void *stack;
   uint32_t tid;
   int state;
-  uint32_t race_task; /* the race check's id of the fiber's task (sim_race.h) */
+  uint32_t race_task;  /* the race check's id of the fiber's task (sim_race.h) */
+  uint32_t prof_group; /* the fiber's task group for the profile, or UINT32_MAX */
   void *tsan;
   void *asan_fake;
 } sim_fiber;
@@ -228,6 +230,7 @@ struct sim_run {
   uint32_t n_ranges;
   uint32_t n_tensor_ranges; /* ranges[0 .. n) are the meta's tensors, in order */
   etl_race *race;           /* etlProgramSetRaceCheck; NULL = off */
+  etl_profile *prof;        /* etlProgramSetProfile; NULL = off */
   sim_cta *ctas;
   pthread_mutex_t err_mu;
   etlStatus status;
@@ -313,6 +316,8 @@ static void stop_cta(sim_cta *c) {
 static void release_barrier(sim_cta *c) {
   if (c->n_at_barrier == 0 || c->n_at_barrier < c->n_live)
     return;
+  if (c->run->prof) /* every lane met here: the open warp-level requests are complete */
+    etl_profile_flush(c->run->prof, c->cta);
   for (uint32_t i = 0; i < c->run->tpc; ++i)
     if (c->fibers[i].state == FIBER_AT_BARRIER)
       c->fibers[i].state = FIBER_RUNNABLE;
@@ -323,6 +328,7 @@ static void release_barrier(sim_cta *c) {
 static __attribute__((noinline)) int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
   f->tid = tid;
   f->race_task = UINT32_MAX;
+  f->prof_group = UINT32_MAX;
   f->stack = malloc(r->stack_bytes);
   if (!f->stack)
     return -1;
@@ -368,6 +374,8 @@ static void *cta_main(void *arg) {
       release_barrier(c);
     }
   }
+  if (r->prof)
+    etl_profile_flush(r->prof, c->cta);
 done:
   for (uint32_t i = 0; i < made; ++i) {
 #ifdef ETL_TSAN
@@ -385,6 +393,8 @@ static uint32_t op_ctaid(void) { return tls_cta->cta; }
 
 static void op_barrier(void) {
   sim_cta *c = tls_cta;
+  if (c->run->prof && c->cur->tid == 0)
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_BARRIER, 1);
   c->cur->state = FIBER_AT_BARRIER;
   c->n_at_barrier++;
   yield_fiber(c, 0);
@@ -424,6 +434,9 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
     if (a >= g->base && bytes <= g->bytes && a - g->base <= g->bytes - bytes) {
       if (r->race && i < r->n_tensor_ranges)
         check_race(c, i, a - g->base, bytes, is_store);
+      if (r->prof)
+        etl_profile_global(r->prof, c->cta, c->cur->tid, c->cur->prof_group,
+                           (uintptr_t)__builtin_return_address(0), a, bytes, (int)is_store);
       return;
     }
   }
@@ -473,6 +486,8 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
  * wrote also finds its record. */
 static void race_sync(const void *ptr, int acquire, int release) {
   sim_cta *c = tls_cta;
+  if (c->run->prof && release) /* each atomic releases once */
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_ATOMIC, 1);
   if (c->run->race)
     etl_race_sync(c->run->race, c->cta, ptr, acquire, release);
 }
@@ -484,6 +499,9 @@ static uint32_t op_atomic_add_release(uint32_t *ptr, uint32_t value) {
 
 static uint32_t op_load_acquire(const uint32_t *ptr) {
   uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
+  sim_cta *c = tls_cta;
+  if (c->run->prof) /* acquire loads count as atomics too */
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_ATOMIC, 1);
   race_sync(ptr, 1, 0);
   return v;
 }
@@ -503,7 +521,12 @@ static uint32_t op_atomic_cas(uint32_t *ptr, uint32_t expected, uint32_t desired
   return expected; /* the old value either way */
 }
 
-static void op_fence(void) { atomic_thread_fence(memory_order_seq_cst); }
+static void op_fence(void) {
+  sim_cta *c = tls_cta;
+  if (c->run->prof)
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_FENCE, 1);
+  atomic_thread_fence(memory_order_seq_cst);
+}
 
 static void report_timeout(sim_run *r) {
   char msg[4096];
@@ -549,8 +572,14 @@ static void op_spin_pause(void) {
     report_timeout(r);
     stop_cta(c);
   }
+  int64_t t0 = r->prof ? now_ns() : 0;
   sched_yield();
   yield_fiber(c, 0);
+  if (r->prof) {
+    etl_profile_count(r->prof, c->cta, c->cur->prof_group, ETL_PROF_SPIN, 1);
+    etl_profile_count(r->prof, c->cta, c->cur->prof_group, ETL_PROF_WAIT_NS,
+                      (uint64_t)(now_ns() - t0));
+  }
 }
 
 static void op_task_begin(uint32_t group, uint32_t linear) {
@@ -559,6 +588,11 @@ static void op_task_begin(uint32_t group, uint32_t linear) {
     if (c->cur->tid == 0)
       etl_race_task_begin(c->run->race, c->cta, group, linear);
     c->cur->race_task = etl_race_task_id(c->run->race, group, linear);
+  }
+  if (c->run->prof) {
+    c->cur->prof_group = group;
+    if (c->cur->tid == 0)
+      etl_profile_count(c->run->prof, c->cta, group, ETL_PROF_TASK, 1);
   }
   atomic_store_explicit(&c->task_group, group, memory_order_relaxed);
   atomic_store_explicit(&c->task_linear, linear, memory_order_relaxed);
@@ -572,6 +606,8 @@ static void op_task_end(void) {
       etl_race_task_end(c->run->race, c->cta);
     c->cur->race_task = UINT32_MAX;
   }
+  if (c->run->prof)
+    c->cur->prof_group = UINT32_MAX;
   atomic_store_explicit(&c->in_task, 0u, memory_order_relaxed);
   atomic_store_explicit(&c->run->last_progress_ns, now_ns(), memory_order_relaxed);
 }
@@ -632,6 +668,10 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
     }
   }
   r.n_tensor_ranges = r.n_ranges;
+  if (p->profile_path && !(r.prof = etl_profile_create(m, r.num_ctas, r.tpc))) {
+    st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "sim: out of memory for the profile");
+    goto out;
+  }
   if (p->race_check) {
     uint64_t *elems = calloc(m->n_tensors + 1, sizeof(uint64_t));
     char err[256] = "out of memory for the race check";
@@ -680,9 +720,15 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
     free(r.ctas[i].smem);
   }
   st = r.status;
-  if (st)
+  if (st) {
     etl_error_str(st, r.msg);
+  } else if (r.prof) {
+    Dl_info info;
+    uintptr_t base = dladdr((void *)(uintptr_t)r.entry, &info) ? (uintptr_t)info.dli_fbase : 0;
+    st = etl_profile_write(r.prof, p->profile_path, base);
+  }
 out:
+  etl_profile_destroy(r.prof);
   etl_race_destroy(r.race);
   free(r.ranges);
   free(r.ctas);

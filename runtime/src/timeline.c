@@ -43,6 +43,27 @@ etlStatus etlProgramSetRaceCheck(etlProgram h, int enable) {
   return ETL_SUCCESS;
 }
 
+etlStatus etlProgramSetProfile(etlProgram h, const char *json_path) {
+  ETL_GET_PROG(p, h);
+  if (json_path && p->ctx->dev->is_gpu)
+    return etl_error(ETL_ERROR_INVALID_VALUE,
+                     "etlProgramSetProfile: the profile counters come from the sim device (this "
+                     "program is loaded on '%s'; use Nsight Compute there)",
+                     p->ctx->dev->name);
+  if (json_path && !json_path[0])
+    return etl_error(ETL_ERROR_INVALID_VALUE,
+                     "etlProgramSetProfile: json_path is empty (pass NULL to turn it off)");
+  if (json_path && !dir_writable(json_path))
+    return etl_error(ETL_ERROR_IO, "etlProgramSetProfile: cannot write '%s': %s", json_path,
+                     strerror(errno));
+  char *copy = NULL;
+  if (json_path && !(copy = strdup(json_path)))
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlProgramSetProfile: out of memory");
+  free(p->profile_path);
+  p->profile_path = copy;
+  return ETL_SUCCESS;
+}
+
 etlStatus etlProgramSetTimeline(etlProgram h, const char *json_path) {
   ETL_GET_PROG(p, h);
   if (json_path && !json_path[0])

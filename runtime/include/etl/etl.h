@@ -241,6 +241,19 @@ ETL_API etlStatus etlProgramSetTimeline(etlProgram prog, const char *json_path);
 /// large to check fails with ETL_ERROR_OUT_OF_MEMORY before launching).
 /// ETL_ERROR_INVALID_VALUE on a program of a GPU context.
 ETL_API etlStatus etlProgramSetRaceCheck(etlProgram prog, int enable);
+
+/// Turn the sim device's profile counters on (`json_path` non-NULL) or off.
+/// While on, each successful etlRun writes `json_path` (atomically) and a
+/// readable table to `json_path`.txt: per task group and per access site,
+/// the quantities Nsight Compute reports with its definitions (warp-level
+/// global requests, bytes requested, 32-byte sectors per request,
+/// efficiency, lane utilisation, unique DRAM bytes of the launch) and the
+/// synchronisation (tasks, barriers, atomics, fences, spin-wait iterations
+/// and time). docs/PROFILE.md documents the JSON schema. Slower runs; the
+/// results of the run are unaffected. ETL_ERROR_INVALID_VALUE on a program of
+/// a GPU context or for an empty path, ETL_ERROR_IO for a directory that is
+/// not writable.
+ETL_API etlStatus etlProgramSetProfile(etlProgram prog, const char *json_path);
 /// Records of the last successful etlRun with the timeline on, one per task
 /// in static-queue order. `*count` receives the number of records; at most
 /// `capacity` are copied into `records` (which may be NULL when `capacity`

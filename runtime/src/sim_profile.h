@@ -1,0 +1,60 @@
+/*===- src/sim_profile.h - Hardware counters from the simulator -----------===
+ *
+ * What this owns: the sim device's profile mode (etlProgramSetProfile). It
+ * counts, per task group and per access site, what Nsight Compute reports
+ * for a kernel, with its definitions:
+ *   - global memory: warp-level requests (the accesses of the lanes of one
+ *     warp at one site, the k-th time each lane gets there since the CTA
+ *     last met at a barrier: the fibers of a warp do not run in lockstep, so
+ *     lanes are grouped by (site, per-lane dynamic instance)), bytes
+ *     requested (distinct bytes: lanes reading one address count once),
+ *     32-byte sectors touched per request, efficiency =
+ *     requested / (sectors * 32), active lanes per request (lane
+ *     utilisation), and unique DRAM bytes of the launch (first touch of each
+ *     sector, as if L2 held everything);
+ *   - synchronisation: CTA barriers, atomics and fences (thread 0's, per
+ *     task), spin-wait iterations and the time spent in them (waiting on
+ *     events or for dynamic work).
+ * A site is the call site of the access check in the sim code (reported as
+ * its offset in the kernel object); its group is the task's.
+ * Each CTA counts into its own tables (no locks); etl_profile_write merges
+ * them after the launch and writes the JSON document (schema:
+ * docs/PROFILE.md) and a readable table next to it (PATH.txt).
+ *===----------------------------------------------------------------------===*/
+#ifndef ETL_SIM_PROFILE_H
+#define ETL_SIM_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+typedef struct etl_profile etl_profile;
+
+enum etl_profile_event {
+  ETL_PROF_BARRIER,
+  ETL_PROF_ATOMIC,
+  ETL_PROF_FENCE,
+  ETL_PROF_SPIN,    /* one spin-wait iteration */
+  ETL_PROF_WAIT_NS, /* nanoseconds inside spin waits */
+  ETL_PROF_TASK,    /* a task begun (thread 0) */
+  ETL_PROF_EVENTS
+};
+
+/* NULL when out of memory. */
+etl_profile *etl_profile_create(const etl_meta *m, uint32_t num_ctas, uint32_t threads_per_cta);
+void etl_profile_destroy(etl_profile *p);
+
+/* From CTA `cta`'s worker thread only. `group` is UINT32_MAX outside a task. */
+void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
+                        uint64_t addr, uint64_t bytes, int is_store);
+void etl_profile_count(etl_profile *p, uint32_t cta, uint32_t group, int event, uint64_t n);
+/* Closes the CTA's open warp-level requests: every lane of it met at a
+ * barrier, or the CTA finished. */
+void etl_profile_flush(etl_profile *p, uint32_t cta);
+
+/* After the launch: writes `path` (JSON) and `path`.txt. `code_base` is
+ * the kernel object's load address (sites are printed relative to it). */
+etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_base);
+
+#endif

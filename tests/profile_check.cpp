@@ -1,0 +1,96 @@
+// etl_profile_check FILE: exits 0 when FILE is a sim profile (docs/PROFILE.md,
+// schema etl-sim-profile-1) whose numbers are consistent; else prints what
+// is wrong and exits 1. Run by ctest after each example host's --profile.
+#include <llvm/Support/JSON.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+int errors = 0;
+
+void fail(const std::string &what) {
+  std::fprintf(stderr, "profile: %s\n", what.c_str());
+  ++errors;
+}
+
+void check_global(const llvm::json::Object *g, const std::string &where) {
+  if (!g)
+    return fail(where + ": no \"global\" object");
+  for (const char *k : {"requests", "bytes_requested", "sectors"})
+    if (!g->getInteger(k) || *g->getInteger(k) < 0)
+      fail(where + ": \"" + k + "\" is not a non-negative integer");
+  for (const char *k : {"sectors_per_request", "efficiency", "lane_utilization"})
+    if (!g->getNumber(k))
+      fail(where + ": \"" + k + "\" is not a number");
+  if (errors)
+    return;
+  int64_t req = *g->getInteger("requests"), sec = *g->getInteger("sectors");
+  int64_t bytes = *g->getInteger("bytes_requested");
+  if (req && (sec < req || sec > 64 * req))
+    fail(where + ": sectors outside [requests, 64 * requests]");
+  if (*g->getNumber("efficiency") > 1.0 || *g->getNumber("lane_utilization") > 1.0)
+    fail(where + ": a ratio above 1");
+  if (bytes > sec * 32)
+    fail(where + ": more bytes requested than the sectors hold");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: etl_profile_check FILE\n");
+    return 2;
+  }
+  std::ifstream f(argv[1]);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto v = llvm::json::parse(ss.str());
+  if (!v) {
+    fail(std::string(argv[1]) + " is not JSON: " + llvm::toString(v.takeError()));
+    return 1;
+  }
+  const llvm::json::Object *root = v->getAsObject();
+  if (!root || root->getString("schema") != "etl-sim-profile-1")
+    fail("not an etl-sim-profile-1 document");
+  else {
+    for (const char *k : {"ctas", "threads_per_cta", "unique_dram_bytes"})
+      if (!root->getInteger(k))
+        fail(std::string("\"") + k + "\" missing");
+    check_global(root->getObject("global"), "launch");
+    const llvm::json::Array *groups = root->getArray("groups");
+    if (!groups || groups->empty())
+      fail("no groups");
+    for (size_t i = 0; groups && i < groups->size(); ++i) {
+      const llvm::json::Object *g = (*groups)[i].getAsObject();
+      std::string where = "group " + std::to_string(i);
+      if (!g || !g->getString("name"))
+        return fail(where + ": no name"), 1;
+      where = "group '" + g->getString("name")->str() + "'";
+      check_global(g->getObject("global"), where);
+      const llvm::json::Object *sync = g->getObject("sync");
+      for (const char *k : {"barriers", "atomics", "fences", "spin_iterations", "wait_ns", "tasks"})
+        if (!sync || !sync->getInteger(k))
+          fail(where + ": sync.\"" + k + "\" missing");
+      const llvm::json::Array *sites = g->getArray("sites");
+      if (!sites)
+        fail(where + ": no sites");
+      for (size_t s = 0; sites && s < sites->size(); ++s) {
+        const llvm::json::Object *so = (*sites)[s].getAsObject();
+        std::string sw = where + " site " + std::to_string(s);
+        if (!so || !so->getString("site") || !so->getString("kind") ||
+            (so->getString("kind") != "load" && so->getString("kind") != "store"))
+          fail(sw + ": no site/kind");
+        else
+          check_global(so->getObject("global"), sw);
+      }
+    }
+  }
+  if (errors)
+    return 1;
+  std::printf("profile %s: valid etl-sim-profile-1\n", argv[1]);
+  return 0;
+}

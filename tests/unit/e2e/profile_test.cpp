@@ -1,0 +1,187 @@
+// The sim's profile counters (runtime/src/sim_profile.h) on microkernels
+// whose answers are computed by hand: 32 threads per CTA (one warp), f32
+// tensors 256-byte aligned, so a warp's 32 consecutive floats are exactly 4
+// sectors. Checked: coalesced rows (4 sectors per request, 100 %), stride 2
+// (8 sectors, 50 %), a column of a row-major tile (32 sectors per request),
+// a masked tail (lane utilisation), unique DRAM bytes, the synchronisation
+// counts, and that the JSON document parses with the documented fields.
+#include "compile_run.h"
+
+#include <llvm/Support/JSON.h>
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace etl {
+using testing::Bind;
+using testing::compile_and_run;
+
+namespace {
+
+/// 256-byte aligned zeroed floats (like etlMalloc on sim).
+struct Aligned {
+  float *p;
+  explicit Aligned(size_t n)
+      : p(static_cast<float *>(std::aligned_alloc(256, (n * 4 + 255) / 256 * 256))) {
+    std::memset(p, 0, (n * 4 + 255) / 256 * 256);
+  }
+  ~Aligned() { std::free(p); }
+};
+
+llvm::json::Value read_json(const std::string &path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto v = llvm::json::parse(ss.str());
+  REQUIRE_MESSAGE(bool(v), "not JSON: " << path);
+  return std::move(*v);
+}
+
+/// The `global` object of the load (or store) site of group `group`; the
+/// program has one of each.
+const llvm::json::Object *site(const llvm::json::Value &doc, const std::string &group,
+                               const char *kind) {
+  for (const llvm::json::Value &g : *doc.getAsObject()->getArray("groups")) {
+    const llvm::json::Object &go = *g.getAsObject();
+    if (go.getString("name") != group)
+      continue;
+    for (const llvm::json::Value &s : *go.getArray("sites"))
+      if (s.getAsObject()->getString("kind") == kind)
+        return s.getAsObject()->getObject("global");
+  }
+  return nullptr;
+}
+
+std::string path_of(const char *stem) {
+  return (std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs" / stem).string() + ".json";
+}
+
+} // namespace
+
+TEST_CASE("profile: a coalesced row copy, 4 sectors per request, unique DRAM bytes") {
+  const char *src = R"(
+kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 32 == 0 {
+  task copy[i in 0 .. N / 32] {
+    store(y[i * 32 .. +32], load(x[i * 32 .. +32]));
+  }
+}
+)";
+  const int64_t N = 128;
+  Aligned x(N), y(N);
+  std::string out = path_of("prof_row");
+  std::string err =
+      compile_and_run(src, "prof_row", {{"N", N}},
+                      {{"x", x.p, ETL_F32, {N}}, {"y", y.p, ETL_F32, {N}}}, false, out);
+  REQUIRE_MESSAGE(err.empty(), err);
+  llvm::json::Value doc = read_json(out);
+  const llvm::json::Object &root = *doc.getAsObject();
+  CHECK(root.getString("schema") == "etl-sim-profile-1");
+  CHECK(root.getInteger("unique_dram_bytes") == 2 * N * 4);
+  for (const char *kind : {"load", "store"}) {
+    const llvm::json::Object *g = site(doc, "copy", kind);
+    REQUIRE(g);
+    CHECK(g->getInteger("requests") == N / 32);
+    CHECK(g->getInteger("bytes_requested") == N * 4);
+    CHECK(g->getNumber("sectors_per_request") == 4.0);
+    CHECK(g->getNumber("efficiency") == 1.0);
+    CHECK(g->getNumber("lane_utilization") == 1.0);
+  }
+  std::ifstream table(out + ".txt");
+  CHECK(table.good());
+}
+
+TEST_CASE("profile: stride 2 (50 %), a column of a row-major tile (32 sectors), a masked tail") {
+  const char *src = R"(
+kernel k<N: dim, L: dim>(x: tensor<f32>[2 * N], m: tensor<f32>[32, 32], y: tensor<f32>[N],
+                         c: tensor<f32>[32, 32], t: tensor<f32>[L]) where N % 32 == 0 {
+  task strided[i in 0 .. N / 32] {
+    store(y[i * 32 .. +32], load(x[2 * arange<i32>[32] + i * 64]));
+  }
+  task column[j in 0 .. 32] {
+    store(c[j, 0 .. +32], load(m[0 .. +32, j]));
+  }
+  task tail[i in 0 .. cdiv(L, 32)] {
+    store(t[i * 32 .. +32], load(t[i * 32 .. +32]) + 1.0);
+  }
+}
+)";
+  const int64_t N = 64, L = 40;
+  Aligned x(2 * N), m(32 * 32), y(N), c(32 * 32), t(L);
+  std::string out = path_of("prof_patterns");
+  std::string err = compile_and_run(src, "prof_patterns", {{"N", N}, {"L", L}},
+                                    {{"x", x.p, ETL_F32, {2 * N}},
+                                     {"m", m.p, ETL_F32, {32, 32}},
+                                     {"y", y.p, ETL_F32, {N}},
+                                     {"c", c.p, ETL_F32, {32, 32}},
+                                     {"t", t.p, ETL_F32, {L}}},
+                                    false, out);
+  REQUIRE_MESSAGE(err.empty(), err);
+  llvm::json::Value doc = read_json(out);
+  const llvm::json::Object *s = site(doc, "strided", "load");
+  REQUIRE(s);
+  CHECK(s->getNumber("sectors_per_request") == 8.0);
+  CHECK(s->getNumber("efficiency") == 0.5);
+  const llvm::json::Object *col = site(doc, "column", "load");
+  REQUIRE(col);
+  CHECK(col->getInteger("requests") == 32);
+  CHECK(col->getNumber("sectors_per_request") == 32.0);
+  CHECK(col->getNumber("efficiency") == 0.125);
+  const llvm::json::Object *row = site(doc, "column", "store");
+  REQUIRE(row);
+  CHECK(row->getNumber("sectors_per_request") == 4.0);
+  // L = 40: the second task's load has 8 live lanes (one sector).
+  const llvm::json::Object *tail = site(doc, "tail", "load");
+  REQUIRE(tail);
+  CHECK(tail->getInteger("requests") == 2);
+  CHECK(tail->getInteger("bytes_requested") == L * 4);
+  CHECK(tail->getNumber("sectors_per_request") == 2.5);
+  CHECK(tail->getNumber("lane_utilization") == doctest::Approx(40.0 / 64.0));
+}
+
+TEST_CASE("profile: tasks, barriers, atomics and fences of a split-K join") {
+  const char *src = R"(
+kernel k<M: dim, N: dim>(x: tensor<f32>[M, N], y: tensor<f32>[M]) where M % 32 == 0, N % 32 == 0 {
+  buffer part: tensor<f32>[N / 32, M];
+  event E[M / 32];
+  task partial[i in 0 .. M / 32, j in 0 .. N / 32] notifies E[i] {
+    store(part[j, i * 32 .. +32], sum(load(x[i * 32 .. +32, j * 32 .. +32]), axis = 1));
+  }
+  task final[i in 0 .. M / 32] waits E[i] {
+    var acc = zeros<f32>[32];
+    for j in 0 .. N / 32 {
+      acc += load(part[j, i * 32 .. +32]);
+    }
+    store(y[i * 32 .. +32], acc);
+  }
+}
+)";
+  const int64_t M = 64, N = 96;
+  Aligned x(M * N), y(M);
+  std::string out = path_of("prof_sync");
+  std::string err =
+      compile_and_run(src, "prof_sync", {{"M", M}, {"N", N}},
+                      {{"x", x.p, ETL_F32, {M, N}}, {"y", y.p, ETL_F32, {M}}}, false, out);
+  REQUIRE_MESSAGE(err.empty(), err);
+  llvm::json::Value doc = read_json(out);
+  for (const llvm::json::Value &g : *doc.getAsObject()->getArray("groups")) {
+    const llvm::json::Object &go = *g.getAsObject();
+    const llvm::json::Object &sync = *go.getObject("sync");
+    if (go.getString("name") == "partial") {
+      CHECK(sync.getInteger("tasks") == (M / 32) * (N / 32));
+      // one notify per task: a fence and a release atomic by thread 0
+      CHECK(sync.getInteger("fences") == (M / 32) * (N / 32));
+      CHECK(sync.getInteger("atomics") == (M / 32) * (N / 32));
+      CHECK(*sync.getInteger("barriers") >= (M / 32) * (N / 32));
+    } else if (go.getString("name") == "final") {
+      CHECK(sync.getInteger("tasks") == M / 32);
+      CHECK(*sync.getInteger("atomics") >= M / 32); // at least one acquire load per wait
+    }
+  }
+}
+
+} // namespace etl
