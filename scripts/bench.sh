@@ -13,6 +13,12 @@
 #    `etlc --emit=cost` (FLOPs, minimum DRAM bytes, SOL time, the bound), and,
 #    when ptxas is installed, the registers, spills and shared memory per CTA
 #    of its sm_90 kernel.
+# 4. The modelled time from the sim profile at a binding the simulator runs
+#    in seconds: model = max(unique DRAM bytes / HBM bandwidth, FLOPs_tc /
+#    tensor peak + FLOPs_other / FP32 peak) on an H100 (a lower bound given
+#    the traffic the code really makes; shared memory is not counted yet),
+#    % of SOL = SOL / model, with the sector efficiency, unique DRAM bytes /
+#    minimum bytes (redundant traffic) and lane utilisation behind it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -95,4 +101,30 @@ print("%.3f %.1f %.2f %s" % (fl / 1e9, by / 1e6, t["sol"]["seconds"] * 1e6, t["s
   fi
   set -- $row
   printf '%-16s %-34s %12s %12s %11s %-8s %s\n' "$ex" "$bind" "$1" "$2" "$3" "$4" "$ptx"
+done
+
+echo
+echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak))"
+printf '%-16s %-26s %9s %9s %7s %8s %9s %7s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes
+for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
+            "rmsnorm_rope 16,64,4 B=16,D2=64,P=64,NP=64,MP=4" "decode_attention 8,4,64,16 B=8,NH=4,NP=64,MP=16" \
+            "gemv 1024,4096 N=1024,K=4096"; do
+  set -- $spec
+  ex=$1 shape=$2 bind=$3
+  "$build/examples/${ex}_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \
+    --profile "$tmp/prof.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
+  "$etlc" compile "$root/examples/$ex/$ex.etl" --emit=cost --bind "$bind" --format=json \
+    >"$tmp/cost.json" || continue
+  python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["total"]; p = json.load(open(sys.argv[2]))
+bw, fp32, tc = 3350e9, 66.9e12, 989.4e12
+compute = c["flops_tc"]["value"] / tc + c["flops_other"]["value"] / fp32
+minb = c["bytes_read"]["value"] + c["bytes_written"]["value"]
+model = max(p["unique_dram_bytes"] / bw, compute)
+sol = c["sol"]["seconds"]
+g = p["global"]
+print("%9.2f %9.2f %6.1f%% %7.1f%% %9.2f %6.1f%%" % (sol * 1e6, model * 1e6, 100 * sol / model,
+      100 * g["efficiency"], p["unique_dram_bytes"] / minb, 100 * g["lane_utilization"]))
+' "$tmp/cost.json" "$tmp/prof.json" | { read -r a b c d e f; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s\n' "$ex" "$bind" "$a" "$b" "$c" "$d" "$e" "$f"; }
 done

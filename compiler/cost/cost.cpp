@@ -119,29 +119,34 @@ struct FlopCounter {
   }
 };
 
-/// Elements of each tensor a group's tasks move (reads, writes), capped at
-/// the tensor's size.
-void group_bytes(const KernelDecl &k, const TaskGroup &grp, Cost &c) {
+/// Elements of each tensor a group's tasks move (reads, writes).
+struct Moved {
   std::map<int, Sym> read, written;
+};
+
+Moved group_moved(const KernelDecl &k, const TaskGroup &grp) {
+  Moved mv;
   for (const Access &a : collect_accesses(grp.decl->body)) {
     if (a.tensor < 0 || size_t(a.tensor) >= k.tensors.size())
       continue;
     Sym n = numel(a.shape) * grp.task_count;
     for (const AccessLoop &l : a.loops)
       n = n * (l.trips ? *l.trips : Sym::symbol("trips@" + l.var));
-    auto &m = a.write ? written : read;
+    auto &m = a.write ? mv.written : mv.read;
     auto it = m.find(a.tensor);
     m[a.tensor] = it == m.end() ? n : it->second + n;
   }
-  c.bytes_read = Sym(0);
-  c.bytes_written = Sym(0);
-  for (auto *m : {&read, &written})
-    for (auto &[t, n] : *m) {
-      const TensorDecl &td = k.tensors[size_t(t)];
-      Sym bytes = Sym::min(n, numel(td.shape)) * Sym(int64_t(byte_size(td.type.elem)));
-      (m == &read ? c.bytes_read : c.bytes_written) =
-          (m == &read ? c.bytes_read : c.bytes_written) + bytes;
-    }
+  return mv;
+}
+
+/// Bytes of `m`: each tensor's moved elements, at most its size.
+Sym capped_bytes(const KernelDecl &k, const std::map<int, Sym> &m) {
+  Sym total(0);
+  for (auto &[t, n] : m) {
+    const TensorDecl &td = k.tensors[size_t(t)];
+    total = total + Sym::min(n, numel(td.shape)) * Sym(int64_t(byte_size(td.type.elem)));
+  }
+  return total;
 }
 
 std::optional<double> eval(const Sym &s, const std::map<std::string, int64_t> &env) {
@@ -183,7 +188,7 @@ KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g) {
   kc.total.tasks = Sym(0);
   kc.total.flops_tc = Sym(0);
   kc.total.flops_other = Sym(0);
-  std::set<int> read_any, written_any;
+  Moved all; // summed over groups
   for (const TaskGroup &grp : g.groups) {
     Cost c;
     c.name = grp.name;
@@ -192,29 +197,24 @@ KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g) {
     fc.stmts(grp.decl->body, Sym(1));
     c.flops_tc = fc.tc * grp.task_count;
     c.flops_other = fc.other * grp.task_count;
-    group_bytes(k, grp, c);
-    for (const Access &a : collect_accesses(grp.decl->body))
-      if (a.tensor >= 0)
-        (a.write ? written_any : read_any).insert(a.tensor);
+    Moved mv = group_moved(k, grp);
+    c.bytes_read = capped_bytes(k, mv.read);
+    c.bytes_written = capped_bytes(k, mv.written);
+    for (auto [from, to] :
+         {std::make_pair(&mv.read, &all.read), std::make_pair(&mv.written, &all.written)})
+      for (auto &[t, n] : *from) {
+        auto it = to->find(t);
+        (*to)[t] = it == to->end() ? n : it->second + n;
+      }
     kc.total.tasks = kc.total.tasks + c.tasks;
     kc.total.flops_tc = kc.total.flops_tc + c.flops_tc;
     kc.total.flops_other = kc.total.flops_other + c.flops_other;
     kc.groups.push_back(std::move(c));
   }
-  // Each element of a tensor the kernel reads is read once, of one it
-  // writes written once; a buffer is written, then read.
-  kc.total.bytes_read = Sym(0);
-  kc.total.bytes_written = Sym(0);
-  for (size_t t = 0; t < k.tensors.size(); ++t) {
-    const TensorDecl &td = k.tensors[t];
-    Sym bytes = numel(td.shape) * Sym(int64_t(byte_size(td.type.elem)));
-    bool w = written_any.count(int(t)) != 0;
-    bool r = read_any.count(int(t)) != 0 && !(td.is_buffer && !w);
-    if (r)
-      kc.total.bytes_read = kc.total.bytes_read + bytes;
-    if (w)
-      kc.total.bytes_written = kc.total.bytes_written + bytes;
-  }
+  // Each element the kernel reads is read once, each it writes written once
+  // (a buffer: written, then read), up to what its tasks move at all.
+  kc.total.bytes_read = capped_bytes(k, all.read);
+  kc.total.bytes_written = capped_bytes(k, all.written);
   return kc;
 }
 

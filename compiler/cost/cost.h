@@ -11,10 +11,12 @@
 //              call, scan and reduction input; casts, loads, stores and
 //              shape ops are free). Whole tiles count, edge tiles included;
 //              loop bodies count once per iteration;
-//   bytes      the minimum DRAM traffic: every element of every tensor the
+//   bytes      the minimum DRAM traffic: every element of a tensor the
 //              kernel reads is read once, every element it writes is written
-//              once (a buffer is written once and read once). Per group: the
-//              bytes its tiles move, at most once per tensor element.
+//              once (a buffer is written once and read once), counting only
+//              as many elements as its tiles move (a KV cache of which the
+//              tasks read a part counts that part). Per group the same over
+//              its own tiles.
 // and, for a binding of the dims and a GPU from cost/gpus.def, the speed of
 // light (SOL) time:
 //   SOL = max(bytes / HBM bandwidth, FLOPs_tc / tensor peak + FLOPs_other / FP32 peak)
@@ -56,7 +58,7 @@ struct Cost {
 struct KernelCost {
   std::string kernel;
   std::vector<Cost> groups;
-  Cost total; ///< tasks and FLOPs summed; bytes: each tensor once (see above)
+  Cost total; ///< tasks and FLOPs summed; bytes: each tensor element once (see above)
 };
 
 KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g);
