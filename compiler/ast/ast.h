@@ -17,7 +17,7 @@
 #pragma once
 
 #include "diag/source.h"
-#include "sema/symbolic.h"
+#include "shape/symbolic.h"
 
 #include <cstdint>
 #include <memory>

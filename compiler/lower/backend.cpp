@@ -3,13 +3,13 @@
 // What this owns: run_backend. It turns the task graph into a KernelPlan
 // (groups with their wait/notify index expressions), and for each target
 // builds a fresh LLVM module: machine setup, tile lowering (Lowerer), kernel
-// annotations, verification + the standard pipeline (codegen/optimize.cpp),
+// annotations, verification + the standard pipeline (target/optimize.cpp),
 // then code emission by the target's machine.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/backend.h"
 
-#include "codegen/optimize.h"
+#include "target/optimize.h"
 #include "lower/lowerer.h"
 
 #include <llvm/IR/LLVMContext.h>

@@ -8,7 +8,7 @@
 //   "sim":            an x86-64 ELF shared object whose machine operations
 //                     call the runtime's simulator through `__etl_sim_ops`.
 // Both targets share the same lowering (lower/*.cpp); only the machine
-// (lower/machine.h, implemented in codegen/) differs.
+// (target/machine.h, implemented in target/) differs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

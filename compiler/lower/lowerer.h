@@ -31,7 +31,7 @@
 #pragma once
 
 #include "ast/ast.h"
-#include "lower/machine.h"
+#include "target/machine.h"
 #include "taskgraph/taskgraph.h"
 
 #include <functional>

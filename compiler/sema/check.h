@@ -3,7 +3,7 @@
 // What this owns: deciding whether a parsed program means something. It
 // resolves names, folds constants, types every expression (index, scalar,
 // tile with a static shape, tensor with a symbolic shape), and proves with
-// sema/symbolic.h what shapes, slices, extents and event indices require.
+// shape/symbolic.h what shapes, slices, extents and event indices require.
 // It annotates the AST in place (the fields marked "sema:" in ast/ast.h) and
 // reports every problem it finds; errors in one task do not stop the next.
 //

@@ -16,7 +16,7 @@
 
 #include "ast/ast.h"
 #include "diag/diag.h"
-#include "sema/symbolic.h"
+#include "shape/symbolic.h"
 
 #include <initializer_list>
 #include <map>

@@ -18,7 +18,7 @@
 
 #include "ast/ast.h"
 #include "diag/diag.h"
-#include "sema/symbolic.h"
+#include "shape/symbolic.h"
 
 #include <optional>
 #include <string>

@@ -1,4 +1,4 @@
-//===- codegen/nvptx.cpp - The NVPTX machine ------------------------------===//
+//===- target/nvptx.cpp - The NVPTX machine ------------------------------===//
 //
 // What this owns: the Machine for NVIDIA GPUs (sm_80, sm_90, ...): NVVM
 // intrinsics for tid/ctaid/bar.sync, one static addrspace(3) shared array
@@ -11,8 +11,8 @@
 // TargetMachine for nvptx64-nvidia-cuda with "+ptx78".
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/optimize.h"
-#include "lower/machine.h"
+#include "target/optimize.h"
+#include "target/machine.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Constants.h>

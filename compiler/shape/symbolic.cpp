@@ -1,6 +1,6 @@
-//===- sema/symbolic.cpp - Symbolic dimension expressions -----------------===//
+//===- shape/symbolic.cpp - Symbolic dimension expressions -----------------===//
 //
-// What this owns: the implementation of sema/symbolic.h.
+// What this owns: the implementation of shape/symbolic.h.
 //  * Sym's normal form: a map from monomials (sorted atom^k lists) to
 //    non-zero int64 coefficients, the empty monomial holding the constant;
 //    arithmetic, floordiv/mod/cdiv/min/max normalisation, the canonical
@@ -18,7 +18,7 @@
 // operation as an opaque atom whose eval() is nullopt.
 //
 //===----------------------------------------------------------------------===//
-#include "sema/symbolic.h"
+#include "shape/symbolic.h"
 
 #include <algorithm>
 #include <numeric>
