@@ -164,7 +164,7 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
         ae.event = uint32_t(e.event);
         for (const EdgeIndex &ix : e.indices) {
           ArtifactIndex ai;
-          ai.star = ix.star ? 1 : ix.reads_data ? 2 : 0;
+          ai.star = ix.star ? ETL_INDEX_STAR : ix.reads_data ? ETL_INDEX_DATA : ETL_INDEX_EXPR;
           if (!ix.star && !ix.reads_data)
             ai.idx = expr_bytecode(*ix.expr, p, grp.vars);
           ae.index.push_back(std::move(ai));
