@@ -140,11 +140,11 @@ llvm::Value *Lowerer::index(const Expr &e) {
   case ExprKind::Call:
     if (e.args.size() == 2 && e.kwargs.empty()) {
       llvm::Value *l = index(*e.args[0]), *r = index(*e.args[1]);
-      if (e.name == "cdiv")
+      if (e.builtin == Builtin::Cdiv)
         return cdiv(l, r);
-      if (e.name == "min")
+      if (e.builtin == Builtin::Min)
         return b.CreateSelect(b.CreateICmpSLT(l, r), l, r);
-      if (e.name == "max")
+      if (e.builtin == Builtin::Max)
         return b.CreateSelect(b.CreateICmpSGT(l, r), l, r);
     }
     break;

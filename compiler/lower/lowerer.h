@@ -200,7 +200,7 @@ public:
   TileVal lower_load(const Expr &call);
   /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
-  TileVal reduce(const TileVal &v, int axis, const std::string &op);
+  TileVal reduce(const TileVal &v, int axis, Builtin op);
   /// Element-wise `a op b` (Add/Sub/Mul/Div) at the given result shape/elem.
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
                 ElemType elem);

@@ -22,12 +22,6 @@
 
 namespace etl {
 
-const std::vector<std::string> &builtin_function_names() { return sema::Checker::builtin_names(); }
-
-std::string closest_name(const std::string &name, const std::vector<std::string> &candidates) {
-  return sema::closest(name, candidates);
-}
-
 bool check_program(Program &p, Diag &diag) {
   unsigned before = diag.error_count();
   sema::Checker(p, diag).run();

@@ -21,11 +21,4 @@ namespace etl {
 /// Checks and annotates `p`. Returns false if any error was reported.
 bool check_program(Program &p, Diag &diag);
 
-/// The builtin functions (load, store, exp, ...), for compiler/inline, which
-/// reports unknown functions and fns that take a builtin's name.
-const std::vector<std::string> &builtin_function_names();
-
-/// The candidate closest to `name` by edit distance ("did you mean"), or "".
-std::string closest_name(const std::string &name, const std::vector<std::string> &candidates);
-
 } // namespace etl

@@ -81,8 +81,11 @@ std::optional<int64_t> Checker::axis_arg(Expr &e, size_t limit, size_t rank) {
 
 Type Checker::check_call(Expr &e, IndexCtx ctx) {
   const std::string &f = e.name;
+  // Resolve the callee once; the later stages switch on e.builtin.
+  e.builtin = find_builtin(f);
+  const Builtin fn = e.builtin;
   // Index functions work everywhere.
-  if (f == "cdiv" || ((f == "min" || f == "max") && e.kwargs.empty())) {
+  if (fn == Builtin::Cdiv || ((fn == Builtin::Min || fn == Builtin::Max) && e.kwargs.empty())) {
     if (!arity(e, 2, "2 arguments"))
       return set(e, Type());
     Type a = check_expr(*e.args[0], ctx), b = check_expr(*e.args[1], ctx);
@@ -90,18 +93,18 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
       return set(e, Type());
     if (a.kind == TypeKind::Index && b.kind == TypeKind::Index) {
       const Sym &x = *e.args[0]->sym, &y = *e.args[1]->sym;
-      if (f == "cdiv") {
+      if (fn == Builtin::Cdiv) {
         if (auto c = y.as_constant(); c && *c <= 0) {
           diag_.error(DiagId::DivisionByZero, e.range, {y.str()});
           return set(e, Type());
         }
         e.sym = Sym::cdiv(x, y);
       } else {
-        e.sym = f == "min" ? Sym::min(x, y) : Sym::max(x, y);
+        e.sym = fn == Builtin::Min ? Sym::min(x, y) : Sym::max(x, y);
       }
-      return set(e, index_type(*e.sym));
+      return set(e, index_type());
     }
-    if (f == "cdiv") {
+    if (fn == Builtin::Cdiv) {
       diag_.error(DiagId::ExpectedIndex, e.range, {describe(a.kind == TypeKind::Index ? b : a)});
       return set(e, Type());
     }
@@ -115,13 +118,13 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     return set(e, r ? *r : Type());
   }
   if (ctx != IndexCtx::Body) {
-    if (!is_builtin(f)) {
+    if (fn == Builtin::None) {
       undefined(f, e.callee_range, builtin_names(), DiagId::UnknownFunction);
       return set(e, Type());
     }
     return not_in_shape(e);
   }
-  if (f == "load") {
+  if (fn == Builtin::Load) {
     if (!arity(e, 1, "1 argument (a tensor slice)", {"pad", "mask"}))
       return set(e, Type());
     slice_arg_ = true;
@@ -143,7 +146,7 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
       return set(e, Type());
     return set(e, tile_type(s.elem, s.tile_shape));
   }
-  if (f == "store") {
+  if (fn == Builtin::Store) {
     if (!arity(e, 2, "2 arguments (a tensor slice and a tile)", {"mask"}))
       return set(e, Type());
     slice_arg_ = true;
@@ -177,8 +180,8 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
                   {spelling(v.elem), e.args[0]->args[0]->name, spelling(s.elem)});
     return set(e, Type());
   }
-  if (f == "zeros" || f == "full") {
-    bool full = f == "full";
+  if (fn == Builtin::Zeros || fn == Builtin::Full) {
+    bool full = fn == Builtin::Full;
     if (!arity(e, full ? 1 : 0, full ? "1 argument (the value)" : "no arguments"))
       return set(e, Type());
     auto shape = static_shape(e);
@@ -193,7 +196,7 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
       return set(e, Type());
     return set(e, tile_type(e.type_arg.value_or(ElemType::F32), *shape));
   }
-  if (f == "cast") {
+  if (fn == Builtin::Cast) {
     if (!arity(e, 1, "1 argument"))
       return set(e, Type());
     Type v = check_value(*e.args[0]);
@@ -207,20 +210,21 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     diag_.error(DiagId::ExpectedTile, e.args[0]->range, {describe(v)});
     return set(e, Type());
   }
-  if (f == "exp" || f == "log" || f == "sqrt" || f == "rsqrt" || f == "abs") {
+  if (fn == Builtin::Exp || fn == Builtin::Log || fn == Builtin::Sqrt || fn == Builtin::Rsqrt ||
+      fn == Builtin::Abs) {
     if (!arity(e, 1, "1 argument"))
       return set(e, Type());
     Type v = check_value(*e.args[0]);
     if (v.kind == TypeKind::Unknown)
       return set(e, v);
     if ((v.kind != TypeKind::Tile && v.kind != TypeKind::Scalar) ||
-        (!is_float(v.elem) && f != "abs")) {
+        (!is_float(v.elem) && fn != Builtin::Abs)) {
       diag_.error(DiagId::TileOpUnsupported, e.range, {f, describe(v)});
       return set(e, Type());
     }
     return set(e, v);
   }
-  if (f == "sum" || f == "max" || f == "min" || f == "expand") {
+  if (fn == Builtin::Sum || fn == Builtin::Max || fn == Builtin::Min || fn == Builtin::Expand) {
     if (!arity(e, 1, "1 tile argument", {"axis"}))
       return set(e, Type());
     Type v = check_value(*e.args[0]);
@@ -231,7 +235,7 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
       return set(e, Type());
     }
     size_t rank = v.tile_shape.size();
-    bool expand = f == "expand";
+    bool expand = fn == Builtin::Expand;
     auto axis = axis_arg(e, expand ? rank + 1 : rank, rank);
     if (!axis)
       return set(e, Type());
@@ -244,7 +248,7 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
         shape.push_back(1);
     }
     // The sum of a bool tile counts its true elements.
-    bool count = f == "sum" && v.elem == ElemType::Bool;
+    bool count = fn == Builtin::Sum && v.elem == ElemType::Bool;
     return set(e, tile_type(count ? ElemType::I32 : v.elem, shape));
   }
   if (auto t = check_compute_call(e))
@@ -287,7 +291,8 @@ void Checker::adopt_literal(Type &t, const Expr &e, const Type &other) {
 /// yields an Unknown type.
 std::optional<Type> Checker::check_compute_call(Expr &e) {
   const std::string &f = e.name;
-  if (f == "select") {
+  const Builtin fn = e.builtin;
+  if (fn == Builtin::Select) {
     if (!arity(e, 3, "3 arguments (a bool condition and two values)"))
       return Type();
     Type c = check_value(*e.args[0]);
@@ -315,7 +320,7 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
     auto r = unify(cv, *v, e.range);
     return r ? *r : Type();
   }
-  if (f == "arange") {
+  if (fn == Builtin::Arange) {
     if (!arity(e, 0, "no arguments"))
       return Type();
     ElemType t = e.type_arg.value_or(ElemType::I32);
@@ -333,7 +338,7 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
     }
     return tile_type(t, *shape);
   }
-  if (f == "cumsum" || f == "argmax" || f == "argmin") {
+  if (fn == Builtin::Cumsum || fn == Builtin::Argmax || fn == Builtin::Argmin) {
     if (!arity(e, 1, "1 tile argument", {"axis"}))
       return Type();
     auto v = tile_arg(*e.args[0]);
@@ -343,7 +348,7 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
     auto axis = axis_arg(e, rank, rank);
     if (!axis)
       return Type();
-    if (f == "cumsum") {
+    if (fn == Builtin::Cumsum) {
       if (v->elem == ElemType::Bool) {
         diag_.error(DiagId::TileOpUnsupported, e.range,
                     {f, describe(*v) + "; convert it with cast<i32>(...)"});
@@ -357,7 +362,7 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
       shape.push_back(1);
     return tile_type(ElemType::I32, shape);
   }
-  if (f == "transpose") {
+  if (fn == Builtin::Transpose) {
     if (!arity(e, 1, "1 tile argument"))
       return Type();
     auto v = tile_arg(*e.args[0]);
@@ -369,7 +374,7 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
     }
     return tile_type(v->elem, {v->tile_shape[1], v->tile_shape[0]});
   }
-  if (f == "reshape") { // reshape(t, d0, d1, ...): same elements, row-major
+  if (fn == Builtin::Reshape) { // reshape(t, d0, d1, ...): same elements, row-major
     if (e.args.size() < 2 || !e.kwargs.empty()) {
       diag_.error(DiagId::WrongArgCount, e.range,
                   {"reshape", "a tile and the new extents", std::to_string(e.args.size())});
@@ -401,7 +406,7 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
     }
     return tile_type(v->elem, shape);
   }
-  if (f == "dot") {
+  if (fn == Builtin::Dot) {
     if (!arity(e, 2, "2 tile arguments"))
       return Type();
     auto a = tile_arg(*e.args[0]);
@@ -448,19 +453,6 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
 Type Checker::not_in_shape(Expr &e) {
   diag_.error(DiagId::ExpectedIndex, e.range, {"a call to '" + e.name + "'"});
   return set(e, Type());
-}
-
-const std::vector<std::string> &Checker::builtin_names() {
-  static const std::vector<std::string> names = {
-      "load",   "store",  "zeros", "full",      "cast",   "exp",    "log",    "sqrt",
-      "rsqrt",  "abs",    "sum",   "max",       "min",    "expand", "cdiv",   "select",
-      "arange", "cumsum", "dot",   "transpose", "argmax", "argmin", "reshape"};
-  return names;
-}
-
-bool Checker::is_builtin(const std::string &f) {
-  const auto &n = builtin_names();
-  return std::find(n.begin(), n.end(), f) != n.end();
 }
 
 } // namespace etl::sema

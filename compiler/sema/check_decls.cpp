@@ -52,7 +52,7 @@ std::vector<std::string> Checker::visible_names() const {
 void Checker::undefined(const std::string &name, SourceRange r,
                         const std::vector<std::string> &candidates, DiagId id) {
   diag_.error(id, r, {name});
-  std::string best = closest(name, candidates);
+  std::string best = closest_name(name, candidates);
   if (!best.empty())
     diag_.note(DiagId::NoteDidYouMean, r, {best});
 }
@@ -145,7 +145,7 @@ void Checker::check_where(Expr &w) {
   std::optional<Sym> b = check_index(*w.args[1], IndexCtx::Shape);
   if (!a || !b)
     return;
-  w.type = index_type(*a);
+  w.type = index_type();
   switch (w.bin_op) {
   case BinOp::Eq: {
     // `X % c == 0` is divisibility.

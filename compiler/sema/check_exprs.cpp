@@ -36,7 +36,7 @@ Type Checker::check_expr(Expr &e, IndexCtx ctx) {
   switch (e.kind) {
   case ExprKind::IntLit:
     e.sym = Sym(e.int_value);
-    return set(e, index_type(*e.sym));
+    return set(e, index_type());
   case ExprKind::FloatLit:
     return set(e, scalar_type(ElemType::F32));
   case ExprKind::Name:
@@ -89,18 +89,18 @@ Type Checker::check_name(Expr &e, IndexCtx ctx) {
     if (prog_.consts[b->index].is_float) // a scalar, like the literal it names
       return set(e, scalar_type(ElemType::F32));
     e.sym = Sym(prog_.consts[b->index].folded);
-    return set(e, index_type(*e.sym));
+    return set(e, index_type());
   case NameRef::Dim:
     if (ctx == IndexCtx::Const)
       return only_dims();
     e.sym = Sym::symbol(e.name);
-    return set(e, index_type(*e.sym));
+    return set(e, index_type());
   case NameRef::TaskIndex:
   case NameRef::LoopVar:
     if (ctx == IndexCtx::Shape || ctx == IndexCtx::Const || ctx == IndexCtx::Range)
       return only_dims();
     e.sym = Sym::symbol(e.name);
-    return set(e, index_type(*e.sym));
+    return set(e, index_type());
   case NameRef::Tensor: {
     Type t;
     t.kind = TypeKind::Tensor;
@@ -180,7 +180,7 @@ Type Checker::check_binary(Expr &e, IndexCtx ctx) {
                   {spelling(e.bin_op), "index expressions outside `where`"});
       return set(e, Type());
     }
-    return set(e, index_type(*e.sym));
+    return set(e, index_type());
   }
   if (is_comparison(e.bin_op) || e.bin_op == BinOp::And || e.bin_op == BinOp::Or) {
     auto r = logic(a, b, e);

@@ -62,7 +62,7 @@ Type Checker::check_slice(Expr &e) {
       ok = false;
       continue;
     }
-    c.type = index_type(ext);
+    c.type = index_type();
     shape.push_back(*n);
   }
   if (ncomp != rank) {

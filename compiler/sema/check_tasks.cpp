@@ -143,7 +143,7 @@ Type Checker::check_element_read(Expr &e, IndexCtx ctx) {
   }
   e.reads_data = true;
   e.sym = Sym::symbol(text + "]");
-  return set(e, index_type(*e.sym));
+  return set(e, index_type());
 }
 
 bool Checker::has_range_component(const Expr &e) {
@@ -198,7 +198,7 @@ void Checker::check_data_bound(TaskDecl &t, size_t i) {
       t.data_var = int(i);
       h.sym = st; // the largest extent's bound
       h.reads_data = true;
-      h.type = index_type(*st);
+      h.type = index_type();
     }
   }
   declare(d.name, d.name_range, NameRef::TaskIndex, int(i));

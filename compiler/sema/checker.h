@@ -33,9 +33,8 @@ std::string shape_str(const std::vector<int64_t> &s);
 std::string shape_str(const std::vector<Sym> &s);
 /// How a type reads in a message: "a tile<f32>[16, 128]", "an index".
 std::string describe(const Type &t);
-/// The candidate closest to `name` for "did you mean", or "".
-std::string closest(const std::string &name, const std::vector<std::string> &candidates);
-Type index_type(Sym s);
+/// The type of an integer index expression (its value is the Expr's sym).
+Type index_type();
 Type scalar_type(ElemType e);
 Type tile_type(ElemType e, std::vector<int64_t> shape);
 /// Numpy broadcasting of two static shapes; nullopt if incompatible.
@@ -256,11 +255,6 @@ private:
   static constexpr int64_t kDotScratchLimit = 48 * 1024 - 32;
 
   Type not_in_shape(Expr &e);
-
-public:
-  /// The builtin functions' names (load, store, exp, ...).
-  static const std::vector<std::string> &builtin_names();
-  static bool is_builtin(const std::string &f);
 };
 
 } // namespace etl::sema

@@ -99,7 +99,8 @@ private:
   /// (the order of lower/: a slice's gather indices, then keyword arguments,
   /// then the stored value, then the access itself).
   template <typename F> static void visit(Expr &e, F &&f) {
-    bool access = e.kind == ExprKind::Call && (e.name == "load" || e.name == "store");
+    bool access =
+        e.kind == ExprKind::Call && (e.builtin == Builtin::Load || e.builtin == Builtin::Store);
     if (access && !e.args.empty() && e.args[0]->kind == ExprKind::Index) {
       Expr &slice = *e.args[0];
       for (size_t i = 1; i < slice.args.size(); ++i)
@@ -127,7 +128,7 @@ private:
       for (size_t i = 1; i < e.args.size(); ++i)
         s.box.push_back(box_of(*e.args[i]));
     } else {
-      s.write = e.name == "store";
+      s.write = e.builtin == Builtin::Store;
       const Expr &slice = *e.args[0];
       if (slice.kind == ExprKind::Index) {
         s.tensor = tensor_of(*slice.args[0]);

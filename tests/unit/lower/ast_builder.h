@@ -90,6 +90,7 @@ inline ExprPtr neg(ExprPtr a) {
 inline ExprPtr call(const std::string &f, std::vector<ExprPtr> args, Type t) {
   auto e = mk(ExprKind::Call, std::move(t));
   e->name = f;
+  e->builtin = find_builtin(f); // as sema resolves it
   for (auto &a : args)
     e->args.push_back(std::move(a));
   return e;
