@@ -71,7 +71,8 @@ struct KernelPlan {
   std::vector<GroupPlan> groups;
 };
 
-/// Byte offsets in shared memory: a 32-byte header, then the scratch area.
+/// Byte offsets in shared memory: the header (kSmemHeaderBytes, 32 bytes,
+/// target/target.h, which sema also sizes `dot` against), then the scratch area.
 /// kSmemPos: the task's queue position, its index in the timeline.
 /// kSmemDynDecision / kSmemDynItem (lower_dynamic.cpp): thread 0's decision
 /// in a dynamic loop and the popped item id (separate from kSmemGroup /
@@ -79,7 +80,9 @@ struct KernelPlan {
 /// starts a task's wait). kSmemProgress: the CTA's finished-task count,
 /// copied to the control block for the watchdog (mark_progress).
 constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
-                   kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24, kSmemScratch = 32;
+                   kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24,
+                   kSmemScratch = kSmemHeaderBytes;
+static_assert(kSmemProgress + 4 <= kSmemScratch, "the shared-memory header overflows");
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
 

@@ -436,10 +436,10 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
         n *= d;
       bytes += n * 4;
     }
-    if (bytes > kDotScratchLimit) {
-      diag_.error(
-          DiagId::DotTooLarge, e.range,
-          {shape_str(as), shape_str(cs), std::to_string(bytes), std::to_string(kDotScratchLimit)});
+    if (bytes > dot_scratch_limit()) {
+      diag_.error(DiagId::DotTooLarge, e.range,
+                  {shape_str(as), shape_str(cs), std::to_string(bytes),
+                   std::to_string(dot_scratch_limit())});
       return Type();
     }
     std::vector<int64_t> shape = {cs[1]};

@@ -17,6 +17,7 @@
 #include "ast/ast.h"
 #include "diag/diag.h"
 #include "shape/symbolic.h"
+#include "target/target.h"
 
 #include <initializer_list>
 #include <map>
@@ -249,10 +250,11 @@ private:
   /// yields an Unknown type.
   std::optional<Type> check_compute_call(Expr &e);
 
-  /// Static shared memory is 48 KiB; the first 32 bytes are the lowering's
-  /// header (lower/lowerer.h, kSmemScratch). dot spills both operands after
-  /// them, 4 bytes per element.
-  static constexpr int64_t kDotScratchLimit = 48 * 1024 - 32;
+  /// dot spills both operands to shared memory after the lowering's header,
+  /// 4 bytes per element: they must fit every target (target/targets.def).
+  static int64_t dot_scratch_limit() {
+    return int64_t(portable_smem_limit()) - int64_t(kSmemHeaderBytes);
+  }
 
   Type not_in_shape(Expr &e);
 };

@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "target/target.h"
+
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
@@ -91,8 +93,12 @@ public:
   virtual bool emit(llvm::Module &m, std::string &code, std::string &error) = 0;
 };
 
-/// target/nvptx.cpp: `sm` is "sm_80", "sm_90", ... Null with `error` set if
-/// LLVM lacks the NVPTX target.
+/// The machine for `t` (target/targets.def). Null with `error` set if LLVM
+/// cannot provide it.
+std::unique_ptr<Machine> make_machine(const TargetDesc &t, std::string &error);
+
+/// target/nvptx.cpp: `sm` is an Nvptx target's name ("sm_80", "sm_90", ...).
+/// Null with `error` set if LLVM lacks the NVPTX target.
 std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &error);
 /// target/sim.cpp: x86-64 host code calling the simulator's ops table.
 std::unique_ptr<Machine> make_sim_machine(std::string &error);

@@ -11,8 +11,8 @@
 // TargetMachine for nvptx64-nvidia-cuda with "+ptx78".
 //
 //===----------------------------------------------------------------------===//
-#include "target/optimize.h"
 #include "target/machine.h"
+#include "target/optimize.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Constants.h>
@@ -206,8 +206,9 @@ std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &
     error = "LLVM has no NVPTX target: " + err;
     return nullptr;
   }
-  if (sm != "sm_80" && sm != "sm_86" && sm != "sm_89" && sm != "sm_90") {
-    error = "unsupported GPU target '" + sm + "' (LLVM 16: sm_80, sm_86, sm_89, sm_90)";
+  const TargetDesc *desc = find_target(sm);
+  if (!desc || desc->kind != TargetKind::Nvptx) {
+    error = "unsupported GPU target '" + sm + "' (expected one of " + target_names() + ")";
     return nullptr;
   }
   llvm::TargetOptions opts;

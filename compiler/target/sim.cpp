@@ -10,8 +10,8 @@
 // linked by the system C compiler into a shared object (`cc -shared ... -lm`).
 //
 //===----------------------------------------------------------------------===//
-#include "target/optimize.h"
 #include "target/machine.h"
+#include "target/optimize.h"
 
 #include "etl_abi.h"
 
