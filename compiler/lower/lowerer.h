@@ -14,9 +14,10 @@
 // broadcast of a smaller operand) goes through the shared scratch area:
 // write own elements, barrier, read with the new mapping, barrier.
 // `expand` only inserts a size-1 dim, which keeps the linear order, so it is
-// free. Shared memory: bytes [0, 16) broadcast the queue entry and the abort
-// flag; the scratch area starts at 16 and is sized by the largest tile that
-// is ever re-laid out (4 bytes per element, 8 for i64).
+// free. Shared memory: the 32-byte header [0, kSmemScratch) broadcasts the
+// queue entry, the abort flag, the dynamic-loop decision and the progress
+// count (offsets below); the scratch area starts at kSmemScratch and is sized
+// by the largest tile that is ever re-laid out (4 bytes per element, 8 for i64).
 //
 // Element types in registers: f32 and f16 are f32 (f16 results are rounded
 // to half precision after each op), i32 is i32, and bool is an i32 holding 0
