@@ -4,7 +4,7 @@
 // intrinsics for tid/ctaid/bar.sync, one static addrspace(3) shared array
 // (`__etl_smem`, sized after lowering), inline PTX for what LLVM 16 NVPTX
 // cannot select or silently weakens (release atomics, acquire loads,
-// fence.acq_rel.gpu, nanosleep; see ARCHITECTURE.md "Toolchain facts") and
+// fence.acq_rel.gpu, nanosleep; see docs/ARCHITECTURE.md, "Toolchain facts") and
 // for the timeline's %globaltimer/%smid, approximate NVVM math (never
 // llvm.exp & co., which NVPTX cannot select),
 // `nvvm.annotations` kernel metadata, and PTX emission through a
