@@ -16,8 +16,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ast/builtins.h"
 #include "diag/source.h"
-#include "sema/symbolic.h"
+#include "shape/symbolic.h"
 
 #include <cstdint>
 #include <memory>
@@ -138,6 +139,9 @@ struct Expr {
   Type type;
   NameRef ref = NameRef::Unresolved;
   int ref_index = -1; ///< index into the kernel's dims/tensors/task indices...
+  /// Call: the builtin the callee resolved to (None if unknown). Later
+  /// stages switch on it rather than on the callee's name.
+  Builtin builtin = Builtin::None;
   /// Index-valued expressions: the value as a symbolic expression over dims,
   /// task indices ("%i") and loop variables, when sema could form one.
   std::optional<Sym> sym;

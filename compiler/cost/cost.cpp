@@ -80,21 +80,37 @@ struct FlopCounter {
     default:
       return;
     }
-    const std::string &f = e.name;
-    if (f == "dot" && e.args.size() == 2) {
-      const Type &a = e.args[0]->type, &b = e.args[1]->type;
-      int64_t k = a.tile_shape.empty() ? 1 : a.tile_shape.back();
-      Sym work = w * Sym(2) * n * Sym(k);
-      if (is_half(a.elem) && is_half(b.elem))
-        tc = tc + work;
-      else
-        other = other + work;
-    } else if ((f == "sum" || f == "max" || f == "min" || f == "argmax" || f == "argmin") &&
-               e.args.size() == 1) {
-      other = other + w * numel(e.args[0]->type.tile_shape); // one op per input element
-    } else if (f == "exp" || f == "log" || f == "sqrt" || f == "rsqrt" || f == "abs" ||
-               f == "max" || f == "min" || f == "select" || f == "cumsum") {
+    switch (e.builtin) {
+    case Builtin::Dot:
+      if (e.args.size() == 2) {
+        const Type &a = e.args[0]->type, &b = e.args[1]->type;
+        int64_t k = a.tile_shape.empty() ? 1 : a.tile_shape.back();
+        Sym work = w * Sym(2) * n * Sym(k);
+        if (is_half(a.elem) && is_half(b.elem))
+          tc = tc + work;
+        else
+          other = other + work;
+      }
+      return;
+    case Builtin::Sum:
+    case Builtin::Max:
+    case Builtin::Min:
+    case Builtin::Argmax:
+    case Builtin::Argmin:
+      // a reduction: one op per input element; max(a, b): per result element
+      other = other + w * (e.args.size() == 1 ? numel(e.args[0]->type.tile_shape) : n);
+      return;
+    case Builtin::Exp:
+    case Builtin::Log:
+    case Builtin::Sqrt:
+    case Builtin::Rsqrt:
+    case Builtin::Abs:
+    case Builtin::Select:
+    case Builtin::Cumsum:
       other = other + w * n;
+      return;
+    default: // loads, stores, casts, constants and shape ops: no arithmetic
+      return;
     }
   }
 

@@ -14,6 +14,8 @@
 //===----------------------------------------------------------------------===//
 #include "diag/diag.h"
 
+#include <llvm/ADT/StringRef.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +175,19 @@ void internal_error(const std::string &msg) {
   std::fprintf(stderr, "etlc: internal error: %s\n", msg.c_str());
   std::fflush(stderr);
   std::abort();
+}
+
+std::string closest_name(const std::string &name, const std::vector<std::string> &candidates) {
+  std::string best;
+  unsigned best_d = unsigned(std::max<size_t>(1, std::min<size_t>(2, name.size() / 3 + 1))) + 1;
+  for (const std::string &c : candidates) {
+    unsigned d = llvm::StringRef(name).edit_distance(c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
 }
 
 } // namespace etl

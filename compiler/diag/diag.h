@@ -85,6 +85,11 @@ private:
 /// Formats "{0} and {1}" with args.
 std::string format_message(const char *fmt, const std::vector<std::string> &args);
 
+/// "Did you mean": the candidate closest to `name` by edit distance (at most
+/// 1 for names under 3 characters, else 2; the first of equally close ones),
+/// or "" if none is that close.
+std::string closest_name(const std::string &name, const std::vector<std::string> &candidates);
+
 /// A bug in etlc: prints "etlc: internal error: <msg>" and aborts.
 [[noreturn]] void internal_error(const std::string &msg);
 

@@ -42,16 +42,13 @@ int main(int argc, char **argv) {
                "  etlc compile examples/rowsum/rowsum.etl --emit=taskgraph\n",
                "etlc"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "etlc 0.1.0 (artifact format 1, LLVM 16)");
+  app.set_version_flag("--version", etl::version_text());
 
   etl::CompileOptions opts;
   CLI::App *compile = app.add_subcommand("compile", "Compile a .etl file to an artifact");
   compile->add_option("input", opts.input, "The .etl source file")->required();
   compile->add_option("-o,--output", opts.output, "Artifact to write (written atomically)");
-  compile
-      ->add_option("--target", opts.targets,
-                   "Comma-separated targets: sim (CPU simulator), sm_80, sm_86, sm_89, sm_90 "
-                   "(PTX). Default: sm_90,sim")
+  compile->add_option("--target", opts.targets, etl::target_help())
       ->delimiter(',')
       ->capture_default_str();
   compile->add_option("--emit", opts.emit, emit_help())->check(CLI::IsMember(emit_names()));

@@ -84,10 +84,12 @@ void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
     break;
   }
   case ExprKind::Call:
-    if (e.args.size() == 2 && (e.name == "cdiv" || e.name == "min" || e.name == "max")) {
+    if (e.args.size() == 2 && is_index_fn(e.builtin)) {
       emit(*e.args[0], p, vars, out);
       emit(*e.args[1], p, vars, out);
-      out.push_back(e.name == "cdiv" ? ETL_XOP_CDIV : e.name == "min" ? ETL_XOP_MIN : ETL_XOP_MAX);
+      out.push_back(e.builtin == Builtin::Cdiv  ? ETL_XOP_CDIV
+                    : e.builtin == Builtin::Min ? ETL_XOP_MIN
+                                                : ETL_XOP_MAX);
       return;
     }
     break;
@@ -164,7 +166,7 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
         ae.event = uint32_t(e.event);
         for (const EdgeIndex &ix : e.indices) {
           ArtifactIndex ai;
-          ai.star = ix.star ? 1 : ix.reads_data ? 2 : 0;
+          ai.star = ix.star ? ETL_INDEX_STAR : ix.reads_data ? ETL_INDEX_DATA : ETL_INDEX_EXPR;
           if (!ix.star && !ix.reads_data)
             ai.idx = expr_bytecode(*ix.expr, p, grp.vars);
           ae.index.push_back(std::move(ai));

@@ -14,6 +14,11 @@
 #include "lower/backend.h"
 #include "schedule/schedule.h"
 #include "sema/check.h"
+#include "target/target.h"
+
+#include "etl_abi.h"
+
+#include <llvm/Config/llvm-config.h>
 
 #include <algorithm>
 #include <cctype>
@@ -54,10 +59,9 @@ private:
   std::vector<std::pair<std::string, double>> times_;
 };
 
-bool is_gpu_target(const std::string &t) { return t.rfind("sm_", 0) == 0; }
-
-bool valid_target(const std::string &t) {
-  return t == "sim" || t == "sm_80" || t == "sm_86" || t == "sm_89" || t == "sm_90";
+bool is_gpu_target(const std::string &t) {
+  const TargetDesc *d = find_target(t);
+  return d && d->kind == TargetKind::Nvptx;
 }
 
 /// --emit=cost: parses --bind against the kernel's dims, prints the report.
@@ -154,11 +158,23 @@ bool compile_front(Compilation &c, const std::string &stop_after) {
   return front(c, stop_after, timer);
 }
 
+std::string version_text() {
+  return "etlc " ETL_VERSION " (artifact format " + std::to_string(ETL_ARTIFACT_VERSION) +
+         ", LLVM " + std::to_string(LLVM_VERSION_MAJOR) + ")";
+}
+
+std::string target_help() {
+  std::string r = "Comma-separated targets:";
+  for (const TargetDesc &t : all_targets())
+    r += std::string(" ") + t.name + " (" + t.what + "),";
+  r.back() = '.';
+  return r + " Default: sm_90,sim";
+}
+
 int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   for (const std::string &t : opts.targets)
-    if (!valid_target(t)) {
-      err << "etlc: error: unknown target '" << t
-          << "'; expected sim, sm_80, sm_86, sm_89 or sm_90\n";
+    if (!find_target(t)) {
+      err << "etlc: error: unknown target '" << t << "'; expected " << target_names() << "\n";
       return 2;
     }
   if (opts.emit == "ptx" && !std::any_of(opts.targets.begin(), opts.targets.end(), is_gpu_target)) {

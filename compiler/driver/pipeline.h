@@ -71,6 +71,12 @@ struct Compilation {
 /// "inline" after the fn calls are expanded.
 bool compile_front(Compilation &c, const std::string &stop_after = "");
 
+/// `etlc --version`: "etlc 0.1.0 (artifact format N, LLVM 16)", N the
+/// ETL_ARTIFACT_VERSION of runtime/abi/etl_abi.h that the artifact writer uses.
+std::string version_text();
+/// `--target`'s help, listing every target of target/targets.def.
+std::string target_help();
+
 /// The whole pipeline as `etlc compile` runs it. Dumps go to `out`,
 /// diagnostics and errors to `err`. Returns the process exit code:
 /// 0 success, 1 errors in the program, 2 usage or I/O errors.

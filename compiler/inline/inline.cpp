@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "inline/inline.h"
 
-#include "sema/check.h"
+#include "ast/builtins.h"
 
 #include <algorithm>
 #include <functional>
@@ -225,7 +225,7 @@ private:
     std::map<std::string, SourceRange> consts;
     for (const ConstDecl &c : prog_.consts)
       consts.emplace(c.name, c.name_range);
-    const std::vector<std::string> &builtins = builtin_function_names();
+    const std::vector<std::string> &builtins = builtin_names();
     for (const FnDecl &f : prog_.fns) {
       if (std::find(builtins.begin(), builtins.end(), f.name) != builtins.end()) {
         diag_.error(DiagId::FnShadowsBuiltin, f.name_range, {f.name});
@@ -311,7 +311,7 @@ private:
         calls_[from->name].push_back(&e);
       return;
     }
-    const std::vector<std::string> &builtins = builtin_function_names();
+    const std::vector<std::string> &builtins = builtin_names();
     if (std::find(builtins.begin(), builtins.end(), e.name) != builtins.end())
       return;
     std::vector<std::string> candidates = builtins;
@@ -484,8 +484,8 @@ private:
               e.bin_op == BinOp::Div || e.bin_op == BinOp::Mod) &&
              all(e.args);
     case ExprKind::Call:
-      return (e.name == "cdiv" || e.name == "min" || e.name == "max") && e.args.size() == 2 &&
-             e.kwargs.empty() && !e.type_arg && e.shape_args.empty() && all(e.args);
+      return is_index_fn(find_builtin(e.name)) && e.args.size() == 2 && e.kwargs.empty() &&
+             !e.type_arg && e.shape_args.empty() && all(e.args);
     default:
       return false;
     }

@@ -3,14 +3,14 @@
 // What this owns: run_backend. It turns the task graph into a KernelPlan
 // (groups with their wait/notify index expressions), and for each target
 // builds a fresh LLVM module: machine setup, tile lowering (Lowerer), kernel
-// annotations, verification + the standard pipeline (codegen/optimize.cpp),
+// annotations, verification + the standard pipeline (target/optimize.cpp),
 // then code emission by the target's machine.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/backend.h"
 
-#include "codegen/optimize.h"
 #include "lower/lowerer.h"
+#include "target/optimize.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/Support/raw_ostream.h>
@@ -33,12 +33,11 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
   for (const std::string &t : targets) {
     std::string err;
     std::unique_ptr<Machine> m;
-    if (t == "sim")
-      m = make_sim_machine(err);
-    else if (t.rfind("sm_", 0) == 0)
-      m = make_nvptx_machine(t, err);
+    const TargetDesc *desc = find_target(t);
+    if (desc)
+      m = make_machine(*desc, err);
     else
-      err = "unknown target '" + t + "' (expected sim, sm_80, sm_90, ...)";
+      err = "unknown target '" + t + "' (expected " + target_names() + ")";
     if (!m) {
       res.error = err;
       return res;
@@ -56,9 +55,10 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
       res.error = std::string("lowering kernel '") + plan.kernel->name + "': " + e.what();
       return res;
     }
-    if (t != "sim" && smem > 48u * 1024u) {
+    if (desc->smem_limit != 0 && smem > desc->smem_limit) {
       res.error = "kernel '" + plan.kernel->name + "' needs " + std::to_string(smem) +
-                  " bytes of shared memory; static shared memory is limited to 49152";
+                  " bytes of shared memory; static shared memory is limited to " +
+                  std::to_string(desc->smem_limit);
       return res;
     }
     res.smem_bytes = smem;
@@ -112,38 +112,6 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
     }
     for (int n : tg.notifies)
       gp.notifies.push_back(edge_use(n));
-    plan.groups.push_back(std::move(gp));
-  }
-  return run_plan(plan, targets, opts);
-}
-
-BackendResult run_backend_from_ast(const Program &p, const KernelDecl &k,
-                                   const std::vector<std::string> &targets,
-                                   const BackendOptions &opts) {
-  KernelPlan plan;
-  plan.program = &p;
-  plan.kernel = &k;
-  auto use = [&](const EventRef &r) {
-    EventUse u;
-    u.event = r.event_index;
-    if (u.event < 0)
-      for (size_t i = 0; i < k.events.size(); ++i)
-        if (k.events[i].name == r.event)
-          u.event = int(i);
-    for (const ExprPtr &x : r.indices)
-      u.idx.push_back(x.get());
-    return u;
-  };
-  for (const TaskDecl &t : k.tasks) {
-    GroupPlan gp;
-    gp.name = t.name;
-    gp.decl = &t;
-    gp.dynamic = t.schedule == ScheduleKind::Dynamic ||
-                 (t.schedule == ScheduleKind::None && k.schedule == ScheduleKind::Dynamic);
-    for (const EventRef &r : t.waits)
-      gp.waits.push_back(use(r));
-    for (const EventRef &r : t.notifies)
-      gp.notifies.push_back(use(r));
     plan.groups.push_back(std::move(gp));
   }
   return run_plan(plan, targets, opts);

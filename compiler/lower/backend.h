@@ -3,12 +3,13 @@
 // What this owns: the one entry point of the back end. Given a checked
 // program, the kernel and its task graph, it lowers the whole kernel into ONE
 // persistent megakernel `etl_main(uint64_t *args)` (see runtime/abi/etl_abi.h)
-// for every requested target and hands back the LLVM IR and the code:
-//   "sm_80", "sm_90": PTX text (LLVM NVPTX backend);
-//   "sim":            an x86-64 ELF shared object whose machine operations
-//                     call the runtime's simulator through `__etl_sim_ops`.
-// Both targets share the same lowering (lower/*.cpp); only the machine
-// (lower/machine.h, implemented in codegen/) differs.
+// for every requested target (target/targets.def) and hands back the LLVM IR
+// and the code:
+//   Nvptx targets ("sm_80", "sm_90", ...): PTX text (LLVM NVPTX backend);
+//   "sim": an x86-64 ELF shared object whose machine operations call the
+//          runtime's simulator through `__etl_sim_ops`.
+// Every target shares the same lowering (lower/*.cpp); only the machine
+// (target/machine.h, implemented in target/) differs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -43,13 +44,5 @@ struct BackendResult {
 /// Lowers `k` (checked, annotated by sema) with the groups and edges of `g`.
 BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph &g,
                           const std::vector<std::string> &targets, const BackendOptions &opts);
-
-/// Same, with the groups taken straight from the kernel's tasks (group g =
-/// k.tasks[g], edges from each task's waits/notifies clauses). Used where no
-/// task graph is at hand (unit tests); run_backend gives the same result
-/// when the graph lists the tasks in declaration order.
-BackendResult run_backend_from_ast(const Program &p, const KernelDecl &k,
-                                   const std::vector<std::string> &targets,
-                                   const BackendOptions &opts);
 
 } // namespace etl

@@ -272,7 +272,6 @@ TileVal Lowerer::dot(const TileVal &a, const TileVal &c) {
       body();
     r.regs.push_back(b.CreateLoad(f32, acc));
   }
-  (void)M;
   m.barrier(b);
   return r;
 }

@@ -41,8 +41,6 @@ namespace etl {
 namespace {
 /// Decisions thread 0 broadcasts in a dynamic loop (smem kSmemDynDecision).
 constexpr uint32_t kDecReady = 0, kDecRun = 1, kDecPause = 2, kDecStop = 3;
-constexpr unsigned kSlotDyn = 6;   // ETL_SLOT_DYN
-constexpr unsigned kSlotAbort = 3; // ETL_SLOT_ABORT
 } // namespace
 
 bool Lowerer::any_dynamic() const {
@@ -62,7 +60,7 @@ bool Lowerer::has_dynamic_consumer(int e) const {
 }
 
 llvm::Value *Lowerer::dyn_word(llvm::Value *w) {
-  return b.CreateGEP(i32, arg_slot_ptr(kSlotDyn), w);
+  return b.CreateGEP(i32, arg_slot_ptr(ETL_SLOT_DYN), w);
 }
 
 void Lowerer::declare_dyn_run() {
@@ -148,7 +146,7 @@ llvm::Value *Lowerer::emit_try_pop() {
       b.CreateStore(v, val);
       b.CreateCondBr(b.CreateICmpNE(v, b.getInt32(0)), done, spin);
       b.SetInsertPoint(spin);
-      llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(kSlotAbort));
+      llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
       ab->setVolatile(true);
       b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), done, pause);
       b.SetInsertPoint(pause);
@@ -181,7 +179,7 @@ void Lowerer::emit_push(llvm::Value *id) {
   });
   if_then(b.CreateNot(fits), [&] {
     m.atomic_add_release(b, dyn_word(ETL_DYN_ERROR), b.getInt32(1));
-    m.atomic_add_release(b, arg_slot_ptr(kSlotAbort), b.getInt32(1));
+    m.atomic_add_release(b, arg_slot_ptr(ETL_SLOT_ABORT), b.getInt32(1));
   });
 }
 
@@ -332,7 +330,7 @@ llvm::Function *Lowerer::lower_expander(int g) {
     llvm::Value *n = b.CreateTrunc(b.CreateMul(ek, rest), i32);
     m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_REMAINING), n);
     // Settle: each notified element holds one token for this expander.
-    llvm::Value *events = arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/);
+    llvm::Value *events = arg_slot_ptr(ETL_SLOT_EVENTS);
     llvm::Value *delta = b.CreateSub(n, b.getInt32(1));
     for (const EventUse &use : gp.notifies)
       for_each_event_element(use, [&](llvm::Value *off) {
@@ -369,7 +367,7 @@ llvm::Function *Lowerer::lower_expander(int g) {
 llvm::Value *Lowerer::all_waits_ready(const GroupPlan &gp) {
   llvm::AllocaInst *ok = entry_alloca(i1, "ready");
   b.CreateStore(b.getTrue(), ok);
-  llvm::Value *events = arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/);
+  llvm::Value *events = arg_slot_ptr(ETL_SLOT_EVENTS);
   // In clause order, each clause only once the earlier ones are done: an
   // earlier wait may be what makes a later index's tensor data ready.
   for (const EventUse &use : gp.waits)
@@ -386,7 +384,7 @@ llvm::Value *Lowerer::all_waits_ready(const GroupPlan &gp) {
 
 void Lowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent) {
   auto word = [&](unsigned w) {
-    return b.CreateGEP(i32, arg_slot_ptr(7 /*ETL_SLOT_ERROR*/), b.getInt64(w));
+    return b.CreateGEP(i32, arg_slot_ptr(ETL_SLOT_ERROR), b.getInt64(w));
   };
   llvm::Value *old = m.atomic_cas(b, word(ETL_ERR_SET), b.getInt32(0), b.getInt32(1));
   if_then(b.CreateICmpEQ(old, b.getInt32(0)), [&] {
@@ -398,7 +396,7 @@ void Lowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::
     b.CreateStore(b.CreateTrunc(b.CreateLShr(value, b.getInt64(32)), i32), word(ETL_ERR_VALUE_HI));
     b.CreateStore(b.CreateTrunc(extent, i32), word(ETL_ERR_EXTENT));
   });
-  m.atomic_add_release(b, arg_slot_ptr(kSlotAbort), b.getInt32(1));
+  m.atomic_add_release(b, arg_slot_ptr(ETL_SLOT_ABORT), b.getInt32(1));
   b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
 }
 
@@ -409,7 +407,7 @@ void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
   b.SetInsertPoint(head);
   if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
     b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));
-    llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(kSlotAbort));
+    llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
     ab->setVolatile(true);
     llvm::Value *rem = m.load_acquire(b, dyn_word(ETL_DYN_REMAINING));
     llvm::Value *go =
@@ -454,7 +452,7 @@ void Lowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin
     b.CreateStore(b.getInt32(kDecReady), at(kSmemDynDecision));
     llvm::Value *ready = all_waits_ready(gp);
     if_then(b.CreateNot(ready), [&] {
-      llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(kSlotAbort));
+      llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
       ab->setVolatile(true);
       llvm::Value *aborted = b.CreateICmpNE(ab, b.getInt32(0));
       b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));

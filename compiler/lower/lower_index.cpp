@@ -3,21 +3,18 @@
 // What this owns: lowering of index-typed expressions (TypeKind::Index) to
 // i64 values: literals, consts (sema's folded value), dims (read from the
 // argument block), task indices, loop variables and index locals, + - * and
-// floor-based / and %, cdiv, min, max; and the argument-block slot layout
-// (dims, then tensors, then events; see taskgraph/taskgraph.h ArgLayout).
+// floor-based / and %, cdiv, min, max; and reading the argument block at the
+// slots taskgraph/taskgraph.h's ArgLayout assigns (after the fixed slots of
+// runtime/abi/etl_abi.h).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
 namespace etl {
 
-unsigned Lowerer::dim_slot(int i) const { return 8 + unsigned(i); }
-unsigned Lowerer::tensor_slot(int i) const {
-  return 8 + unsigned(plan.kernel->dims.size()) + unsigned(i);
-}
-unsigned Lowerer::event_slot(int i) const {
-  return 8 + unsigned(plan.kernel->dims.size() + plan.kernel->tensors.size()) + unsigned(i);
-}
+unsigned Lowerer::dim_slot(int i) const { return arg_layout(*plan.kernel).dim(unsigned(i)); }
+unsigned Lowerer::tensor_slot(int i) const { return arg_layout(*plan.kernel).tensor(unsigned(i)); }
+unsigned Lowerer::event_slot(int i) const { return arg_layout(*plan.kernel).event(unsigned(i)); }
 
 llvm::Value *Lowerer::arg_slot_i64(unsigned slot) {
   return b.CreateLoad(i64, b.CreateGEP(i64, args, b.getInt64(slot)));
@@ -140,11 +137,11 @@ llvm::Value *Lowerer::index(const Expr &e) {
   case ExprKind::Call:
     if (e.args.size() == 2 && e.kwargs.empty()) {
       llvm::Value *l = index(*e.args[0]), *r = index(*e.args[1]);
-      if (e.name == "cdiv")
+      if (e.builtin == Builtin::Cdiv)
         return cdiv(l, r);
-      if (e.name == "min")
+      if (e.builtin == Builtin::Min)
         return b.CreateSelect(b.CreateICmpSLT(l, r), l, r);
-      if (e.name == "max")
+      if (e.builtin == Builtin::Max)
         return b.CreateSelect(b.CreateICmpSGT(l, r), l, r);
     }
     break;

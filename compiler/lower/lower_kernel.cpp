@@ -161,7 +161,7 @@ llvm::Function *Lowerer::lower_kernel() {
   auto smem_at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
 
   if_then(is0, [&] {
-    llvm::Value *offs = arg_slot_ptr(2 /*ETL_SLOT_QUEUE_OFFS*/);
+    llvm::Value *offs = arg_slot_ptr(ETL_SLOT_QUEUE_OFFS);
     llvm::Value *c64 = b.CreateZExt(cta, i64);
     b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, c64)), cursor);
     b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, b.CreateAdd(c64, b.getInt64(1)))), end);
@@ -175,7 +175,7 @@ llvm::Function *Lowerer::lower_kernel() {
   b.CreateBr(loop);
   b.SetInsertPoint(loop);
   if_then(is0, [&] {
-    llvm::Value *abortp = arg_slot_ptr(3 /*ETL_SLOT_ABORT*/);
+    llvm::Value *abortp = arg_slot_ptr(ETL_SLOT_ABORT);
     llvm::LoadInst *ab = b.CreateLoad(i32, abortp);
     ab->setVolatile(true);
     llvm::Value *cur = b.CreateLoad(i32, cursor);
@@ -183,7 +183,7 @@ llvm::Function *Lowerer::lower_kernel() {
                                    b.CreateICmpEQ(ab, b.getInt32(0)));
     b.CreateStore(b.getInt32(kExitGroup), smem_at(kSmemGroup));
     if_then(has, [&] {
-      llvm::Value *q = arg_slot_ptr(1 /*ETL_SLOT_QUEUE*/);
+      llvm::Value *q = arg_slot_ptr(ETL_SLOT_QUEUE);
       llvm::Value *at = b.CreateMul(b.CreateZExt(cur, i64), b.getInt64(2));
       llvm::Value *grp = b.CreateLoad(i32, b.CreateGEP(i32, q, at));
       llvm::Value *lin = b.CreateLoad(i32, b.CreateGEP(i32, q, b.CreateAdd(at, b.getInt64(1))));
@@ -294,7 +294,7 @@ llvm::Function *Lowerer::lower_group(int g) {
     emit_event_ops(gp, /*wait=*/false);
   } else {
     // The end counts once every thread is done; the branch is CTA-uniform.
-    if_then(b.CreateIsNotNull(arg_slot_ptr(5 /*ETL_SLOT_TIMELINE*/)), [&] { m.barrier(b); });
+    if_then(b.CreateIsNotNull(arg_slot_ptr(ETL_SLOT_TIMELINE)), [&] { m.barrier(b); });
     timeline_mark(/*start=*/false);
   }
   mark_progress();
@@ -320,12 +320,12 @@ void Lowerer::mark_progress() {
 llvm::Value *Lowerer::progress_word(llvm::Value *cta) {
   llvm::Value *off = b.CreateAdd(b.getInt64(ETL_CONTROL_PROGRESS),
                                  b.CreateMul(b.CreateZExt(cta, i64), b.getInt64(4)));
-  return b.CreateGEP(b.getInt8Ty(), arg_slot_ptr(3 /*ETL_SLOT_ABORT*/), off);
+  return b.CreateGEP(b.getInt8Ty(), arg_slot_ptr(ETL_SLOT_ABORT), off);
 }
 
 void Lowerer::timeline_mark(bool start) {
   // Layout: etl_timeline_record in etl_abi.h (24 bytes: start, end, sm, cta).
-  llvm::Value *tl = arg_slot_ptr(5 /*ETL_SLOT_TIMELINE*/);
+  llvm::Value *tl = arg_slot_ptr(ETL_SLOT_TIMELINE);
   llvm::Value *on = b.CreateAnd(b.CreateICmpEQ(tid, b.getInt32(0)), b.CreateIsNotNull(tl));
   if_then(on, [&] {
     llvm::Value *pos = b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemPos)));
@@ -377,7 +377,7 @@ void Lowerer::for_each_event_element(const EventUse &use,
 }
 
 void Lowerer::notify_element(int event, llvm::Value *off) {
-  llvm::Value *p = b.CreateGEP(i32, arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/), off);
+  llvm::Value *p = b.CreateGEP(i32, arg_slot_ptr(ETL_SLOT_EVENTS), off);
   if (has_dynamic_consumer(event)) {
     // The last notification fires the element (lower_dynamic.cpp).
     llvm::Value *old = m.atomic_add_acq_rel(b, p, b.getInt32(0xFFFFFFFFu));
@@ -417,7 +417,7 @@ void Lowerer::emit_data_notify_release(const GroupPlan &gp) {
 void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
   llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
   if_then(is0, [&] {
-    llvm::Value *events = arg_slot_ptr(0 /*ETL_SLOT_EVENTS*/);
+    llvm::Value *events = arg_slot_ptr(ETL_SLOT_EVENTS);
     if (!wait)
       m.fence(b);
     for (const EventUse &use : wait ? gp.waits : gp.notifies) {
@@ -438,7 +438,7 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
         llvm::Value *v = m.load_acquire(b, p);
         b.CreateCondBr(b.CreateICmpEQ(v, b.getInt32(0)), done, body);
         b.SetInsertPoint(body);
-        llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(3 /*ETL_SLOT_ABORT*/));
+        llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
         ab->setVolatile(true);
         b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), abort_bb, pause);
         b.SetInsertPoint(abort_bb);

@@ -168,7 +168,7 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
 
 //===-- Reductions -------------------------------------------------------===//
 
-TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
+TileVal Lowerer::reduce(const TileVal &v, int axis, Builtin op) {
   if (v.scalar())
     return v;
   if (axis < 0)
@@ -176,28 +176,28 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, const std::string &op) {
   if (axis < 0 || size_t(axis) >= v.shape.size())
     throw LowerError("reduction axis out of range");
   TileVal r;
-  r.elem = op == "sum" && v.elem == ElemType::Bool ? ElemType::I32 : v.elem; // a count
+  r.elem = op == Builtin::Sum && v.elem == ElemType::Bool ? ElemType::I32 : v.elem; // a count
   r.shape = v.shape;
   r.shape.erase(r.shape.begin() + axis);
   bool fl = is_float(v.elem);
   llvm::Type *ty = reg_type(v.elem);
   llvm::Value *init;
-  if (op == "sum")
+  if (op == Builtin::Sum)
     init = llvm::Constant::getNullValue(ty);
   else if (fl)
-    init = llvm::ConstantFP::getInfinity(f32, op == "max");
+    init = llvm::ConstantFP::getInfinity(f32, op == Builtin::Max);
   else {
     unsigned bits = ty->getIntegerBitWidth();
-    init = llvm::ConstantInt::get(ty, op == "max" ? llvm::APInt::getSignedMinValue(bits)
-                                                  : llvm::APInt::getSignedMaxValue(bits));
+    init = llvm::ConstantInt::get(ty, op == Builtin::Max ? llvm::APInt::getSignedMinValue(bits)
+                                                         : llvm::APInt::getSignedMaxValue(bits));
   }
   auto combine = [&](llvm::Value *a, llvm::Value *x) -> llvm::Value * {
-    if (op == "sum")
+    if (op == Builtin::Sum)
       return fl ? b.CreateFAdd(a, x) : b.CreateAdd(a, x);
     if (fl)
       return b.CreateBinaryIntrinsic(
-          op == "max" ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, x);
-    return b.CreateSelect(op == "max" ? b.CreateICmpSGT(a, x) : b.CreateICmpSLT(a, x), a, x);
+          op == Builtin::Max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, x);
+    return b.CreateSelect(op == Builtin::Max ? b.CreateICmpSGT(a, x) : b.CreateICmpSLT(a, x), a, x);
   };
 
   spill_to_scratch(v);
@@ -643,11 +643,11 @@ TileVal Lowerer::value(const Expr &e) {
     throw LowerError(std::string("unsupported expression (") + kind_name(e.kind) + ")");
   }
 
-  // Calls.
-  const std::string &f = e.name;
-  if (f == "load")
+  // Calls (sema resolved each callee to a builtin).
+  const Builtin f = e.builtin;
+  if (f == Builtin::Load)
     return lower_load(e);
-  if (f == "store") {
+  if (f == Builtin::Store) {
     lower_store(e);
     return TileVal{};
   }
@@ -656,26 +656,26 @@ TileVal Lowerer::value(const Expr &e) {
            : e.type.kind == TypeKind::Scalar ? std::vector<int64_t>{}
                                              : fallback.shape;
   };
-  if (f == "zeros" || f == "full") {
+  if (f == Builtin::Zeros || f == Builtin::Full) {
     ElemType t = e.type_arg ? *e.type_arg : want;
     std::vector<int64_t> shape = e.type.tile_shape;
     if (shape.empty())
       for (const ExprPtr &s : e.shape_args) {
         auto v = static_int(*plan.program, *s);
         if (!v)
-          throw LowerError(f + " needs a static shape");
+          throw LowerError(e.name + " needs a static shape");
         shape.push_back(*v);
       }
-    TileVal init =
-        f == "zeros" ? scalar(llvm::Constant::getNullValue(reg_type(t)), t) : value(*e.args.at(0));
+    TileVal init = f == Builtin::Zeros ? scalar(llvm::Constant::getNullValue(reg_type(t)), t)
+                                       : value(*e.args.at(0));
     return coerce(init, shape, t);
   }
-  if (f == "cast") {
+  if (f == Builtin::Cast) {
     TileVal a = value(*e.args.at(0));
     ElemType t = e.type_arg ? *e.type_arg : want;
     return coerce(a, a.shape, t);
   }
-  if (f == "expand") {
+  if (f == Builtin::Expand) {
     TileVal a = value(*e.args.at(0));
     std::vector<int64_t> shape = e.type.tile_shape;
     if (!e.type.is_tile()) {
@@ -690,20 +690,20 @@ TileVal Lowerer::value(const Expr &e) {
     a.shape = shape; // same linear order: no data movement
     return a;
   }
-  if ((f == "sum" || f == "max" || f == "min") && kwarg(e, "axis")) {
+  if ((f == Builtin::Sum || f == Builtin::Max || f == Builtin::Min) && kwarg(e, "axis")) {
     TileVal a = value(*e.args.at(0));
     auto axis = static_int(*plan.program, *kwarg(e, "axis")->value);
     if (!axis)
-      throw LowerError(f + " needs a static axis");
+      throw LowerError(e.name + " needs a static axis");
     return reduce(a, int(*axis), f);
   }
-  if (f == "sum" && e.args.size() == 1) { // full reduction
+  if (f == Builtin::Sum && e.args.size() == 1) { // full reduction
     TileVal a = value(*e.args[0]);
     while (!a.scalar())
-      a = reduce(a, int(a.shape.size()) - 1, "sum");
+      a = reduce(a, int(a.shape.size()) - 1, Builtin::Sum);
     return a;
   }
-  if ((f == "max" || f == "min") && e.args.size() == 2) {
+  if ((f == Builtin::Max || f == Builtin::Min) && e.args.size() == 2) {
     TileVal a = value(*e.args[0]), c = value(*e.args[1]);
     std::vector<int64_t> shape = e.type.is_tile() ? e.type.tile_shape
                                  : e.type.kind == TypeKind::Scalar
@@ -716,17 +716,17 @@ TileVal Lowerer::value(const Expr &e) {
       llvm::Value *l = x.regs[k], *r = y.regs[k];
       if (is_float(want))
         x.regs[k] = b.CreateBinaryIntrinsic(
-            f == "max" ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l, r);
+            f == Builtin::Max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l, r);
       else
         x.regs[k] =
-            b.CreateSelect(f == "max" ? b.CreateICmpSGT(l, r) : b.CreateICmpSLT(l, r), l, r);
+            b.CreateSelect(f == Builtin::Max ? b.CreateICmpSGT(l, r) : b.CreateICmpSLT(l, r), l, r);
     }
     return x;
   }
-  if (e.args.size() == 1 &&
-      (f == "exp" || f == "log" || f == "sqrt" || f == "rsqrt" || f == "abs")) {
+  if (e.args.size() == 1 && (f == Builtin::Exp || f == Builtin::Log || f == Builtin::Sqrt ||
+                             f == Builtin::Rsqrt || f == Builtin::Abs)) {
     TileVal a = value(*e.args[0]);
-    if (f == "abs" && !a.is_index && !is_float(a.elem)) {
+    if (f == Builtin::Abs && !a.is_index && !is_float(a.elem)) {
       for (auto &r : a.regs)
         r = b.CreateSelect(b.CreateICmpSLT(r, llvm::Constant::getNullValue(r->getType())),
                            b.CreateNeg(r), r);
@@ -735,49 +735,49 @@ TileVal Lowerer::value(const Expr &e) {
     ElemType t = is_float(want) ? want : ElemType::F32;
     TileVal x = coerce(a, result_shape(a), t);
     for (auto &r : x.regs) {
-      if (f == "abs")
+      if (f == Builtin::Abs)
         r = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r);
       else
         r = m.math(b,
-                   f == "exp"    ? MathFn::Exp
-                   : f == "log"  ? MathFn::Log
-                   : f == "sqrt" ? MathFn::Sqrt
-                                 : MathFn::Rsqrt,
+                   f == Builtin::Exp    ? MathFn::Exp
+                   : f == Builtin::Log  ? MathFn::Log
+                   : f == Builtin::Sqrt ? MathFn::Sqrt
+                                        : MathFn::Rsqrt,
                    r);
       r = round_to(b, r, t);
     }
     return x;
   }
-  if (f == "select" && e.args.size() == 3) {
+  if (f == Builtin::Select && e.args.size() == 3) {
     TileVal cond = value(*e.args[0]), x = value(*e.args[1]), y = value(*e.args[2]);
     std::vector<int64_t> shape = e.type.is_tile() ? e.type.tile_shape : std::vector<int64_t>{};
     return select(cond, x, y, shape, want);
   }
-  if (f == "arange") {
+  if (f == Builtin::Arange) {
     std::vector<int64_t> shape = e.type.tile_shape;
     if (shape.size() != 1)
       throw LowerError("arange needs a static 1-D shape");
     return arange(shape[0], want);
   }
-  if ((f == "cumsum" || f == "argmax" || f == "argmin") && kwarg(e, "axis")) {
+  if ((f == Builtin::Cumsum || f == Builtin::Argmax || f == Builtin::Argmin) && kwarg(e, "axis")) {
     TileVal a = value(*e.args.at(0));
     auto axis = static_int(*plan.program, *kwarg(e, "axis")->value);
     if (!axis)
-      throw LowerError(f + " needs a static axis");
-    if (f == "cumsum")
+      throw LowerError(e.name + " needs a static axis");
+    if (f == Builtin::Cumsum)
       return cumsum(a, int(*axis));
-    return arg_reduce(a, int(*axis), f == "argmax");
+    return arg_reduce(a, int(*axis), f == Builtin::Argmax);
   }
-  if (f == "transpose")
+  if (f == Builtin::Transpose)
     return transpose(value(*e.args.at(0)));
-  if (f == "reshape") { // the row-major order, and so each element's owner, is unchanged
+  if (f == Builtin::Reshape) { // the row-major order, and so each element's owner, is unchanged
     TileVal a = value(*e.args.at(0));
     a.shape = e.type.tile_shape;
     return a;
   }
-  if (f == "dot")
+  if (f == Builtin::Dot)
     return dot(value(*e.args.at(0)), value(*e.args.at(1)));
-  throw LowerError("unsupported call '" + f + "'");
+  throw LowerError("unsupported call '" + e.name + "'");
 }
 
 } // namespace etl

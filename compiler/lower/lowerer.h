@@ -14,9 +14,10 @@
 // broadcast of a smaller operand) goes through the shared scratch area:
 // write own elements, barrier, read with the new mapping, barrier.
 // `expand` only inserts a size-1 dim, which keeps the linear order, so it is
-// free. Shared memory: bytes [0, 16) broadcast the queue entry and the abort
-// flag; the scratch area starts at 16 and is sized by the largest tile that
-// is ever re-laid out (4 bytes per element, 8 for i64).
+// free. Shared memory: the 32-byte header [0, kSmemScratch) broadcasts the
+// queue entry, the abort flag, the dynamic-loop decision and the progress
+// count (offsets below); the scratch area starts at kSmemScratch and is sized
+// by the largest tile that is ever re-laid out (4 bytes per element, 8 for i64).
 //
 // Element types in registers: f32 and f16 are f32 (f16 results are rounded
 // to half precision after each op), i32 is i32, and bool is an i32 holding 0
@@ -31,7 +32,7 @@
 #pragma once
 
 #include "ast/ast.h"
-#include "lower/machine.h"
+#include "target/machine.h"
 #include "taskgraph/taskgraph.h"
 
 #include <functional>
@@ -71,7 +72,8 @@ struct KernelPlan {
   std::vector<GroupPlan> groups;
 };
 
-/// Byte offsets in shared memory: a 32-byte header, then the scratch area.
+/// Byte offsets in shared memory: the header (kSmemHeaderBytes, 32 bytes,
+/// target/target.h, which sema also sizes `dot` against), then the scratch area.
 /// kSmemPos: the task's queue position, its index in the timeline.
 /// kSmemDynDecision / kSmemDynItem (lower_dynamic.cpp): thread 0's decision
 /// in a dynamic loop and the popped item id (separate from kSmemGroup /
@@ -79,7 +81,9 @@ struct KernelPlan {
 /// starts a task's wait). kSmemProgress: the CTA's finished-task count,
 /// copied to the control block for the watchdog (mark_progress).
 constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
-                   kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24, kSmemScratch = 32;
+                   kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24,
+                   kSmemScratch = kSmemHeaderBytes;
+static_assert(kSmemProgress + 4 <= kSmemScratch, "the shared-memory header overflows");
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
 
@@ -200,7 +204,7 @@ public:
   TileVal lower_load(const Expr &call);
   /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
-  TileVal reduce(const TileVal &v, int axis, const std::string &op);
+  TileVal reduce(const TileVal &v, int axis, Builtin op);
   /// Element-wise `a op b` (Add/Sub/Mul/Div) at the given result shape/elem.
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
                 ElemType elem);

@@ -36,7 +36,8 @@ int tensor_of(const Expr &base) {
 }
 
 bool is_access_call(const Expr &e) {
-  return e.kind == ExprKind::Call && (e.name == "load" || e.name == "store") && !e.args.empty();
+  return e.kind == ExprKind::Call && (e.builtin == Builtin::Load || e.builtin == Builtin::Store) &&
+         !e.args.empty();
 }
 
 Access access_of(const Expr &e, const std::vector<AccessLoop> &loops) {
@@ -50,7 +51,7 @@ Access access_of(const Expr &e, const std::vector<AccessLoop> &loops) {
       a.box.push_back(box_of(*e.args[i]));
     return a;
   }
-  a.write = e.name == "store";
+  a.write = e.builtin == Builtin::Store;
   const Expr &slice = *e.args[0];
   if (slice.kind == ExprKind::Index) {
     a.tensor = tensor_of(*slice.args[0]);

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "ast/ast.h"
-#include "sema/symbolic.h"
+#include "shape/symbolic.h"
 
 #include <functional>
 #include <optional>

@@ -3,7 +3,7 @@
 // What this owns: deciding whether a parsed program means something. It
 // resolves names, folds constants, types every expression (index, scalar,
 // tile with a static shape, tensor with a symbolic shape), and proves with
-// sema/symbolic.h what shapes, slices, extents and event indices require.
+// shape/symbolic.h what shapes, slices, extents and event indices require.
 // It annotates the AST in place (the fields marked "sema:" in ast/ast.h) and
 // reports every problem it finds; errors in one task do not stop the next.
 //
@@ -20,12 +20,5 @@ namespace etl {
 
 /// Checks and annotates `p`. Returns false if any error was reported.
 bool check_program(Program &p, Diag &diag);
-
-/// The builtin functions (load, store, exp, ...), for compiler/inline, which
-/// reports unknown functions and fns that take a builtin's name.
-const std::vector<std::string> &builtin_function_names();
-
-/// The candidate closest to `name` by edit distance ("did you mean"), or "".
-std::string closest_name(const std::string &name, const std::vector<std::string> &candidates);
 
 } // namespace etl

@@ -27,7 +27,7 @@
 #pragma once
 
 #include "ast/ast.h"
-#include "sema/symbolic.h"
+#include "shape/symbolic.h"
 
 namespace etl {
 

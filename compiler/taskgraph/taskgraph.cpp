@@ -95,7 +95,7 @@ void pick_schedule(const KernelDecl &k, const TaskDecl &t, TaskGroup &grp) {
   }
 }
 
-std::string inverse_str(const TaskGraph &g, const TaskGroup &grp, const Edge &e) {
+std::string inverse_str(const TaskGroup &grp, const Edge &e) {
   std::string s;
   size_t nv = grp.decl && grp.decl->data_var >= 0 ? size_t(grp.decl->data_var) : grp.vars.size();
   for (size_t v = 0; v < nv; ++v) {
@@ -109,7 +109,6 @@ std::string inverse_str(const TaskGraph &g, const TaskGroup &grp, const Edge &e)
   for (size_t d = 0; d < e.inverse.unsolving.size(); ++d)
     if (e.inverse.unsolving[d])
       s += "; component " + std::to_string(d) + " not invertible, checked per task";
-  (void)g;
   return s.empty() ? "every task" : s;
 }
 
@@ -316,8 +315,8 @@ std::string print_task_graph(const TaskGraph &g) {
               "counts of what they notify\n";
       }
       for (int w : grp.waits)
-        os << "  consumers of " << edge_str(g, g.edges[w]) << ": "
-           << inverse_str(g, grp, g.edges[w]) << "\n";
+        os << "  consumers of " << edge_str(g, g.edges[w]) << ": " << inverse_str(grp, g.edges[w])
+           << "\n";
     } else {
       os << "  schedule:   static (" << grp.schedule_reason << ")\n";
     }

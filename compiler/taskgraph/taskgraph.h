@@ -18,7 +18,9 @@
 
 #include "ast/ast.h"
 #include "diag/diag.h"
-#include "sema/symbolic.h"
+#include "shape/symbolic.h"
+
+#include "etl_abi.h"
 
 #include <optional>
 #include <string>
@@ -122,7 +124,7 @@ std::string print_dot(const TaskGraph &g);
 /// Slot numbers of the kernel's argument block for one kernel: dims first,
 /// then tensors (parameters, then buffers), then events.
 struct ArgLayout {
-  unsigned first = 8; ///< ETL_SLOT_FIRST_PROGRAM
+  unsigned first = ETL_SLOT_FIRST_PROGRAM; ///< the fixed slots come first
   unsigned num_dims = 0, num_tensors = 0, num_events = 0;
   unsigned dim(unsigned i) const { return first + i; }
   unsigned tensor(unsigned i) const { return first + num_dims + i; }

@@ -91,12 +91,18 @@ typedef struct etl_section_entry {
  * Exprs in tensor/event shapes and constraints may use DIM; exprs in group
  * domains may use DIM (lo/hi of var k may use VAR j for j < k: not yet);
  * notify/wait indices may use DIM and VAR (the group's domain variables).
- * star: 0 = an expression, 1 = `*`, 2 = an index that reads tensor data
+ * star (enum etl_index_kind): 0 = an expression, 1 = `*`, 2 = an index that reads tensor data
  * (waits of static groups; notifies without `*`): evaluated and
  * range-checked on the device, skipped by the runtime's bind-time checks; a
  * notify with one gives every element of the event one token per task,
  * which the task hands back on the elements it does not notify.
  */
+/* The star flag of a wait/notify index (see above). */
+typedef enum etl_index_kind {
+  ETL_INDEX_EXPR = 0, /* an expression over dims and the group's variables */
+  ETL_INDEX_STAR = 1, /* `*`: every element of that dimension */
+  ETL_INDEX_DATA = 2  /* reads tensor data: evaluated and checked on the device */
+} etl_index_kind;
 enum { ETL_SCHEDULE_STATIC = 0, ETL_SCHEDULE_DYNAMIC = 1 };
 #define ETL_NO_DATA_VAR 0xFFFFFFFFu
 /* bf16: the top 16 bits of an IEEE f32 (round-to-nearest-even on store). */

@@ -185,11 +185,11 @@ static void rd_edges(rd *r, const etl_meta *m, uint32_t n_vars, uint32_t *count,
       e->idx[k].star = rd_u32(r);
       if (r->bad)
         return;
-      if (e->idx[k].star > 2) {
+      if (e->idx[k].star > ETL_INDEX_DATA) {
         rd_fail(r, "star flag not 0, 1 or 2");
         return;
       }
-      if (!e->idx[k].star)
+      if (e->idx[k].star == ETL_INDEX_EXPR)
         rd_expr(r, &e->idx[k].idx, m->n_dims, n_vars);
     }
   }

@@ -74,7 +74,7 @@ typedef struct etl_event_meta {
 } etl_event_meta;
 
 typedef struct etl_index_meta {
-  uint32_t star;
+  uint32_t star; /* enum etl_index_kind */
   etl_expr idx;
 } etl_index_meta;
 

@@ -137,7 +137,7 @@ static int shape_elems(const int64_t *shape, uint32_t rank, uint64_t cap, uint64
  * star components (last fastest). Returns 0 after the last one. */
 static int next_star_element(const etl_edge_meta *edge, const int64_t *shape, int64_t *idx) {
   for (int k = (int)edge->n - 1; k >= 0; --k) {
-    if (!edge->idx[k].star)
+    if (edge->idx[k].star == ETL_INDEX_EXPR)
       continue;
     if (++idx[k] < shape[k])
       return 1;
@@ -156,7 +156,7 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
   int64_t idx[ETL_MAX_RANK];
   char err[160];
   for (uint32_t k = 0; k < edge->n; ++k) {
-    if (edge->idx[k].star == 2) { /* reads tensor data: the device checks it */
+    if (edge->idx[k].star == ETL_INDEX_DATA) { /* reads tensor data: the device checks it */
       if (!counts)
         return ETL_SUCCESS;
       /* A notify whose target is read from data: one token on every element
@@ -164,7 +164,7 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
          (lower_kernel.cpp, emit_data_notify_release). */
       uint64_t numel = 1;
       for (uint32_t d = 0; d < edge->n; ++d) {
-        if (edge->idx[d].star == 1)
+        if (edge->idx[d].star == ETL_INDEX_STAR)
           return etl_error(ETL_ERROR_INVALID_ARTIFACT,
                            "group '%s' %s event '%s' with `*` beside an index that reads data",
                            m->groups[g].name, kind, ev->name);
@@ -179,7 +179,7 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
       }
       return ETL_SUCCESS;
     }
-    if (edge->idx[k].star) {
+    if (edge->idx[k].star == ETL_INDEX_STAR) {
       if (shape[k] == 0)
         return ETL_SUCCESS; /* no elements */
       idx[k] = 0;
@@ -226,9 +226,9 @@ static uint32_t edge_pending(const etl_meta *m, const etl_plan *p, uint32_t g,
   int64_t idx[ETL_MAX_RANK];
   char err[160];
   for (uint32_t k = 0; k < edge->n; ++k) {
-    if (edge->idx[k].star == 2)
+    if (edge->idx[k].star == ETL_INDEX_DATA)
       return 0; /* never in a dynamic group (etlc rejects it) */
-    if (edge->idx[k].star) {
+    if (edge->idx[k].star == ETL_INDEX_STAR) {
       if (shape[k] == 0)
         return 0;
       idx[k] = 0;

@@ -1,12 +1,14 @@
 // Tests of the driver (driver/pipeline.h) as `etlc compile` runs it: exit
 // codes, dumps, nothing written on failure, and artifacts the runtime runs.
 #include "driver/pipeline.h"
+#include "target/target.h"
 
 #include <etl/etl.h>
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +42,34 @@ std::string write(const fs::path &p, const std::string &text) {
 }
 
 const std::string kRowsum = std::string(ETL_SOURCE_DIR) + "/examples/rowsum/rowsum.etl";
+
+TEST_CASE("etlc --version names the artifact format the runtime reads") {
+  const std::string want = "artifact format " + std::to_string(etlArtifactVersion()) + ",";
+  CHECK(version_text().find(want) != std::string::npos);
+  // The etlc binary prints the same line.
+  std::string cmd = std::string(ETL_ETLC_PATH) + " --version 2>&1";
+  FILE *f = popen(cmd.c_str(), "r");
+  REQUIRE(f);
+  std::string out;
+  char buf[256];
+  while (size_t n = fread(buf, 1, sizeof buf, f))
+    out.append(buf, n);
+  CHECK(pclose(f) == 0);
+  CHECK(out == version_text() + "\n");
+  CHECK(out.find(want) != std::string::npos);
+}
+
+TEST_CASE("--target's help and validation list every target of targets.def") {
+  for (const TargetDesc &t : all_targets())
+    CHECK(target_help().find(t.name) != std::string::npos);
+  CompileOptions o;
+  o.input = kRowsum;
+  o.emit = "taskgraph";
+  o.targets = {"sm_70"};
+  Result r = run(o);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("expected " + target_names()) != std::string::npos);
+}
 
 TEST_CASE("etlc writes an artifact that the runtime runs on sim") {
   CompileOptions o;

@@ -1,15 +1,19 @@
-//===- tests/unit/lower/backend_test.cpp - The back end on hand-built ASTs -===//
+//===- tests/unit/lower/backend_test.cpp - The back end on the examples ---===//
 //
-// What this covers: run_backend on the rowsum and softmax kernels built as
-// sema would annotate them: the LLVM IR verifies (run_backend verifies before
-// codegen), the PTX for sm_80/sm_90 assembles with ptxas, and the sim shared
-// object computes the right numbers when run in-process on several CTAs
-// (exercising masking, reductions, broadcasts, loops and the event protocol).
+// What this covers: run_backend on examples/rowsum and examples/softmax with
+// their tile constants changed, each built through the real front half
+// (parse, inline, sema, taskgraph, schedule): the LLVM IR verifies
+// (run_backend verifies before code generation), the PTX for sm_80/sm_90
+// assembles with ptxas, and the sim shared object computes the right numbers
+// when run in-process on several CTAs (exercising masking, reductions,
+// broadcasts, loops and the event protocol).
 //
 //===----------------------------------------------------------------------===//
+#include "driver/pipeline.h"
 #include "lower/backend.h"
+#include "target/target.h"
 
-#include "ast_builder.h"
+#include "etl_abi.h"
 #include "sim_harness.h"
 
 #include <doctest/doctest.h>
@@ -64,16 +68,47 @@ void check_ptx(const BackendResult &r) {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// examples/NAME/NAME.etl with `const C = ...;` set to each given value,
+/// through the front half of the pipeline; the Compilation holds the checked
+/// program and its task graph.
+std::unique_ptr<Compilation> front(const std::string &name,
+                                   const std::vector<std::pair<std::string, int64_t>> &consts) {
+  std::string path = std::string(ETL_SOURCE_DIR) + "/examples/" + name + "/" + name + ".etl";
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_MESSAGE(!text.empty(), "cannot read " << path);
+  for (const auto &[c, v] : consts) {
+    size_t at = text.find("const " + c + " = ");
+    REQUIRE(at != std::string::npos);
+    size_t end = text.find(';', at);
+    text.replace(at, end - at, "const " + c + " = " + std::to_string(v));
+  }
+  auto c = std::make_unique<Compilation>();
+  c->file = c->sm.add(name + ".etl", text);
+  bool ok = compile_front(*c);
+  INFO(c->diag.render());
+  REQUIRE(ok);
+  return c;
+}
+
+BackendResult backend(const Compilation &c, const std::vector<std::string> &targets,
+                      const BackendOptions &opts) {
+  return run_backend(*c.program, c.program->kernels[0], c.graph, targets, opts);
+}
+
+/// The first program slot: the dims, then the tensors, then the events.
+constexpr unsigned P = ETL_SLOT_FIRST_PROGRAM;
+
 } // namespace
 
 TEST_CASE("backend: rowsum lowers to verified IR, PTX and a sim object") {
-  auto p = rowsum_program(16, 128);
+  auto c = front("rowsum", {{"TM", 16}, {"TN", 128}});
   BackendOptions opts;
-  BackendResult r = run_backend_from_ast(*p, p->kernels[0], {"sm_90", "sm_80", "sim"}, opts);
+  BackendResult r = backend(*c, {"sm_90", "sm_80", "sim"}, opts);
   INFO(r.error);
   REQUIRE(r.ok);
   CHECK(r.threads_per_cta == 128);
-  CHECK(r.smem_bytes >= 16 + 16 * 128 * 4);
+  CHECK(r.smem_bytes >= kSmemHeaderBytes + 16 * 128 * 4);
   CHECK(r.outputs.size() == 3);
   check_ptx(r);
   const TargetOutput *sim = find(r, "sim");
@@ -86,8 +121,8 @@ TEST_CASE("backend: rowsum lowers to verified IR, PTX and a sim object") {
 }
 
 TEST_CASE("backend: softmax lowers to verified IR and PTX") {
-  auto p = softmax_program(4, 128);
-  BackendResult r = run_backend_from_ast(*p, p->kernels[0], {"sm_90", "sm_80"}, BackendOptions{});
+  auto c = front("softmax", {{"TB", 4}, {"TN", 128}});
+  BackendResult r = backend(*c, {"sm_90", "sm_80"}, BackendOptions{});
   INFO(r.error);
   REQUIRE(r.ok);
   check_ptx(r);
@@ -97,10 +132,10 @@ TEST_CASE("backend: softmax lowers to verified IR and PTX") {
 TEST_CASE("backend: rowsum on sim computes y = sum(x, axis=1)") {
   const int64_t TM = 4, TN = 8, M = 10, N = 21;
   const unsigned T = 8, CTAS = 3;
-  auto p = rowsum_program(TM, TN);
+  auto c = front("rowsum", {{"TM", TM}, {"TN", TN}});
   BackendOptions opts;
   opts.threads_per_cta = T;
-  BackendResult r = run_backend_from_ast(*p, p->kernels[0], {"sim"}, opts);
+  BackendResult r = backend(*c, {"sim"}, opts);
   INFO(r.error);
   REQUIRE(r.ok);
 
@@ -109,14 +144,14 @@ TEST_CASE("backend: rowsum on sim computes y = sum(x, axis=1)") {
     x[size_t(i)] = float((i * 7) % 13) - 3.f;
   std::vector<uint32_t> events(size_t(cdiv(M, TM)), uint32_t(cdiv(N, TN)));
   SimLaunch launch({{0, uint32_t(cdiv(M, TM) * cdiv(N, TN))}, {1, uint32_t(cdiv(M, TM))}}, CTAS);
-  uint64_t args[14] = {};
+  uint64_t args[P + 6] = {};
   launch.fill(args, events.data());
-  args[8] = uint64_t(M);
-  args[9] = uint64_t(N);
-  args[10] = uint64_t(uintptr_t(x.data()));
-  args[11] = uint64_t(uintptr_t(y.data()));
-  args[12] = uint64_t(uintptr_t(part.data()));
-  args[13] = 0; // E's offset in the counter array
+  args[P] = uint64_t(M);
+  args[P + 1] = uint64_t(N);
+  args[P + 2] = uint64_t(uintptr_t(x.data()));
+  args[P + 3] = uint64_t(uintptr_t(y.data()));
+  args[P + 4] = uint64_t(uintptr_t(part.data()));
+  args[P + 5] = 0; // E's offset in the counter array
   SimState st;
   st.buffers = {{reinterpret_cast<const char *>(x.data()), x.size() * 4},
                 {reinterpret_cast<const char *>(y.data()), y.size() * 4},
@@ -138,10 +173,10 @@ TEST_CASE("backend: rowsum on sim computes y = sum(x, axis=1)") {
 TEST_CASE("backend: softmax on sim matches a reference") {
   const int64_t TB = 2, TN = 8, B = 5, N = 19;
   const unsigned T = 4, CTAS = 2;
-  auto p = softmax_program(TB, TN);
+  auto c = front("softmax", {{"TB", TB}, {"TN", TN}});
   BackendOptions opts;
   opts.threads_per_cta = T;
-  BackendResult r = run_backend_from_ast(*p, p->kernels[0], {"sim"}, opts);
+  BackendResult r = backend(*c, {"sim"}, opts);
   INFO(r.error);
   REQUIRE(r.ok);
 
@@ -151,15 +186,15 @@ TEST_CASE("backend: softmax on sim matches a reference") {
     x[size_t(i)] = float((i * 5) % 11) * 0.25f - 1.f;
   std::vector<uint32_t> events(size_t(cdiv(B, TB)), 1u);
   SimLaunch launch({{0, uint32_t(cdiv(B, TB))}, {1, uint32_t(cdiv(B, TB) * cdiv(N, TN))}}, CTAS);
-  uint64_t args[15] = {};
+  uint64_t args[P + 7] = {};
   launch.fill(args, events.data());
-  args[8] = uint64_t(B);
-  args[9] = uint64_t(N);
-  args[10] = uint64_t(uintptr_t(x.data()));
-  args[11] = uint64_t(uintptr_t(y.data()));
-  args[12] = uint64_t(uintptr_t(rmax.data()));
-  args[13] = uint64_t(uintptr_t(rsum.data()));
-  args[14] = 0;
+  args[P] = uint64_t(B);
+  args[P + 1] = uint64_t(N);
+  args[P + 2] = uint64_t(uintptr_t(x.data()));
+  args[P + 3] = uint64_t(uintptr_t(y.data()));
+  args[P + 4] = uint64_t(uintptr_t(rmax.data()));
+  args[P + 5] = uint64_t(uintptr_t(rsum.data()));
+  args[P + 6] = 0;
   SimState st;
   st.buffers = {{reinterpret_cast<const char *>(x.data()), x.size() * 4},
                 {reinterpret_cast<const char *>(y.data()), y.size() * 4},
@@ -183,23 +218,23 @@ TEST_CASE("backend: softmax on sim matches a reference") {
 
 TEST_CASE("backend: the abort flag stops a CTA stuck in a wait") {
   const unsigned T = 2;
-  auto p = rowsum_program(4, 8);
+  auto c = front("rowsum", {{"TM", 4}, {"TN", 8}});
   BackendOptions opts;
   opts.threads_per_cta = T;
-  BackendResult r = run_backend_from_ast(*p, p->kernels[0], {"sim"}, opts);
+  BackendResult r = backend(*c, {"sim"}, opts);
   REQUIRE(r.ok);
   // Only `final` tasks in the queue: their event never reaches zero.
   std::vector<float> x(16), y(4), part(8);
   std::vector<uint32_t> events(1, 1u);
   SimLaunch launch({{1, 1}}, 1);
   uint32_t &abort_flag = launch.abort_flag();
-  uint64_t args[14] = {};
+  uint64_t args[P + 6] = {};
   launch.fill(args, events.data());
-  args[8] = 4;
-  args[9] = 4;
-  args[10] = uint64_t(uintptr_t(x.data()));
-  args[11] = uint64_t(uintptr_t(y.data()));
-  args[12] = uint64_t(uintptr_t(part.data()));
+  args[P] = 4;
+  args[P + 1] = 4;
+  args[P + 2] = uint64_t(uintptr_t(x.data()));
+  args[P + 3] = uint64_t(uintptr_t(y.data()));
+  args[P + 4] = uint64_t(uintptr_t(part.data()));
   SimState st;
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -212,11 +247,14 @@ TEST_CASE("backend: the abort flag stops a CTA stuck in a wait") {
 }
 
 TEST_CASE("backend: unknown targets and bad options are reported, not crashed on") {
-  auto p = rowsum_program(16, 128);
-  BackendResult r = run_backend_from_ast(*p, p->kernels[0], {"sm_99x"}, BackendOptions{});
+  auto c = front("rowsum", {{"TM", 16}, {"TN", 128}});
+  BackendResult r = backend(*c, {"sm_99x"}, BackendOptions{});
   CHECK_FALSE(r.ok);
   CHECK(r.error.find("sm_99x") != std::string::npos);
+  // The message lists every target of target/targets.def.
+  for (const TargetDesc &t : all_targets())
+    CHECK(r.error.find(t.name) != std::string::npos);
   BackendOptions bad;
   bad.threads_per_cta = 0;
-  CHECK_FALSE(run_backend_from_ast(*p, p->kernels[0], {"sim"}, bad).ok);
+  CHECK_FALSE(backend(*c, {"sim"}, bad).ok);
 }

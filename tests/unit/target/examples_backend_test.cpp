@@ -1,4 +1,4 @@
-//===- tests/unit/codegen/examples_backend_test.cpp - Examples end to end -===//
+//===- tests/unit/target/examples_backend_test.cpp - Examples end to end -===//
 //
 // What this covers: examples/rowsum, examples/softmax and tile_ops.etl (every
 // compute tile op) through the real frontend, sema and task graph, then the
@@ -160,7 +160,7 @@ TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
 }
 
 TEST_CASE("examples: the compute tile ops compile for sm_90, sm_80 and sim, PTX assembles") {
-  auto c = compile_example("tests/unit/codegen/tile_ops.etl", {"sm_90", "sm_80", "sim"});
+  auto c = compile_example("tests/unit/target/tile_ops.etl", {"sm_90", "sm_80", "sim"});
   INFO(c->result.error);
   REQUIRE(c->result.ok);
   CHECK(c->result.outputs.size() == 3);

@@ -1,4 +1,4 @@
-//===- codegen/optimize.cpp - Verification and the optimisation pipeline --===//
+//===- target/optimize.cpp - Verification and the optimisation pipeline --===//
 //
 // What this owns: module verification before any code generation (an LLVM
 // fatal error would kill etlc) and the standard new-pass-manager pipeline
@@ -6,7 +6,7 @@
 // and the one-time registration of the LLVM targets the back end uses.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/optimize.h"
+#include "target/optimize.h"
 
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>

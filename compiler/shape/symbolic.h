@@ -1,4 +1,4 @@
-//===- sema/symbolic.h - Symbolic dimension expressions -------------------===//
+//===- shape/symbolic.h - Symbolic dimension expressions -------------------===//
 //
 // What this owns: the normal form of integer expressions over symbolic
 // dimensions (`M`, `N`), task indices and loop variables, and the small

@@ -1,7 +1,7 @@
-//===- tests/unit/codegen/event_protocol_ptx_test.cpp - The PTX event protocol//
+//===- tests/unit/target/event_protocol_ptx_test.cpp - The PTX event protocol//
 //
 // What this pins: the memory ordering of notify and wait in the PTX etlc
-// emits, so that a refactor of codegen/nvptx.cpp or lower/ cannot weaken it
+// emits, so that a refactor of target/nvptx.cpp or lower/ cannot weaken it
 // without a failing test. Every example and every runtime test program is
 // compiled for sm_90 (as `etlc compile --emit=ptx --target sm_90` does) and
 // its kernel read with ptx_cfg.h. An event counter access is a memory access

@@ -1,4 +1,4 @@
-//===- codegen/optimize.h - Verification and the optimisation pipeline ----===//
+//===- target/optimize.h - Verification and the optimisation pipeline ----===//
 #pragma once
 
 #include <llvm/IR/Module.h>

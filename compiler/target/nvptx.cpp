@@ -1,18 +1,18 @@
-//===- codegen/nvptx.cpp - The NVPTX machine ------------------------------===//
+//===- target/nvptx.cpp - The NVPTX machine ------------------------------===//
 //
 // What this owns: the Machine for NVIDIA GPUs (sm_80, sm_90, ...): NVVM
 // intrinsics for tid/ctaid/bar.sync, one static addrspace(3) shared array
 // (`__etl_smem`, sized after lowering), inline PTX for what LLVM 16 NVPTX
 // cannot select or silently weakens (release atomics, acquire loads,
-// fence.acq_rel.gpu, nanosleep; see ARCHITECTURE.md "Toolchain facts") and
+// fence.acq_rel.gpu, nanosleep; see docs/ARCHITECTURE.md, "Toolchain facts") and
 // for the timeline's %globaltimer/%smid, approximate NVVM math (never
 // llvm.exp & co., which NVPTX cannot select),
 // `nvvm.annotations` kernel metadata, and PTX emission through a
 // TargetMachine for nvptx64-nvidia-cuda with "+ptx78".
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/optimize.h"
-#include "lower/machine.h"
+#include "target/machine.h"
+#include "target/optimize.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Constants.h>
@@ -206,8 +206,9 @@ std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &
     error = "LLVM has no NVPTX target: " + err;
     return nullptr;
   }
-  if (sm != "sm_80" && sm != "sm_86" && sm != "sm_89" && sm != "sm_90") {
-    error = "unsupported GPU target '" + sm + "' (LLVM 16: sm_80, sm_86, sm_89, sm_90)";
+  const TargetDesc *desc = find_target(sm);
+  if (!desc || desc->kind != TargetKind::Nvptx) {
+    error = "unsupported GPU target '" + sm + "' (expected one of " + target_names() + ")";
     return nullptr;
   }
   llvm::TargetOptions opts;

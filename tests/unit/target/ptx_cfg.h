@@ -1,4 +1,4 @@
-//===- tests/unit/codegen/ptx_cfg.h - Just enough PTX to check orderings --===//
+//===- tests/unit/target/ptx_cfg.h - Just enough PTX to check orderings --===//
 //
 // What this owns: a small reader for the PTX etlc emits (one `.entry`, LLVM
 // NVPTX's layout: one instruction per `;`, labels `$L__BB0_n:`, `@%p bra`),

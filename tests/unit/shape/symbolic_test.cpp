@@ -1,5 +1,5 @@
-// Unit tests for sema/symbolic: normal form, printing, facts and the prover.
-#include "sema/symbolic.h"
+// Unit tests for shape/symbolic: normal form, printing, facts and the prover.
+#include "shape/symbolic.h"
 
 #include <doctest/doctest.h>
 

@@ -1,17 +1,19 @@
-//===- lower/machine.h - What the lowering needs from a target ------------===//
+//===- target/machine.h - What the lowering needs from a target ------------===//
 //
 // What this owns: the small abstract machine the target-neutral lowering
 // (lower/*.cpp) emits against, in the style of Triton's TargetInfo / Halide's
 // CodeGen_GPU_Dev. A tile program becomes SIMT code over the threads of one
 // CTA; everything that differs between a real GPU and the CPU simulator sits
 // behind this interface:
-//   codegen/nvptx.cpp  NVVM intrinsics, addrspace(3) shared memory, inline PTX
+//   target/nvptx.cpp  NVVM intrinsics, addrspace(3) shared memory, inline PTX
 //                      for acquire/release atomics, fences and nanosleep;
-//   codegen/sim.cpp    calls through the runtime's `etl_sim_ops` table.
+//   target/sim.cpp    calls through the runtime's `etl_sim_ops` table.
 // Pointers handed to and returned from the machine are generic (addrspace 0).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "target/target.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -91,10 +93,14 @@ public:
   virtual bool emit(llvm::Module &m, std::string &code, std::string &error) = 0;
 };
 
-/// codegen/nvptx.cpp: `sm` is "sm_80", "sm_90", ... Null with `error` set if
-/// LLVM lacks the NVPTX target.
+/// The machine for `t` (target/targets.def). Null with `error` set if LLVM
+/// cannot provide it.
+std::unique_ptr<Machine> make_machine(const TargetDesc &t, std::string &error);
+
+/// target/nvptx.cpp: `sm` is an Nvptx target's name ("sm_80", "sm_90", ...).
+/// Null with `error` set if LLVM lacks the NVPTX target.
 std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &error);
-/// codegen/sim.cpp: x86-64 host code calling the simulator's ops table.
+/// target/sim.cpp: x86-64 host code calling the simulator's ops table.
 std::unique_ptr<Machine> make_sim_machine(std::string &error);
 
 } // namespace etl

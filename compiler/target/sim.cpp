@@ -1,4 +1,4 @@
-//===- codegen/sim.cpp - The CPU-simulator machine ------------------------===//
+//===- target/sim.cpp - The CPU-simulator machine ------------------------===//
 //
 // What this owns: the Machine for the `sim` target. Every machine operation
 // loads the function pointer at its field position in the `etl_sim_ops` table
@@ -10,8 +10,8 @@
 // linked by the system C compiler into a shared object (`cc -shared ... -lm`).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/optimize.h"
-#include "lower/machine.h"
+#include "target/machine.h"
+#include "target/optimize.h"
 
 #include "etl_abi.h"
 

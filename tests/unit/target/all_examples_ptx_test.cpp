@@ -1,4 +1,4 @@
-//===- tests/unit/codegen/all_examples_ptx_test.cpp - Every example's PTX -===//
+//===- tests/unit/target/all_examples_ptx_test.cpp - Every example's PTX -===//
 //
 // Every program under examples/ (examples/NAME/NAME.etl), compiled by the
 // driver exactly as `etlc compile --emit=ptx` does (imports resolved), for

@@ -1,4 +1,4 @@
-//===- tests/unit/codegen/ptx_cfg.cpp - Just enough PTX to check orderings ===//
+//===- tests/unit/target/ptx_cfg.cpp - Just enough PTX to check orderings ===//
 //
 // The reader declared in ptx_cfg.h: tokenises the kernel body, splits it into
 // basic blocks at labels and after branches/returns, links the edges, and

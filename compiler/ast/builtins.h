@@ -1,0 +1,34 @@
+//===- ast/builtins.h - The builtin functions, from builtins.def ----------===//
+//
+// What this owns: the Builtin enum (one value per line of ast/builtins.def)
+// and the lookups between an enum value and its spelling. Sema stores the
+// builtin a call resolves to in Expr::builtin; later stages switch on it and
+// never compare callee names.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace etl {
+
+enum class Builtin {
+  None, ///< not a builtin (before sema, or an unknown function)
+#define ETL_BUILTIN(E, NAME, WHAT) E,
+#include "ast/builtins.def"
+};
+
+/// The builtin spelled `name`, or Builtin::None.
+Builtin find_builtin(const std::string &name);
+/// The spelling of `b` ("" for None).
+const char *builtin_name(Builtin b);
+/// Every builtin's spelling, in builtins.def order (for "did you mean").
+const std::vector<std::string> &builtin_names();
+/// cdiv, min and max: with two index arguments they compute an index (and
+/// may appear in shapes, ranges and event indices).
+inline bool is_index_fn(Builtin b) {
+  return b == Builtin::Cdiv || b == Builtin::Min || b == Builtin::Max;
+}
+
+} // namespace etl

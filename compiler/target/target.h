@@ -1,0 +1,43 @@
+//===- target/target.h - What the compiler knows about each target --------===//
+//
+// What this owns: the target descriptions, read from target/targets.def: the
+// names `--target` accepts, each one's kind (the CPU simulator or PTX through
+// LLVM's NVPTX backend) and its static shared-memory budget, plus the size of
+// the shared-memory header every megakernel reserves. Sema sizes `dot`'s
+// scratch against these numbers, the back end checks each kernel against
+// them, and the driver validates `--target` and prints `--help` from the
+// same table. No LLVM here: sema reads it without the code generators.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace etl {
+
+enum class TargetKind { Sim, Nvptx };
+
+struct TargetDesc {
+  const char *name; ///< "sim", "sm_90", ...
+  TargetKind kind;
+  unsigned smem_limit; ///< static shared memory per CTA in bytes; 0: no limit
+  const char *what;    ///< one line for --help
+};
+
+/// Bytes at the start of every megakernel's shared memory that the lowering
+/// keeps for itself (the task header, lower/lowerer.h); the scratch area
+/// that `dot` and reductions use follows it.
+constexpr unsigned kSmemHeaderBytes = 32;
+
+/// Every target, in targets.def order.
+const std::vector<TargetDesc> &all_targets();
+/// The target named `name`, or null.
+const TargetDesc *find_target(const std::string &name);
+/// "sim, sm_80, sm_86, sm_89 or sm_90": the names for messages and --help.
+std::string target_names();
+/// The smallest non-zero smem_limit over every target: what a program must
+/// fit, since one checked program is compiled for any set of targets.
+unsigned portable_smem_limit();
+
+} // namespace etl
