@@ -3,11 +3,9 @@
  * The device table etl_device_sim (device.h): memory is host memory, so
  * device pointers are host pointers and plain host arrays may be bound.
  *
- * The "sim" code section is an ELF shared object. etl_elf_check (elf.c)
- * checks the image first; it is then written to a memfd (kept open while
- * the program lives, so its /proc/self/fd name stays unique) and dlopen'ed;
- * the runtime stores its etl_sim_ops table in the object's
- * ETL_SIM_OPS_SYMBOL.
+ * Loading the "sim" code section (an ELF shared object) is sim_load.c's;
+ * the race check and the profile counters hook in from sim_race.c and
+ * sim_profile.c.
  *
  * A launch runs num_ctas = sim_workers CTAs, one pthread each. A CTA's
  * threads are ucontext fibers scheduled round-robin by that pthread; a fiber
@@ -34,6 +32,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "sim_load.h"
 #include "sim_profile.h"
 #include "sim_race.h"
 
@@ -64,117 +63,13 @@ void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_
                                      size_t *size_old);
 #endif
 
-/*===-- Loading ------------------------------------------------------------===*/
+/*===-- Loading (sim_load.c) ----------------------------------------------===*/
 
 static const etl_sim_ops sim_ops_table;
 
-/* What a loaded program keeps: the dlopen handle, the memfd behind it
- * (-1 when a temporary file was used and removed) and the entry point. */
-typedef struct sim_program {
-  void *handle;
-  int fd;
-  void (*entry)(uint64_t *);
-} sim_program;
+static etlStatus sim_program_load(etl_program *p) { return etl_sim_load(p, &sim_ops_table); }
 
-static etlStatus sim_program_load(etl_program *p) {
-  const etl_code_section *code = NULL;
-  for (uint32_t i = 0; i < p->art.n_code; ++i)
-    if (strcmp(p->art.code[i].target, "sim") == 0)
-      code = &p->art.code[i];
-  if (!code) {
-    char have[256] = "";
-    size_t len = 0;
-    for (uint32_t i = 0; i < p->art.n_code && len < sizeof have; ++i)
-      len += (size_t)snprintf(have + len, sizeof have - len, "%s%s", i ? ", " : "",
-                              p->art.code[i].target);
-    return etl_error(ETL_ERROR_NOT_FOUND,
-                     "artifact has no code for target 'sim' (it has: %s); compile with "
-                     "--target=sim",
-                     len ? have : "none");
-  }
-  char err[256];
-  if (etl_elf_check(code->data, code->size, err, sizeof err) != 0)
-    return etl_error(ETL_ERROR_INVALID_ARTIFACT,
-                     "sim: the 'sim' code section (%llu bytes) is "
-                     "not a loadable shared object: %s",
-                     (unsigned long long)code->size, err);
-  sim_program *sp = calloc(1, sizeof *sp);
-  if (!sp)
-    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
-  int fd = memfd_create("etl-sim-kernel", MFD_CLOEXEC);
-  char path[4096];
-  if (fd >= 0) {
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  } else {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/etl-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    fd = mkstemp(path);
-    if (fd < 0) {
-      free(sp);
-      return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot create a file for the "
-                                                "kernel object");
-    }
-  }
-  const uint8_t *d = code->data;
-  uint64_t left = code->size;
-  while (left > 0) {
-    ssize_t w = write(fd, d, left);
-    if (w <= 0) {
-      close(fd);
-      if (path[0] == '/' && strncmp(path, "/proc/", 6) != 0)
-        unlink(path);
-      free(sp);
-      return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot write the kernel object");
-    }
-    d += w;
-    left -= (uint64_t)w;
-  }
-  dlerror();
-  void *h = dlopen(path, RTLD_LOCAL | RTLD_NOW);
-  if (strncmp(path, "/proc/", 6) != 0) {
-    unlink(path); /* the mapping stays valid */
-    close(fd);
-    fd = -1;
-  }
-  if (!h) {
-    const char *e = dlerror();
-    if (fd >= 0)
-      close(fd);
-    free(sp);
-    return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: cannot load the kernel object: %s",
-                     e ? e : "unknown dlopen error");
-  }
-  void *entry = dlsym(h, ETL_KERNEL_ENTRY);
-  void *ops = dlsym(h, ETL_SIM_OPS_SYMBOL);
-  if (!entry || !ops) {
-    dlclose(h);
-    if (fd >= 0)
-      close(fd);
-    free(sp);
-    return etl_error(ETL_ERROR_LAUNCH_FAILED, "sim: kernel object does not export '%s'",
-                     !entry ? ETL_KERNEL_ENTRY : ETL_SIM_OPS_SYMBOL);
-  }
-  *(const etl_sim_ops **)ops = &sim_ops_table;
-  sp->handle = h;
-  sp->fd = fd;
-  /* POSIX leaves object-to-function pointer conversion to the platform;
-     dlsym's contract makes it valid here. */
-  memcpy(&sp->entry, &entry, sizeof entry);
-  p->state = sp;
-  return ETL_SUCCESS;
-}
-
-static void sim_program_unload(etl_program *p) {
-  sim_program *sp = p->state;
-  if (!sp)
-    return;
-  if (sp->handle)
-    dlclose(sp->handle);
-  if (sp->fd >= 0)
-    close(sp->fd);
-  free(sp);
-  p->state = NULL;
-}
+static void sim_program_unload(etl_program *p) { etl_sim_unload(p); }
 
 /*===-- Launch state -------------------------------------------------------===*/
 
@@ -629,7 +524,7 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
   const etl_meta *m = &p->art.meta;
   sim_run r;
   memset(&r, 0, sizeof r);
-  r.entry = ((sim_program *)p->state)->entry;
+  r.entry = etl_sim_entry(p);
   r.plan = plan;
   r.meta = m;
   r.args = (uint64_t *)(uintptr_t)plan->args_dptr;
