@@ -5,7 +5,7 @@
 #                         etlc for sm_90 and sim, run their C hosts (GPU when
 #                         present, else sim); each checks its results
 #   scripts/etl.sh test   set up, run every test: ctest on build/, the VS Code
-#                         grammar test, then the sanitizer builds:
+#                         extension test, then the sanitizer builds:
 #                         build-asan/ (address,undefined: runtime + compiler) and
 #                         build-tsan/ (thread: runtime only)
 #
@@ -117,8 +117,8 @@ cmd_test() {
   fi
   log "ctest: build/"
   run_ctest build
-  log "VS Code grammar test"
-  run_program "VS Code grammar test (tests/editor)" tests/editor/run.sh
+  log "VS Code extension test"
+  run_program "VS Code extension test (tests/editor)" tests/editor/run.sh
 
   if [[ ${ETL_SKIP_SANITIZERS:-0} == 1 ]]; then
     echo "sanitizer builds skipped (ETL_SKIP_SANITIZERS=1)"

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# run.sh — runs the VS Code grammar test (grammar.test.js beside this file).
-# Installs the extension's pinned npm dev dependencies (package-lock.json) into
-# editors/vscode/node_modules first when they are missing or stale.
+# run.sh — runs the VS Code extension tests beside this file:
+# grammar.test.js (colouring: golden, keywords, builtins, keyword arguments,
+# every example/stdlib/golden program) and extension.test.js (manifest,
+# snippets, task provider, problem matcher against etlc, `vsce package`).
+# Installs the extension's pinned npm dev dependencies (package-lock.json)
+# into editors/vscode/node_modules first when they are missing or stale:
+# install scripts are not run and optional native packages (keytar, the
+# vsce-sign binaries, used only for publishing and signing) are left out.
+# etlc: $ETLC, else build/compiler/etlc (without it the etlc checks print
+# why they skip). Arguments go to grammar.test.js (e.g. --update).
 # Exit 77 (skipped) when node or npm is not installed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -19,6 +26,11 @@ done
 stamp=$ext/node_modules/.package-lock.json
 if [[ ! -f $stamp || $ext/package-lock.json -nt $stamp ]]; then
   echo "editor test: installing npm dependencies into editors/vscode/node_modules"
-  (cd "$ext" && npm ci --no-audit --no-fund --loglevel=error)
+  (cd "$ext" && npm ci --no-audit --no-fund --ignore-scripts --omit=optional --prefer-offline --loglevel=error)
 fi
-exec node "$root/tests/editor/grammar.test.js" "$@"
+status=0
+node "$root/tests/editor/grammar.test.js" "$@" || status=1
+if [[ " $* " != *" --update "* ]]; then
+  node "$root/tests/editor/extension.test.js" || status=1
+fi
+exit $status
