@@ -333,12 +333,15 @@ llvm::Function *Lowerer::lower_expander(int g) {
     llvm::Value *events = arg_slot_ptr(ETL_SLOT_EVENTS);
     llvm::Value *delta = b.CreateSub(n, b.getInt32(1));
     for (const EventUse &use : gp.notifies)
-      for_each_event_element(use, [&](llvm::Value *off) {
-        llvm::Value *old = m.atomic_add_acq_rel(b, b.CreateGEP(i32, events, off), delta);
-        llvm::Value *rel = b.CreateSub(off, arg_slot_i64(event_slot(use.event)));
-        if_then(b.CreateICmpEQ(b.CreateAdd(old, delta), b.getInt32(0)),
-                [&] { emit_fire(use.event, rel); });
-      });
+      for_each_event_element(
+          use,
+          [&](llvm::Value *off) {
+            llvm::Value *old = m.atomic_add_acq_rel(b, b.CreateGEP(i32, events, off), delta);
+            llvm::Value *rel = b.CreateSub(off, arg_slot_i64(event_slot(use.event)));
+            if_then(b.CreateICmpEQ(b.CreateAdd(old, delta), b.getInt32(0)),
+                    [&] { emit_fire(use.event, rel); });
+          },
+          /*notify=*/true);
     // Push the tasks (ids after the expanders, over the largest domain).
     llvm::Value *base = b.CreateAdd(
         b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + g))),
@@ -372,21 +375,26 @@ llvm::Value *Lowerer::all_waits_ready(const GroupPlan &gp) {
   // earlier wait may be what makes a later index's tensor data ready.
   for (const EventUse &use : gp.waits)
     if_then(b.CreateLoad(i1, ok), [&] {
-      for_each_event_element(use, [&](llvm::Value *off) {
-        llvm::Value *v = m.load_acquire(b, b.CreateGEP(i32, events, off));
-        if_then(b.CreateICmpNE(v, b.getInt32(0)), [&] { b.CreateStore(b.getFalse(), ok); });
-      });
+      for_each_event_element(
+          use,
+          [&](llvm::Value *off) {
+            llvm::Value *v = m.load_acquire(b, b.CreateGEP(i32, events, off));
+            if_then(b.CreateICmpNE(v, b.getInt32(0)), [&] { b.CreateStore(b.getFalse(), ok); });
+          },
+          /*notify=*/false);
     });
   llvm::Value *aborted = b.CreateICmpNE(
       b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort))), b.getInt32(0));
   return b.CreateAnd(b.CreateLoad(i1, ok), b.CreateNot(aborted));
 }
 
-void Lowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent) {
+void Lowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent,
+                               bool notify) {
   auto word = [&](unsigned w) {
     return b.CreateGEP(i32, arg_slot_ptr(ETL_SLOT_ERROR), b.getInt64(w));
   };
-  llvm::Value *old = m.atomic_cas(b, word(ETL_ERR_SET), b.getInt32(0), b.getInt32(1));
+  llvm::Value *old = m.atomic_cas(b, word(ETL_ERR_SET), b.getInt32(0),
+                                  b.getInt32(notify ? ETL_ERR_SET_NOTIFY : ETL_ERR_SET_WAIT));
   if_then(b.CreateICmpEQ(old, b.getInt32(0)), [&] {
     b.CreateStore(b.getInt32(uint32_t(cur_group)), word(ETL_ERR_GROUP));
     b.CreateStore(cur_lin ? cur_lin : b.getInt32(0), word(ETL_ERR_LINEAR));

@@ -341,7 +341,7 @@ void Lowerer::timeline_mark(bool start) {
 }
 
 void Lowerer::for_each_event_element(const EventUse &use,
-                                     const std::function<void(llvm::Value *)> &f) {
+                                     const std::function<void(llvm::Value *)> &f, bool notify) {
   const KernelDecl &k = *plan.kernel;
   if (use.event < 0 || size_t(use.event) >= k.events.size())
     throw LowerError("edge names an unknown event");
@@ -364,7 +364,7 @@ void Lowerer::for_each_event_element(const EventUse &use,
       llvm::Value *v = index(*use.idx[d]);
       llvm::Value *ok =
           b.CreateAnd(b.CreateICmpSGE(v, b.getInt64(0)), b.CreateICmpSLT(v, shape[d]));
-      if_then(b.CreateNot(ok), [&] { emit_index_error(use.event, d, v, shape[d]); });
+      if_then(b.CreateNot(ok), [&] { emit_index_error(use.event, d, v, shape[d], notify); });
       if_then(ok, [&] { rec(d + 1, b.CreateAdd(scaled, v)); });
     } else if (use.idx[d]) {
       rec(d + 1, b.CreateAdd(scaled, index(*use.idx[d])));
@@ -400,16 +400,19 @@ void Lowerer::emit_data_notify_release(const GroupPlan &gp) {
                      [](const Expr *x) { return x && x->reads_data; }))
       continue;
     if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
-      for_each_event_element(use, [&](llvm::Value *target) {
-        llvm::Value *numel = b.getInt64(1);
-        for (const ExprPtr &d : plan.kernel->events[size_t(use.event)].shape)
-          numel = b.CreateMul(numel, index(*d));
-        llvm::Value *base = arg_slot_i64(event_slot(use.event));
-        for_range(b.getInt64(0), numel, b.getInt64(1), [&](llvm::Value *x) {
-          llvm::Value *off = b.CreateAdd(base, x);
-          if_then(b.CreateICmpNE(off, target), [&] { notify_element(use.event, off); });
-        });
-      });
+      for_each_event_element(
+          use,
+          [&](llvm::Value *target) {
+            llvm::Value *numel = b.getInt64(1);
+            for (const ExprPtr &d : plan.kernel->events[size_t(use.event)].shape)
+              numel = b.CreateMul(numel, index(*d));
+            llvm::Value *base = arg_slot_i64(event_slot(use.event));
+            for_range(b.getInt64(0), numel, b.getInt64(1), [&](llvm::Value *x) {
+              llvm::Value *off = b.CreateAdd(base, x);
+              if_then(b.CreateICmpNE(off, target), [&] { notify_element(use.event, off); });
+            });
+          },
+          /*notify=*/true);
     });
   }
 }
@@ -421,34 +424,37 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
     if (!wait)
       m.fence(b);
     for (const EventUse &use : wait ? gp.waits : gp.notifies) {
-      for_each_event_element(use, [&](llvm::Value *off) {
-        llvm::Value *p = b.CreateGEP(i32, events, off);
-        if (!wait) {
-          notify_element(use.event, off);
-          return;
-        }
-        // while (load_acquire(p) != 0) { if (abort) { flag; break; } pause; }
-        auto *head = llvm::BasicBlock::Create(ctx, "wait.head", fn);
-        auto *body = llvm::BasicBlock::Create(ctx, "wait.spin", fn);
-        auto *abort_bb = llvm::BasicBlock::Create(ctx, "wait.abort", fn);
-        auto *pause = llvm::BasicBlock::Create(ctx, "wait.pause", fn);
-        auto *done = llvm::BasicBlock::Create(ctx, "wait.done", fn);
-        b.CreateBr(head);
-        b.SetInsertPoint(head);
-        llvm::Value *v = m.load_acquire(b, p);
-        b.CreateCondBr(b.CreateICmpEQ(v, b.getInt32(0)), done, body);
-        b.SetInsertPoint(body);
-        llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
-        ab->setVolatile(true);
-        b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), abort_bb, pause);
-        b.SetInsertPoint(abort_bb);
-        b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
-        b.CreateBr(done);
-        b.SetInsertPoint(pause);
-        m.spin_pause(b);
-        b.CreateBr(head);
-        b.SetInsertPoint(done);
-      });
+      for_each_event_element(
+          use,
+          [&](llvm::Value *off) {
+            llvm::Value *p = b.CreateGEP(i32, events, off);
+            if (!wait) {
+              notify_element(use.event, off);
+              return;
+            }
+            // while (load_acquire(p) != 0) { if (abort) { flag; break; } pause; }
+            auto *head = llvm::BasicBlock::Create(ctx, "wait.head", fn);
+            auto *body = llvm::BasicBlock::Create(ctx, "wait.spin", fn);
+            auto *abort_bb = llvm::BasicBlock::Create(ctx, "wait.abort", fn);
+            auto *pause = llvm::BasicBlock::Create(ctx, "wait.pause", fn);
+            auto *done = llvm::BasicBlock::Create(ctx, "wait.done", fn);
+            b.CreateBr(head);
+            b.SetInsertPoint(head);
+            llvm::Value *v = m.load_acquire(b, p);
+            b.CreateCondBr(b.CreateICmpEQ(v, b.getInt32(0)), done, body);
+            b.SetInsertPoint(body);
+            llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
+            ab->setVolatile(true);
+            b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), abort_bb, pause);
+            b.SetInsertPoint(abort_bb);
+            b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
+            b.CreateBr(done);
+            b.SetInsertPoint(pause);
+            m.spin_pause(b);
+            b.CreateBr(head);
+            b.SetInsertPoint(done);
+          },
+          /*notify=*/!wait);
     }
   });
 }

@@ -133,7 +133,10 @@ private:
   void timeline_mark(bool start);
   /// Offset (i64) of each element of `use` in the counter array; calls `f`
   /// for each one (loops over `*` components).
-  void for_each_event_element(const EventUse &use, const std::function<void(llvm::Value *)> &f);
+  /// `notify`: the elements are notified (names the clause in the error
+  /// record of a data-dependent index out of range).
+  void for_each_event_element(const EventUse &use, const std::function<void(llvm::Value *)> &f,
+                              bool notify);
   void lower_stmts(const std::vector<StmtPtr> &body);
   void lower_stmt(const Stmt &s);
 
@@ -179,7 +182,8 @@ private:
   /// Thread 0: an event index that reads data is outside [0, extent): fill
   /// the error record (args[ETL_SLOT_ERROR], first writer wins), raise the
   /// abort flag and this CTA's shared abort word.
-  void emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent);
+  void emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent,
+                        bool notify);
   int cur_group = -1;             ///< the group being lowered (error record)
   llvm::Value *cur_lin = nullptr; ///< its task's linear index (i32)
 

@@ -114,6 +114,12 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     if (!adopt_float_literal(a, *e.args[0], b, e.range) ||
         !adopt_float_literal(b, *e.args[1], a, e.range))
       return set(e, Type());
+    for (const Type *t : {&a, &b})
+      if (t->kind != TypeKind::Index && t->elem == ElemType::Bool) {
+        diag_.error(DiagId::TileOpUnsupported, e.range,
+                    {f, describe(*t) + "; on bool tiles write a || b (max) or a && b (min)"});
+        return set(e, Type());
+      }
     auto r = arith(a, b, BinOp::Add, e.range);
     return set(e, r ? *r : Type());
   }
@@ -141,6 +147,8 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
         diag_.error(DiagId::ExpectedIndex, pad->value->range, {describe(p)});
         return set(e, Type());
       }
+      if (float_into_int(p, tile_type(s.elem, s.tile_shape), pad->value->range))
+        return set(e, Type());
     }
     if (!check_mask(e, s.tile_shape))
       return set(e, Type());
@@ -191,6 +199,10 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
         diag_.error(DiagId::ExpectedIndex, e.args[0]->range, {describe(v)});
         return set(e, Type());
       }
+      if (e.type_arg &&
+          float_into_int(v, tile_type(*e.type_arg, shape ? *shape : std::vector<int64_t>{}),
+                         e.args[0]->range))
+        return set(e, Type());
     }
     if (!shape)
       return set(e, Type());
@@ -238,6 +250,8 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     bool expand = fn == Builtin::Expand;
     auto axis = axis_arg(e, expand ? rank + 1 : rank, rank);
     if (!axis)
+      return set(e, Type());
+    if (!expand && !scratch_fits(f, v, e.range))
       return set(e, Type());
     std::vector<int64_t> shape = v.tile_shape;
     if (expand) {
@@ -348,6 +362,8 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
     auto axis = axis_arg(e, rank, rank);
     if (!axis)
       return Type();
+    if (!scratch_fits(f, *v, e.range))
+      return Type();
     if (fn == Builtin::Cumsum) {
       if (v->elem == ElemType::Bool) {
         diag_.error(DiagId::TileOpUnsupported, e.range,
@@ -372,6 +388,8 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
       diag_.error(DiagId::TransposeRank, e.args[0]->range, {describe(*v)});
       return Type();
     }
+    if (!scratch_fits(f, *v, e.range))
+      return Type();
     return tile_type(v->elem, {v->tile_shape[1], v->tile_shape[0]});
   }
   if (fn == Builtin::Reshape) { // reshape(t, d0, d1, ...): same elements, row-major

@@ -289,6 +289,30 @@ bool Checker::adopt_float_literal(Type &lit, const Expr &lit_expr, const Type &o
   return true;
 }
 
+/// A float value (a float literal, `inf`, a float const) where an integer
+/// tile is made (full<i32>, pad of an i32 load): reported, true.
+bool Checker::float_into_int(const Type &v, const Type &target, SourceRange r) {
+  if (v.kind != TypeKind::Scalar || !is_float(v.elem) || is_float(target.elem))
+    return false;
+  diag_.error(DiagId::FloatLiteralWithInt, r, {describe(target)});
+  return true;
+}
+
+/// An op that re-lays tile `v` out through the shared scratch area
+/// (reductions, scans, argmax, transpose: lower/lowerer.h) fits the
+/// smallest target's budget; else reported at the op, false.
+bool Checker::scratch_fits(const std::string &op, const Type &v, SourceRange r) {
+  int64_t n = 1;
+  for (int64_t d : v.tile_shape)
+    n *= d;
+  int64_t bytes = n * (v.elem == ElemType::I64 ? 8 : 4);
+  if (bytes <= dot_scratch_limit())
+    return true;
+  diag_.error(DiagId::ScratchTooLarge, r,
+              {op, describe(v), std::to_string(bytes), std::to_string(dot_scratch_limit())});
+  return false;
+}
+
 /// Element-wise arithmetic of tiles and scalars. Integer indices and
 /// literals mixed with float values take the float's type.
 std::optional<Type> Checker::arith(Type a, Type b, BinOp op, SourceRange r) {

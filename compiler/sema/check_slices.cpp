@@ -57,7 +57,12 @@ Type Checker::check_slice(Expr &e) {
     }
     Sym ext = c.plus_extent ? *hi : *hi - *lo;
     auto n = ext.as_constant();
-    if (!n || *n <= 0) {
+    if (n && *n <= 0) {
+      diag_.error(DiagId::SliceExtentNotPositive, c.range, {ext.str()});
+      ok = false;
+      continue;
+    }
+    if (!n) {
       diag_.error(DiagId::SliceExtentNotConstant, c.range, {ext.str()});
       ok = false;
       continue;

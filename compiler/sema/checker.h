@@ -190,6 +190,8 @@ private:
   /// Element-wise arithmetic of tiles and scalars. Integer indices and
   /// literals mixed with float values take the float's type.
   std::optional<Type> arith(Type a, Type b, BinOp op, SourceRange r);
+  bool float_into_int(const Type &v, const Type &target, SourceRange r);
+  bool scratch_fits(const std::string &op, const Type &v, SourceRange r);
 
   //===-- Slices ---------------------------------------------------------===//
 

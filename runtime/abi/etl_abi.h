@@ -196,9 +196,9 @@ enum {
 
 /* The device error record (args[ETL_SLOT_ERROR]), zeroed before each launch.
  * A task that finds an event index read from tensor data outside the
- * event's extent claims it (compare-and-swap of SET from 0 to 1: the first
- * writer wins), fills the other words, and raises the abort flag; the
- * runtime turns it into the etlRun error message. */
+ * event's extent claims it (compare-and-swap of SET from 0 to ETL_ERR_SET_WAIT or _NOTIFY: the
+ * first writer wins), fills the other words, and raises the abort flag; the runtime turns it into
+ * the etlRun error message. */
 enum {
   ETL_ERR_SET = 0,
   ETL_ERR_GROUP = 1,
@@ -210,6 +210,8 @@ enum {
   ETL_ERR_EXTENT = 7, /* the event's extent along DIM (low 32 bits) */
   ETL_ERR_WORDS = 8
 };
+/* What ETL_ERR_SET holds once claimed: which clause's index was out of range. */
+enum { ETL_ERR_SET_WAIT = 1, ETL_ERR_SET_NOTIFY = 2 };
 
 /* The timeline (args[ETL_SLOT_TIMELINE] != 0): an array of records, one per
  * static-queue entry, indexed by the entry's queue position p (the index of

@@ -92,9 +92,10 @@ static etlStatus device_error(etl_program *p, const etl_plan *pl, const uint32_t
   int64_t v = (int64_t)(((uint64_t)rec[ETL_ERR_VALUE_HI] << 32) | rec[ETL_ERR_VALUE_LO]);
   const char *ev = rec[ETL_ERR_EVENT] < m->n_events ? m->events[rec[ETL_ERR_EVENT]].name : "?";
   return etl_error(ETL_ERROR_BINDING,
-                   "etlRun: task %s waits on event '%s' at index %lld along dimension %u, "
+                   "etlRun: task %s %s event '%s' at index %lld along dimension %u, "
                    "outside [0, %u): the index is read from tensor data",
-                   task, ev, (long long)v, rec[ETL_ERR_DIM], rec[ETL_ERR_EXTENT]);
+                   task, rec[ETL_ERR_SET] == ETL_ERR_SET_NOTIFY ? "notifies" : "waits on", ev,
+                   (long long)v, rec[ETL_ERR_DIM], rec[ETL_ERR_EXTENT]);
 }
 
 /* Zeroed device memory for one launch's timeline records. */

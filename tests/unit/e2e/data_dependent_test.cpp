@@ -126,6 +126,42 @@ TEST_CASE("data-dependent wait: evaluated after the earlier waits, range-checked
   etlProgramDestroy(prog);
 }
 
+TEST_CASE("data-dependent notify out of range: the error names the notify, not a wait") {
+  const char *src = R"(
+kernel dn<N: dim>(dst: tensor<i32>[N], x: tensor<f32>[N], z: tensor<f32>[N]) {
+  event E[N];
+  task scatter[i in 0 .. N] notifies E[dst[i]] {
+    store(z[i .. +1], load(x[i .. +1]));
+  }
+  task after[i in 0 .. 1] waits E[*] {
+    store(x[0 .. +1], zeros<f32>[1]);
+  }
+}
+)";
+  std::string err;
+  std::string path = compile_sim(src, "notify_range", err);
+  INFO(err);
+  REQUIRE(!path.empty());
+  Ctx c(2, 5000);
+  etlProgram prog = nullptr;
+  REQUIRE(etlProgramLoadFile(c.ctx, path.c_str(), &prog) == ETL_SUCCESS);
+  const int64_t N = 6;
+  std::vector<float> x(N, 1.f), z(N, 0.f);
+  std::vector<int32_t> dst = {0, 1, 2, 3, 4, 5};
+  dst[3] = 17;
+  int64_t sn[1] = {N};
+  REQUIRE(etlBindDim(prog, "N", N) == ETL_SUCCESS);
+  REQUIRE(etlBindTensor(prog, "dst", dst.data(), ETL_I32, 1, sn) == ETL_SUCCESS);
+  REQUIRE(etlBindTensor(prog, "x", x.data(), ETL_F32, 1, sn) == ETL_SUCCESS);
+  REQUIRE(etlBindTensor(prog, "z", z.data(), ETL_F32, 1, sn) == ETL_SUCCESS);
+  CHECK(etlRun(prog) == ETL_ERROR_BINDING);
+  std::string msg = etlGetLastErrorMessage();
+  INFO(msg);
+  CHECK(msg.find("task scatter[3] notifies event 'E' at index 17") != std::string::npos);
+  CHECK(msg.find("waits") == std::string::npos);
+  etlProgramDestroy(prog);
+}
+
 TEST_CASE(
     "a cycle through data compiles, ends in the watchdog's report, and the context lives on") {
   std::string err;
