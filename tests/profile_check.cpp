@@ -38,6 +38,22 @@ void check_global(const llvm::json::Object *g, const std::string &where) {
     fail(where + ": more bytes requested than the sectors hold");
 }
 
+void check_shared(const llvm::json::Object *g, const std::string &where) {
+  if (!g)
+    return fail(where + ": no \"shared\" object");
+  for (const char *k : {"requests", "bytes_requested", "wavefronts"})
+    if (!g->getInteger(k) || *g->getInteger(k) < 0)
+      return fail(where + ": \"" + k + "\" is not a non-negative integer");
+  for (const char *k : {"bank_conflict_factor", "lane_utilization"})
+    if (!g->getNumber(k))
+      return fail(where + ": \"" + k + "\" is not a number");
+  int64_t req = *g->getInteger("requests"), wf = *g->getInteger("wavefronts");
+  if (req && (wf < req || wf > 64 * req))
+    fail(where + ": wavefronts outside [requests, 64 * requests]");
+  if (*g->getNumber("lane_utilization") > 1.0)
+    fail(where + ": lane utilisation above 1");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -61,6 +77,7 @@ int main(int argc, char **argv) {
       if (!root->getInteger(k))
         fail(std::string("\"") + k + "\" missing");
     check_global(root->getObject("global"), "launch");
+    check_shared(root->getObject("shared"), "launch");
     const llvm::json::Array *groups = root->getArray("groups");
     if (!groups || groups->empty())
       fail("no groups");
@@ -71,6 +88,7 @@ int main(int argc, char **argv) {
         return fail(where + ": no name"), 1;
       where = "group '" + g->getString("name")->str() + "'";
       check_global(g->getObject("global"), where);
+      check_shared(g->getObject("shared"), where);
       const llvm::json::Object *sync = g->getObject("sync");
       for (const char *k : {"barriers", "atomics", "fences", "spin_iterations", "wait_ns", "tasks"})
         if (!sync || !sync->getInteger(k))
@@ -84,8 +102,12 @@ int main(int argc, char **argv) {
         if (!so || !so->getString("site") || !so->getString("kind") ||
             (so->getString("kind") != "load" && so->getString("kind") != "store"))
           fail(sw + ": no site/kind");
-        else
+        else if (so->getString("space") == "shared")
+          check_shared(so->getObject("shared"), sw);
+        else if (so->getString("space") == "global")
           check_global(so->getObject("global"), sw);
+        else
+          fail(sw + ": \"space\" is neither global nor shared");
       }
     }
   }

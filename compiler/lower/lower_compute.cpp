@@ -135,8 +135,7 @@ TileVal Lowerer::cumsum(const TileVal &v, int axis) {
       // Element e sums e - j*st for j = 0 .. ca.
       llvm::Value *base = b.CreateSub(e, b.CreateMul(ca, b.getInt64(st)));
       for_range(b.getInt64(0), b.CreateAdd(ca, b.getInt64(1)), b.getInt64(1), [&](llvm::Value *j) {
-        llvm::Value *x =
-            b.CreateLoad(ty, scratch_ptr(b.CreateAdd(base, b.CreateMul(j, b.getInt64(st)))));
+        llvm::Value *x = scratch_load(ty, b.CreateAdd(base, b.CreateMul(j, b.getInt64(st))));
         llvm::Value *s = b.CreateLoad(ty, acc);
         b.CreateStore(fl ? b.CreateFAdd(s, x) : b.CreateAdd(s, x), acc);
       });
@@ -187,11 +186,10 @@ TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
           if (int(d) != axis)
             base = b.CreateAdd(base, b.CreateMul(c[o++], b.getInt64(stride[d])));
       }
-      b.CreateStore(b.CreateLoad(ty, scratch_ptr(base)), best);
+      b.CreateStore(scratch_load(ty, base), best);
       for_range(
           b.getInt64(1), b.getInt64(v.shape[size_t(axis)]), b.getInt64(1), [&](llvm::Value *j) {
-            llvm::Value *x =
-                b.CreateLoad(ty, scratch_ptr(b.CreateAdd(base, b.CreateMul(j, b.getInt64(st)))));
+            llvm::Value *x = scratch_load(ty, b.CreateAdd(base, b.CreateMul(j, b.getInt64(st))));
             llvm::Value *cur = b.CreateLoad(ty, best);
             // Strict comparison: the first extremum wins ties.
             llvm::Value *better = fl ? (is_max ? b.CreateFCmpOGT(x, cur) : b.CreateFCmpOLT(x, cur))
@@ -227,7 +225,7 @@ TileVal Lowerer::transpose(const TileVal &v) {
       std::vector<llvm::Value *> c = coords(elem_index(k), r.shape);
       // r[i, j] = v[j, i], v row-major with v.shape[1] columns.
       llvm::Value *src = b.CreateAdd(b.CreateMul(c[1], b.getInt64(v.shape[1])), c[0]);
-      b.CreateStore(b.CreateLoad(ty, scratch_ptr(src)), tmp);
+      b.CreateStore(scratch_load(ty, src), tmp);
     };
     if (llvm::Value *alive = elem_alive(k, r.numel()))
       if_then(alive, read);
@@ -260,9 +258,8 @@ TileVal Lowerer::dot(const TileVal &a, const TileVal &c) {
       llvm::Value *arow = b.CreateMul(row, b.getInt64(K));
       llvm::Value *bcol = b.CreateAdd(col, b.getInt64(boff));
       for_range(b.getInt64(0), b.getInt64(K), b.getInt64(1), [&](llvm::Value *kk) {
-        llvm::Value *x = b.CreateLoad(f32, scratch_ptr(b.CreateAdd(arow, kk)));
-        llvm::Value *y =
-            b.CreateLoad(f32, scratch_ptr(b.CreateAdd(bcol, b.CreateMul(kk, b.getInt64(N)))));
+        llvm::Value *x = scratch_load(f32, b.CreateAdd(arow, kk));
+        llvm::Value *y = scratch_load(f32, b.CreateAdd(bcol, b.CreateMul(kk, b.getInt64(N))));
         b.CreateStore(b.CreateFAdd(b.CreateLoad(f32, acc), b.CreateFMul(x, y)), acc);
       });
     };

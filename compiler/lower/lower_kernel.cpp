@@ -110,6 +110,18 @@ llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem, unsigned bytes) {
   return b.CreateGEP(b.getInt8Ty(), smem, off);
 }
 
+llvm::Value *Lowerer::scratch_load(llvm::Type *ty, llvm::Value *elem, unsigned bytes) {
+  llvm::Value *p = scratch_ptr(elem, bytes);
+  m.shared_access(b, p, unsigned(ty->getPrimitiveSizeInBits() / 8), false);
+  return b.CreateLoad(ty, p);
+}
+
+void Lowerer::scratch_store(llvm::Value *v, llvm::Value *elem, unsigned bytes) {
+  llvm::Value *p = scratch_ptr(elem, bytes);
+  m.shared_access(b, p, unsigned(v->getType()->getPrimitiveSizeInBits() / 8), true);
+  b.CreateStore(v, p);
+}
+
 void Lowerer::note_scratch(int64_t numel) {
   if (numel > max_scratch_elems)
     max_scratch_elems = numel;
@@ -126,7 +138,7 @@ void Lowerer::spill_to_scratch(const TileVal &v, int64_t at) {
       llvm::Value *e = elem_index(k);
       if (at)
         e = b.CreateAdd(e, b.getInt64(at));
-      b.CreateStore(v.regs[k], scratch_ptr(e, bytes));
+      scratch_store(v.regs[k], e, bytes);
     };
     if (alive)
       if_then(alive, write);

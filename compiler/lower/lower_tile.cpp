@@ -154,7 +154,7 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
         llvm::Value *cd = v.shape[d] == 1 ? b.getInt64(0) : c[d + off];
         lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(v.shape[d])), cd);
       }
-      b.CreateStore(b.CreateLoad(ty, scratch_ptr(lin, scratch_bytes(v.elem))), tmp);
+      b.CreateStore(scratch_load(ty, lin, scratch_bytes(v.elem)), tmp);
     };
     if (alive)
       if_then(alive, read);
@@ -223,7 +223,7 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, Builtin op) {
       for_range(
           b.getInt64(0), b.getInt64(v.shape[size_t(axis)]), b.getInt64(1), [&](llvm::Value *j) {
             llvm::Value *lin = b.CreateAdd(base, b.CreateMul(j, b.getInt64(stride[size_t(axis)])));
-            llvm::Value *x = b.CreateLoad(ty, scratch_ptr(lin, scratch_bytes(v.elem)));
+            llvm::Value *x = scratch_load(ty, lin, scratch_bytes(v.elem));
             b.CreateStore(combine(b.CreateLoad(ty, acc), x), acc);
           });
     };

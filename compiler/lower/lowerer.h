@@ -245,6 +245,10 @@ public:
   unsigned regs_for(int64_t numel) const { return unsigned((numel + T - 1) / T); }
   /// Scratch address of element `elem_index` of a tile of `bytes`-wide registers.
   llvm::Value *scratch_ptr(llvm::Value *elem_index, unsigned bytes = 4);
+  /// A load or store of scratch element `elem_index` (through
+  /// Machine::shared_access, so the sim profile counts it).
+  llvm::Value *scratch_load(llvm::Type *ty, llvm::Value *elem_index, unsigned bytes = 4);
+  void scratch_store(llvm::Value *v, llvm::Value *elem_index, unsigned bytes = 4);
   /// Register width in scratch: 8 for i64 tiles, else 4.
   unsigned scratch_bytes(ElemType t) const;
   /// Reserves scratch for `numel` 4-byte words.

@@ -51,6 +51,12 @@ public:
   virtual llvm::Value *cta_id(Builder &b) = 0;    ///< i32
   /// bar.sync 0 over the CTA; every thread must reach it.
   virtual void barrier(Builder &b) = 0;
+  /// Before a load or store of `bytes` at `ptr` in shared memory (the
+  /// scratch area): sim reports it to its profile counters; a GPU does
+  /// nothing (Nsight Compute counts there).
+  virtual void shared_access(Builder &b, llvm::Value *ptr, unsigned bytes, bool store) {
+    (void)b, (void)ptr, (void)bytes, (void)store;
+  }
   /// This CTA's shared memory, a generic pointer to `smem_bytes` bytes.
   virtual llvm::Value *shared_base(Builder &b) = 0;
 

@@ -70,6 +70,9 @@ public:
   llvm::Value *thread_id(Builder &b) override { return call(b, kOp_tid, b.getInt32Ty(), {}); }
   llvm::Value *cta_id(Builder &b) override { return call(b, kOp_ctaid, b.getInt32Ty(), {}); }
   void barrier(Builder &b) override { call(b, kOp_barrier, b.getVoidTy(), {}); }
+  void shared_access(Builder &b, llvm::Value *p, unsigned bytes, bool store) override {
+    call(b, kOp_shared_access, b.getVoidTy(), {p, b.getInt64(bytes), b.getInt32(store ? 1 : 0)});
+  }
   llvm::Value *shared_base(Builder &b) override {
     return call(b, kOp_shared_base, b.getPtrTy(), {});
   }

@@ -40,7 +40,7 @@ extern "C" {
  *                     whose kernel entry is ETL_KERNEL_ENTRY.
  */
 #define ETL_ARTIFACT_MAGIC "ETLB"
-#define ETL_ARTIFACT_VERSION 3u
+#define ETL_ARTIFACT_VERSION 4u
 
 typedef struct etl_artifact_header {
   char magic[4];      /* "ETLB" */
@@ -281,7 +281,9 @@ typedef struct etl_timeline_record {
   X(atomic_add_acq_rel, uint32_t, /* returns the old value */                                      \
     (uint32_t * ptr, uint32_t value))                                                              \
   X(atomic_cas, uint32_t, /* acq_rel compare-and-swap; returns the old value */                    \
-    (uint32_t * ptr, uint32_t expected, uint32_t desired))
+    (uint32_t * ptr, uint32_t expected, uint32_t desired))                                         \
+  X(shared_access, void, /* before a scratch (shared memory) access; profile only */               \
+    (const void *ptr, uint64_t bytes, uint32_t is_store))
 
 /* In C++ every field defaults to null, so a host table written as a
  * positional initializer before an op was appended stays warning-free

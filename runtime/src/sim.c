@@ -297,6 +297,14 @@ static void op_barrier(void) {
 
 static void *op_shared_base(void) { return tls_cta->smem; }
 
+static void op_shared_access(const void *ptr, uint64_t bytes, uint32_t is_store) {
+  sim_cta *c = tls_cta;
+  if (c->run->prof)
+    etl_profile_shared(c->run->prof, c->cta, c->cur->tid, c->cur->prof_group,
+                       (uintptr_t)__builtin_return_address(0),
+                       (uint64_t)((const char *)ptr - (const char *)c->smem), bytes, (int)is_store);
+}
+
 static void current_task(sim_cta *c, char *buf, size_t n) {
   if (!atomic_load_explicit(&c->in_task, memory_order_relaxed)) {
     snprintf(buf, n, "<no task>");

@@ -93,6 +93,9 @@ typedef struct prof_request {
   uint64_t site;
   uint32_t group;
   int is_store;
+  int shared;       /* a shared-memory request: words, not sectors */
+  uint32_t n_words; /* shared: distinct 4-byte words (offset / 4) */
+  uint32_t words[64];
   uint32_t lanes; /* mask */
   uint64_t bytes; /* distinct bytes: lanes reading one address (a broadcast) count once */
   uint32_t n_addrs;
@@ -104,8 +107,8 @@ typedef struct prof_request {
 typedef struct prof_site {
   uint64_t site;
   uint32_t group;
-  int is_store;
-  uint64_t requests, lanes, bytes, sectors;
+  int is_store, shared;
+  uint64_t requests, lanes, bytes, sectors, wavefronts;
 } prof_site;
 
 typedef struct prof_cta {
@@ -192,8 +195,9 @@ void etl_profile_count(etl_profile *p, uint32_t cta, uint32_t group, int event, 
     p->ctas[cta].events[group_slot(p, group) * ETL_PROF_EVENTS + (uint32_t)event] += n;
 }
 
-void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
-                        uint64_t addr, uint64_t bytes, int is_store) {
+/* One lane's access: into the warp-level request of its (site, instance). */
+static void record(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
+                   uint64_t addr, uint64_t bytes, int is_store, int shared) {
   if (cta >= p->num_ctas || bytes == 0)
     return;
   prof_cta *c = &p->ctas[cta];
@@ -209,7 +213,8 @@ void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t gro
     c->next_instance[ii] = 0;
   uint32_t inst = c->next_instance[ii]++;
   /* the warp-level request it belongs to */
-  uint32_t ri = ptab_get(&c->open, site, tid / 32, inst, (uint32_t)c->n_requests, &fresh);
+  uint32_t ri = ptab_get(&c->open, site, tid / 32 + ((uint64_t)shared << 32), inst,
+                         (uint32_t)c->n_requests, &fresh);
   if (ri == UINT32_MAX ||
       reserve((void **)&c->requests, &c->cap_requests, (size_t)ri + 1, sizeof(prof_request))) {
     p->oom = 1;
@@ -222,6 +227,7 @@ void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t gro
     r->site = site;
     r->group = group;
     r->is_store = is_store;
+    r->shared = shared;
   }
   r->lanes |= 1u << (tid % 32);
   uint32_t k = 0;
@@ -231,6 +237,16 @@ void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t gro
     r->bytes += bytes;
     if (r->n_addrs < 32)
       r->addrs[r->n_addrs++] = addr;
+  }
+  if (shared) {
+    for (uint64_t w = addr / 4; w <= (addr + bytes - 1) / 4; ++w) {
+      uint32_t k2 = 0;
+      while (k2 < r->n_words && r->words[k2] != (uint32_t)w)
+        ++k2;
+      if (k2 == r->n_words && r->n_words < 64)
+        r->words[r->n_words++] = (uint32_t)w;
+    }
+    return;
   }
   for (uint64_t s = addr / 32; s <= (addr + bytes - 1) / 32; ++s) {
     uint32_t k = 0;
@@ -243,6 +259,25 @@ void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t gro
   }
 }
 
+void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
+                        uint64_t addr, uint64_t bytes, int is_store) {
+  record(p, cta, tid, group, site, addr, bytes, is_store, 0);
+}
+
+void etl_profile_shared(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
+                        uint64_t offset, uint64_t bytes, int is_store) {
+  record(p, cta, tid, group, site, offset, bytes, is_store, 1);
+}
+
+/* Wavefronts of a shared request: the most distinct words one bank holds. */
+static uint32_t wavefronts(const prof_request *r) {
+  uint32_t per_bank[32] = {0}, most = 1;
+  for (uint32_t i = 0; i < r->n_words; ++i)
+    if (++per_bank[r->words[i] % 32] > most)
+      most = per_bank[r->words[i] % 32];
+  return most;
+}
+
 void etl_profile_flush(etl_profile *p, uint32_t cta) {
   if (cta >= p->num_ctas)
     return;
@@ -250,8 +285,9 @@ void etl_profile_flush(etl_profile *p, uint32_t cta) {
   for (size_t i = 0; i < c->n_requests; ++i) {
     const prof_request *r = &c->requests[i];
     int fresh;
-    uint32_t si = ptab_get(&c->site_tab, r->site, r->group, (uint64_t)r->is_store,
-                           (uint32_t)c->n_sites, &fresh);
+    uint32_t si =
+        ptab_get(&c->site_tab, r->site, r->group, (uint64_t)r->is_store | (uint64_t)r->shared << 1,
+                 (uint32_t)c->n_sites, &fresh);
     if (si == UINT32_MAX ||
         reserve((void **)&c->sites, &c->cap_sites, (size_t)si + 1, sizeof(prof_site))) {
       p->oom = 1;
@@ -263,11 +299,14 @@ void etl_profile_flush(etl_profile *p, uint32_t cta) {
       s->site = r->site;
       s->group = r->group;
       s->is_store = r->is_store;
+      s->shared = r->shared;
     }
     s->requests++;
     s->lanes += (uint64_t)__builtin_popcount(r->lanes);
     s->bytes += r->bytes;
     s->sectors += r->n_sectors;
+    if (r->shared)
+      s->wavefronts += wavefronts(r);
   }
   c->n_requests = 0;
   ptab_clear(&c->open);
@@ -276,8 +315,10 @@ void etl_profile_flush(etl_profile *p, uint32_t cta) {
 
 /*===-- Output ---------------------------------------------------------------===*/
 
+static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
 typedef struct totals {
-  uint64_t requests, lanes, bytes, sectors;
+  uint64_t requests, lanes, bytes, sectors, wavefronts;
 } totals;
 
 static void add(totals *t, const prof_site *s) {
@@ -285,9 +326,17 @@ static void add(totals *t, const prof_site *s) {
   t->lanes += s->lanes;
   t->bytes += s->bytes;
   t->sectors += s->sectors;
+  t->wavefronts += s->wavefronts;
 }
 
-static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+static void json_shared(FILE *f, const totals *t) {
+  fprintf(f,
+          "{\"requests\": %llu, \"bytes_requested\": %llu, \"wavefronts\": %llu, "
+          "\"bank_conflict_factor\": %.4f, \"lane_utilization\": %.4f}",
+          (unsigned long long)t->requests, (unsigned long long)t->bytes,
+          (unsigned long long)t->wavefronts, ratio((double)t->wavefronts, (double)t->requests),
+          ratio((double)t->lanes, 32.0 * (double)t->requests));
+}
 
 static void json_totals(FILE *f, const totals *t) {
   fprintf(f,
@@ -309,6 +358,8 @@ static int site_cmp(const void *a, const void *b) {
     return x->group < y->group ? -1 : 1;
   if (x->site != y->site)
     return x->site < y->site ? -1 : 1;
+  if (x->shared != y->shared)
+    return x->shared - y->shared;
   return x->is_store - y->is_store;
 }
 
@@ -351,6 +402,7 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
       all[m_rows - 1].lanes += all[k].lanes;
       all[m_rows - 1].bytes += all[k].bytes;
       all[m_rows - 1].sectors += all[k].sectors;
+      all[m_rows - 1].wavefronts += all[k].wavefronts;
     } else {
       all[m_rows++] = all[k];
     }
@@ -376,13 +428,17 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
     remove(tmp);
     goto done;
   }
-  totals whole = {0};
+  totals whole, whole_sh;
+  memset(&whole, 0, sizeof whole);
+  memset(&whole_sh, 0, sizeof whole_sh);
   for (size_t k = 0; k < m_rows; ++k)
-    add(&whole, &all[k]);
+    add(all[k].shared ? &whole_sh : &whole, &all[k]);
   fprintf(f, "{\n  \"schema\": \"etl-sim-profile-1\",\n  \"kernel\": \"%s\",\n", m->kernel_name);
   fprintf(f, "  \"ctas\": %u,\n  \"threads_per_cta\": %u,\n", p->num_ctas, p->tpc);
   fprintf(f, "  \"unique_dram_bytes\": %llu,\n  \"global\": ", (unsigned long long)unique);
   json_totals(f, &whole);
+  fprintf(f, ",\n  \"shared\": ");
+  json_shared(f, &whole_sh);
   fprintf(f, ",\n  \"groups\": [");
   fprintf(t, "sim profile of kernel %s: %u CTAs x %u threads; unique DRAM bytes %llu\n",
           m->kernel_name, p->num_ctas, p->tpc, (unsigned long long)unique);
@@ -390,12 +446,16 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
           "bytes", "sect/req", "effic.", "lanes");
   for (uint32_t g = 0; g < ng; ++g) {
     const char *name = g < m->n_groups ? m->groups[g].name : "(outside tasks)";
-    totals gt = {0};
+    totals gt, gs;
+    memset(&gt, 0, sizeof gt);
+    memset(&gs, 0, sizeof gs);
     for (size_t k = 0; k < m_rows; ++k)
       if (all[k].group == g || (g == m->n_groups && all[k].group >= m->n_groups))
-        add(&gt, &all[k]);
+        add(all[k].shared ? &gs : &gt, &all[k]);
     fprintf(f, "%s\n    {\"name\": \"%s\", \"global\": ", g ? "," : "", name);
     json_totals(f, &gt);
+    fprintf(f, ",\n     \"shared\": ");
+    json_shared(f, &gs);
     fprintf(f, ",\n     \"sync\": {");
     for (int e = 0; e < ETL_PROF_EVENTS; ++e)
       fprintf(f, "%s\"%s\": %llu", e ? ", " : "", event_names[e],
@@ -406,18 +466,29 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
       const prof_site *s = &all[k];
       if (!(s->group == g || (g == m->n_groups && s->group >= m->n_groups)))
         continue;
-      totals one = {s->requests, s->lanes, s->bytes, s->sectors};
-      fprintf(f,
-              "%s\n       {\"site\": \"0x%llx\", \"kind\": \"%s\", \"global\": ", first ? "" : ",",
-              (unsigned long long)(s->site - code_base), s->is_store ? "store" : "load");
-      json_totals(f, &one);
+      totals one = {s->requests, s->lanes, s->bytes, s->sectors, s->wavefronts};
+      const char *space = s->shared ? "shared" : "global";
+      fprintf(f, "%s\n       {\"site\": \"0x%llx\", \"kind\": \"%s\", \"space\": \"%s\", \"%s\": ",
+              first ? "" : ",", (unsigned long long)(s->site - code_base),
+              s->is_store ? "store" : "load", space, space);
+      if (s->shared)
+        json_shared(f, &one);
+      else
+        json_totals(f, &one);
       fprintf(f, "}");
-      fprintf(t, "%-20s %-6s 0x%-8llx %10llu %12llu %9.2f %7.1f%% %7.1f%%\n", name,
-              s->is_store ? "store" : "load", (unsigned long long)(s->site - code_base),
-              (unsigned long long)s->requests, (unsigned long long)s->bytes,
-              ratio((double)s->sectors, (double)s->requests),
-              100 * ratio((double)s->bytes, 32.0 * (double)s->sectors),
-              100 * ratio((double)s->lanes, 32.0 * (double)s->requests));
+      if (s->shared)
+        fprintf(t, "%-20s %-6s 0x%-8llx %10llu %12llu %8.2fw %8s %7.1f%%\n", name,
+                s->is_store ? "st.sh" : "ld.sh", (unsigned long long)(s->site - code_base),
+                (unsigned long long)s->requests, (unsigned long long)s->bytes,
+                ratio((double)s->wavefronts, (double)s->requests), "-",
+                100 * ratio((double)s->lanes, 32.0 * (double)s->requests));
+      else
+        fprintf(t, "%-20s %-6s 0x%-8llx %10llu %12llu %9.2f %7.1f%% %7.1f%%\n", name,
+                s->is_store ? "store" : "load", (unsigned long long)(s->site - code_base),
+                (unsigned long long)s->requests, (unsigned long long)s->bytes,
+                ratio((double)s->sectors, (double)s->requests),
+                100 * ratio((double)s->bytes, 32.0 * (double)s->sectors),
+                100 * ratio((double)s->lanes, 32.0 * (double)s->requests));
       first = 0;
     }
     fprintf(f, "]}");

@@ -12,6 +12,11 @@
  *     requested / (sectors * 32), active lanes per request (lane
  *     utilisation), and unique DRAM bytes of the launch (first touch of each
  *     sector, as if L2 held everything);
+ *   - shared memory: warp-level requests (grouped the same way) and
+ *     wavefronts, with the 32 banks x 4 bytes rule: a request needs as many
+ *     wavefronts as the most distinct 4-byte words any one bank holds among
+ *     its addresses (lanes reading one word share it: a broadcast is one);
+ *     bank-conflict factor = wavefronts / requests;
  *   - synchronisation: CTA barriers, atomics and fences (thread 0's, per
  *     task), spin-wait iterations and the time spent in them (waiting on
  *     events or for dynamic work).
@@ -48,6 +53,9 @@ void etl_profile_destroy(etl_profile *p);
 /* From CTA `cta`'s worker thread only. `group` is UINT32_MAX outside a task. */
 void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
                         uint64_t addr, uint64_t bytes, int is_store);
+/* A shared-memory access at byte `offset` of the CTA's shared memory. */
+void etl_profile_shared(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
+                        uint64_t offset, uint64_t bytes, int is_store);
 void etl_profile_count(etl_profile *p, uint32_t cta, uint32_t group, int event, uint64_t n);
 /* Closes the CTA's open warp-level requests: every lane of it met at a
  * barrier, or the CTA finished. */

@@ -184,4 +184,55 @@ kernel k<M: dim, N: dim>(x: tensor<f32>[M, N], y: tensor<f32>[M]) where M % 32 =
   }
 }
 
+TEST_CASE("profile: shared memory, a transposed read with 32-way bank conflicts and a broadcast") {
+  // transpose spills the tile row-major (lane l writes word l: one wavefront)
+  // and reads it back column-wise (lane l reads word 32 l + k: all in bank k,
+  // 32 wavefronts). The [32, 1] operand broadcast along the rows is read by
+  // all lanes of a warp at one word: one wavefront.
+  const char *src = R"(
+kernel k<N: dim>(x: tensor<f32>[32, 32], v: tensor<f32>[32], y: tensor<f32>[32, 32],
+                 z: tensor<f32>[32, 32]) {
+  task flip[u in 0 .. 1] {
+    store(y[0 .. +32, 0 .. +32], transpose(load(x[0 .. +32, 0 .. +32])));
+  }
+  task rows[u in 0 .. 1] {
+    store(z[0 .. +32, 0 .. +32], expand(load(v[0 .. +32]), axis = 1) + load(x[0 .. +32, 0 .. +32]));
+  }
+}
+)";
+  Aligned x(32 * 32), v(32), y(32 * 32), z(32 * 32);
+  std::string out = path_of("prof_shared");
+  std::string err = compile_and_run(src, "prof_shared", {{"N", 1}},
+                                    {{"x", x.p, ETL_F32, {32, 32}},
+                                     {"v", v.p, ETL_F32, {32}},
+                                     {"y", y.p, ETL_F32, {32, 32}},
+                                     {"z", z.p, ETL_F32, {32, 32}}},
+                                    false, out);
+  REQUIRE_MESSAGE(err.empty(), err);
+  llvm::json::Value doc = read_json(out);
+  auto shared_sites = [&](const char *group) {
+    std::vector<std::pair<std::string, double>> r; // kind, bank conflict factor
+    for (const llvm::json::Value &g : *doc.getAsObject()->getArray("groups")) {
+      if (g.getAsObject()->getString("name") != group)
+        continue;
+      for (const llvm::json::Value &site : *g.getAsObject()->getArray("sites"))
+        if (site.getAsObject()->getString("space") == "shared")
+          r.emplace_back(
+              site.getAsObject()->getString("kind")->str(),
+              *site.getAsObject()->getObject("shared")->getNumber("bank_conflict_factor"));
+    }
+    return r;
+  };
+  auto flip = shared_sites("flip");
+  REQUIRE(!flip.empty());
+  for (auto &[kind, factor] : flip)
+    CHECK(factor == (kind == "load" ? 32.0 : 1.0));
+  auto rows = shared_sites("rows");
+  REQUIRE(!rows.empty());
+  for (auto &[kind, factor] : rows)
+    CHECK(factor == 1.0);
+  const llvm::json::Object &shared = *doc.getAsObject()->getObject("shared");
+  CHECK(*shared.getInteger("wavefronts") > *shared.getInteger("requests"));
+}
+
 } // namespace etl
