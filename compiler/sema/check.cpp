@@ -164,6 +164,9 @@ private:
   /// The next Index expression checked is the slice argument of load/store
   /// (set by check_call, consumed by check_expr).
   bool slice_arg_ = false;
+  /// The call standing alone as an expression statement: the one place a
+  /// statement-only builtin (store) may appear.
+  const Expr *stmt_call_ = nullptr;
 
   // Scopes: a stack of maps; the bottom holds consts (and kernel names).
   std::vector<std::map<std::string, Binding>> scopes_;
@@ -686,6 +689,7 @@ private:
     case StmtKind::ExprStmt: {
       Expr &e = *s.value;
       if (e.kind == ExprKind::Call && e.name == "store") {
+        stmt_call_ = &e;
         check_value(e);
         return;
       }
@@ -1280,6 +1284,10 @@ private:
       return set(e, tile_type(s.elem, s.tile_shape));
     }
     if (f == "store") {
+      if (std::exchange(stmt_call_, nullptr) != &e) {
+        diag_.error(DiagId::StatementAsValue, e.range, {f});
+        return set(e, Type());
+      }
       if (!arity(e, 2, "2 arguments (a tensor slice and a tile)", {"mask"}))
         return set(e, Type());
       slice_arg_ = true;
