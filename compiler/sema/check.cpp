@@ -719,7 +719,21 @@ private:
   /// A value in a task body (tile, scalar, or index).
   Type check_value(Expr &e) { return check_expr(e, IndexCtx::Body); }
 
+  /// Records `t` as the type of `e`; a tile with more than kMaxTileElems
+  /// elements is reported here, at the expression that makes it.
   Type set(Expr &e, Type t) {
+    if (t.kind == TypeKind::Tile) {
+      int64_t n = 1;
+      bool overflow = false;
+      for (int64_t d : t.tile_shape)
+        overflow = overflow || __builtin_mul_overflow(n, d, &n);
+      if (overflow || n > kMaxTileElems) {
+        diag_.error(DiagId::TileTooLarge, e.range,
+                    {shape_str(t.tile_shape), overflow ? "more than 2^63" : std::to_string(n),
+                     std::to_string(kMaxTileElems)});
+        t = Type();
+      }
+    }
     e.type = t;
     return t;
   }
@@ -1597,6 +1611,12 @@ private:
   /// header (lower/lowerer.h, kSmemScratch). dot spills both operands after
   /// them, 4 bytes per element.
   static constexpr int64_t kDotScratchLimit = 48 * 1024 - 32;
+  /// The most elements a tile may have: 65536, the register file of one SM
+  /// (64K 32-bit registers on sm_80 .. sm_90). A tile lives in the registers
+  /// of its CTA's threads (lower/lowerer.h), so a larger one cannot be held by
+  /// any CTA; it would only spill, and the back end unrolls code per register
+  /// (a 2^20-element tile took it over 30 s).
+  static constexpr int64_t kMaxTileElems = 65536;
 
   Type not_in_shape(Expr &e) {
     diag_.error(DiagId::ExpectedIndex, e.range, {"a call to '" + e.name + "'"});
