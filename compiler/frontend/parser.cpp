@@ -358,11 +358,30 @@ std::unique_ptr<Program> parse_into(FileId file, const SourceManager &sm, Diag &
     return p;
   }
 
+  // Two-stage parsing: SLL prediction first, which decides `f<T>(x)` against
+  // `f < T > (x)` from local lookahead (full-context LL prediction rescans
+  // the rest of a nested expression at every level: quadratic in the depth
+  // of `cast<f32>(cast<f32>(...))`). SLL accepts every program LL accepts
+  // for this grammar except where its prediction is too weak; on any syntax
+  // error it bails out and the program is parsed again with full LL and the
+  // error reporting, so the diagnostics are LL's.
   ETLParser parser(&tokens);
   parser.removeErrorListeners();
-  parser.addErrorListener(&listener);
-  parser.setErrorHandler(std::make_shared<ErrorStrategy>(rep));
-  ETLParser::ProgramContext *tree = parser.program();
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::SLL);
+  ETLParser::ProgramContext *tree = nullptr;
+  try {
+    tree = parser.program();
+  } catch (const antlr4::ParseCancellationException &) {
+    tokens.seek(0);
+    parser.reset();
+    parser.addErrorListener(&listener);
+    parser.setErrorHandler(std::make_shared<ErrorStrategy>(rep));
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::LL);
+    tree = parser.program();
+  }
   return frontend::build_ast(tree, file, sm, diag);
 }
 } // namespace
