@@ -246,6 +246,11 @@ static void plan_release(etlContext c, etl_plan *pl, const etl_meta *m) {
 }
 
 etlStatus etlProgramLoadMemory(etlContext c, const void *data, size_t size, etlProgram *out) {
+  return etl_program_load(c, data, size, 1, out);
+}
+
+etlStatus etl_program_load(etlContext c, const void *data, size_t size, int load_code,
+                           etlProgram *out) {
   CHECK_CTX(c);
   if (!out)
     return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: prog is NULL");
@@ -268,7 +273,7 @@ etlStatus etlProgramLoadMemory(etlContext c, const void *data, size_t size, etlP
   p->tensors = calloc(m->n_tensors + 1, sizeof(etl_tensor_binding));
   if (!p->dim_values || !p->dim_bound || !p->tensors) {
     st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
-  } else {
+  } else if (load_code) {
     st = c->kind == ETL_DEVICE_CUDA ? etl_cuda_program_load(p) : etl_sim_program_load(p);
   }
   if (st) {
@@ -854,6 +859,18 @@ static etlStatus device_error(etlProgram p, const etl_plan *pl, const uint32_t *
                    "etlRun: task %s waits on event '%s' at index %lld along dimension %u, "
                    "outside [0, %u): the index is read from tensor data",
                    task, ev, (long long)v, rec[ETL_ERR_DIM], rec[ETL_ERR_EXTENT]);
+}
+
+etlStatus etl_program_prepare(etlProgram p) {
+  CHECK_PROG(p);
+  etlStatus st = validate(p);
+  if (st)
+    return st;
+  etl_plan *pl = NULL;
+  pthread_mutex_lock(&p->ctx->launch_mu);
+  st = get_plan(p, &pl);
+  pthread_mutex_unlock(&p->ctx->launch_mu);
+  return st;
 }
 
 etlStatus etlRun(etlProgram p) {

@@ -252,6 +252,15 @@ struct etlProgram_st {
 #define ETL_CTX_MAGIC 0x45544c43u
 #define ETL_PROG_MAGIC 0x45544c50u
 
+/* api.c, for the artifact fuzzer (tests/fuzz/fuzz_artifact.cpp):
+   etlProgramLoadMemory, but the device code is loaded only when `load_code`
+   is non-zero (a program loaded without it must never reach etlRun); and
+   etlRun's bind-time checks and per-shape plan (with its device memory),
+   without the launch. */
+etlStatus etl_program_load(etlContext c, const void *data, size_t size, int load_code,
+                           etlProgram *out);
+etlStatus etl_program_prepare(etlProgram p);
+
 /* sim.c */
 etlStatus etl_sim_program_load(etlProgram p);
 void etl_sim_program_unload(etlProgram p);
