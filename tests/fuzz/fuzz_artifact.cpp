@@ -21,9 +21,10 @@
 // missing tail reads as zeros.
 //
 // A binding may ask for more memory than the machine has (the runtime's
-// limits allow plans of several GiB); the runtime must then fail with
-// ETL_ERROR_OUT_OF_MEMORY, so malloc returns NULL here instead of ASan
-// aborting (allocator_may_return_null).
+// limits allow plans and buffers of several GiB); the runtime must then fail
+// with ETL_ERROR_OUT_OF_MEMORY. Here any allocation over 256 MiB returns
+// NULL (max_allocation_size_mb, allocator_may_return_null), which exercises
+// those paths and keeps the harness within libFuzzer's memory limit.
 //
 //===----------------------------------------------------------------------===//
 #include "internal.h"
@@ -61,7 +62,9 @@ etlContext context() {
 
 } // namespace
 
-extern "C" const char *__asan_default_options() { return "allocator_may_return_null=1"; }
+extern "C" const char *__asan_default_options() {
+  return "allocator_may_return_null=1:max_allocation_size_mb=256";
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<uint8_t> art(data, data + size);
