@@ -6,12 +6,15 @@
 #                         present, else sim); each checks its results
 #   scripts/etl.sh test   set up, run every test: ctest on build/, the VS Code
 #                         extension test, then the sanitizer builds:
-#                         build-asan/ (address,undefined: runtime + compiler) and
+#                         build-asan/ (address,undefined: runtime + compiler;
+#                         with clang-14, also the libFuzzer harnesses of
+#                         tests/fuzz, run briefly) and
 #                         build-tsan/ (thread: runtime only)
 #
 # Environment: ETL_JOBS (default nproc); ETL_ASAN_COMPILER=0 builds only the
 # runtime under ASan/UBSan (a full ASan build of the compiler is the slow part);
-# ETL_SKIP_SANITIZERS=1 runs only the plain build's tests (quick local loop).
+# ETL_SKIP_SANITIZERS=1 runs only the plain build's tests (quick local loop);
+# ETL_FUZZ=0 builds build-asan/ with gcc and no fuzz harnesses.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -78,10 +81,34 @@ run_program() {
   esac
 }
 
+# CMake arguments of build-asan/. ASan/UBSan builds at -O0 (Debug): at -O2
+# they compile 3-5x slower (LLVM- and ANTLR-heavy files: 17-30 s instead of
+# 6-7 s each on 2 cores), at -O0 about as fast as the plain build, which keeps
+# the compiler affordable here. With clang-14 installed the tree is built by
+# clang with libFuzzer coverage (ETL_FUZZ), which adds the harnesses of
+# tests/fuzz and their short ctest runs at no extra build tree; ETL_FUZZ=0
+# keeps gcc and no harnesses.
+asan_cmake_args() {
+  local a="-DETL_SANITIZE=address,undefined -DETL_WERROR=OFF -DCMAKE_BUILD_TYPE=Debug"
+  if [[ ${ETL_FUZZ:-1} == 1 ]] && command -v clang-14 >/dev/null && command -v clang++-14 >/dev/null; then
+    a+=" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DETL_FUZZ=ON"
+  else
+    a+=" -DCMAKE_C_COMPILER=cc -DCMAKE_CXX_COMPILER=c++ -DETL_FUZZ=OFF"
+  fi
+  echo "$a"
+}
+
 # Configures and builds a sanitizer tree through setup.sh; counts a failure.
 build_tree() {
-  local dir=$1 args=$2 t0=$SECONDS
+  local dir=$1 args=$2 t0=$SECONDS want
   log "building $dir/ ($args)"
+  # A tree configured with another compiler is rebuilt from scratch.
+  want=$(sed -nE 's/.*-DCMAKE_CXX_COMPILER=([^ ]+).*/\1/p' <<<"$args")
+  if [[ -n $want && -f $dir/CMakeCache.txt &&
+    $(basename "$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")") != "$want" ]]; then
+    echo "$dir/ was configured with another C++ compiler; starting it afresh"
+    rm -rf "$dir"
+  fi
   # The caller's ETL_CMAKE_ARGS come first; the sanitizer's own win on conflict.
   if ETL_BUILD_DIR=$dir ETL_CMAKE_ARGS="${ETL_CMAKE_ARGS:-} $args" setup; then
     echo "$dir/ built in $((SECONDS - t0)) s"
@@ -127,15 +154,19 @@ cmd_test() {
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
     export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
     # Warnings are the plain build's job: -Werror stays off under sanitizers.
-    # ASan/UBSan builds at -O0 (Debug): at -O2 they compile 3-5x slower (LLVM-
-    # and ANTLR-heavy files: 17-30 s instead of 6-7 s each on 2 cores), at -O0
-    # about as fast as the plain build, which keeps the compiler affordable here.
-    local asan_args="-DETL_SANITIZE=address,undefined -DETL_WERROR=OFF -DCMAKE_BUILD_TYPE=Debug"
+    local asan_args
+    asan_args=$(asan_cmake_args)
     if [[ ${ETL_ASAN_COMPILER:-1} == 0 ]]; then
       echo "ASan/UBSan: runtime tests only (ETL_ASAN_COMPILER=0); the compiler is not built under ASan"
       asan_args+=" -DETL_BUILD_COMPILER=OFF"
     else
       echo "ASan/UBSan: runtime and compiler tests (ETL_ASAN_COMPILER=0 builds only the runtime)"
+    fi
+    if [[ $asan_args == *-DETL_FUZZ=ON* ]]; then
+      echo "ASan/UBSan: built by clang-14 with libFuzzer coverage; the fuzz_* tests run the harnesses of tests/fuzz"
+    else
+      echo "ASan/UBSan: built by gcc; fuzz_* tests skipped ($( [[ ${ETL_FUZZ:-1} == 0 ]] && echo "ETL_FUZZ=0" || echo "clang-14 not installed"))"
+      skips+=("fuzz_* harnesses of tests/fuzz (need clang-14)")
     fi
     if build_tree build-asan "$asan_args"; then
       log "ctest: build-asan/"
@@ -157,8 +188,9 @@ cmd_test() {
 case ${1:-} in
   demo) cmd_demo ;;
   test) cmd_test ;;
+  asan-args) asan_cmake_args ;; # for scripts/fuzz.sh
   *)
-    sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     [[ ${1:-} == -h || ${1:-} == --help ]] || exit 2
     ;;
 esac

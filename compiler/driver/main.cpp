@@ -39,7 +39,10 @@ int main(int argc, char **argv) {
                "the ETL runtime needs into one artifact file (.etlb).\n\n"
                "Example:\n"
                "  etlc compile examples/rowsum/rowsum.etl -o rowsum.etlb --target sm_90,sim\n"
-               "  etlc compile examples/rowsum/rowsum.etl --emit=taskgraph\n",
+               "  etlc compile examples/rowsum/rowsum.etl --emit=taskgraph\n\n"
+               "Exit codes: 0 success; 1 the program has errors (see the diagnostics);\n"
+               "2 usage or I/O error; 3 internal compiler error (a bug in etlc: please\n"
+               "report it with the program that triggers it).\n",
                "etlc"};
   app.require_subcommand(1);
   app.set_version_flag("--version", etl::version_text());
@@ -85,5 +88,13 @@ int main(int argc, char **argv) {
     std::cerr << "etlc: error: --threads must be a multiple of 32\n";
     return 2;
   }
-  return etl::compile(opts, std::cout, std::cerr);
+  try {
+    return etl::compile(opts, std::cout, std::cerr);
+  } catch (const std::exception &e) {
+    // No stage throws on a bad program; an exception escaping one is a bug.
+    std::cerr << "etlc: internal compiler error: " << e.what() << "\n"
+              << "etlc: this is a bug in etlc, not in your program; please report this with "
+                 "the program that triggers it\n";
+    return etl::kExitInternalError;
+  }
 }

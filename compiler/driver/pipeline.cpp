@@ -231,9 +231,16 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   const KernelDecl &k = c.program->kernels[0];
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
+  if (!be.ok && be.resource_limit) {
+    err << "etlc: error: " << be.error << "\n";
+    return finish(kExitProgramError);
+  }
   if (!be.ok) {
-    err << "etlc: error: code generation failed: " << be.error << "\n";
-    return finish(2);
+    // The program passed every check, so this is a bug of the compiler.
+    err << "etlc: internal compiler error: code generation failed: " << be.error << "\n"
+        << "etlc: this is a bug in etlc, not in your program; please report this with the "
+           "program that triggers it\n";
+    return finish(kExitInternalError);
   }
   if (opts.emit == "llvm" || opts.emit == "ptx") {
     for (const TargetOutput &o : be.outputs) {

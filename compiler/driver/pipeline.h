@@ -76,10 +76,18 @@ bool compile_front(Compilation &c, const std::string &stop_after = "");
 std::string version_text();
 /// `--target`'s help, listing every target of target/targets.def.
 std::string target_help();
+/// Exit codes of `etlc` (listed in `etlc --help`).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitProgramError = 1, ///< the program has errors (diagnostics say which)
+  kExitUsage = 2,        ///< bad command line, unreadable input, unwritable output
+  /// A compiler bug: a stage failed on a program that passed the checks
+  /// before it (e.g. the back end could not lower a checked kernel).
+  kExitInternalError = 3,
+};
 
 /// The whole pipeline as `etlc compile` runs it. Dumps go to `out`,
-/// diagnostics and errors to `err`. Returns the process exit code:
-/// 0 success, 1 errors in the program, 2 usage or I/O errors.
+/// diagnostics and errors to `err`. Returns the process exit code (ExitCode).
 int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err);
 
 } // namespace etl

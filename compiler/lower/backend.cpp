@@ -59,6 +59,7 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
       res.error = "kernel '" + plan.kernel->name + "' needs " + std::to_string(smem) +
                   " bytes of shared memory; static shared memory is limited to " +
                   std::to_string(desc->smem_limit);
+      res.resource_limit = true;
       return res;
     }
     res.smem_bytes = smem;

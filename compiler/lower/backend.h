@@ -36,6 +36,9 @@ struct TargetOutput {
 struct BackendResult {
   bool ok = false;
   std::string error;
+  /// The error is a limit of the target the program exceeds (static shared
+  /// memory), not a compiler bug; every other error is an internal error.
+  bool resource_limit = false;
   unsigned threads_per_cta = 0;
   unsigned smem_bytes = 0; ///< static shared memory the kernel declares
   std::vector<TargetOutput> outputs;

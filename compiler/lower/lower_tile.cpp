@@ -548,7 +548,8 @@ void Lowerer::lower_store(const Expr &call) {
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     // A rank-0 store is done once, by thread 0.
     llvm::Value *e = s.shape.empty() ? b.getInt64(0) : elem_index(k);
-    auto [p, mask] = slice_elem(*this, s, e, k);
+    auto [addr, mask] = slice_elem(*this, s, e, k);
+    llvm::Value *p = addr; // a structured binding cannot be captured in C++17 (clang)
     llvm::Value *alive =
         s.shape.empty() ? b.CreateICmpEQ(tid, b.getInt32(0)) : elem_alive(k, numel);
     if (alive)

@@ -155,6 +155,10 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     return set(e, tile_type(s.elem, s.tile_shape));
   }
   if (fn == Builtin::Store) {
+    if (std::exchange(stmt_call_, nullptr) != &e) {
+      diag_.error(DiagId::StatementAsValue, e.range, {f});
+      return set(e, Type());
+    }
     if (!arity(e, 2, "2 arguments (a tensor slice and a tile)", {"mask"}))
       return set(e, Type());
     slice_arg_ = true;

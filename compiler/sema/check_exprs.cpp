@@ -27,7 +27,21 @@ std::optional<Sym> Checker::check_index(Expr &e, IndexCtx ctx) {
   return e.sym;
 }
 
+/// Records `t` as the type of `e`; a tile with more than kMaxTileElems
+/// elements is reported here, at the expression that makes it.
 Type Checker::set(Expr &e, Type t) {
+  if (t.kind == TypeKind::Tile) {
+    int64_t n = 1;
+    bool overflow = false;
+    for (int64_t d : t.tile_shape)
+      overflow = overflow || __builtin_mul_overflow(n, d, &n);
+    if (overflow || n > kMaxTileElems) {
+      diag_.error(DiagId::TileTooLarge, e.range,
+                  {shape_str(t.tile_shape), overflow ? "more than 2^63" : std::to_string(n),
+                   std::to_string(kMaxTileElems)});
+      t = Type();
+    }
+  }
   e.type = t;
   return t;
 }

@@ -99,6 +99,7 @@ void Checker::check_stmt(Stmt &s) {
   case StmtKind::ExprStmt: {
     Expr &e = *s.value;
     if (e.kind == ExprKind::Call && e.name == "store") {
+      stmt_call_ = &e;
       check_value(e);
       return;
     }

@@ -54,10 +54,14 @@ void Checker::check_task(TaskDecl &t) {
       diag_.error(DiagId::DataBoundStatic, t.schedule_range, {t.name});
   }
   scopes_.emplace_back();
+  unsigned errors_before_body = diag_.error_count();
   for (auto &s : t.body)
     check_stmt(*s);
   scopes_.pop_back();
-  mark_task_hazards(t, facts_);
+  // The hazard analysis reads checked accesses (a store has its slice and
+  // its value); after an error in the body nothing is lowered anyway.
+  if (diag_.error_count() == errors_before_body)
+    mark_task_hazards(t, facts_);
   scopes_.pop_back();
   facts_ = saved;
   task_ = nullptr;

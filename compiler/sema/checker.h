@@ -70,6 +70,9 @@ private:
   /// The next Index expression checked is the slice argument of load/store
   /// (set by check_call, consumed by check_expr).
   bool slice_arg_ = false;
+  /// The call standing alone as an expression statement: the one place a
+  /// statement-only builtin (store) may appear.
+  const Expr *stmt_call_ = nullptr;
 
   // Scopes: a stack of maps; the bottom holds consts (and kernel names).
   std::vector<std::map<std::string, Binding>> scopes_;
@@ -254,6 +257,12 @@ private:
 
   /// dot spills both operands to shared memory after the lowering's header,
   /// 4 bytes per element: they must fit every target (target/targets.def).
+  /// The most elements a tile may have: 65536, the register file of one SM
+  /// (64K 32-bit registers on sm_80 .. sm_90). A tile lives in the registers
+  /// of its CTA's threads (lower/lowerer.h), so a larger one cannot be held by
+  /// any CTA; it would only spill, and the back end unrolls code per register
+  /// (a 2^20-element tile took it over 30 s).
+  static constexpr int64_t kMaxTileElems = 65536;
   static int64_t dot_scratch_limit() {
     return int64_t(portable_smem_limit()) - int64_t(kSmemHeaderBytes);
   }

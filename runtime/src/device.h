@@ -108,6 +108,16 @@ struct etl_program {
   char *profile_path; /* etlProgramSetProfile (sim only); NULL = off */
 };
 
+/*===-- For the artifact fuzzer (tests/fuzz/fuzz_artifact.cpp) -------------===*/
+
+/// etlProgramLoadMemory, but the device code is loaded only when
+/// `load_code` is non-zero (a program loaded without it must never reach
+/// etlRun) (program.c); and etlRun's bind-time checks and per-shape plan
+/// (with its device memory), without the launch (run.c).
+etlStatus etl_program_load(etlContext c, const void *data, size_t size, int load_code,
+                           etlProgram *out);
+etlStatus etl_program_prepare(etlProgram p);
+
 /*===-- Handles (handle.c) -------------------------------------------------===*/
 
 typedef enum etl_handle_kind { ETL_HANDLE_CONTEXT = 1, ETL_HANDLE_PROGRAM = 2 } etl_handle_kind;

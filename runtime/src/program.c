@@ -23,6 +23,11 @@ static void free_program(etl_program *p) {
 }
 
 etlStatus etlProgramLoadMemory(etlContext h, const void *data, size_t size, etlProgram *out) {
+  return etl_program_load(h, data, size, 1, out);
+}
+
+etlStatus etl_program_load(etlContext h, const void *data, size_t size, int load_code,
+                           etlProgram *out) {
   ETL_GET_CTX(c, h);
   if (!out)
     return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: prog is NULL");
@@ -44,7 +49,7 @@ etlStatus etlProgramLoadMemory(etlContext h, const void *data, size_t size, etlP
   p->tensors = calloc(m->n_tensors + 1, sizeof(etl_tensor_binding));
   if (!p->dim_values || !p->dim_bound || !p->tensors)
     st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
-  else
+  else if (load_code)
     st = c->dev->program_load(p);
   if (st) {
     free_program(p);

@@ -160,6 +160,18 @@ static etlStatus launch(etl_program *p, etl_plan *pl, uint64_t tl_dptr) {
   return st;
 }
 
+etlStatus etl_program_prepare(etlProgram h) {
+  ETL_GET_PROG(p, h);
+  etlStatus st = etl_bindings_validate(p);
+  if (st)
+    return st;
+  etl_plan *pl = NULL;
+  pthread_mutex_lock(&p->ctx->launch_mu);
+  st = get_plan(p, &pl);
+  pthread_mutex_unlock(&p->ctx->launch_mu);
+  return st;
+}
+
 etlStatus etlRun(etlProgram h) {
   ETL_GET_PROG(p, h);
   etl_context *c = p->ctx;

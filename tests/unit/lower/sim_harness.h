@@ -72,6 +72,8 @@ inline uint32_t sim_atomic_cas(uint32_t *p, uint32_t e, uint32_t d) {
   return e;
 }
 
+inline void sim_shared_access(const void *, uint64_t, uint32_t) {}
+
 inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
                                        .ctaid = sim_ctaid,
                                        .barrier = sim_barrier,
@@ -84,7 +86,8 @@ inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
                                        .task_begin = sim_task_begin,
                                        .task_end = sim_task_end,
                                        .atomic_add_acq_rel = sim_atomic_add_acq_rel,
-                                       .atomic_cas = sim_atomic_cas};
+                                       .atomic_cas = sim_atomic_cas,
+                                       .shared_access = sim_shared_access};
 
 /// Static queues: the tasks of each (group, count), in order, dealt
 /// round-robin over `ctas` CTAs, continuing across groups (as the runtime's
