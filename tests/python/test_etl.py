@@ -144,10 +144,10 @@ class Examples(unittest.TestCase):
         self.assertEqual(moe.dims, ("T", "H", "E", "K"))
         self.assertEqual([p.dims for p in moe.params],
                          [("T", "H"), ("H", "E"), ("E", "H", "H"), ("T", "H")])
-        self.assertEqual(moe.constraints, ("E <= 16", "K <= E"))
+        self.assertEqual(moe.constraints, ("E <= TE", "K <= E"))
         da = etl.load(artifact("decode_attention"), device="sim")
         self.assertEqual(dict((p.name, p.dims) for p in da.params)["kcache"],
-                         ("NP * 16", "NH", "64"))
+                         ("NP * 16", "NH", "32"))
         self.assertIn("rowsum", repr(prog))
 
 
@@ -192,7 +192,7 @@ class Misuse(unittest.TestCase):
         x, out = np.ones((4, 32), np.float32), np.zeros((4, 32), np.float32)
         args = dict(x=x, wr=np.ones((32, 17), np.float32), w=np.ones((17, 32, 32), np.float32),
                     out=out, K=2)
-        with self.assertRaisesRegex(etl.BindingError, "constraint 'E <= 16' violated"):
+        with self.assertRaisesRegex(etl.BindingError, "constraint 'E <= TE' violated"):
             moe(**args)
         args.update(wr=np.ones((32, 2), np.float32), w=np.ones((2, 32, 32), np.float32), K=3)
         with self.assertRaisesRegex(etl.BindingError, "constraint 'K <= E' violated"):

@@ -218,7 +218,7 @@ ETL_API etlStatus etlProgramTensorInfo(etlProgram prog, int index, etlTensorInfo
 ETL_API etlStatus etlProgramTensorShape(etlProgram prog, int index, int64_t *shape);
 /// Number of `where` facts the program checks when it runs.
 ETL_API etlStatus etlProgramNumConstraints(etlProgram prog, int *count);
-/// Fact `index` as the source writes it ("E <= 16"; constants folded) and,
+/// Fact `index` as the source writes it ("E <= TE") and,
 /// when `where` is non-NULL, where it is declared ("moe.etl:25:9").
 ETL_API etlStatus etlProgramConstraint(etlProgram prog, int index, const char **text,
                                        const char **where);
