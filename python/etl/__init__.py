@@ -8,8 +8,9 @@
     prog.params                                     # name, dtype, rank, dims of each tensor
 
 Tensors are numpy arrays, torch tensors or anything with ``__dlpack__``,
-C-contiguous, in memory the device uses: host memory for "sim", CUDA memory
-for "cuda". They are bound in place: the program reads and writes them
+C-contiguous, in host memory, on the "sim" device. (CUDA tensors raise
+DeviceMismatchError: the runtime does not share torch's primary CUDA
+context yet.) They are bound in place: the program reads and writes them
 directly. Dims are inferred from every axis whose extent is a dim's name;
 others (or overrides) are given as integers: ``prog(x=x, y=y, N=1000)``.
 The runtime checks the shapes and the program's `where` facts and its
@@ -224,9 +225,6 @@ class Program:
             _lib.check(_lib.lib.etlProgramSetRaceCheck(self._prog, 1 if race_check else 0))
         elif race_check:
             raise errors.InvalidValueError("race_check runs on the sim device only")
-        for _, v in views:
-            if v.device == "cuda":
-                _torch_sync(v)
         _lib.check(_lib.lib.etlRun(self._prog))
 
     def _check_view(self, p, v):
@@ -241,18 +239,13 @@ class Program:
                 "tensor '%s' is a %s in host memory, but the program runs on %s: pass CUDA "
                 "memory (e.g. tensor.cuda()) or load with device='sim'" %
                 (p.name, v.what, self.device))
+        if v.device == "cuda" and self.is_gpu:
+            raise errors.DeviceMismatchError(
+                "tensor '%s' is a %s in CUDA memory of another CUDA context: the runtime "
+                "creates its own context and cannot use the primary context's memory yet "
+                "(torch allocates there); nothing was run" % (p.name, v.what))
         if v.device == "cuda" and not self.is_gpu:
             raise errors.DeviceMismatchError(
                 "tensor '%s' is a %s in CUDA memory, but the program runs on %s: pass host "
                 "memory (e.g. tensor.cpu()) or load with device='cuda'" %
                 (p.name, v.what, self.device))
-
-
-def _torch_sync(v):
-    """The run goes on the runtime's stream: let torch's current stream finish
-    writing the inputs first."""
-    try:
-        import torch
-        torch.cuda.current_stream(v.device_index).synchronize()
-    except ImportError:
-        pass
