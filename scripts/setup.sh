@@ -9,7 +9,8 @@
 #   scripts/setup.sh --deps-only install what is missing, build nothing
 #
 # Environment: ETL_BUILD_DIR (default build), ETL_JOBS (default nproc),
-# ETL_CMAKE_ARGS (extra arguments for the configure step).
+# ETL_CMAKE_ARGS (extra arguments for the configure step), ETL_SKIP_TORCH=1
+# (do not install python3-torch).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,7 +19,13 @@ cd "$root"
 # Everything the build needs, as Debian 12 packages. antlr4 pulls in a Java
 # runtime (default-jre-headless) through its own dependencies. The CUDA toolkit
 # (ptxas) is optional and never installed here: tests that need it skip.
-packages=(build-essential cmake antlr4 libantlr4-runtime-dev llvm-16-dev libcli11-dev doctest-dev)
+# The tests of the Python package and etlrun use Debian's /usr/bin/python3
+# with python3-numpy and python3-torch (torch: ~150 MB of archives, ~100 s
+# to install; ETL_SKIP_TORCH=1 leaves it out and its tests skip, saying so).
+# pkg-config builds a host against the installed runtime (tests/install).
+packages=(build-essential cmake antlr4 libantlr4-runtime-dev llvm-16-dev libcli11-dev doctest-dev
+  pkg-config python3-numpy)
+[[ ${ETL_SKIP_TORCH:-0} == 1 ]] || packages+=(python3-torch)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -77,7 +84,7 @@ deps_only=0
 for arg in "$@"; do
   case $arg in
     --deps-only) deps_only=1 ;;
-    -h | --help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $arg (try --help)" ;;
   esac
 done

@@ -21,7 +21,18 @@
 
 namespace etl {
 
-std::string default_stdlib_dir() { return ETL_STDLIB_DIR; }
+// An installed etlc (PREFIX/bin/etlc) uses PREFIX/share/etl/stdlib, found
+// from its own location; from the build tree, the source tree's stdlib/.
+std::string default_stdlib_dir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path installed = exe.parent_path().parent_path() / "share" / "etl" / "stdlib";
+    if (std::filesystem::is_directory(installed / "std", ec))
+      return installed.string();
+  }
+  return ETL_STDLIB_DIR;
+}
 
 namespace {
 

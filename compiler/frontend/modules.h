@@ -24,7 +24,8 @@
 
 namespace etl {
 
-/// The stdlib directory compiled into etlc (ETL_STDLIB_DIR).
+/// The stdlib directory: PREFIX/share/etl/stdlib next to an installed etlc
+/// (PREFIX/bin), else the one compiled in (ETL_STDLIB_DIR, the source tree's).
 std::string default_stdlib_dir();
 
 /// Loads the modules `p` imports (transitively) from `search_path` into `sm`

@@ -4,8 +4,10 @@
  * tries them: adding a device is its file (a filled-in etl_device table,
  * see device.h) plus one entry here. A context owns its device state, its
  * allocations (memory.c) and the programs loaded into it; destroying it
- * destroys them all and invalidates their handles.
+ * destroys them all and invalidates their handles. The ETL_DEVICE,
+ * ETL_SIM_WORKERS and ETL_WATCHDOG_MS environment variables are read here.
  *===----------------------------------------------------------------------===*/
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,21 @@ extern const etl_device etl_device_sim;  /* sim.c */
 static const etl_device *const etl_devices[] = {&etl_device_cuda, &etl_device_sim};
 #define N_DEVICES (sizeof etl_devices / sizeof etl_devices[0])
 
+/* The environment variable `name` as a whole number in [lo, hi] into *out:
+ * 1, 0 when unset or empty, -1 (and *out untouched) when malformed. */
+static int env_number(const char *name, unsigned long lo, unsigned long hi, uint32_t *out) {
+  const char *s = getenv(name);
+  if (!s || !*s)
+    return 0;
+  char *end = NULL;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (errno || *end || *s == '-' || v < lo || v > hi)
+    return -1;
+  *out = (uint32_t)v;
+  return 1;
+}
+
 etlContextParams etlContextDefaultParams(void) {
   etlContextParams p;
   memset(&p, 0, sizeof p);
@@ -26,7 +43,25 @@ etlContextParams etlContextDefaultParams(void) {
   p.sim_stack_bytes = 64 * 1024;
   p.watchdog_ms = 10000;
   p.cuda_device = 0;
+  /* settings a user may change without rebuilding the host (etl.h);
+     malformed values are reported by etlContextCreate */
+  env_number("ETL_SIM_WORKERS", 1, 1024, &p.sim_workers);
+  env_number("ETL_WATCHDOG_MS", 1, UINT32_MAX, &p.watchdog_ms);
   return p;
+}
+
+/* A malformed ETL_* setting is an error, not silently the default. */
+static etlStatus check_env(void) {
+  uint32_t v;
+  if (env_number("ETL_SIM_WORKERS", 1, 1024, &v) < 0)
+    return etl_error(ETL_ERROR_INVALID_VALUE,
+                     "etlContextCreate: ETL_SIM_WORKERS='%s' is not a number in [1, 1024]",
+                     getenv("ETL_SIM_WORKERS"));
+  if (env_number("ETL_WATCHDOG_MS", 1, UINT32_MAX, &v) < 0)
+    return etl_error(ETL_ERROR_INVALID_VALUE,
+                     "etlContextCreate: ETL_WATCHDOG_MS='%s' is not a number of milliseconds >= 1",
+                     getenv("ETL_WATCHDOG_MS"));
+  return ETL_SUCCESS;
 }
 
 /* Open `dev` into `c`; on failure `c` is as before. */
@@ -42,8 +77,18 @@ etlStatus etlContextCreate(etlContext *out, const char *device, const etlContext
   if (!out)
     return etl_error(ETL_ERROR_INVALID_VALUE, "etlContextCreate: ctx is NULL");
   *out = NULL;
+  etlStatus env_st = check_env();
+  if (env_st)
+    return env_st;
   if (!device)
     device = "auto";
+  /* ETL_DEVICE decides what "auto" means: the host asked the runtime to choose */
+  const char *env_dev = getenv("ETL_DEVICE");
+  const char *from_env = "";
+  if (strcmp(device, "auto") == 0 && env_dev && *env_dev) {
+    device = env_dev;
+    from_env = " (from ETL_DEVICE)";
+  }
   etlContextParams prm = params ? *params : etlContextDefaultParams();
   if (prm.sim_workers < 1 || prm.sim_workers > 1024)
     return etl_error(ETL_ERROR_INVALID_VALUE, "etlContextCreate: sim_workers %u not in [1, 1024]",
@@ -63,7 +108,8 @@ etlStatus etlContextCreate(etlContext *out, const char *device, const etlContext
     for (size_t i = 0; i < N_DEVICES && len < sizeof names; ++i)
       len += (size_t)snprintf(names + len, sizeof names - len, "\"%s\", ", etl_devices[i]->name);
     return etl_error(ETL_ERROR_NOT_FOUND,
-                     "etlContextCreate: unknown device '%s' (use %sor \"auto\")", device, names);
+                     "etlContextCreate: unknown device '%s'%s (use %sor \"auto\")", device,
+                     from_env, names);
   }
   etl_context *c = calloc(1, sizeof *c);
   if (!c)

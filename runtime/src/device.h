@@ -106,6 +106,7 @@ struct etl_program {
   size_t timeline_count;
   int race_check;     /* etlProgramSetRaceCheck (sim only) */
   char *profile_path; /* etlProgramSetProfile (sim only); NULL = off */
+  char ***axis_text;  /* per tensor, per axis: the extent as text (describe.c) */
 };
 
 /*===-- For the artifact fuzzer (tests/fuzz/fuzz_artifact.cpp) -------------===*/
@@ -181,6 +182,8 @@ etlStatus etl_bindings_validate(etl_program *p);
 void etl_plan_release(etl_context *c, etl_plan *pl, const etl_meta *m);
 /// timeline.c: copy the launch's records at `dptr` back into p->timeline.
 etlStatus etl_timeline_collect(etl_program *p, const etl_plan *pl, uint64_t dptr);
+/// describe.c: print every tensor's axis extents into p->axis_text.
+etlStatus etl_describe_init(etl_program *p);
 /// timeline.c: write p->timeline as Chrome trace JSON to `path`.
 etlStatus etl_timeline_write(etl_program *p, const etl_plan *pl, const char *path);
 

@@ -1,8 +1,9 @@
-/*===- src/program.c - Loading, destroying and describing programs -------===
+/*===- src/program.c - Loading and destroying programs --------------------===
  *
  * A program is a decoded artifact (artifact.c) plus its bindings, its
  * per-shape plan cache and the code its context's device loaded from it.
- * Loading validates the whole artifact before the device sees it.
+ * Loading validates the whole artifact before the device sees it. What a
+ * program takes (dims, tensors, facts) is described by describe.c.
  *===----------------------------------------------------------------------===*/
 #include <errno.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@ etlStatus etl_program_load(etlContext h, const void *data, size_t size, int load
   p->tensors = calloc(m->n_tensors + 1, sizeof(etl_tensor_binding));
   if (!p->dim_values || !p->dim_bound || !p->tensors)
     st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
-  else if (load_code)
+  else if ((st = etl_describe_init(p)) == ETL_SUCCESS && load_code)
     st = c->dev->program_load(p);
   if (st) {
     free_program(p);
@@ -135,51 +136,4 @@ etlStatus etlProgramDestroy(etlProgram h) {
   c->dev->program_unload(p);
   free_program(p);
   return ETL_SUCCESS;
-}
-
-etlStatus etlProgramNumDims(etlProgram h, int *count) {
-  ETL_GET_PROG(p, h);
-  if (!count)
-    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumDims: count is NULL");
-  *count = (int)p->art.meta.n_dims;
-  return ETL_SUCCESS;
-}
-
-etlStatus etlProgramDimName(etlProgram h, int index, const char **name) {
-  ETL_GET_PROG(p, h);
-  if (!name)
-    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramDimName: name is NULL");
-  if (index < 0 || (uint32_t)index >= p->art.meta.n_dims)
-    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramDimName: index %d not in [0, %u)", index,
-                     p->art.meta.n_dims);
-  *name = p->art.meta.dims[index].name;
-  return ETL_SUCCESS;
-}
-
-etlStatus etlProgramNumTensors(etlProgram h, int *count) {
-  ETL_GET_PROG(p, h);
-  if (!count)
-    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumTensors: count is NULL");
-  int n = 0;
-  for (uint32_t i = 0; i < p->art.meta.n_tensors; ++i)
-    n += !p->art.meta.tensors[i].is_buffer;
-  *count = n;
-  return ETL_SUCCESS;
-}
-
-etlStatus etlProgramTensorName(etlProgram h, int index, const char **name) {
-  ETL_GET_PROG(p, h);
-  if (!name)
-    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorName: name is NULL");
-  int n = 0;
-  for (uint32_t i = 0; i < p->art.meta.n_tensors; ++i) {
-    if (p->art.meta.tensors[i].is_buffer)
-      continue;
-    if (n++ == index) {
-      *name = p->art.meta.tensors[i].name;
-      return ETL_SUCCESS;
-    }
-  }
-  return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorName: index %d not in [0, %d)", index,
-                   n);
 }

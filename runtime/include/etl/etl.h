@@ -42,6 +42,19 @@
  *
  * Thread safety: handles may be used from any thread, but a program must not
  * be bound or run from two threads at once, nor destroyed while in use.
+ *
+ * Environment: settings a user may change without rebuilding the host.
+ *   ETL_DEVICE=sim|cuda      what "auto" means in etlContextCreate (a host
+ *                            that names a device keeps it)
+ *   ETL_SIM_WORKERS=N        etlContextDefaultParams().sim_workers (1..1024)
+ *   ETL_WATCHDOG_MS=N        etlContextDefaultParams().watchdog_ms (>= 1)
+ * They apply where the host uses the defaults (params NULL or from
+ * etlContextDefaultParams); a malformed value makes etlContextCreate fail
+ * with ETL_ERROR_INVALID_VALUE naming the variable.
+ *
+ * Linking: `find_package(ETLRuntime)` and `target_link_libraries(app
+ * ETL::runtime)` (or ETL::runtime_static), or `pkg-config --cflags --libs
+ * etl-runtime`. Only the functions declared here are exported.
  *===----------------------------------------------------------------------===*/
 #ifndef ETL_ETL_H
 #define ETL_ETL_H
@@ -182,6 +195,35 @@ ETL_API etlStatus etlProgramDimName(etlProgram prog, int index, const char **nam
 ETL_API etlStatus etlProgramNumTensors(etlProgram prog, int *count);
 /// Name of tensor parameter `index` (0-based).
 ETL_API etlStatus etlProgramTensorName(etlProgram prog, int index, const char **name);
+
+/// A tensor parameter as the program declares it. The strings belong to the
+/// program and live until it is destroyed.
+typedef struct etlTensorInfo {
+  const char *name;
+  etlDType dtype;
+  int rank;
+  /// `rank` strings: each axis' extent in the program's symbols, a dim name
+  /// ("M") or an expression of dims and constants ("cdiv(N, 128)",
+  /// "NP * 16", "2 * D2"), as the language writes it.
+  const char *const *dims;
+} etlTensorInfo;
+
+/// Describe tensor parameter `index` (0-based, the order of
+/// etlProgramTensorName).
+ETL_API etlStatus etlProgramTensorInfo(etlProgram prog, int index, etlTensorInfo *info);
+/// The shape tensor parameter `index` must be bound with, from the dims
+/// bound now: `shape` receives its rank extents. ETL_ERROR_UNBOUND naming
+/// a dim that is not bound yet; ETL_ERROR_BINDING when an extent cannot be
+/// evaluated (overflow). Lets a caller allocate outputs before etlRun.
+ETL_API etlStatus etlProgramTensorShape(etlProgram prog, int index, int64_t *shape);
+/// Number of `where` facts the program checks when it runs.
+ETL_API etlStatus etlProgramNumConstraints(etlProgram prog, int *count);
+/// Fact `index` as the source writes it ("E <= TE") and,
+/// when `where` is non-NULL, where it is declared ("moe.etl:25:9").
+ETL_API etlStatus etlProgramConstraint(etlProgram prog, int index, const char **text,
+                                       const char **where);
+/// "f32", "f16", "i32", "i64" or "bf16"; "?" for a value outside etlDType.
+ETL_API const char *etlDTypeName(etlDType dtype);
 
 /*===-- Binding and running -----------------------------------------------===*/
 

@@ -1,0 +1,251 @@
+"""etl: run ETL megakernels from Python (ctypes over libetl_runtime.so).
+
+    import etl
+    prog = etl.compile("examples/rowsum/rowsum.etl", targets=["sm_90", "sim"])
+    prog = etl.load("rowsum.etlb", device="auto")   # "sim", "cuda" or "auto"
+    prog(x=x, y=y)                                  # binds by name, infers dims, runs
+    prog.run(x=x, y=y, trace="t.json", profile="p.json")
+    prog.params                                     # name, dtype, rank, dims of each tensor
+
+Tensors are numpy arrays, torch tensors or anything with ``__dlpack__``,
+C-contiguous, in host memory, on the "sim" device. (CUDA tensors raise
+DeviceMismatchError: the runtime does not share torch's primary CUDA
+context yet.) They are bound in place: the program reads and writes them
+directly. Dims are inferred from every axis whose extent is a dim's name;
+others (or overrides) are given as integers: ``prog(x=x, y=y, N=1000)``.
+The runtime checks the shapes and the program's `where` facts and its
+message arrives as the exception class of its status (etl.errors).
+numpy and torch are optional: the package imports neither.
+"""
+import collections
+import os
+import shutil
+import subprocess
+import tempfile
+
+from . import _lib, _tensors, errors
+from .errors import *  # noqa: F401,F403  (the exception classes)
+
+__all__ = ["compile", "load", "Program", "Param", "errors", "version"]
+
+Param = collections.namedtuple("Param", "name dtype rank dims")
+Param.__doc__ = """A tensor parameter: dtype as "f32"/"f16"/"bf16"/"i32"/"i64", dims the
+extent of each axis in the program's symbols ("M", "cdiv(N, 128)")."""
+
+_c = _lib._c
+
+
+def version():
+    """Runtime version as (major, minor, patch)."""
+    v = _lib.lib.etlVersion()
+    return (v // 10000, v // 100 % 100, v % 100)
+
+
+def _etlc():
+    env = os.environ.get("ETLC")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        from . import _layout
+        path = os.path.join(here, _layout.PREFIX_FROM_PACKAGE, _layout.BINDIR, "etlc")
+        if os.path.exists(path):
+            return os.path.normpath(path)
+    except ImportError:
+        pass
+    build = os.environ.get("ETL_BUILD_DIR",
+                           os.path.join(here, "..", "..", "build"))
+    path = os.path.join(build, "compiler", "etlc")
+    if os.path.exists(path):
+        return os.path.normpath(path)
+    found = shutil.which("etlc")
+    if not found:
+        raise errors.NotFoundError("etlc not found (set ETLC, build it, or put it on PATH)")
+    return found
+
+
+def compile(source, targets=("sm_90", "sim"), output=None, device="auto", include=(), **load_args):
+    """Compile `source` (.etl) with etlc and load the artifact.
+
+    `output` is where the .etlb goes (default: a temporary file, removed once
+    loaded). Raises CompileError with etlc's diagnostics when it fails.
+    """
+    tmp = None
+    if output is None:
+        tmp = tempfile.mkdtemp(prefix="etl-")
+        output = os.path.join(tmp, os.path.splitext(os.path.basename(source))[0] + ".etlb")
+    cmd = [_etlc(), "compile", os.fspath(source), "-o", os.fspath(output),
+           "--target", ",".join(targets)]
+    for d in include:
+        cmd += ["-I", os.fspath(d)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise errors.CompileError((r.stderr or r.stdout).rstrip() or
+                                      "etlc exited with status %d" % r.returncode)
+        return load(output, device=device, **load_args)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load(path, device="auto", sim_workers=None, watchdog_ms=None):
+    """Load an artifact (.etlb) on `device`: "sim", "cuda" or "auto" (the GPU
+    when a CUDA driver and device exist, else sim; $ETL_DEVICE decides
+    "auto" when set). `sim_workers`, `watchdog_ms`: see etlContextParams."""
+    return Program(path, device, sim_workers, watchdog_ms)
+
+
+class Program:
+    """A loaded artifact in its own runtime context."""
+
+    def __init__(self, path, device="auto", sim_workers=None, watchdog_ms=None):
+        self._ctx = self._prog = None
+        prm = _lib.lib.etlContextDefaultParams()
+        if sim_workers is not None:
+            prm.sim_workers = sim_workers
+        if watchdog_ms is not None:
+            prm.watchdog_ms = watchdog_ms
+        ctx, prog = _lib.P(), _lib.P()
+        _lib.check(_lib.lib.etlContextCreate(_c.byref(ctx), device.encode(), _c.byref(prm)))
+        self._ctx = ctx
+        _lib.check(_lib.lib.etlProgramLoadFile(ctx, os.fspath(path).encode(), _c.byref(prog)))
+        self._prog = prog
+        self.path = os.fspath(path)
+        self.device = _lib.lib.etlContextDeviceName(ctx).decode()
+        self.is_gpu = bool(_lib.lib.etlContextIsGpu(ctx))
+        self.params = self._describe()
+        self.dims = self._dims()
+        self.constraints = self._constraints()
+        self._trace = self._profile = None
+
+    def _describe(self):
+        n = _c.c_int()
+        _lib.check(_lib.lib.etlProgramNumTensors(self._prog, _c.byref(n)))
+        out = []
+        for i in range(n.value):
+            t = _lib.TensorInfo()
+            _lib.check(_lib.lib.etlProgramTensorInfo(self._prog, i, _c.byref(t)))
+            dims = tuple(t.dims[k].decode() for k in range(t.rank))
+            out.append(Param(t.name.decode(), _tensors.NAMES[t.dtype], t.rank, dims))
+        return tuple(out)
+
+    def _dims(self):
+        n = _c.c_int()
+        _lib.check(_lib.lib.etlProgramNumDims(self._prog, _c.byref(n)))
+        names = []
+        for i in range(n.value):
+            s = _c.c_char_p()
+            _lib.check(_lib.lib.etlProgramDimName(self._prog, i, _c.byref(s)))
+            names.append(s.value.decode())
+        return tuple(names)
+
+    def _constraints(self):
+        n = _c.c_int()
+        _lib.check(_lib.lib.etlProgramNumConstraints(self._prog, _c.byref(n)))
+        out = []
+        for i in range(n.value):
+            s = _c.c_char_p()
+            _lib.check(_lib.lib.etlProgramConstraint(self._prog, i, _c.byref(s), None))
+            out.append(s.value.decode())
+        return tuple(out)
+
+    def __repr__(self):
+        sig = ", ".join("%s: %s[%s]" % (p.name, p.dtype, ", ".join(p.dims)) for p in self.params)
+        return "<etl.Program %s(%s) on %s>" % (os.path.basename(self.path), sig, self.device)
+
+    def close(self):
+        """Destroy the program and its context (also done when collected)."""
+        if self._ctx:
+            _lib.lib.etlContextDestroy(self._ctx)  # destroys the program too
+        self._ctx = self._prog = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __call__(self, **args):
+        """Bind tensors and dims by name and run once (see run)."""
+        self.run(**args)
+
+    def run(self, trace=None, profile=None, race_check=False, **args):
+        """Bind each keyword (a tensor parameter or a dim) and run once.
+
+        trace: write the per-task timeline as Chrome trace JSON to this path.
+        profile: sim only, write the profile counters (docs/PROFILE.md).
+        race_check: sim only, fail with RaceError on tasks not ordered by events.
+        Nothing is run when a tensor or dim cannot be bound.
+        """
+        if self._prog is None:
+            raise errors.InvalidHandleError("the program was closed")
+        by_name = {p.name: p for p in self.params}
+        views, dims = [], {}
+        for name, value in args.items():
+            if name in by_name:
+                views.append((by_name[name], _tensors.view(name, value)))
+            elif name in self.dims:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise errors.InvalidValueError("dim '%s' = %r: an int is expected" %
+                                                   (name, value))
+                dims[name] = value
+            else:
+                raise errors.NotFoundError(
+                    "the program has no tensor or dim '%s' (tensors: %s; dims: %s)" %
+                    (name, ", ".join(by_name) or "none", ", ".join(self.dims) or "none"))
+        for p, v in views:
+            self._check_view(p, v)
+        inferred = dict(dims)
+        for p, v in views:
+            for axis, extent in zip(p.dims, v.shape):
+                if axis in self.dims and axis not in inferred:
+                    inferred[axis] = extent
+        for name, value in inferred.items():
+            _lib.check(_lib.lib.etlBindDim(self._prog, name.encode(), value))
+        for p, v in views:
+            shape = (_c.c_int64 * max(1, len(v.shape)))(*v.shape)
+            _lib.check(_lib.lib.etlBindTensor(self._prog, p.name.encode(), _c.c_void_p(v.ptr),
+                                              v.dtype, len(v.shape), shape))
+        if trace != self._trace:
+            _lib.check(_lib.lib.etlProgramSetTimeline(
+                self._prog, trace.encode() if trace else None))
+            self._trace = trace
+        if profile != self._profile:
+            _lib.check(_lib.lib.etlProgramSetProfile(
+                self._prog, profile.encode() if profile else None))
+            self._profile = profile
+        if not self.is_gpu:
+            _lib.check(_lib.lib.etlProgramSetRaceCheck(self._prog, 1 if race_check else 0))
+        elif race_check:
+            raise errors.InvalidValueError("race_check runs on the sim device only")
+        _lib.check(_lib.lib.etlRun(self._prog))
+
+    def _check_view(self, p, v):
+        if _tensors.NAMES[v.dtype] != p.dtype:
+            raise errors.DTypeError("tensor '%s' is %s, the %s holds %s" %
+                                    (p.name, p.dtype, v.what, _tensors.NAMES[v.dtype]))
+        if len(v.shape) != p.rank:
+            raise errors.BindingError("tensor '%s' has rank %d ([%s]), the %s has rank %d" %
+                                      (p.name, p.rank, ", ".join(p.dims), v.what, len(v.shape)))
+        if v.device == "cpu" and self.is_gpu:
+            raise errors.DeviceMismatchError(
+                "tensor '%s' is a %s in host memory, but the program runs on %s: pass CUDA "
+                "memory (e.g. tensor.cuda()) or load with device='sim'" %
+                (p.name, v.what, self.device))
+        if v.device == "cuda" and self.is_gpu:
+            raise errors.DeviceMismatchError(
+                "tensor '%s' is a %s in CUDA memory of another CUDA context: the runtime "
+                "creates its own context and cannot use the primary context's memory yet "
+                "(torch allocates there); nothing was run" % (p.name, v.what))
+        if v.device == "cuda" and not self.is_gpu:
+            raise errors.DeviceMismatchError(
+                "tensor '%s' is a %s in CUDA memory, but the program runs on %s: pass host "
+                "memory (e.g. tensor.cpu()) or load with device='cuda'" %
+                (p.name, v.what, self.device))

@@ -1,0 +1,124 @@
+"""What the runtime needs of an array: address, dtype, shape, device.
+
+Accepts numpy arrays, torch tensors and any object with ``__dlpack__``
+(read through the DLPack capsule with ctypes). Only C-contiguous tensors
+bind (the runtime has no strides yet); anything else raises before the
+runtime is called.
+"""
+import ctypes
+
+from . import errors
+
+F32, F16, I32, I64, BF16 = 0, 1, 2, 3, 4
+NAMES = {F32: "f32", F16: "f16", I32: "i32", I64: "i64", BF16: "bf16"}
+_NUMPY = {"float32": F32, "float16": F16, "int32": I32, "int64": I64, "bfloat16": BF16}
+_TORCH = {"torch.float32": F32, "torch.float16": F16, "torch.int32": I32, "torch.int64": I64,
+          "torch.bfloat16": BF16}
+# DLPack: (type code, bits) -> dtype; device types
+_DL = {(2, 32): F32, (2, 16): F16, (0, 32): I32, (0, 64): I64, (4, 16): BF16}
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
+
+
+class View:
+    """One argument as the runtime binds it."""
+
+    def __init__(self, name, ptr, dtype, shape, device, device_index=0, keep=None, what=""):
+        self.name, self.ptr, self.dtype, self.shape = name, ptr, dtype, tuple(shape)
+        self.device, self.device_index = device, device_index  # "cpu" | "cuda"
+        self.keep = keep  # the object (or DLPack capsule) that owns the memory
+        self.what = what
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_capsule_ptr = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_ptr.restype = ctypes.c_void_p
+_capsule_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _layout_error(name, what):
+    return errors.LayoutError(
+        "tensor '%s': the %s is not C-contiguous; the runtime binds dense row-major tensors "
+        "only (use .contiguous() / np.ascontiguousarray)" % (name, what))
+
+
+def _from_numpy(name, a):
+    dt = _NUMPY.get(a.dtype.name)
+    if dt is None:
+        raise errors.DTypeError("tensor '%s': numpy dtype %s is not an ETL element type "
+                                "(float32, float16, int32, int64, bfloat16)" % (name, a.dtype))
+    if not a.flags["C_CONTIGUOUS"]:
+        raise _layout_error(name, "numpy array")
+    return View(name, a.__array_interface__["data"][0], dt, a.shape, "cpu", keep=a,
+                what="numpy array")
+
+
+def _from_torch(name, t):
+    dt = _TORCH.get(str(t.dtype))
+    if dt is None:
+        raise errors.DTypeError("tensor '%s': torch dtype %s is not an ETL element type "
+                                "(float32, float16, bfloat16, int32, int64)" % (name, t.dtype))
+    if not t.is_contiguous():
+        raise _layout_error(name, "torch tensor")
+    dev = t.device.type
+    if dev not in ("cpu", "cuda"):
+        raise errors.DeviceMismatchError("tensor '%s' is on torch device '%s'; ETL runs on "
+                                         "'cpu' (sim) and 'cuda'" % (name, t.device))
+    return View(name, t.data_ptr(), dt, tuple(t.shape), dev, t.device.index or 0, keep=t,
+                what="torch tensor")
+
+
+def _from_dlpack(name, obj):
+    cap = obj.__dlpack__()
+    ptr = _capsule_ptr(cap, b"dltensor")
+    if not ptr:
+        raise errors.InvalidValueError("tensor '%s': __dlpack__ gave no DLPack tensor" % name)
+    t = _DLTensor.from_address(ptr)  # DLManagedTensor starts with its DLTensor
+    key = (t.dtype.code, t.dtype.bits)
+    if key not in _DL or t.dtype.lanes != 1:
+        raise errors.DTypeError("tensor '%s': DLPack dtype code %d, %d bits, %d lanes is not an "
+                                "ETL element type" % (name, t.dtype.code, t.dtype.bits,
+                                                      t.dtype.lanes))
+    shape = [t.shape[i] for i in range(t.ndim)]
+    if t.strides:
+        expect = 1
+        for i in reversed(range(t.ndim)):
+            if shape[i] != 1 and t.strides[i] != expect:
+                raise _layout_error(name, "DLPack tensor")
+            expect *= shape[i]
+    kind = t.device.device_type
+    if kind in (_DL_CPU, _DL_CUDA_HOST):
+        dev = "cpu"
+    elif kind == _DL_CUDA:
+        dev = "cuda"
+    else:
+        raise errors.DeviceMismatchError("tensor '%s' is on DLPack device type %d; ETL runs on "
+                                         "CPU memory (sim) and CUDA memory" % (name, kind))
+    return View(name, (t.data or 0) + t.byte_offset, _DL[key], shape, dev, t.device.device_id,
+                keep=cap, what="DLPack tensor")
+
+
+def view(name, obj):
+    """The View of `obj`, or an etl exception saying why it cannot bind."""
+    mod = type(obj).__module__.split(".")[0]
+    if mod == "numpy" and hasattr(obj, "__array_interface__") and hasattr(obj, "flags"):
+        return _from_numpy(name, obj)
+    if mod == "torch" and hasattr(obj, "data_ptr"):
+        return _from_torch(name, obj)
+    if hasattr(obj, "__dlpack__"):
+        return _from_dlpack(name, obj)
+    raise errors.InvalidValueError(
+        "tensor '%s': a %s is not a tensor (pass a numpy array, a torch tensor or an object "
+        "with __dlpack__)" % (name, type(obj).__name__))

@@ -1,0 +1,251 @@
+"""Tests of the Python package etl (python/etl) on the sim device.
+
+Runs rowsum, softmax and moe through etl with numpy (and torch CPU tensors
+when python3-torch is installed) against numpy references, and checks that
+misuse raises the documented exception classes with nothing run. Run by
+ctest (`python_etl`) as `/usr/bin/python3 tests/python/test_etl.py` with
+PYTHONPATH=python and ETL_BUILD_DIR=<build>; exits 77 (skipped) with the
+reason when numpy is missing.
+"""
+import ctypes
+import os
+import sys
+import tempfile
+import unittest
+
+try:
+    import numpy as np
+except ImportError:
+    print("SKIP: numpy is not installed for %s (apt-get install python3-numpy)" % sys.executable)
+    sys.exit(77)
+try:
+    import torch
+except ImportError:
+    torch = None
+
+import etl
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("ETL_BUILD_DIR", os.path.join(ROOT, "build"))
+
+
+def artifact(name):
+    return os.path.join(BUILD, "examples", name + ".etlb")
+
+
+def softmax_ref(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def moe_ref(x, wr, w, k):
+    logits = x @ wr
+    out = np.zeros_like(x, dtype=np.float64)
+    for t in range(x.shape[0]):
+        order = sorted(range(wr.shape[1]), key=lambda e: (-logits[t, e], e))[:k]
+        v = logits[t, order].astype(np.float64)
+        p = np.exp(v - v[0]) / np.exp(v - v[0]).sum()
+        for j, e in enumerate(order):
+            out[t] += p[j] * (x[t].astype(np.float64) @ w[e])
+    return out.astype(np.float32)
+
+
+class _FakeCudaDLPack:
+    """An object whose __dlpack__ says its memory is on a CUDA device."""
+
+    class DLManaged(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                    ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                    ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64),
+                    ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+    def __init__(self, shape):
+        self.shape = (ctypes.c_int64 * len(shape))(*shape)
+        self.m = self.DLManaged(0x10000, 2, 0, len(shape), 2, 32, 1, self.shape, None, 0,
+                                None, None)
+
+    def __dlpack__(self, stream=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self.m), b"dltensor", None)
+
+
+class Examples(unittest.TestCase):
+    def test_rowsum_numpy(self):
+        prog = etl.load(artifact("rowsum"), device="sim")
+        rng = np.random.default_rng(1)
+        for m, n in ((16, 128), (37, 300)):
+            x = rng.standard_normal((m, n), dtype=np.float32)
+            y = np.zeros(m, np.float32)
+            prog(x=x, y=y)
+            np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-4, atol=1e-4)
+
+    def test_softmax_numpy(self):
+        prog = etl.load(artifact("softmax"), device="sim")
+        x = np.random.default_rng(2).standard_normal((5, 333), dtype=np.float32)
+        y = np.zeros_like(x)
+        prog(x=x, y=y)
+        np.testing.assert_allclose(y, softmax_ref(x), rtol=1e-4, atol=1e-6)
+
+    def test_moe_numpy_explicit_dim(self):
+        prog = etl.load(artifact("moe"), device="sim")
+        rng = np.random.default_rng(3)
+        t, h, e, k = 20, 64, 4, 2
+        x = rng.standard_normal((t, h), dtype=np.float32)
+        wr = rng.standard_normal((h, e), dtype=np.float32)
+        w = (rng.standard_normal((e, h, h)) / 8).astype(np.float32)
+        out = np.zeros((t, h), np.float32)
+        prog(x=x, wr=wr, w=w, out=out, K=k)  # K appears in no tensor's shape
+        np.testing.assert_allclose(out, moe_ref(x, wr, w, k), rtol=1e-3, atol=1e-3)
+
+    @unittest.skipIf(torch is None, "python3-torch is not installed")
+    def test_rowsum_and_softmax_torch_cpu(self):
+        x = torch.randn(19, 200)
+        y = torch.zeros(19)
+        etl.load(artifact("rowsum"), device="sim")(x=x, y=y)
+        torch.testing.assert_close(y, x.sum(dim=1), rtol=1e-4, atol=1e-4)
+        ys = torch.zeros_like(x)
+        etl.load(artifact("softmax"), device="sim")(x=x, y=ys)
+        torch.testing.assert_close(ys, torch.softmax(x, dim=1), rtol=1e-4, atol=1e-6)
+
+    def test_dlpack_object(self):
+        class Wrapped:  # not numpy, not torch: only __dlpack__
+            def __init__(self, a):
+                self.a = a
+
+            def __dlpack__(self, stream=None):
+                return self.a.__dlpack__()
+
+        x = np.arange(12 * 130, dtype=np.float32).reshape(12, 130) / 1000
+        y = np.zeros(12, np.float32)
+        etl.load(artifact("rowsum"), device="sim")(x=Wrapped(x), y=Wrapped(y))
+        np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-5)
+
+    def test_compile_run_trace_profile(self):
+        with tempfile.TemporaryDirectory() as d:
+            prog = etl.compile(os.path.join(ROOT, "examples", "rowsum", "rowsum.etl"),
+                               targets=["sim"], device="sim")
+            x = np.ones((16, 256), np.float32)
+            y = np.zeros(16, np.float32)
+            prog.run(x=x, y=y, trace=os.path.join(d, "t.json"), profile=os.path.join(d, "p.json"))
+            np.testing.assert_allclose(y, 256)
+            self.assertTrue(os.path.getsize(os.path.join(d, "t.json")) > 0)
+            self.assertTrue(os.path.getsize(os.path.join(d, "p.json")) > 0)
+
+    def test_params(self):
+        prog = etl.load(artifact("rowsum"), device="sim")
+        self.assertEqual(prog.params, (etl.Param("x", "f32", 2, ("M", "N")),
+                                       etl.Param("y", "f32", 1, ("M",))))
+        self.assertEqual(prog.dims, ("M", "N"))
+        moe = etl.load(artifact("moe"), device="sim")
+        self.assertEqual(moe.dims, ("T", "H", "E", "K"))
+        self.assertEqual([p.dims for p in moe.params],
+                         [("T", "H"), ("H", "E"), ("E", "H", "H"), ("T", "H")])
+        self.assertEqual(moe.constraints, ("E <= TE", "K <= E"))
+        da = etl.load(artifact("decode_attention"), device="sim")
+        self.assertEqual(dict((p.name, p.dims) for p in da.params)["kcache"],
+                         ("NP * 16", "NH", "32"))
+        self.assertIn("rowsum", repr(prog))
+
+
+class Misuse(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.prog = etl.load(artifact("rowsum"), device="sim")
+
+    def setUp(self):
+        self.x = np.ones((4, 8), np.float32)
+        self.y = np.full(4, 7, np.float32)
+
+    def assertNotRun(self):
+        np.testing.assert_array_equal(self.y, 7)
+
+    def test_wrong_dtype(self):
+        with self.assertRaisesRegex(etl.DTypeError, "tensor 'x' is f32, the numpy array holds i32"):
+            self.prog(x=self.x.astype(np.int32), y=self.y)
+        with self.assertRaisesRegex(etl.DTypeError, "float64 is not an ETL element type"):
+            self.prog(x=self.x.astype(np.float64), y=self.y)
+        self.assertNotRun()
+
+    def test_non_contiguous(self):
+        with self.assertRaisesRegex(etl.LayoutError, "'x'.*not C-contiguous"):
+            self.prog(x=np.ones((4, 16), np.float32)[:, ::2], y=self.y)
+        self.assertNotRun()
+
+    def test_wrong_device(self):
+        with self.assertRaisesRegex(etl.DeviceMismatchError, "CUDA memory.*runs on sim"):
+            self.prog(x=_FakeCudaDLPack((4, 8)), y=self.y)
+        self.assertNotRun()
+
+    def test_wrong_rank_and_shape(self):
+        with self.assertRaisesRegex(etl.BindingError, "has rank 1"):
+            self.prog(x=self.x, y=np.zeros((4, 1), np.float32))
+        with self.assertRaisesRegex(etl.BindingError, r"'y' is bound with shape \[5\].*\[4\]"):
+            self.prog(x=self.x, y=np.zeros(5, np.float32))
+        self.assertNotRun()
+
+    def test_where_fact(self):
+        moe = etl.load(artifact("moe"), device="sim")
+        x, out = np.ones((4, 32), np.float32), np.zeros((4, 32), np.float32)
+        args = dict(x=x, wr=np.ones((32, 17), np.float32), w=np.ones((17, 32, 32), np.float32),
+                    out=out, K=2)
+        with self.assertRaisesRegex(etl.BindingError, "constraint 'E <= TE' violated"):
+            moe(**args)
+        args.update(wr=np.ones((32, 2), np.float32), w=np.ones((2, 32, 32), np.float32), K=3)
+        with self.assertRaisesRegex(etl.BindingError, "constraint 'K <= E' violated"):
+            moe(**args)
+
+    def test_names_and_unbound(self):
+        with self.assertRaisesRegex(etl.NotFoundError, "no tensor or dim 'z'"):
+            self.prog(x=self.x, y=self.y, z=self.y)
+        fresh = etl.load(artifact("rowsum"), device="sim")
+        with self.assertRaisesRegex(etl.UnboundError, "tensor 'y' is not bound"):
+            fresh(x=self.x)
+        with self.assertRaisesRegex(etl.InvalidValueError, "not a tensor"):
+            self.prog(x=[[1.0]], y=self.y)
+        self.assertNotRun()
+
+    def test_bad_files_and_devices(self):
+        with self.assertRaisesRegex(etl.NotFoundError, "cannot open"):
+            etl.load("/nonexistent/p.etlb", device="sim")
+        with tempfile.NamedTemporaryFile(suffix=".etlb") as f:
+            f.write(b"not an artifact at all" * 10)
+            f.flush()
+            with self.assertRaises(etl.InvalidArtifactError):
+                etl.load(f.name, device="sim")
+        with self.assertRaisesRegex(etl.NotFoundError, "unknown device 'tpu'"):
+            etl.load(artifact("rowsum"), device="tpu")
+        with tempfile.NamedTemporaryFile("w", suffix=".etl") as f:
+            f.write("kernel k<M: dim>(x: tensor<f32>[M]) { oops }\n")
+            f.flush()
+            with self.assertRaisesRegex(etl.CompileError, r"\^"):
+                etl.compile(f.name, targets=["sim"])
+
+    def test_environment(self):
+        os.environ["ETL_SIM_WORKERS"] = "lots"
+        try:
+            with self.assertRaisesRegex(etl.InvalidValueError, "ETL_SIM_WORKERS='lots'"):
+                etl.load(artifact("rowsum"), device="sim")
+        finally:
+            del os.environ["ETL_SIM_WORKERS"]
+        os.environ["ETL_DEVICE"] = "sim"
+        os.environ["ETL_SIM_WORKERS"] = "3"
+        try:
+            self.assertEqual(etl.load(artifact("rowsum"), device="auto").device,
+                             "sim (3 workers)")
+        finally:
+            del os.environ["ETL_DEVICE"], os.environ["ETL_SIM_WORKERS"]
+
+
+if __name__ == "__main__":
+    print("etl from %s, runtime %s, numpy %s, torch %s" %
+          (os.path.dirname(etl.__file__), etl._lib.path, np.__version__,
+           torch.__version__ if torch else "absent (its tests skip)"))
+    result = unittest.main(exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print("%d passed, %d failed, %d skipped" %
+          (result.testsRun - failed - len(result.skipped), failed, len(result.skipped)))
+    sys.exit(1 if failed else 0)
