@@ -108,7 +108,7 @@ echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM
 printf '%-16s %-26s %9s %9s %7s %8s %9s %7s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes
 for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
             "rmsnorm_rope 16,64,4 B=16,D2=64,P=64,NP=64,MP=4" "decode_attention 8,4,64,16 B=8,NH=4,NP=64,MP=16" \
-            "gemv 1024,4096 N=1024,K=4096"; do
+            "gemv 1024,4096 N=1024,K=4096" "moe 256,128,8,2 T=256,H=128,E=8,K=2"; do
   set -- $spec
   ex=$1 shape=$2 bind=$3
   "$build/examples/${ex}_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \
