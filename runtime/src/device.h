@@ -24,6 +24,13 @@ extern "C" {
 #endif
 
 typedef struct etl_context etl_context;
+/* A CTA's running profile totals when it finished a task (sim_profile.h). */
+typedef struct etl_profile_sample_t {
+  uint64_t t_ns;
+  uint32_t cta;
+  uint64_t requests, sectors, wavefronts;
+} etl_profile_sample_t;
+
 typedef struct etl_program etl_program;
 
 /*===-- The device table ---------------------------------------------------===*/
@@ -104,7 +111,10 @@ struct etl_program {
   char *timeline_path; /* NULL = off */
   etlTimelineRecord *timeline;
   size_t timeline_count;
-  int race_check;     /* etlProgramSetRaceCheck (sim only) */
+  int race_check; /* etlProgramSetRaceCheck (sim only) */
+  /* the last run's profile samples, for the timeline's counter tracks */
+  struct etl_profile_sample_t *profile_samples;
+  size_t n_profile_samples;
   char *profile_path; /* etlProgramSetProfile (sim only); NULL = off */
   char ***axis_text;  /* per tensor, per axis: the extent as text (describe.c) */
 };

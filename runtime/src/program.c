@@ -18,6 +18,7 @@ static void free_program(etl_program *p) {
   free(p->tensors);
   free(p->timeline_path);
   free(p->profile_path);
+  free(p->profile_samples);
   free(p->timeline);
   etl_artifact_free(&p->art);
   free(p);

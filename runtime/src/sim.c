@@ -509,8 +509,11 @@ static void op_task_end(void) {
       etl_race_task_end(c->run->race, c->cta);
     c->cur->race_task = UINT32_MAX;
   }
-  if (c->run->prof)
+  if (c->run->prof) {
+    if (c->cur->tid == 0 && c->cur->prof_group != UINT32_MAX)
+      etl_profile_sample(c->run->prof, c->cta, (uint64_t)now_ns());
     c->cur->prof_group = UINT32_MAX;
+  }
   atomic_store_explicit(&c->in_task, 0u, memory_order_relaxed);
   atomic_store_explicit(&c->run->last_progress_ns, now_ns(), memory_order_relaxed);
 }
@@ -528,6 +531,9 @@ static const etl_sim_ops sim_ops_table = {
 /*===-- Launch -------------------------------------------------------------===*/
 
 static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
+  free(p->profile_samples); /* a run without the profile leaves no counter track */
+  p->profile_samples = NULL;
+  p->n_profile_samples = 0;
   etl_context *ctx = p->ctx;
   const etl_meta *m = &p->art.meta;
   sim_run r;
@@ -629,6 +635,8 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
     Dl_info info;
     uintptr_t base = dladdr((void *)(uintptr_t)r.entry, &info) ? (uintptr_t)info.dli_fbase : 0;
     st = etl_profile_write(r.prof, p->profile_path, base);
+    free(p->profile_samples);
+    p->profile_samples = etl_profile_take_samples(r.prof, &p->n_profile_samples);
   }
 out:
   etl_profile_destroy(r.prof);

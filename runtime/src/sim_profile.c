@@ -6,6 +6,8 @@
  *===----------------------------------------------------------------------===*/
 #include "sim_profile.h"
 
+#include "device.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +123,10 @@ typedef struct prof_cta {
   ptab site_tab; /* (site, group, is_store) -> sites[] */
   prof_site *sites;
   size_t n_sites, cap_sites;
-  ptab dram;        /* (sector, 0, 0): sectors this CTA touched */
+  ptab dram;                                          /* (sector, 0, 0): sectors this CTA touched */
+  uint64_t tot_requests, tot_sectors, tot_wavefronts; /* running, for samples */
+  etl_profile_sample_t *samples;
+  size_t n_samples, cap_samples;
   uint64_t *events; /* (n_groups + 1) * ETL_PROF_EVENTS */
 } prof_cta;
 
@@ -181,6 +186,7 @@ void etl_profile_destroy(etl_profile *p) {
     free(c->next_instance);
     free(c->sites);
     free(c->events);
+    free(c->samples);
   }
   free(p->ctas);
   free(p);
@@ -302,6 +308,9 @@ void etl_profile_flush(etl_profile *p, uint32_t cta) {
       s->shared = r->shared;
     }
     s->requests++;
+    c->tot_requests++;
+    c->tot_sectors += r->n_sectors;
+    c->tot_wavefronts += r->shared ? wavefronts(r) : 0;
     s->lanes += (uint64_t)__builtin_popcount(r->lanes);
     s->bytes += r->bytes;
     s->sectors += r->n_sectors;
@@ -311,6 +320,38 @@ void etl_profile_flush(etl_profile *p, uint32_t cta) {
   c->n_requests = 0;
   ptab_clear(&c->open);
   ptab_clear(&c->instance);
+}
+
+void etl_profile_sample(etl_profile *p, uint32_t cta, uint64_t t_ns) {
+  if (cta >= p->num_ctas)
+    return;
+  prof_cta *c = &p->ctas[cta];
+  if (reserve((void **)&c->samples, &c->cap_samples, c->n_samples + 1,
+              sizeof(etl_profile_sample_t))) {
+    p->oom = 1;
+    return;
+  }
+  etl_profile_sample_t *s = &c->samples[c->n_samples++];
+  s->t_ns = t_ns;
+  s->cta = cta;
+  s->requests = c->tot_requests;
+  s->sectors = c->tot_sectors;
+  s->wavefronts = c->tot_wavefronts;
+}
+
+etl_profile_sample_t *etl_profile_take_samples(etl_profile *p, size_t *n) {
+  size_t total = 0;
+  for (uint32_t i = 0; i < p->num_ctas; ++i)
+    total += p->ctas[i].n_samples;
+  *n = 0;
+  etl_profile_sample_t *all = total ? malloc(total * sizeof *all) : NULL;
+  if (!all)
+    return NULL;
+  for (uint32_t i = 0; i < p->num_ctas; ++i) {
+    memcpy(all + *n, p->ctas[i].samples, p->ctas[i].n_samples * sizeof *all);
+    *n += p->ctas[i].n_samples;
+  }
+  return all;
 }
 
 /*===-- Output ---------------------------------------------------------------===*/

@@ -35,6 +35,7 @@
 #include "internal.h"
 
 typedef struct etl_profile etl_profile;
+typedef struct etl_profile_sample_t etl_profile_sample_t; /* device.h */
 
 enum etl_profile_event {
   ETL_PROF_BARRIER,
@@ -60,6 +61,12 @@ void etl_profile_count(etl_profile *p, uint32_t cta, uint32_t group, int event, 
 /* Closes the CTA's open warp-level requests: every lane of it met at a
  * barrier, or the CTA finished. */
 void etl_profile_flush(etl_profile *p, uint32_t cta);
+
+/* Thread 0 of CTA `cta` finished a task at `t_ns` (the timeline's clock):
+ * a sample of the CTA's running totals, for the counter tracks. */
+void etl_profile_sample(etl_profile *p, uint32_t cta, uint64_t t_ns);
+/* The samples of every CTA (malloc'd, caller frees; NULL and 0 when none). */
+etl_profile_sample_t *etl_profile_take_samples(etl_profile *p, size_t *n);
 
 /* After the launch: writes `path` (JSON) and `path`.txt. `code_base` is
  * the kernel object's load address (sites are printed relative to it). */

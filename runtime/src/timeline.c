@@ -155,6 +155,20 @@ etlStatus etl_timeline_write(etl_program *p, const etl_plan *pl, const char *pat
     json_string(f, r[i].group < m->n_groups ? m->groups[r[i].group].name : "?");
     fprintf(f, ",\"linear\":%u,\"cta\":%u}}", r[i].linear, r[i].cta);
   }
+  /* With the sim profile on: a counter track per CTA of its running global
+     requests, sectors and shared wavefronts, sampled as its tasks end. */
+  for (size_t i = 0; i < p->n_profile_samples; ++i) {
+    const etl_profile_sample_t *s = &p->profile_samples[i];
+    if (s->t_ns < t0)
+      continue;
+    fprintf(f,
+            "%s\n{\"name\":\"profile cta %u\",\"ph\":\"C\",\"pid\":0,\"ts\":%.3f,\"args\":{"
+            "\"global requests\":%llu,\"sectors\":%llu,\"shared wavefronts\":%llu}}",
+            first ? "" : ",", s->cta, (double)(s->t_ns - t0) / 1000.0,
+            (unsigned long long)s->requests, (unsigned long long)s->sectors,
+            (unsigned long long)s->wavefronts);
+    first = 0;
+  }
   fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f);
   int bad = ferror(f);
   int err = errno;

@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   etlProgram prog = nullptr;
   if (etl_program_load(context(), art.data(), art.size(), 0, &prog) != ETL_SUCCESS)
     return 0;
-  const etl_meta *m = &prog->art.meta;
+  const etl_meta *m = &etl_prog_of(prog)->art.meta;
   unsigned mode = unsigned(tail.bytes(1));
   std::vector<int64_t> dims(m->n_dims + 1, 1);
   for (uint32_t i = 0; i < m->n_dims; ++i) {

@@ -36,7 +36,8 @@ struct Bind {
 inline std::string compile_and_run(const std::string &text, const std::string &stem,
                                    const std::vector<std::pair<const char *, int64_t>> &dims,
                                    const std::vector<Bind> &binds, bool race_check = false,
-                                   const std::string &profile = "") {
+                                   const std::string &profile = "",
+                                   const std::string &timeline = "") {
   std::filesystem::path dir = std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
   std::filesystem::create_directories(dir);
   std::filesystem::path in = dir / (stem + ".etl"), art = dir / (stem + ".etlb");
@@ -67,6 +68,9 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
       if (msg.empty() && etlBindTensor(prog, b.name, b.data, b.dtype, int(b.shape.size()),
                                        b.shape.data()) != ETL_SUCCESS)
         msg = std::string("bind ") + b.name + ": " + etlGetLastErrorMessage();
+    if (msg.empty() && !timeline.empty() &&
+        etlProgramSetTimeline(prog, timeline.c_str()) != ETL_SUCCESS)
+      msg = std::string("timeline: ") + etlGetLastErrorMessage();
     if (msg.empty() && !profile.empty() &&
         etlProgramSetProfile(prog, profile.c_str()) != ETL_SUCCESS)
       msg = std::string("profile: ") + etlGetLastErrorMessage();

@@ -235,4 +235,38 @@ kernel k<N: dim>(x: tensor<f32>[32, 32], v: tensor<f32>[32], y: tensor<f32>[32, 
   CHECK(*shared.getInteger("wavefronts") > *shared.getInteger("requests"));
 }
 
+TEST_CASE("profile: counter tracks in the timeline's Chrome trace") {
+  const char *src = R"(
+kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 32 == 0 {
+  task copy[i in 0 .. N / 32] {
+    store(y[i * 32 .. +32], load(x[i * 32 .. +32]));
+  }
+}
+)";
+  const int64_t N = 256;
+  Aligned x(N), y(N);
+  std::string prof = path_of("prof_trace"), trace = path_of("prof_trace_timeline");
+  std::string err =
+      compile_and_run(src, "prof_trace", {{"N", N}},
+                      {{"x", x.p, ETL_F32, {N}}, {"y", y.p, ETL_F32, {N}}}, false, prof, trace);
+  REQUIRE_MESSAGE(err.empty(), err);
+  llvm::json::Value doc = read_json(trace);
+  int tasks = 0, counters = 0;
+  uint64_t last_requests = 0;
+  for (const llvm::json::Value &ev : *doc.getAsObject()->getArray("traceEvents")) {
+    const llvm::json::Object &o = *ev.getAsObject();
+    if (o.getString("ph") == "X")
+      ++tasks;
+    if (o.getString("ph") == "C") {
+      ++counters;
+      CHECK(o.getString("name")->startswith("profile cta "));
+      last_requests =
+          std::max<uint64_t>(last_requests, *o.getObject("args")->getInteger("global requests"));
+    }
+  }
+  CHECK(tasks == N / 32);
+  CHECK(counters == N / 32); // one sample per finished task
+  CHECK(last_requests >= 2); // a CTA's running total after its tasks' load and store
+}
+
 } // namespace etl
