@@ -15,8 +15,9 @@
 #    of its sm_90 kernel and the CTAs of 128 threads per SM they allow.
 # 4. The modelled time from the sim profile at a binding the simulator runs
 #    in seconds: model = max(unique DRAM bytes / HBM bandwidth, FLOPs_tc /
-#    tensor peak + FLOPs_other / FP32 peak) on an H100 (a lower bound given
-#    the traffic the code really makes; shared memory is not counted yet),
+#    tensor peak + FLOPs_other / FP32 peak, shared wavefronts / (SMs x
+#    clock)) on an H100 (132 SMs at 1.98 GHz, one shared-memory wavefront per
+#    SM per clock): a lower bound given the traffic the code really makes,
 #    % of SOL = SOL / model, with the sector efficiency, unique DRAM bytes /
 #    minimum bytes (redundant traffic) and lane utilisation behind it.
 set -euo pipefail
@@ -110,8 +111,8 @@ print("%.3f %.1f %.2f %s" % (fl / 1e9, by / 1e6, t["sol"]["seconds"] * 1e6, t["s
 done
 
 echo
-echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak))"
-printf '%-16s %-26s %9s %9s %7s %8s %9s %7s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes
+echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared wavefronts / (132 SMs x 1.98 GHz)))"
+printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes bank
 for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
             "rmsnorm_rope 16,64,4 B=16,D2=64,P=64,NP=64,MP=4" "decode_attention 8,4,64,16 B=8,NH=4,NP=64,MP=16" \
             "gemv 1024,4096 N=1024,K=4096" "moe 256,128,8,2 T=256,H=128,E=8,K=2"; do
@@ -127,10 +128,12 @@ c = json.load(open(sys.argv[1]))["total"]; p = json.load(open(sys.argv[2]))
 bw, fp32, tc = 3350e9, 66.9e12, 989.4e12
 compute = c["flops_tc"]["value"] / tc + c["flops_other"]["value"] / fp32
 minb = c["bytes_read"]["value"] + c["bytes_written"]["value"]
-model = max(p["unique_dram_bytes"] / bw, compute)
+sh = p["shared"]
+model = max(p["unique_dram_bytes"] / bw, compute, sh["wavefronts"] / (132 * 1.98e9))
 sol = c["sol"]["seconds"]
 g = p["global"]
-print("%9.2f %9.2f %6.1f%% %7.1f%% %9.2f %6.1f%%" % (sol * 1e6, model * 1e6, 100 * sol / model,
-      100 * g["efficiency"], p["unique_dram_bytes"] / minb, 100 * g["lane_utilization"]))
-' "$tmp/cost.json" "$tmp/prof.json" | { read -r a b c d e f; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s\n' "$ex" "$bind" "$a" "$b" "$c" "$d" "$e" "$f"; }
+print("%9.2f %9.2f %6.1f%% %7.1f%% %9.2f %6.1f%% %6.2f" % (sol * 1e6, model * 1e6, 100 * sol / model,
+      100 * g["efficiency"], p["unique_dram_bytes"] / minb, 100 * g["lane_utilization"],
+      sh["bank_conflict_factor"]))
+' "$tmp/cost.json" "$tmp/prof.json" | { read -r a b c d e f h; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' "$ex" "$bind" "$a" "$b" "$c" "$d" "$e" "$f" "$h"; }
 done
