@@ -348,6 +348,8 @@ etl_profile_sample_t *etl_profile_take_samples(etl_profile *p, size_t *n) {
   if (!all)
     return NULL;
   for (uint32_t i = 0; i < p->num_ctas; ++i) {
+    if (!p->ctas[i].n_samples)
+      continue; /* a CTA that ran no task has no array */
     memcpy(all + *n, p->ctas[i].samples, p->ctas[i].n_samples * sizeof *all);
     *n += p->ctas[i].n_samples;
   }
