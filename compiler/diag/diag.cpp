@@ -85,10 +85,17 @@ std::string format_message(const char *fmt, const std::vector<std::string> &args
 }
 
 void Diag::report(DiagId id, SourceRange r, std::vector<std::string> args) {
-  Diagnostic d{id, diag_severity(id), r, format_message(diag_format(id), args)};
-  if (d.severity == Severity::Error)
-    ++errors_;
-  diags_.push_back(std::move(d));
+  switch (diag_severity(id)) {
+  case Severity::Warning:
+    return warning(id, r, std::move(args));
+  case Severity::Note:
+    return note(id, r, std::move(args));
+  default:
+    break;
+  }
+  drop_notes_ = false;
+  ++errors_;
+  diags_.push_back({id, Severity::Error, r, format_message(diag_format(id), args)});
 }
 
 void Diag::add(const Diagnostic &d) {
@@ -99,15 +106,27 @@ void Diag::add(const Diagnostic &d) {
 
 void Diag::error(DiagId id, SourceRange r, std::vector<std::string> args) {
   Diagnostic d{id, Severity::Error, r, format_message(diag_format(id), args)};
+  drop_notes_ = false;
   ++errors_;
   diags_.push_back(std::move(d));
 }
 
 void Diag::warning(DiagId id, SourceRange r, std::vector<std::string> args) {
+  drop_notes_ = warning_mode_ == WarningMode::Ignore;
+  if (drop_notes_)
+    return;
+  if (warning_mode_ == WarningMode::AsError) {
+    ++errors_;
+    diags_.push_back(
+        {id, Severity::Error, r, format_message(diag_format(id), args) + " [-Werror]"});
+    return;
+  }
   diags_.push_back({id, Severity::Warning, r, format_message(diag_format(id), args)});
 }
 
 void Diag::note(DiagId id, SourceRange r, std::vector<std::string> args) {
+  if (drop_notes_)
+    return;
   diags_.push_back({id, Severity::Note, r, format_message(diag_format(id), args)});
 }
 

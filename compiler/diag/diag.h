@@ -67,6 +67,11 @@ public:
   /// notes already attached to it (compiler/inline adds call chains so).
   void add_trailing_notes(const std::function<std::vector<Diagnostic>(Diagnostic &)> &f);
 
+  /// -Werror: warnings are reported as errors (and counted as such); -w:
+  /// warnings and the notes attached to them are dropped.
+  enum class WarningMode { Report, AsError, Ignore };
+  void set_warning_mode(WarningMode m) { warning_mode_ = m; }
+
   unsigned error_count() const { return errors_; }
   bool has_errors() const { return errors_ != 0; }
   const std::vector<Diagnostic> &diagnostics() const { return diags_; }
@@ -77,6 +82,8 @@ public:
   std::string render(const Diagnostic &d) const;
 
 private:
+  WarningMode warning_mode_ = WarningMode::Report;
+  bool drop_notes_ = false; ///< after a warning dropped by -w
   const SourceManager &sm_;
   std::vector<Diagnostic> diags_;
   unsigned errors_ = 0;

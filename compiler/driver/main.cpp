@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+
 #include <iostream>
 #include <sstream>
 
@@ -50,7 +52,9 @@ int main(int argc, char **argv) {
   etl::CompileOptions opts;
   CLI::App *compile = app.add_subcommand("compile", "Compile a .etl file to an artifact");
   compile->add_option("input", opts.input, "The .etl source file")->required();
-  compile->add_option("-o,--output", opts.output, "Artifact to write (written atomically)");
+  compile->add_option("-o,--output", opts.output,
+                      "Artifact to write (written atomically); with --emit, the file the dump "
+                      "goes to (one target's)");
   compile->add_option("--target", opts.targets, etl::target_help())
       ->delimiter(',')
       ->capture_default_str();
@@ -62,6 +66,9 @@ int main(int argc, char **argv) {
                        etl::default_stdlib_dir() + "; repeatable")
       ->allow_extra_args(false);
   compile->add_flag("--time-passes", opts.time_passes, "Print the time of every stage");
+  compile->add_flag("--Werror", opts.werror,
+                    "Treat warnings as errors (exit 1); -Werror also works");
+  compile->add_flag("-w", opts.no_warnings, "Print no warnings (nor their notes)");
   compile->add_option("--bind", opts.bind,
                       "--emit=cost: values of every dim, e.g. M=4096,N=4096 (values and SOL "
                       "times are printed only with a binding)");
@@ -79,8 +86,14 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(32u, 1024u))
       ->capture_default_str();
 
+  // clang spells it -Werror; CLI11 takes multi-letter options with two dashes.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::string &a : args)
+    if (a == "-Werror")
+      a = "--Werror";
+  std::reverse(args.begin(), args.end()); // CLI11 parses a reversed vector
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 2;
   }

@@ -172,6 +172,36 @@ std::string target_help() {
 }
 
 int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
+  // `--emit=KIND -o FILE`: the dump goes to FILE (written atomically), one
+  // target's worth: several would be concatenated into one file.
+  if (!opts.emit.empty() && !opts.output.empty()) {
+    if (opts.emit == "llvm" || opts.emit == "ptx") {
+      std::vector<std::string> ts;
+      for (const std::string &t : opts.targets)
+        if (opts.emit == "llvm" || is_gpu_target(t))
+          ts.push_back(t);
+      if (ts.size() > 1) {
+        err << "etlc: error: --emit=" << opts.emit << " -o " << opts.output << ": " << ts.size()
+            << " targets (";
+        for (size_t i = 0; i < ts.size(); ++i)
+          err << (i ? ", " : "") << ts[i];
+        err << ") would be written into one file; choose one with --target\n";
+        return kExitUsage;
+      }
+    }
+    CompileOptions to_stream = opts;
+    to_stream.output.clear();
+    std::ostringstream dump;
+    int code = compile(to_stream, dump, err);
+    if (code != kExitOk)
+      return code;
+    std::string io_err;
+    if (!write_file_atomically(opts.output, dump.str(), io_err)) {
+      err << "etlc: error: cannot write '" << opts.output << "': " << io_err << "\n";
+      return kExitUsage;
+    }
+    return kExitOk;
+  }
   for (const std::string &t : opts.targets)
     if (!find_target(t)) {
       err << "etlc: error: unknown target '" << t << "'; expected " << target_names() << "\n";
@@ -188,6 +218,9 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
 
   Compilation c;
   c.import_dirs = opts.import_dirs;
+  c.diag.set_warning_mode(opts.no_warnings ? Diag::WarningMode::Ignore
+                          : opts.werror    ? Diag::WarningMode::AsError
+                                           : Diag::WarningMode::Report);
   std::string io_err;
   if (!c.sm.load(opts.input, c.file, io_err)) {
     err << "etlc: error: cannot read '" << opts.input << "': " << io_err << "\n";
@@ -202,7 +235,9 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   };
 
   bool ast_dump = opts.emit == "ast" || opts.emit == "inline";
-  bool ok = front(c, ast_dump ? opts.emit : "", timer);
+  // -Werror: a warning is an error too, though the stage that reported it
+  // went on.
+  bool ok = front(c, ast_dump ? opts.emit : "", timer) && !c.diag.has_errors();
   if (ast_dump && c.program) {
     out << print_ast(*c.program, c.sm);
     return finish(ok ? 0 : 1);

@@ -49,6 +49,8 @@ struct CompileOptions {
   std::string bind;
   std::string gpu = "h100-sxm";
   std::string format = "text";
+  /// -Werror: warnings are errors; -w: no warnings.
+  bool werror = false, no_warnings = false;
 };
 
 /// A compilation in progress: the source, its diagnostics and what each

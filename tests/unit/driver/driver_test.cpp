@@ -268,3 +268,56 @@ kernel paged<M: dim, V: dim, K: dim>(pages: tensor<bf16>[V, K], table: tensor<i6
 
 } // namespace
 } // namespace etl
+
+namespace etl {
+
+TEST_CASE("--emit with -o writes the dump to the file, one target's worth") {
+  CompileOptions o;
+  o.input = std::string(ETL_SOURCE_DIR) + "/examples/rowsum/rowsum.etl";
+  o.emit = "ptx";
+  o.output = (temp_dir() / "rowsum.ptx").string();
+  std::filesystem::remove(o.output);
+  std::ostringstream out, err;
+  REQUIRE(compile(o, out, err) == kExitOk);
+  CHECK(out.str().empty());
+  std::ifstream f(o.output);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  CHECK(ss.str().find(".entry etl_main") != std::string::npos);
+  CHECK(ss.str().find("===-- target") == std::string::npos);
+  // LLVM IR for sm_90 and sim would be two modules in one file.
+  o.emit = "llvm";
+  o.output = (temp_dir() / "rowsum.ll").string();
+  std::filesystem::remove(o.output);
+  std::ostringstream out2, err2;
+  CHECK(compile(o, out2, err2) == kExitUsage);
+  CHECK(err2.str().find("2 targets (sm_90, sim) would be written into one file") !=
+        std::string::npos);
+  CHECK(!std::filesystem::exists(o.output));
+  o.targets = {"sim"};
+  std::ostringstream out3, err3;
+  CHECK(compile(o, out3, err3) == kExitOk);
+  CHECK(std::filesystem::file_size(o.output) > 0);
+}
+
+TEST_CASE("-Werror turns warnings into errors, -w drops them with their notes") {
+  CompileOptions o;
+  o.input = std::string(ETL_SOURCE_DIR) + "/tests/diag/warn_group_may_race.etl";
+  o.emit = "taskgraph";
+  std::ostringstream out, err;
+  CHECK(compile(o, out, err) == kExitOk);
+  CHECK(err.str().find("warning: 'reversed' writes 'y'") != std::string::npos);
+  CHECK(err.str().find("note:") != std::string::npos);
+  o.werror = true;
+  std::ostringstream out2, err2;
+  CHECK(compile(o, out2, err2) == kExitProgramError);
+  CHECK(err2.str().find("error: 'reversed' writes 'y'") != std::string::npos);
+  CHECK(err2.str().find("[-Werror]") != std::string::npos);
+  o.werror = false;
+  o.no_warnings = true;
+  std::ostringstream out3, err3;
+  CHECK(compile(o, out3, err3) == kExitOk);
+  CHECK(err3.str().empty());
+}
+
+} // namespace etl
