@@ -123,13 +123,10 @@ struct FlopCounter {
         other = other + w * numel(task.locals[size_t(s->local_index)].type.tile_shape);
       if (s->kind != StmtKind::For)
         continue;
+      const AccessLoop loop = access_loop(*s);
       Sym trips = Sym::symbol("trips@" + std::to_string(s->range.begin.line));
-      if (s->lo->sym && s->hi->sym && !s->lo->reads_data && !s->hi->reads_data) {
-        Sym step(1);
-        if (s->step && s->step->sym)
-          step = *s->step->sym;
-        trips = Sym::cdiv(*s->hi->sym - *s->lo->sym, step);
-      }
+      if (loop.trips)
+        trips = *loop.trips;
       stmts(s->body, w * trips);
     }
   }

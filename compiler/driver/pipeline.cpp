@@ -20,10 +20,10 @@
 
 #include <llvm/Config/llvm-config.h>
 
+#include <llvm/ADT/StringRef.h>
+
 #include <algorithm>
-#include <cctype>
 #include <chrono>
-#include <climits>
 #include <iomanip>
 #include <map>
 #include <ostream>
@@ -88,11 +88,9 @@ int emit_cost(const CompileOptions &opts, const Program &p, std::ostream &out, s
     std::string name = item.substr(0, eq);
     bool known =
         std::any_of(k.dims.begin(), k.dims.end(), [&](const DimDecl &d) { return d.name == name; });
-    int64_t v = 0;
-    bool number = eq != std::string::npos && eq + 1 < item.size();
-    for (size_t i = eq + 1; number && i < item.size(); ++i)
-      number = std::isdigit(static_cast<unsigned char>(item[i])) && v < (INT64_MAX - 9) / 10 &&
-               (v = v * 10 + (item[i] - '0'), true);
+    int64_t v = 0; // getAsInteger: true on anything but a whole base-10 int64
+    bool number =
+        eq != std::string::npos && !llvm::StringRef(item).substr(eq + 1).getAsInteger(10, v);
     if (!known || !number || v < 1) {
       err << "etlc: error: --bind '" << item << "': expected DIM=VALUE with DIM one of";
       for (const DimDecl &d : k.dims)

@@ -65,7 +65,9 @@ Access access_of(const Expr &e, const std::vector<AccessLoop> &loops) {
   return a;
 }
 
-AccessLoop loop_of(const Stmt &s) {
+} // namespace
+
+AccessLoop access_loop(const Stmt &s) {
   AccessLoop l;
   l.var = s.name;
   if (s.lo && s.lo->sym && !s.lo->reads_data)
@@ -79,6 +81,8 @@ AccessLoop loop_of(const Stmt &s) {
     l.trips = Sym::cdiv(*l.hi - *l.lo, *step);
   return l;
 }
+
+namespace {
 
 struct Collector {
   std::vector<Access> out;
@@ -108,7 +112,7 @@ struct Collector {
       expr(s->lo.get());
       expr(s->hi.get());
       expr(s->step.get());
-      loops.push_back(loop_of(*s));
+      loops.push_back(access_loop(*s));
       if (loop_bodies) {
         open.push_back(loop_bodies->size());
         loop_bodies->push_back({s.get(), {}});

@@ -47,6 +47,10 @@ struct Access {
   std::vector<AccessLoop> loops; ///< enclosing `for`s, outermost first
 };
 
+/// The loop `s` (a `for` statement) as its accesses see it: var, bounds and
+/// trip count, each absent when it reads tensor data or did not check.
+AccessLoop access_loop(const Stmt &s);
+
 /// Calls `f` for every sub-expression of `e` that is an access, in the order
 /// the lowering evaluates them (a slice's gather indices, then keyword
 /// arguments, then the stored value, then the access itself).

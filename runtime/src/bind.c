@@ -13,23 +13,6 @@
 
 #include "device.h"
 
-static const char *dtype_name(uint32_t e) {
-  switch (e) {
-  case ETL_ELEM_F32:
-    return "f32";
-  case ETL_ELEM_F16:
-    return "f16";
-  case ETL_ELEM_I32:
-    return "i32";
-  case ETL_ELEM_I64:
-    return "i64";
-  case ETL_ELEM_BF16:
-    return "bf16";
-  default:
-    return "?";
-  }
-}
-
 static void list_names(etl_program *p, int dims, char *buf, size_t n) {
   const etl_meta *m = &p->art.meta;
   size_t len = 0;
@@ -80,7 +63,7 @@ static etlStatus check_fit(etl_program *p, const char *fn, const etl_tensor_meta
   return etl_error(ETL_ERROR_BINDING,
                    "%s: tensor '%s' bound as %s%s needs %llu bytes, but %p is at offset %llu of "
                    "a %llu-byte allocation (%s at %p): %llu bytes left",
-                   fn, t->name, dtype_name(t->elem), s, (unsigned long long)bytes,
+                   fn, t->name, etlDTypeName((etlDType)t->elem), s, (unsigned long long)bytes,
                    (void *)(uintptr_t)dptr, (unsigned long long)off, (unsigned long long)a.bytes,
                    etl_alloc_origin(&a), (void *)(uintptr_t)a.dptr,
                    (unsigned long long)(a.bytes - off));
@@ -126,7 +109,7 @@ etlStatus etlBindTensor(etlProgram h, const char *name, void *dptr, etlDType dty
       return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindTensor: '%s': dptr is NULL", name);
     if ((uint32_t)dtype != t->elem)
       return etl_error(ETL_ERROR_BINDING, "etlBindTensor: tensor '%s' has dtype %s, bound as %s",
-                       name, dtype_name(t->elem), dtype_name((uint32_t)dtype));
+                       name, etlDTypeName((etlDType)t->elem), etlDTypeName(dtype));
     if (rank < 0 || (uint32_t)rank != t->rank)
       return etl_error(ETL_ERROR_BINDING,
                        "etlBindTensor: tensor '%s' has rank %u, bound with "
@@ -145,7 +128,7 @@ etlStatus etlBindTensor(etlProgram h, const char *name, void *dptr, etlDType dty
       return etl_error(ETL_ERROR_BINDING,
                        "etlBindTensor: tensor '%s' bound as %s%s at %p: its byte size overflows "
                        "64 bits or runs past the end of the address space",
-                       name, dtype_name(t->elem), s, dptr);
+                       name, etlDTypeName((etlDType)t->elem), s, dptr);
     }
     etlStatus st = check_fit(p, "etlBindTensor", t, shape, d, bytes, &alloc_id);
     if (st)
@@ -178,7 +161,7 @@ static etlStatus check_allocation(etl_program *p, uint32_t i) {
     return etl_error(ETL_ERROR_BINDING,
                      "etlRun: tensor '%s' (%s%s) is bound to %p, inside an allocation that was "
                      "freed with etlFree (or unregistered) after etlBindTensor; bind it again",
-                     t->name, dtype_name(t->elem), s, (void *)(uintptr_t)b->dptr);
+                     t->name, etlDTypeName((etlDType)t->elem), s, (void *)(uintptr_t)b->dptr);
   }
   if (in && !b->alloc_id) {
     uint64_t id = 0;

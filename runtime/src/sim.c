@@ -384,43 +384,48 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
   stop_cta(c);
 }
 
-/* The race check's view of an atomic (sim_race.h). A release is recorded
- * before the atomic, an acquire after it, so whoever acquires what a release
- * wrote also finds its record. */
-static void race_sync(const void *ptr, int acquire, int release) {
+/* Every atomic op is bracketed by these: atomic_before (the profile counts
+ * it; the race check records a release before the atomic) and atomic_after
+ * (the race check records an acquire after it), so whoever acquires what a
+ * release wrote also finds its record (sim_race.h). */
+static void atomic_before(const void *ptr, int release) {
   sim_cta *c = tls_cta;
-  if (c->run->prof && release) /* each atomic releases once */
+  if (c->run->prof)
     etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_ATOMIC, 1);
-  if (c->run->race)
-    etl_race_sync(c->run->race, c->cta, ptr, acquire, release);
+  if (c->run->race && release)
+    etl_race_sync(c->run->race, c->cta, ptr, 0, 1);
+}
+
+static void atomic_after(const void *ptr, int acquire) {
+  sim_cta *c = tls_cta;
+  if (c->run->race && acquire)
+    etl_race_sync(c->run->race, c->cta, ptr, 1, 0);
 }
 
 static uint32_t op_atomic_add_release(uint32_t *ptr, uint32_t value) {
-  race_sync(ptr, 0, 1);
+  atomic_before(ptr, 1);
   return atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_release);
 }
 
 static uint32_t op_load_acquire(const uint32_t *ptr) {
+  atomic_before(ptr, 0);
   uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
-  sim_cta *c = tls_cta;
-  if (c->run->prof) /* acquire loads count as atomics too */
-    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_ATOMIC, 1);
-  race_sync(ptr, 1, 0);
+  atomic_after(ptr, 1);
   return v;
 }
 
 static uint32_t op_atomic_add_acq_rel(uint32_t *ptr, uint32_t value) {
-  race_sync(ptr, 0, 1);
+  atomic_before(ptr, 1);
   uint32_t v = atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_acq_rel);
-  race_sync(ptr, 1, 0);
+  atomic_after(ptr, 1);
   return v;
 }
 
 static uint32_t op_atomic_cas(uint32_t *ptr, uint32_t expected, uint32_t desired) {
-  race_sync(ptr, 0, 1);
+  atomic_before(ptr, 1);
   atomic_compare_exchange_strong_explicit((_Atomic uint32_t *)ptr, &expected, desired,
                                           memory_order_acq_rel, memory_order_acquire);
-  race_sync(ptr, 1, 0);
+  atomic_after(ptr, 1);
   return expected; /* the old value either way */
 }
 

@@ -97,7 +97,7 @@ typedef struct prof_request {
   int is_store;
   int shared;       /* a shared-memory request: words, not sectors */
   uint32_t n_words; /* shared: distinct 4-byte words (offset / 4) */
-  uint32_t words[64];
+  uint64_t words[64];
   uint32_t lanes; /* mask */
   uint64_t bytes; /* distinct bytes: lanes reading one address (a broadcast) count once */
   uint32_t n_addrs;
@@ -201,6 +201,16 @@ void etl_profile_count(etl_profile *p, uint32_t cta, uint32_t group, int event, 
     p->ctas[cta].events[group_slot(p, group) * ETL_PROF_EVENTS + (uint32_t)event] += n;
 }
 
+/* Adds `v` to the set `set[0 .. *n)` of at most `cap` values; 1 if it was new. */
+static int add_unique(uint64_t *set, uint32_t *n, uint32_t cap, uint64_t v) {
+  for (uint32_t k = 0; k < *n; ++k)
+    if (set[k] == v)
+      return 0;
+  if (*n < cap)
+    set[(*n)++] = v;
+  return 1;
+}
+
 /* One lane's access: into the warp-level request of its (site, instance). */
 static void record(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
                    uint64_t addr, uint64_t bytes, int is_store, int shared) {
@@ -236,30 +246,15 @@ static void record(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, u
     r->shared = shared;
   }
   r->lanes |= 1u << (tid % 32);
-  uint32_t k = 0;
-  while (k < r->n_addrs && r->addrs[k] != addr)
-    ++k;
-  if (k == r->n_addrs) {
-    r->bytes += bytes;
-    if (r->n_addrs < 32)
-      r->addrs[r->n_addrs++] = addr;
-  }
+  if (add_unique(r->addrs, &r->n_addrs, 32, addr))
+    r->bytes += bytes; /* lanes reading one address count it once */
   if (shared) {
-    for (uint64_t w = addr / 4; w <= (addr + bytes - 1) / 4; ++w) {
-      uint32_t k2 = 0;
-      while (k2 < r->n_words && r->words[k2] != (uint32_t)w)
-        ++k2;
-      if (k2 == r->n_words && r->n_words < 64)
-        r->words[r->n_words++] = (uint32_t)w;
-    }
+    for (uint64_t w = addr / 4; w <= (addr + bytes - 1) / 4; ++w)
+      add_unique(r->words, &r->n_words, 64, w);
     return;
   }
   for (uint64_t s = addr / 32; s <= (addr + bytes - 1) / 32; ++s) {
-    uint32_t k = 0;
-    while (k < r->n_sectors && r->sectors[k] != s)
-      ++k;
-    if (k == r->n_sectors && r->n_sectors < MAX_SECTORS)
-      r->sectors[r->n_sectors++] = s;
+    add_unique(r->sectors, &r->n_sectors, MAX_SECTORS, s);
     if (ptab_get(&c->dram, s, 0, 0, 0, &fresh) == UINT32_MAX)
       p->oom = 1;
   }

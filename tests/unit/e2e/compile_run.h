@@ -29,15 +29,18 @@ struct Bind {
   std::vector<int64_t> shape;
 };
 
-/// Compiles `text` for sim and runs it once with `dims` and `binds` (with the
-/// sim's race check when `race_check`, writing the sim profile to `profile`
-/// when not empty); returns "" on success, else the compiler's diagnostics
-/// or the runtime's error.
+/// What else a run does: the sim's race check, and where the sim profile and
+/// the timeline go (none when empty).
+struct RunOptions {
+  bool race_check = false;
+  std::string profile, timeline;
+};
+
+/// Compiles `text` for sim and runs it once with `dims` and `binds`; returns
+/// "" on success, else the compiler's diagnostics or the runtime's error.
 inline std::string compile_and_run(const std::string &text, const std::string &stem,
                                    const std::vector<std::pair<const char *, int64_t>> &dims,
-                                   const std::vector<Bind> &binds, bool race_check = false,
-                                   const std::string &profile = "",
-                                   const std::string &timeline = "") {
+                                   const std::vector<Bind> &binds, const RunOptions &run = {}) {
   std::filesystem::path dir = std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
   std::filesystem::create_directories(dir);
   std::filesystem::path in = dir / (stem + ".etl"), art = dir / (stem + ".etlb");
@@ -68,13 +71,13 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
       if (msg.empty() && etlBindTensor(prog, b.name, b.data, b.dtype, int(b.shape.size()),
                                        b.shape.data()) != ETL_SUCCESS)
         msg = std::string("bind ") + b.name + ": " + etlGetLastErrorMessage();
-    if (msg.empty() && !timeline.empty() &&
-        etlProgramSetTimeline(prog, timeline.c_str()) != ETL_SUCCESS)
+    if (msg.empty() && !run.timeline.empty() &&
+        etlProgramSetTimeline(prog, run.timeline.c_str()) != ETL_SUCCESS)
       msg = std::string("timeline: ") + etlGetLastErrorMessage();
-    if (msg.empty() && !profile.empty() &&
-        etlProgramSetProfile(prog, profile.c_str()) != ETL_SUCCESS)
+    if (msg.empty() && !run.profile.empty() &&
+        etlProgramSetProfile(prog, run.profile.c_str()) != ETL_SUCCESS)
       msg = std::string("profile: ") + etlGetLastErrorMessage();
-    if (msg.empty() && race_check && etlProgramSetRaceCheck(prog, 1) != ETL_SUCCESS)
+    if (msg.empty() && run.race_check && etlProgramSetRaceCheck(prog, 1) != ETL_SUCCESS)
       msg = std::string("race check: ") + etlGetLastErrorMessage();
     if (msg.empty()) {
       etlStatus st = etlRun(prog);

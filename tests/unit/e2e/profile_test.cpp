@@ -20,6 +20,7 @@
 namespace etl {
 using testing::Bind;
 using testing::compile_and_run;
+using testing::RunOptions;
 
 namespace {
 
@@ -74,9 +75,9 @@ kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 32 == 0 {
   const int64_t N = 128;
   Aligned x(N), y(N);
   std::string out = path_of("prof_row");
-  std::string err =
-      compile_and_run(src, "prof_row", {{"N", N}},
-                      {{"x", x.p, ETL_F32, {N}}, {"y", y.p, ETL_F32, {N}}}, false, out);
+  std::string err = compile_and_run(src, "prof_row", {{"N", N}},
+                                    {{"x", x.p, ETL_F32, {N}}, {"y", y.p, ETL_F32, {N}}},
+                                    RunOptions{false, out, ""});
   REQUIRE_MESSAGE(err.empty(), err);
   llvm::json::Value doc = read_json(out);
   const llvm::json::Object &root = *doc.getAsObject();
@@ -119,7 +120,7 @@ kernel k<N: dim, L: dim>(x: tensor<f32>[2 * N], m: tensor<f32>[32, 32], y: tenso
                                      {"y", y.p, ETL_F32, {N}},
                                      {"c", c.p, ETL_F32, {32, 32}},
                                      {"t", t.p, ETL_F32, {L}}},
-                                    false, out);
+                                    RunOptions{false, out, ""});
   REQUIRE_MESSAGE(err.empty(), err);
   llvm::json::Value doc = read_json(out);
   const llvm::json::Object *s = site(doc, "strided", "load");
@@ -163,9 +164,9 @@ kernel k<M: dim, N: dim>(x: tensor<f32>[M, N], y: tensor<f32>[M]) where M % 32 =
   const int64_t M = 64, N = 96;
   Aligned x(M * N), y(M);
   std::string out = path_of("prof_sync");
-  std::string err =
-      compile_and_run(src, "prof_sync", {{"M", M}, {"N", N}},
-                      {{"x", x.p, ETL_F32, {M, N}}, {"y", y.p, ETL_F32, {M}}}, false, out);
+  std::string err = compile_and_run(src, "prof_sync", {{"M", M}, {"N", N}},
+                                    {{"x", x.p, ETL_F32, {M, N}}, {"y", y.p, ETL_F32, {M}}},
+                                    RunOptions{false, out, ""});
   REQUIRE_MESSAGE(err.empty(), err);
   llvm::json::Value doc = read_json(out);
   for (const llvm::json::Value &g : *doc.getAsObject()->getArray("groups")) {
@@ -207,7 +208,7 @@ kernel k<N: dim>(x: tensor<f32>[32, 32], v: tensor<f32>[32], y: tensor<f32>[32, 
                                      {"v", v.p, ETL_F32, {32}},
                                      {"y", y.p, ETL_F32, {32, 32}},
                                      {"z", z.p, ETL_F32, {32, 32}}},
-                                    false, out);
+                                    RunOptions{false, out, ""});
   REQUIRE_MESSAGE(err.empty(), err);
   llvm::json::Value doc = read_json(out);
   auto shared_sites = [&](const char *group) {
@@ -246,9 +247,9 @@ kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 32 == 0 {
   const int64_t N = 256;
   Aligned x(N), y(N);
   std::string prof = path_of("prof_trace"), trace = path_of("prof_trace_timeline");
-  std::string err =
-      compile_and_run(src, "prof_trace", {{"N", N}},
-                      {{"x", x.p, ETL_F32, {N}}, {"y", y.p, ETL_F32, {N}}}, false, prof, trace);
+  std::string err = compile_and_run(src, "prof_trace", {{"N", N}},
+                                    {{"x", x.p, ETL_F32, {N}}, {"y", y.p, ETL_F32, {N}}},
+                                    RunOptions{false, prof, trace});
   REQUIRE_MESSAGE(err.empty(), err);
   llvm::json::Value doc = read_json(trace);
   int tasks = 0, counters = 0;

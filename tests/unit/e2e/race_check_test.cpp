@@ -14,6 +14,7 @@
 
 namespace etl {
 using testing::compile_and_run;
+using testing::RunOptions;
 
 namespace {
 
@@ -46,7 +47,7 @@ std::string run(const std::string &src, const char *stem, int64_t M, int64_t N) 
   std::vector<float> x(size_t(M * N), 1.0f), y(size_t(M), 0.0f);
   return compile_and_run(src, stem, {{"M", M}, {"N", N}},
                          {{"x", x.data(), ETL_F32, {M, N}}, {"y", y.data(), ETL_F32, {M}}},
-                         /*race_check=*/true);
+                         RunOptions{true, "", ""});
 }
 
 } // namespace
@@ -83,9 +84,9 @@ kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % TB == 0 {
 )";
   const int64_t N = 128;
   std::vector<float> x(N, 1.0f), y(N, 0.0f);
-  std::string err =
-      compile_and_run(src, "race_gather", {{"N", N}},
-                      {{"x", x.data(), ETL_F32, {N}}, {"y", y.data(), ETL_F32, {N}}}, true);
+  std::string err = compile_and_run(src, "race_gather", {{"N", N}},
+                                    {{"x", x.data(), ETL_F32, {N}}, {"y", y.data(), ETL_F32, {N}}},
+                                    RunOptions{true, "", ""});
   INFO(err);
   CHECK(err.find("ETL_ERROR_RACE") != std::string::npos);
   CHECK(err.find("of 'y'") != std::string::npos);
@@ -112,9 +113,9 @@ kernel scan<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N + TB]) where N % TB == 0
   const int64_t N = 256;
   std::vector<float> x(N, 1.0f), y(N + 32, -1.0f);
   for (const char *stem : {"race_chain"}) {
-    std::string err =
-        compile_and_run(src, stem, {{"N", N}},
-                        {{"x", x.data(), ETL_F32, {N}}, {"y", y.data(), ETL_F32, {N + 32}}}, true);
+    std::string err = compile_and_run(
+        src, stem, {{"N", N}}, {{"x", x.data(), ETL_F32, {N}}, {"y", y.data(), ETL_F32, {N + 32}}},
+        RunOptions{true, "", ""});
     CHECK_MESSAGE(err.empty(), err);
     CHECK(y[N + 31] == float(N));
   }
