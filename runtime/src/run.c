@@ -297,7 +297,13 @@ etlStatus etlRun(etlProgram h) {
   if (!st)
     return etlRunWait(h);
   etl_program *p = etl_prog_of(h);
-  if (p && p->run_inflight) { /* launched, then a step failed: the run still ends here */
+  int inflight = 0;
+  if (p) {
+    pthread_mutex_lock(&p->ctx->launch_mu);
+    inflight = p->run_inflight;
+    pthread_mutex_unlock(&p->ctx->launch_mu);
+  }
+  if (inflight) { /* launched, then a step failed: the run still ends here */
     char msg[4096];
     snprintf(msg, sizeof msg, "%s", etlGetLastErrorMessage());
     etlRunWait(h);

@@ -214,6 +214,36 @@ TEST_CASE("torch's way: the primary context current, a stream of its own, NOT_RE
   CHECK_MESSAGE(f.stats().violations == 0, f.violation());
 }
 
+TEST_CASE("one run in flight per context: another program's launch finishes it, its outcome kept") {
+  Fake &f = fake();
+  Host host(f);
+  auto none = [](const char *) {};
+  etlContextParams prm = etlContextDefaultParams();
+  prm.watchdog_ms = 200;
+  Rowsum r;
+  r.open(prm, none);
+  etlProgram other = nullptr;
+  REQUIRE(etlProgramLoadFile(r.ctx, artifact("rowsum").c_str(), &other) == ETL_SUCCESS);
+  int64_t sx[2] = {40, 300}, sy[1] = {40};
+  REQUIRE(etlBindDim(other, "M", 40) == ETL_SUCCESS);
+  REQUIRE(etlBindDim(other, "N", 300) == ETL_SUCCESS);
+  REQUIRE(etlBindTensor(other, "x", r.x, ETL_F32, 2, sx) == ETL_SUCCESS);
+  REQUIRE(etlBindTensor(other, "y", r.y, ETL_F32, 1, sy) == ETL_SUCCESS);
+  f.kernel(ETL_FAKE_KERNEL_HANG, 0);
+  REQUIRE(etlRunAsync(r.prog, nullptr) == ETL_SUCCESS);
+  CHECK(etlRunQuery(r.prog) == ETL_ERROR_NOT_READY);
+  f.kernel(ETL_FAKE_KERNEL_COMPLETE, 0);
+  CHECK(etlRunAsync(other, nullptr) == ETL_SUCCESS); // waits out the hung one (watchdog)
+  CHECK(f.stats().launches == 2);
+  CHECK(etlRunWait(other) == ETL_SUCCESS);
+  CHECK(etlRunWait(r.prog) == ETL_ERROR_TIMEOUT); // kept for its own wait
+  CHECK(std::string(etlGetLastErrorMessage()).find("watchdog") != std::string::npos);
+  CHECK(etlProgramDestroy(other) == ETL_SUCCESS);
+  r.close(none);
+  CHECK(f.stats().reclaimed == 0);
+  CHECK_MESSAGE(f.stats().violations == 0, f.violation());
+}
+
 TEST_CASE("a failing cuCtxGetDevice is reported and leaves the caller's context as it was") {
   Fake &f = fake();
   Host host(f);

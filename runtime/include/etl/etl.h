@@ -41,7 +41,8 @@
  * shapes (ETL_ERROR_MEMORY_VIOLATION); CUDA does not.
  *
  * Thread safety: handles may be used from any thread, but a program must not
- * be bound or run from two threads at once, nor destroyed while in use.
+ * be bound, run or waited for from two threads at once, nor destroyed while
+ * in use (a run in flight is waited for by the destroy).
  *
  * Environment: settings a user may change without rebuilding the host.
  *   ETL_DEVICE=sim|cuda      what "auto" means in etlContextCreate (a host
@@ -278,8 +279,8 @@ ETL_API etlStatus etlRunAsync(etlProgram prog, void *stream);
 /// Wait for the program's run in flight (with the watchdog) and return its
 /// status: what etlRun would have returned, with the same message (device
 /// error records, dynamic queue overflow, timeline write). Without a run in
-/// flight, the status of the last run etlRunAsync launched (again), or
-/// ETL_SUCCESS when there was none.
+/// flight, that status again (it is kept until the next etlRunAsync that
+/// passes validation), or ETL_SUCCESS when no run was made.
 ETL_API etlStatus etlRunWait(etlProgram prog);
 /// Like etlRunWait without blocking: ETL_ERROR_NOT_READY while the run is
 /// in flight (the watchdog is checked and may abort it), else the finished

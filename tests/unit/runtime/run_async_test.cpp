@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime_harness.h"
 
+#include <thread>
+
 using namespace etl_test;
 
 namespace {
@@ -122,4 +124,35 @@ TEST_CASE("run async: handles and the new status") {
   CHECK(etlRunAsync(gone, nullptr) == ETL_ERROR_INVALID_HANDLE);
   CHECK(etlRunWait(gone) == ETL_ERROR_INVALID_HANDLE);
   CHECK(etlRunQuery(gone) == ETL_ERROR_INVALID_HANDLE);
+}
+
+TEST_CASE("run async on sim: two threads run two programs of one context") {
+  std::string a = good_artifact();
+  if (a.empty())
+    return;
+  Ctx ctx(3);
+  etlProgram p[2] = {nullptr, nullptr};
+  std::deque<Buffers> bufs;
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &p[i]) == ETL_SUCCESS);
+    bufs.emplace_back(ctx.ctx, 7 + 4 * i);
+    bufs.back().bind(p[i]);
+  }
+  etlStatus got[2][10];
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i)
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 10; ++k) {
+        etlStatus st = etlRunAsync(p[i], nullptr);
+        got[i][k] = st ? st : etlRunWait(p[i]);
+      }
+    });
+  for (auto &t : threads)
+    t.join();
+  for (int i = 0; i < 2; ++i) {
+    for (etlStatus st : got[i])
+      CHECK(st == ETL_SUCCESS);
+    bufs[size_t(i)].check();
+    etlProgramDestroy(p[i]);
+  }
 }
