@@ -241,10 +241,12 @@ class Program:
         if self._prog is None:
             raise errors.InvalidHandleError("the program was closed")
         by_name = {p.name: p for p in self.params}
+        handle = self._stream(stream) if self.is_gpu else stream
         views, dims = [], {}
         for name, value in args.items():
             if name in by_name:
-                views.append((by_name[name], _tensors.view(name, value)))
+                views.append((by_name[name],
+                              _tensors.view(name, value, handle if self.is_gpu else None)))
             elif name in self.dims:
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise errors.InvalidValueError("dim '%s' = %r: an int is expected" %
@@ -254,7 +256,6 @@ class Program:
                 raise errors.NotFoundError(
                     "the program has no tensor or dim '%s' (tensors: %s; dims: %s)" %
                     (name, ", ".join(by_name) or "none", ", ".join(self.dims) or "none"))
-        handle = self._stream(stream) if self.is_gpu else stream
         for p, v in views:
             self._check_view(p, v, handle)
         inferred = dict(dims)

@@ -86,8 +86,12 @@ def _from_torch(name, t):
                 what="torch tensor")
 
 
-def _from_dlpack(name, obj):
-    cap = obj.__dlpack__()
+def _from_dlpack(name, obj, stream):
+    kwargs = {}
+    if stream is not None and hasattr(obj, "__dlpack_device__"):
+        if obj.__dlpack_device__()[0] == _DL_CUDA:  # the producer orders its work before ours
+            kwargs["stream"] = stream or 1  # DLPack: 1 is the legacy default stream (our NULL)
+    cap = obj.__dlpack__(**kwargs)
     ptr = _capsule_ptr(cap, b"dltensor")
     if not ptr:
         raise errors.InvalidValueError("tensor '%s': __dlpack__ gave no DLPack tensor" % name)
@@ -140,8 +144,10 @@ def _from_cuda_array_interface(name, obj):
                 what="__cuda_array_interface__ array", stream=cai.get("stream"))
 
 
-def view(name, obj):
-    """The View of `obj`, or an etl exception saying why it cannot bind."""
+def view(name, obj, stream=None):
+    """The View of `obj`, or an etl exception saying why it cannot bind.
+    `stream`: the CUstream (int, 0 = NULL) a cuda program runs on, passed to
+    a CUDA producer's ``__dlpack__``; None for sim."""
     mod = type(obj).__module__.split(".")[0]
     if mod == "numpy" and hasattr(obj, "__array_interface__") and hasattr(obj, "flags"):
         return _from_numpy(name, obj)
@@ -150,7 +156,7 @@ def view(name, obj):
     if hasattr(obj, "__cuda_array_interface__"):
         return _from_cuda_array_interface(name, obj)
     if hasattr(obj, "__dlpack__"):
-        return _from_dlpack(name, obj)
+        return _from_dlpack(name, obj, stream)
     raise errors.InvalidValueError(
         "tensor '%s': a %s is not a tensor (pass a numpy array, a torch tensor or an object "
         "with __cuda_array_interface__ or __dlpack__)" % (name, type(obj).__name__))

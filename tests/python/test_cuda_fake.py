@@ -121,6 +121,40 @@ class CudaPath(unittest.TestCase):
         self.prog.wait()
         self.assertEqual(fake.etl_fake_cuda_get_stats().last_stream, 0)
 
+    def test_dlpack_producer_is_given_the_stream(self):
+        class Managed(ctypes.Structure):  # DLManagedTensor
+            _fields_ = [("data", P), ("device_type", ctypes.c_int32),
+                        ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                        ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                        ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", P), ("byte_offset", ctypes.c_uint64),
+                        ("manager_ctx", P), ("deleter", P)]
+
+        class OnCuda:  # a CUDA DLPack producer that records the stream it must order for
+            def __init__(self, ptr, shape):
+                self.shape = (ctypes.c_int64 * len(shape))(*shape)
+                self.m = Managed(ptr, 2, 0, len(shape), 2, 32, 1, self.shape, None, 0, None, None)
+                self.asked = "not asked"
+
+            def __dlpack_device__(self):
+                return (2, 0)
+
+            def __dlpack__(self, stream=None):
+                self.asked = stream
+                new = ctypes.pythonapi.PyCapsule_New
+                new.restype = ctypes.py_object
+                new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+                return new(ctypes.addressof(self.m), b"dltensor", None)
+
+        x, y = OnCuda(self.x.value, (40, 300)), OnCuda(self.y.value, (40,))
+        self.prog.run(x=x, y=y, stream=self.stream.value)
+        self.prog.wait()
+        self.assertEqual((x.asked, y.asked), (self.stream.value, self.stream.value))
+        self.prog(x=x, y=y)  # the NULL stream is DLPack's legacy default stream, 1
+        self.prog.wait()
+        self.assertEqual(x.asked, 1)
+        self.assertEqual(fake.etl_fake_cuda_get_stats().launches, 2)
+
     def test_watchdog_error_arrives_from_wait(self):
         fake.etl_fake_cuda_kernel(KERNEL_HANG, 0)
         self.prog(**self.args())
