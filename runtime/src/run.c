@@ -1,11 +1,16 @@
-/*===- src/run.c - etlRun: plans, the argument block and the launch ------===
+/*===- src/run.c - etlRun/Async/Wait/Query: plans, arguments, the launch ---===
  *
- * etlRun checks every binding (bind.c) before anything is allocated or
+ * etlRunAsync checks every binding (bind.c) before anything is allocated or
  * launched, then takes the plan for the bound dims from the program's
  * cache (building it and its device memory on a miss), fills the argument
  * block, resets the event counters and hands the launch to the context's
- * device. Afterwards it reads the device error record and, with the
- * timeline on, the task records (timeline.c).
+ * device (start). A device that returns with the kernel in flight (cuda)
+ * leaves the run to etlRunWait / etlRunQuery (finish_run, which polls the
+ * device and its watchdog); sim returns with it done. Either way the end of
+ * a run (conclude) reads the device error record and, with the timeline on,
+ * the task records (timeline.c), and its status and message are kept on
+ * the program (keep_outcome). A context has one run in flight at a time
+ * (ctx->inflight, under launch_mu). etlRun is etlRunAsync + etlRunWait.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
