@@ -7,20 +7,29 @@
     prog.run(x=x, y=y, trace="t.json", profile="p.json")
     prog.params                                     # name, dtype, rank, dims of each tensor
 
-Tensors are numpy arrays, torch tensors or anything with ``__dlpack__``,
-C-contiguous, in host memory, on the "sim" device. (CUDA tensors raise
-DeviceMismatchError: the runtime does not share torch's primary CUDA
-context yet.) They are bound in place: the program reads and writes them
-directly. Dims are inferred from every axis whose extent is a dim's name;
-others (or overrides) are given as integers: ``prog(x=x, y=y, N=1000)``.
-The runtime checks the shapes and the program's `where` facts and its
-message arrives as the exception class of its status (etl.errors).
-numpy and torch are optional: the package imports neither.
+Tensors are numpy arrays, torch tensors, objects with
+``__cuda_array_interface__`` or anything with ``__dlpack__``, C-contiguous:
+host memory for a "sim" program, CUDA memory for a "cuda" one. They are
+bound in place: the program reads and writes them directly. Dims are
+inferred from every axis whose extent is a dim's name; others (or
+overrides) are given as integers: ``prog(x=x, y=y, N=1000)``. The runtime
+checks the shapes and the program's `where` facts and its message arrives
+as the exception class of its status (etl.errors).
+
+On "cuda" the runtime shares the CUDA context torch uses (the one current,
+else the device's primary context) and a run is asynchronous, like a torch
+kernel: it is queued on torch's current stream (or ``stream=``) and
+``prog(...)`` returns at once; work queued after it on that stream sees its
+results. ``prog.wait()`` blocks until it ends and raises its error;
+``prog.query()`` is True once it ended (False while it runs). The watchdog
+runs only inside wait() and query() (and the next run, which first finishes
+this one). numpy and torch are optional: the package imports neither.
 """
 import collections
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 from . import _lib, _tensors, errors
@@ -89,23 +98,43 @@ def compile(source, targets=("sm_90", "sim"), output=None, device="auto", includ
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def load(path, device="auto", sim_workers=None, watchdog_ms=None):
+def load(path, device="auto", sim_workers=None, watchdog_ms=None, cuda_device=None):
     """Load an artifact (.etlb) on `device`: "sim", "cuda" or "auto" (the GPU
     when a CUDA driver and device exist, else sim; $ETL_DEVICE decides
-    "auto" when set). `sim_workers`, `watchdog_ms`: see etlContextParams."""
-    return Program(path, device, sim_workers, watchdog_ms)
+    "auto" when set). `sim_workers`, `watchdog_ms`, `cuda_device`: see
+    etlContextParams; `cuda_device` defaults to torch's current device when
+    torch has initialised CUDA, else 0."""
+    return Program(path, device, sim_workers, watchdog_ms, cuda_device)
+
+
+def _torch_cuda():
+    """torch.cuda when torch is imported and has initialised CUDA, else None
+    (never imports torch nor initialises CUDA)."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    try:
+        return cuda if cuda is not None and cuda.is_initialized() else None
+    except Exception:
+        return None
 
 
 class Program:
     """A loaded artifact in its own runtime context."""
 
-    def __init__(self, path, device="auto", sim_workers=None, watchdog_ms=None):
+    def __init__(self, path, device="auto", sim_workers=None, watchdog_ms=None,
+                 cuda_device=None):
         self._ctx = self._prog = None
+        self._inflight = None
         prm = _lib.lib.etlContextDefaultParams()
         if sim_workers is not None:
             prm.sim_workers = sim_workers
         if watchdog_ms is not None:
             prm.watchdog_ms = watchdog_ms
+        if cuda_device is None and _torch_cuda() is not None:
+            cuda_device = _torch_cuda().current_device()
+        if cuda_device is not None:
+            prm.cuda_device = cuda_device
+        self.cuda_device = prm.cuda_device
         ctx, prog = _lib.P(), _lib.P()
         _lib.check(_lib.lib.etlContextCreate(_c.byref(ctx), device.encode(), _c.byref(prm)))
         self._ctx = ctx
@@ -155,10 +184,32 @@ class Program:
         return "<etl.Program %s(%s) on %s>" % (os.path.basename(self.path), sig, self.device)
 
     def close(self):
-        """Destroy the program and its context (also done when collected)."""
+        """Destroy the program and its context (also done when collected);
+        a run in flight is waited for first."""
         if self._ctx:
             _lib.lib.etlContextDestroy(self._ctx)  # destroys the program too
-        self._ctx = self._prog = None
+        self._ctx = self._prog = self._inflight = None
+
+    def wait(self):
+        """Block until the last run ends (with the watchdog); raise its error.
+        Returns at once when nothing is in flight (sim runs never are)."""
+        if self._prog is None:
+            raise errors.InvalidHandleError("the program was closed")
+        status = _lib.lib.etlRunWait(self._prog)
+        self._inflight = None
+        _lib.check(status)
+
+    def query(self):
+        """True once the last run ended (raising its error if it failed),
+        False while it is in flight. Checks the watchdog."""
+        if self._prog is None:
+            raise errors.InvalidHandleError("the program was closed")
+        status = _lib.lib.etlRunQuery(self._prog)
+        if status == errors.NotReadyError.code:
+            return False
+        self._inflight = None
+        _lib.check(status)
+        return True
 
     def __del__(self):
         try:
@@ -176,21 +227,26 @@ class Program:
         """Bind tensors and dims by name and run once (see run)."""
         self.run(**args)
 
-    def run(self, trace=None, profile=None, race_check=False, **args):
+    def run(self, trace=None, profile=None, race_check=False, stream=None, **args):
         """Bind each keyword (a tensor parameter or a dim) and run once.
 
         trace: write the per-task timeline as Chrome trace JSON to this path.
         profile: sim only, write the profile counters (docs/PROFILE.md).
         race_check: sim only, fail with RaceError on tasks not ordered by events.
+        stream: cuda only, the CUstream to queue the run on (an int handle or
+        a torch.cuda.Stream); default torch's current stream, else the NULL
+        stream. On cuda the run is asynchronous: see wait() and query().
         Nothing is run when a tensor or dim cannot be bound.
         """
         if self._prog is None:
             raise errors.InvalidHandleError("the program was closed")
         by_name = {p.name: p for p in self.params}
+        handle = self._stream(stream) if self.is_gpu else stream
         views, dims = [], {}
         for name, value in args.items():
             if name in by_name:
-                views.append((by_name[name], _tensors.view(name, value)))
+                views.append((by_name[name],
+                              _tensors.view(name, value, handle if self.is_gpu else None)))
             elif name in self.dims:
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise errors.InvalidValueError("dim '%s' = %r: an int is expected" %
@@ -201,7 +257,7 @@ class Program:
                     "the program has no tensor or dim '%s' (tensors: %s; dims: %s)" %
                     (name, ", ".join(by_name) or "none", ", ".join(self.dims) or "none"))
         for p, v in views:
-            self._check_view(p, v)
+            self._check_view(p, v, handle)
         inferred = dict(dims)
         for p, v in views:
             for axis, extent in zip(p.dims, v.shape):
@@ -225,9 +281,28 @@ class Program:
             _lib.check(_lib.lib.etlProgramSetRaceCheck(self._prog, 1 if race_check else 0))
         elif race_check:
             raise errors.InvalidValueError("race_check runs on the sim device only")
-        _lib.check(_lib.lib.etlRun(self._prog))
+        if not self.is_gpu and stream is None:
+            _lib.check(_lib.lib.etlRun(self._prog))
+            return
+        if not self.is_gpu:  # the runtime refuses a stream on sim, with its message
+            handle = self._stream(stream)
+        self._inflight = None  # etlRunAsync finishes (or reports) the previous run first
+        _lib.check(_lib.lib.etlRunAsync(self._prog, _c.c_void_p(handle or None)))
+        self._inflight = views  # the tensors stay alive while the kernel may use them
 
-    def _check_view(self, p, v):
+    @staticmethod
+    def _stream(stream):
+        """The CUstream handle (an int, 0 = the NULL stream) to run on."""
+        if stream is None:
+            cuda = _torch_cuda()
+            return cuda.current_stream().cuda_stream if cuda is not None else 0
+        handle = getattr(stream, "cuda_stream", stream)  # torch.cuda.Stream
+        if isinstance(handle, bool) or not isinstance(handle, int) or handle < 0:
+            raise errors.InvalidValueError("stream=%r: a CUstream handle (int) or a "
+                                           "torch.cuda.Stream is expected" % (stream,))
+        return handle
+
+    def _check_view(self, p, v, stream):
         if _tensors.NAMES[v.dtype] != p.dtype:
             raise errors.DTypeError("tensor '%s' is %s, the %s holds %s" %
                                     (p.name, p.dtype, v.what, _tensors.NAMES[v.dtype]))
@@ -239,11 +314,20 @@ class Program:
                 "tensor '%s' is a %s in host memory, but the program runs on %s: pass CUDA "
                 "memory (e.g. tensor.cuda()) or load with device='sim'" %
                 (p.name, v.what, self.device))
-        if v.device == "cuda" and self.is_gpu:
+        if (v.device == "cuda" and self.is_gpu and v.device_index is not None and
+                v.device_index != self.cuda_device):
             raise errors.DeviceMismatchError(
-                "tensor '%s' is a %s in CUDA memory of another CUDA context: the runtime "
-                "creates its own context and cannot use the primary context's memory yet "
-                "(torch allocates there); nothing was run" % (p.name, v.what))
+                "tensor '%s' is a %s on CUDA device %d, but the program runs on device %d "
+                "(load with cuda_device=%d)" % (p.name, v.what, v.device_index,
+                                                self.cuda_device, v.device_index))
+        # __cuda_array_interface__ v3: the producer's stream must be ours (1 and 2 are the
+        # legacy and per-thread default streams; the legacy one orders with the NULL stream)
+        if (v.stream is not None and v.stream != stream and
+                not (v.stream in (1, 2) and stream == 0)):
+            raise errors.StreamMismatchError(
+                "tensor '%s': the %s was produced on stream %#x, but the program runs on "
+                "stream %#x: synchronize it first, or pass stream=%#x" %
+                (p.name, v.what, v.stream, stream, v.stream))
         if v.device == "cuda" and not self.is_gpu:
             raise errors.DeviceMismatchError(
                 "tensor '%s' is a %s in CUDA memory, but the program runs on %s: pass host "

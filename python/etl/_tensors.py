@@ -1,9 +1,10 @@
 """What the runtime needs of an array: address, dtype, shape, device.
 
-Accepts numpy arrays, torch tensors and any object with ``__dlpack__``
-(read through the DLPack capsule with ctypes). Only C-contiguous tensors
-bind (the runtime has no strides yet); anything else raises before the
-runtime is called.
+Accepts numpy arrays, torch tensors (CPU and CUDA), objects with
+``__cuda_array_interface__`` (version 2 or 3: CuPy, Numba, ...) and any
+object with ``__dlpack__`` (read through the DLPack capsule with ctypes).
+Only C-contiguous tensors bind (the runtime has no strides yet); anything
+else raises before the runtime is called.
 """
 import ctypes
 
@@ -17,16 +18,21 @@ _TORCH = {"torch.float32": F32, "torch.float16": F16, "torch.int32": I32, "torch
 # DLPack: (type code, bits) -> dtype; device types
 _DL = {(2, 32): F32, (2, 16): F16, (0, 32): I32, (0, 64): I64, (4, 16): BF16}
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
+# __cuda_array_interface__ typestr -> dtype (bfloat16 has no standard typestr)
+_CAI = {"<f4": F32, "<f2": F16, "<i4": I32, "<i8": I64}
 
 
 class View:
     """One argument as the runtime binds it."""
 
-    def __init__(self, name, ptr, dtype, shape, device, device_index=0, keep=None, what=""):
+    def __init__(self, name, ptr, dtype, shape, device, device_index=0, keep=None, what="",
+                 stream=None):
         self.name, self.ptr, self.dtype, self.shape = name, ptr, dtype, tuple(shape)
-        self.device, self.device_index = device, device_index  # "cpu" | "cuda"
+        self.device = device  # "cpu" | "cuda"
+        self.device_index = device_index  # None: not known (__cuda_array_interface__)
         self.keep = keep  # the object (or DLPack capsule) that owns the memory
         self.what = what
+        self.stream = stream  # __cuda_array_interface__ v3: the producer's stream, or None
 
 
 class _DLDevice(ctypes.Structure):
@@ -80,8 +86,12 @@ def _from_torch(name, t):
                 what="torch tensor")
 
 
-def _from_dlpack(name, obj):
-    cap = obj.__dlpack__()
+def _from_dlpack(name, obj, stream):
+    kwargs = {}
+    if stream is not None and hasattr(obj, "__dlpack_device__"):
+        if obj.__dlpack_device__()[0] == _DL_CUDA:  # the producer orders its work before ours
+            kwargs["stream"] = stream or 1  # DLPack: 1 is the legacy default stream (our NULL)
+    cap = obj.__dlpack__(**kwargs)
     ptr = _capsule_ptr(cap, b"dltensor")
     if not ptr:
         raise errors.InvalidValueError("tensor '%s': __dlpack__ gave no DLPack tensor" % name)
@@ -110,15 +120,43 @@ def _from_dlpack(name, obj):
                 keep=cap, what="DLPack tensor")
 
 
-def view(name, obj):
-    """The View of `obj`, or an etl exception saying why it cannot bind."""
+def _from_cuda_array_interface(name, obj):
+    cai = obj.__cuda_array_interface__
+    if not isinstance(cai, dict) or not all(k in cai for k in ("shape", "typestr", "data")):
+        raise errors.InvalidValueError("tensor '%s': __cuda_array_interface__ lacks shape, typestr "
+                                       "or data" % name)
+    if cai.get("mask") is not None:
+        raise errors.LayoutError("tensor '%s': a masked __cuda_array_interface__ array cannot "
+                                 "bind" % name)
+    dt = _CAI.get(cai["typestr"])
+    if dt is None:
+        raise errors.DTypeError("tensor '%s': __cuda_array_interface__ typestr %r is not an ETL "
+                                "element type (<f4, <f2, <i4, <i8)" % (name, cai["typestr"]))
+    shape = tuple(int(d) for d in cai["shape"])
+    strides = cai.get("strides")
+    if strides is not None:
+        expect = int(cai["typestr"][2:])
+        for i in reversed(range(len(shape))):
+            if shape[i] != 1 and strides[i] != expect:
+                raise _layout_error(name, "__cuda_array_interface__ array")
+            expect *= shape[i]
+    return View(name, cai["data"][0] or 0, dt, shape, "cuda", None, keep=obj,
+                what="__cuda_array_interface__ array", stream=cai.get("stream"))
+
+
+def view(name, obj, stream=None):
+    """The View of `obj`, or an etl exception saying why it cannot bind.
+    `stream`: the CUstream (int, 0 = NULL) a cuda program runs on, passed to
+    a CUDA producer's ``__dlpack__``; None for sim."""
     mod = type(obj).__module__.split(".")[0]
     if mod == "numpy" and hasattr(obj, "__array_interface__") and hasattr(obj, "flags"):
         return _from_numpy(name, obj)
     if mod == "torch" and hasattr(obj, "data_ptr"):
         return _from_torch(name, obj)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _from_cuda_array_interface(name, obj)
     if hasattr(obj, "__dlpack__"):
-        return _from_dlpack(name, obj)
+        return _from_dlpack(name, obj, stream)
     raise errors.InvalidValueError(
         "tensor '%s': a %s is not a tensor (pass a numpy array, a torch tensor or an object "
-        "with __dlpack__)" % (name, type(obj).__name__))
+        "with __cuda_array_interface__ or __dlpack__)" % (name, type(obj).__name__))

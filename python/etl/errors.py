@@ -3,7 +3,8 @@
 Every error the runtime reports arrives as the class of its etlStatus with
 the runtime's own message (``str(e)``), its status name (``e.status``) and
 number (``e.code``). Checks the package makes before calling the runtime
-(a wrong dtype, a non-contiguous tensor, a tensor on the wrong device)
+(a wrong dtype, a non-contiguous tensor, a tensor on the wrong device or
+on another stream)
 raise subclasses of :class:`BindingError`, so nothing is run.
 """
 
@@ -87,6 +88,13 @@ class RaceError(Error):
     status, code = "ETL_ERROR_RACE", 16
 
 
+class NotReadyError(Error):
+    """ETL_ERROR_NOT_READY: the run is still in flight (etlRunQuery);
+    Program.query() answers False instead of raising it."""
+
+    status, code = "ETL_ERROR_NOT_READY", 17
+
+
 # Raised by the package before anything reaches the runtime.
 class DTypeError(BindingError, TypeError):
     """A tensor's element type differs from the parameter's."""
@@ -100,6 +108,11 @@ class DeviceMismatchError(BindingError):
     """A tensor in memory the program's device cannot use (host vs CUDA)."""
 
 
+class StreamMismatchError(BindingError):
+    """A __cuda_array_interface__ array produced on another stream than the
+    one the program runs on (synchronize first, or run on its stream)."""
+
+
 class CompileError(Error):
     """etlc rejected the program; the message holds its diagnostics."""
 
@@ -111,5 +124,5 @@ BY_CODE = {
     for cls in (InvalidValueError, InvalidHandleError, NotFoundError, InvalidArtifactError,
                 UnsupportedVersionError, NoDeviceError, NoCudaDriverError, OutOfMemoryError,
                 BindingError, UnboundError, LaunchFailedError, MemoryViolationError,
-                WatchdogTimeout, CudaError, WriteError, RaceError)
+                WatchdogTimeout, CudaError, WriteError, RaceError, NotReadyError)
 }

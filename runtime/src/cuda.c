@@ -7,12 +7,21 @@
  * so the runtime builds and runs where no driver is installed ("cuda" then
  * fails with ETL_ERROR_NO_CUDA_DRIVER; "auto" falls back to sim).
  *
+ * Contexts: the runtime creates none. It runs in the CUDA context current
+ * on the creating thread when that one is on the requested device (the
+ * caller's, e.g. PyTorch's), else in the device's primary context, retained
+ * for the etl context's life. Every entry pushes that context and pops it
+ * before returning (enter/leave), so the caller's current context is the
+ * same afterwards, on any thread.
+ *
  * A launch is one persistent grid: num_ctas = SM count, threads_per_cta
- * threads, one parameter (the device pointer of the argument block). The
- * abort flag is host-mapped memory. The watchdog: the host polls the stream
- * and the per-CTA task counters the kernel writes into the same mapped
- * control block, and raises the abort flag once no task has finished for
- * watchdog_ms.
+ * threads, one parameter (the device pointer of the argument block), on the
+ * caller's stream, followed by an event recorded on that stream, so waiting
+ * for the run waits for this kernel and not for work queued after it. The
+ * abort flag is host-mapped memory. The watchdog: while the host waits for
+ * or queries the run, it polls the event and the per-CTA task counters the
+ * kernel writes into the same mapped control block, and raises the abort
+ * flag once no task has finished for watchdog_ms.
  *===----------------------------------------------------------------------===*/
 #include <dlfcn.h>
 #include <stdio.h>
@@ -30,7 +39,15 @@ typedef struct etl_cuda_state {
 #undef ETL_CUDA_FIELD
   CUdevice dev;
   CUcontext cu;
-  int cc; /* major * 10 + minor */
+  int retained; /* cu is the device's primary context, retained by us */
+  int cc;       /* major * 10 + minor */
+  CUevent done; /* recorded after each launch */
+  /* the launch in flight (one per context, run.c) and its watchdog */
+  CUstream stream;
+  int recorded; /* `done` follows the launch; else poll the stream */
+  int64_t last_ms;
+  uint64_t seen;
+  int timed_out;
 } etl_cuda_state;
 
 /* A loaded program: its module and kernel. */
@@ -49,12 +66,22 @@ static const char *cu_err(etl_cuda_state *s, CUresult r) {
 #define CU_FAIL(s, r, what)                                                                        \
   etl_error(ETL_ERROR_CUDA, "cuda: %s failed: %s (CUresult %d)", what, cu_err(s, r), (int)(r))
 
-/* The context current on the calling thread: etlRun and the memory calls may
-   come from any thread, and a failure here would otherwise surface as a
-   confusing error of the next call. */
-static etlStatus make_current(etl_cuda_state *s) {
-  CUresult r = s->CtxSetCurrent(s->cu);
-  return r ? CU_FAIL(s, r, "cuCtxSetCurrent") : ETL_SUCCESS;
+/* Make the etl context's CUDA context current for one entry point. */
+static etlStatus enter(etl_cuda_state *s) {
+  CUresult r = s->CtxPushCurrent(s->cu);
+  return r ? CU_FAIL(s, r, "cuCtxPushCurrent") : ETL_SUCCESS;
+}
+
+/* Give the caller back its current context: `st` when that works or `st`
+ * already reports a failure, else the failure of cuCtxPopCurrent (our
+ * context then stays current, and a caller undoing what it did may still
+ * use it). */
+static etlStatus leave(etl_cuda_state *s, etlStatus st) {
+  CUcontext popped = NULL;
+  CUresult r = s->CtxPopCurrent(&popped);
+  if (r && !st)
+    st = CU_FAIL(s, r, "cuCtxPopCurrent (the caller's CUDA context may not be current)");
+  return st;
 }
 
 static etlStatus cuda_context_create(etl_context *ctx) {
@@ -84,6 +111,8 @@ static etlStatus cuda_context_create(etl_context *ctx) {
   ETL_CUDA_FUNCS(ETL_CUDA_RESOLVE)
 #undef ETL_CUDA_RESOLVE
   etlStatus st = ETL_SUCCESS;
+  int pushed = 0;
+  void *abort_host = NULL;
   CUresult r = s->Init(0);
   int count = 0;
   if (r == ETL_CUDA_SUCCESS)
@@ -110,23 +139,40 @@ static etlStatus cuda_context_create(etl_context *ctx) {
     st = CU_FAIL(s, r, "querying the device");
     goto fail;
   }
-  if ((r = s->CtxCreate(&s->cu, 0, s->dev))) {
-    st = CU_FAIL(s, r, "cuCtxCreate");
+  /* the caller's current context when it is on this device, else the
+     device's primary context */
+  CUcontext cur = NULL;
+  CUdevice cur_dev = -1;
+  if ((r = s->CtxGetCurrent(&cur)) || (cur && (r = s->CtxGetDevice(&cur_dev)))) {
+    st = CU_FAIL(s, r, "reading the calling thread's current context");
     goto fail;
   }
+  if (cur && cur_dev == s->dev) {
+    s->cu = cur;
+  } else if ((r = s->DevicePrimaryCtxRetain(&s->cu, s->dev))) {
+    st = CU_FAIL(s, r, "cuDevicePrimaryCtxRetain");
+    goto fail;
+  } else {
+    s->retained = 1;
+  }
+  if ((st = enter(s)))
+    goto fail;
+  pushed = 1;
   /* the control block (etl_abi.h): abort flag, then a progress word per CTA */
   uint32_t ctas = sms > 0 ? (uint32_t)sms : 1;
   size_t control = ETL_CONTROL_BYTES(ctas);
-  void *abort_host = NULL;
   CUdeviceptr abort_dev = 0;
   if ((r = s->MemHostAlloc(&abort_host, control, ETL_CU_MEMHOSTALLOC_DEVICEMAP)) ||
       (r = s->MemHostGetDevicePointer(&abort_dev, abort_host, 0))) {
     st = CU_FAIL(s, r, "allocating the mapped abort flag");
-    if (abort_host)
-      s->MemFreeHost(abort_host);
-    s->CtxDestroy(s->cu);
     goto fail;
   }
+  if ((r = s->EventCreate(&s->done, ETL_CU_EVENT_DISABLE_TIMING))) {
+    st = CU_FAIL(s, r, "cuEventCreate");
+    goto fail;
+  }
+  if ((st = leave(s, ETL_SUCCESS)))
+    goto fail;
   memset(abort_host, 0, control);
   s->cc = major * 10 + minor;
   ctx->state = s;
@@ -135,7 +181,15 @@ static etlStatus cuda_context_create(etl_context *ctx) {
   ctx->num_ctas = ctas;
   snprintf(ctx->device_name, sizeof ctx->device_name, "%s (sm_%d, %d SMs)", name, s->cc, sms);
   return ETL_SUCCESS;
-fail:
+fail: /* undo in reverse; a failed pop left our context current for this */
+  if (s->done)
+    s->EventDestroy(s->done);
+  if (abort_host)
+    s->MemFreeHost(abort_host);
+  if (pushed)
+    leave(s, st);
+  if (s->retained)
+    s->DevicePrimaryCtxRelease(s->dev);
   dlclose(s->lib);
   free(s);
   return st;
@@ -145,10 +199,15 @@ static void cuda_context_destroy(etl_context *ctx) {
   etl_cuda_state *s = ctx->state;
   if (!s)
     return;
-  s->CtxSetCurrent(s->cu);
-  if (ctx->abort_host)
-    s->MemFreeHost(ctx->abort_host);
-  s->CtxDestroy(s->cu);
+  if (enter(s) == ETL_SUCCESS) { /* else the primary's release reclaims them */
+    if (ctx->abort_host)
+      s->MemFreeHost(ctx->abort_host);
+    if (s->done)
+      s->EventDestroy(s->done);
+    leave(s, ETL_SUCCESS);
+  }
+  if (s->retained)
+    s->DevicePrimaryCtxRelease(s->dev);
   dlclose(s->lib);
   free(s);
   ctx->state = NULL;
@@ -157,41 +216,47 @@ static void cuda_context_destroy(etl_context *ctx) {
 
 static etlStatus cuda_alloc(etl_context *ctx, size_t bytes, uint64_t *dptr) {
   etl_cuda_state *s = ctx->state;
-  etlStatus st = make_current(s);
+  etlStatus st = enter(s);
   if (st)
     return st;
   CUdeviceptr d = 0;
   CUresult r = s->MemAlloc(&d, bytes ? bytes : 1);
   if (r)
-    return etl_error(ETL_ERROR_OUT_OF_MEMORY,
-                     "cuda: cuMemAlloc of %zu bytes failed: %s (CUresult %d)", bytes, cu_err(s, r),
-                     r);
+    return leave(s, etl_error(ETL_ERROR_OUT_OF_MEMORY,
+                              "cuda: cuMemAlloc of %zu bytes failed: %s (CUresult %d)", bytes,
+                              cu_err(s, r), r));
+  if ((st = leave(s, ETL_SUCCESS))) { /* our context is still current: undo, pop again */
+    s->MemFree(d);
+    return leave(s, st);
+  }
   *dptr = d;
   return ETL_SUCCESS;
 }
 
 static void cuda_free(etl_context *ctx, uint64_t dptr) {
   etl_cuda_state *s = ctx->state;
-  if (make_current(s) == ETL_SUCCESS) /* a free has no status to report */
+  if (enter(s) == ETL_SUCCESS) { /* a free has no status to report */
     s->MemFree(dptr);
+    leave(s, ETL_SUCCESS);
+  }
 }
 
 static etlStatus cuda_htod(etl_context *ctx, uint64_t dst, const void *src, size_t n) {
   etl_cuda_state *s = ctx->state;
-  etlStatus st = make_current(s);
+  etlStatus st = enter(s);
   if (st)
     return st;
   CUresult r = s->MemcpyHtoD(dst, src, n);
-  return r ? CU_FAIL(s, r, "cuMemcpyHtoD") : ETL_SUCCESS;
+  return leave(s, r ? CU_FAIL(s, r, "cuMemcpyHtoD") : ETL_SUCCESS);
 }
 
 static etlStatus cuda_dtoh(etl_context *ctx, void *dst, uint64_t src, size_t n) {
   etl_cuda_state *s = ctx->state;
-  etlStatus st = make_current(s);
+  etlStatus st = enter(s);
   if (st)
     return st;
   CUresult r = s->MemcpyDtoH(dst, src, n);
-  return r ? CU_FAIL(s, r, "cuMemcpyDtoH") : ETL_SUCCESS;
+  return leave(s, r ? CU_FAIL(s, r, "cuMemcpyDtoH") : ETL_SUCCESS);
 }
 
 static etlStatus cuda_program_load(etl_program *p) {
@@ -216,7 +281,7 @@ static etlStatus cuda_program_load(etl_program *p) {
   if (best->size == 0 || best->data[best->size - 1] != 0)
     return etl_error(ETL_ERROR_INVALID_ARTIFACT, "cuda: PTX section '%s' is not NUL-terminated",
                      best->target);
-  etlStatus st = make_current(s);
+  etlStatus st = enter(s);
   if (st)
     return st;
   char log[4096] = "";
@@ -225,20 +290,23 @@ static etlStatus cuda_program_load(etl_program *p) {
   CUmodule mod = NULL;
   CUresult r = s->ModuleLoadDataEx(&mod, best->data, 2, opts, vals);
   if (r)
-    return etl_error(ETL_ERROR_LAUNCH_FAILED,
-                     "cuda: loading PTX for %s failed: %s (CUresult %d)%s%s", best->target,
-                     cu_err(s, r), r, log[0] ? "\n" : "", log);
+    return leave(s, etl_error(ETL_ERROR_LAUNCH_FAILED,
+                              "cuda: loading PTX for %s failed: %s (CUresult %d)%s%s", best->target,
+                              cu_err(s, r), r, log[0] ? "\n" : "", log));
   CUfunction fn = NULL;
+  cuda_program *cp = NULL;
   r = s->ModuleGetFunction(&fn, mod, ETL_KERNEL_ENTRY);
-  if (r) {
+  if (r)
+    st = etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: PTX has no kernel '%s': %s (CUresult %d)",
+                   ETL_KERNEL_ENTRY, cu_err(s, r), r);
+  else if (!(cp = calloc(1, sizeof *cp)))
+    st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  else
+    st = leave(s, ETL_SUCCESS);
+  if (st) { /* our context is current: a failed pop left it there too */
+    free(cp);
     s->ModuleUnload(mod);
-    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: PTX has no kernel '%s': %s (CUresult %d)",
-                     ETL_KERNEL_ENTRY, cu_err(s, r), r);
-  }
-  cuda_program *cp = calloc(1, sizeof *cp);
-  if (!cp) {
-    s->ModuleUnload(mod);
-    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+    return leave(s, st);
   }
   cp->module = mod;
   cp->function = fn;
@@ -251,9 +319,9 @@ static void cuda_program_unload(etl_program *p) {
   cuda_program *cp = p->state;
   if (!cp)
     return;
-  if (s && cp->module) {
-    s->CtxSetCurrent(s->cu);
+  if (s && cp->module && enter(s) == ETL_SUCCESS) {
     s->ModuleUnload(cp->module);
+    leave(s, ETL_SUCCESS);
   }
   free(cp);
   p->state = NULL;
@@ -265,71 +333,95 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static etlStatus cuda_launch(etl_program *p, etl_plan *plan) {
+static etlStatus cuda_launch(etl_program *p, etl_plan *plan, void *stream, int *in_flight) {
   etl_context *ctx = p->ctx;
   etl_cuda_state *s = ctx->state;
-  etlStatus st = make_current(s);
+  etlStatus st = enter(s);
   if (st)
     return st;
   CUdeviceptr args = plan->args_dptr;
   void *params[1] = {&args};
-  CUresult r = s->LaunchKernel(((cuda_program *)p->state)->function, ctx->num_ctas, 1, 1,
-                               p->art.meta.threads_per_cta, 1, 1, 0, NULL, params, NULL);
+  CUresult r =
+      s->LaunchKernel(((cuda_program *)p->state)->function, ctx->num_ctas, 1, 1,
+                      p->art.meta.threads_per_cta, 1, 1, 0, (CUstream)stream, params, NULL);
   if (r)
-    return etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: cuLaunchKernel failed: %s (CUresult %d)",
-                     cu_err(s, r), r);
-  /* The watchdog fires when no CTA has finished a task for watchdog_ms: the
-     kernel counts finished tasks per CTA in the mapped control block. */
+    return leave(s, etl_error(ETL_ERROR_LAUNCH_FAILED,
+                              "cuda: cuLaunchKernel failed: %s (CUresult %d)", cu_err(s, r), r));
+  *in_flight = 1;
+  s->stream = (CUstream)stream;
+  s->last_ms = now_ms();
+  s->seen = 0;
+  s->timed_out = 0;
+  r = s->EventRecord(s->done, (CUstream)stream);
+  s->recorded = r == ETL_CUDA_SUCCESS; /* else finish polls the stream */
+  return leave(s, r ? CU_FAIL(s, r, "cuEventRecord after the launch (the run is in flight)")
+                    : ETL_SUCCESS);
+}
+
+/* The watchdog's look at the launch in flight: raise the abort flag once no
+ * CTA has finished a task for watchdog_ms (the kernel counts finished tasks
+ * per CTA in the mapped control block). */
+static void watchdog(etl_context *ctx, etl_cuda_state *s) {
   const volatile uint32_t *progress =
       (const volatile uint32_t *)((const char *)ctx->abort_host + ETL_CONTROL_PROGRESS);
-  int64_t last = now_ms();
-  uint64_t seen = 0;
-  int timed_out = 0;
+  uint64_t sum = 0;
+  for (uint32_t c = 0; c < ctx->num_ctas; ++c)
+    sum += progress[c];
+  if (sum != s->seen) {
+    s->seen = sum;
+    s->last_ms = now_ms();
+  }
+  if (!s->timed_out && now_ms() - s->last_ms > (int64_t)ctx->params.watchdog_ms) {
+    __atomic_store_n((volatile uint32_t *)ctx->abort_host, 1u, __ATOMIC_SEQ_CST);
+    s->timed_out = 1;
+  }
+}
+
+/* The watchdog's message: the event elements still pending. */
+static etlStatus timeout_error(etl_program *p, etl_plan *plan) {
+  etl_cuda_state *s = p->ctx->state;
+  uint32_t *ctr = malloc((plan->n_counters + 1) * sizeof(uint32_t));
+  char msg[4096];
+  size_t len = (size_t)snprintf(
+      msg, sizeof msg,
+      "watchdog: no task finished for %u ms, aborted; pending events:", p->ctx->params.watchdog_ms);
+  if (ctr && s->MemcpyDtoH(ctr, plan->counters_dptr, plan->n_counters * 4) == 0) {
+    uint32_t listed = 0;
+    for (uint64_t i = 0; i < plan->n_counters && listed < 32 && len < sizeof msg - 200; ++i) {
+      if (!ctr[i])
+        continue;
+      char name[256];
+      etl_plan_counter_name(&p->art.meta, plan, i, name, sizeof name);
+      len += (size_t)snprintf(msg + len, sizeof msg - len, " %s=%u", name, ctr[i]);
+      listed++;
+    }
+  }
+  free(ctr);
+  return etl_error_str(ETL_ERROR_TIMEOUT, msg);
+}
+
+static etlStatus cuda_finish(etl_program *p, etl_plan *plan, int block) {
+  etl_context *ctx = p->ctx;
+  etl_cuda_state *s = ctx->state;
+  etlStatus st = enter(s);
+  if (st) /* the driver refuses our context: the run's end cannot be known */
+    return st;
+  CUresult r;
   for (;;) {
-    r = s->StreamQuery(NULL);
+    r = s->recorded ? s->EventQuery(s->done) : s->StreamQuery(s->stream);
     if (r != ETL_CUDA_ERROR_NOT_READY)
       break;
-    uint64_t sum = 0;
-    for (uint32_t c = 0; c < ctx->num_ctas; ++c)
-      sum += progress[c];
-    if (sum != seen) {
-      seen = sum;
-      last = now_ms();
-    }
-    if (!timed_out && now_ms() - last > (int64_t)ctx->params.watchdog_ms) {
-      __atomic_store_n((volatile uint32_t *)ctx->abort_host, 1u, __ATOMIC_SEQ_CST);
-      timed_out = 1;
-    }
+    watchdog(ctx, s);
+    if (!block)
+      return leave(s, ETL_ERROR_NOT_READY);
     struct timespec ts = {0, 200000};
     nanosleep(&ts, NULL);
   }
-  if (r == ETL_CUDA_SUCCESS)
-    r = s->CtxSynchronize();
   if (r)
-    return etl_error(ETL_ERROR_CUDA, "cuda: kernel failed: %s (CUresult %d)", cu_err(s, r), r);
-  if (timed_out) {
-    /* report the elements still pending */
-    uint32_t *ctr = malloc((plan->n_counters + 1) * sizeof(uint32_t));
-    char msg[4096];
-    size_t len = (size_t)snprintf(msg, sizeof msg,
-                                  "watchdog: no task finished for %u ms, aborted; pending "
-                                  "events:",
-                                  ctx->params.watchdog_ms);
-    if (ctr && s->MemcpyDtoH(ctr, plan->counters_dptr, plan->n_counters * 4) == 0) {
-      uint32_t listed = 0;
-      for (uint64_t i = 0; i < plan->n_counters && listed < 32 && len < sizeof msg - 200; ++i) {
-        if (!ctr[i])
-          continue;
-        char name[256];
-        etl_plan_counter_name(&p->art.meta, plan, i, name, sizeof name);
-        len += (size_t)snprintf(msg + len, sizeof msg - len, " %s=%u", name, ctr[i]);
-        listed++;
-      }
-    }
-    free(ctr);
-    return etl_error_str(ETL_ERROR_TIMEOUT, msg);
-  }
-  return ETL_SUCCESS;
+    st = etl_error(ETL_ERROR_CUDA, "cuda: kernel failed: %s (CUresult %d)", cu_err(s, r), r);
+  else if (s->timed_out)
+    st = timeout_error(p, plan);
+  return leave(s, st);
 }
 
 const etl_device etl_device_cuda = {
@@ -345,4 +437,5 @@ const etl_device etl_device_cuda = {
     .program_load = cuda_program_load,
     .program_unload = cuda_program_unload,
     .launch = cuda_launch,
+    .finish = cuda_finish,
 };

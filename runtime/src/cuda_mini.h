@@ -16,6 +16,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
 typedef int CUjit_option;
 
@@ -28,6 +29,7 @@ typedef int CUjit_option;
 #define ETL_CU_JIT_ERROR_LOG_BUFFER 5
 #define ETL_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 #define ETL_CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define ETL_CU_EVENT_DISABLE_TIMING 0x02
 
 /* X(field, symbol, return, parameters) */
 #define ETL_CUDA_FUNCS(X)                                                                          \
@@ -36,10 +38,12 @@ typedef int CUjit_option;
   X(DeviceGet, "cuDeviceGet", CUresult, (CUdevice * dev, int ordinal))                             \
   X(DeviceGetName, "cuDeviceGetName", CUresult, (char *name, int len, CUdevice dev))               \
   X(DeviceGetAttribute, "cuDeviceGetAttribute", CUresult, (int *v, int attr, CUdevice dev))        \
-  X(CtxCreate, "cuCtxCreate_v2", CUresult, (CUcontext * c, unsigned flags, CUdevice dev))          \
-  X(CtxDestroy, "cuCtxDestroy_v2", CUresult, (CUcontext c))                                        \
-  X(CtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext c))                                     \
-  X(CtxSynchronize, "cuCtxSynchronize", CUresult, (void))                                          \
+  X(CtxGetCurrent, "cuCtxGetCurrent", CUresult, (CUcontext * c))                                   \
+  X(CtxGetDevice, "cuCtxGetDevice", CUresult, (CUdevice * dev))                                    \
+  X(CtxPushCurrent, "cuCtxPushCurrent_v2", CUresult, (CUcontext c))                                \
+  X(CtxPopCurrent, "cuCtxPopCurrent_v2", CUresult, (CUcontext * c))                                \
+  X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult, (CUcontext * c, CUdevice dev))   \
+  X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult, (CUdevice dev))             \
   X(ModuleLoadDataEx, "cuModuleLoadDataEx", CUresult,                                              \
     (CUmodule * m, const void *image, unsigned n, CUjit_option *opts, void **vals))                \
   X(ModuleUnload, "cuModuleUnload", CUresult, (CUmodule m))                                        \
@@ -57,6 +61,10 @@ typedef int CUjit_option;
     (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,   \
      unsigned smem, CUstream s, void **params, void **extra))                                      \
   X(StreamQuery, "cuStreamQuery", CUresult, (CUstream s))                                          \
+  X(EventCreate, "cuEventCreate", CUresult, (CUevent * e, unsigned flags))                         \
+  X(EventDestroy, "cuEventDestroy_v2", CUresult, (CUevent e))                                      \
+  X(EventRecord, "cuEventRecord", CUresult, (CUevent e, CUstream s))                               \
+  X(EventQuery, "cuEventQuery", CUresult, (CUevent e))                                             \
   X(GetErrorString, "cuGetErrorString", CUresult, (CUresult e, const char **s))
 
 #endif /* ETL_CUDA_MINI_H */

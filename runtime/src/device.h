@@ -54,8 +54,17 @@ typedef struct etl_device {
   /// Load the artifact's code for this device into p->state.
   etlStatus (*program_load)(etl_program *p);
   void (*program_unload)(etl_program *p);
-  /// Run one launch; plan->args_dptr holds the argument block, filled.
-  etlStatus (*launch)(etl_program *p, etl_plan *plan);
+  /// Start one launch on `stream` (NULL: the default stream; run.c refuses
+  /// a stream on a device that is not a GPU); plan->args_dptr holds the
+  /// argument block, filled. Sets *in_flight = 1 once the kernel is queued
+  /// (also when a later step of the call fails): `finish` must then be
+  /// called. A device that runs the launch to completion here (sim) leaves
+  /// it 0 and returns the launch's status.
+  etlStatus (*launch)(etl_program *p, etl_plan *plan, void *stream, int *in_flight);
+  /// The launch in flight: ETL_ERROR_NOT_READY while it runs when `block` is
+  /// 0, else its status once it ended. Each call checks the watchdog. NULL
+  /// for a device whose launches never stay in flight.
+  etlStatus (*finish)(etl_program *p, etl_plan *plan, int block);
 } etl_device;
 
 /* Each device's file defines its table; ctx.c's etl_devices[] lists them. */
@@ -80,7 +89,8 @@ struct etl_context {
   char device_name[256];
   uint32_t num_ctas;
   pthread_mutex_t mu;        /* allocations and the program list */
-  pthread_mutex_t launch_mu; /* one launch at a time */
+  pthread_mutex_t launch_mu; /* one launch at a time; the run fields below */
+  etl_program *inflight;     /* whose run is in flight (run.c), or NULL */
   etl_alloc *allocs;
   size_t n_allocs, cap_allocs;
   uint64_t next_alloc_id;
@@ -117,6 +127,12 @@ struct etl_program {
   size_t n_profile_samples;
   char *profile_path; /* etlProgramSetProfile (sim only); NULL = off */
   char ***axis_text;  /* per tensor, per axis: the extent as text (describe.c) */
+  /* the last run etlRunAsync launched (run.c; under ctx->launch_mu) */
+  int run_inflight;     /* launched, not yet seen finished */
+  etl_plan *run_plan;   /* its plan (not evicted while in flight) */
+  uint64_t run_tl_dptr; /* its timeline records, 0 = none */
+  etlStatus run_status; /* once finished */
+  char *run_message;    /* its message when it failed (NULL = none) */
 };
 
 /*===-- For the artifact fuzzer (tests/fuzz/fuzz_artifact.cpp) -------------===*/
@@ -190,6 +206,8 @@ int etl_elf_check(const uint8_t *data, uint64_t size, char *err, size_t errsz);
 etlStatus etl_bindings_validate(etl_program *p);
 /// run.c: free a plan's device memory and host side.
 void etl_plan_release(etl_context *c, etl_plan *pl, const etl_meta *m);
+/// run.c: finish `p`'s run in flight, if any (blocking), before it is destroyed.
+void etl_run_drain(etl_program *p);
 /// timeline.c: copy the launch's records at `dptr` back into p->timeline.
 etlStatus etl_timeline_collect(etl_program *p, const etl_plan *pl, uint64_t dptr);
 /// describe.c: print every tensor's axis extents into p->axis_text.

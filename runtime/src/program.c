@@ -20,6 +20,7 @@ static void free_program(etl_program *p) {
   free(p->profile_path);
   free(p->profile_samples);
   free(p->timeline);
+  free(p->run_message);
   etl_artifact_free(&p->art);
   free(p);
 }
@@ -129,6 +130,7 @@ etlStatus etlProgramDestroy(etlProgram h) {
       break;
     }
   pthread_mutex_unlock(&c->mu);
+  etl_run_drain(p); /* its run in flight uses the plans freed below */
   while (p->plans) {
     etl_plan *n = p->plans->next;
     etl_plan_release(c, p->plans, &p->art.meta);

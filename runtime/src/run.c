@@ -1,12 +1,18 @@
-/*===- src/run.c - etlRun: plans, the argument block and the launch ------===
+/*===- src/run.c - etlRun/Async/Wait/Query: plans, arguments, the launch ---===
  *
- * etlRun checks every binding (bind.c) before anything is allocated or
+ * etlRunAsync checks every binding (bind.c) before anything is allocated or
  * launched, then takes the plan for the bound dims from the program's
  * cache (building it and its device memory on a miss), fills the argument
  * block, resets the event counters and hands the launch to the context's
- * device. Afterwards it reads the device error record and, with the
- * timeline on, the task records (timeline.c).
+ * device (start). A device that returns with the kernel in flight (cuda)
+ * leaves the run to etlRunWait / etlRunQuery (finish_run, which polls the
+ * device and its watchdog); sim returns with it done. Either way the end of
+ * a run (conclude) reads the device error record and, with the timeline on,
+ * the task records (timeline.c), and its status and message are kept on
+ * the program (keep_outcome). A context has one run in flight at a time
+ * (ctx->inflight, under launch_mu). etlRun is etlRunAsync + etlRunWait.
  *===----------------------------------------------------------------------===*/
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,9 +117,10 @@ static etlStatus timeline_buffer(etl_context *c, const etl_plan *pl, uint64_t *d
   return st;
 }
 
-/* Fill the argument block, reset counters and queues, launch, and turn what
- * the device reported into a status. */
-static etlStatus launch(etl_program *p, etl_plan *pl, uint64_t tl_dptr) {
+/* Fill the argument block, reset counters and queues and start the launch
+ * on `stream`; *in_flight as the device's launch sets it. */
+static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *stream,
+                       int *in_flight) {
   etl_context *c = p->ctx;
   const etl_meta *m = &p->art.meta;
   uint64_t *a = pl->args_host;
@@ -141,7 +148,14 @@ static etlStatus launch(etl_program *p, etl_plan *pl, uint64_t tl_dptr) {
   if (st)
     return st;
   __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
-  st = c->dev->launch(p, pl);
+  return c->dev->launch(p, pl, stream, in_flight);
+}
+
+/* Turn what the device reported for a launch that ended with status `st`
+ * into the run's status: the device error record, the dynamic queue, the
+ * timeline. */
+static etlStatus conclude(etl_program *p, etl_plan *pl, uint64_t tl_dptr, etlStatus st) {
+  etl_context *c = p->ctx;
   uint32_t rec[ETL_ERR_WORDS] = {0};
   /* a record that cannot be read back fails the run: its result is unknown */
   etlStatus rd = ETL_SUCCESS;
@@ -157,7 +171,53 @@ static etlStatus launch(etl_program *p, etl_plan *pl, uint64_t tl_dptr) {
                      "etlRun: the dynamic task queue overflowed (capacity %llu)",
                      (unsigned long long)pl->n_dynamic);
   }
+  int traced = 0;
+  if (!st && tl_dptr) {
+    st = etl_timeline_collect(p, pl, tl_dptr);
+    traced = !st;
+  }
+  etl_dev_free(c, tl_dptr);
+  if (traced && p->timeline_path)
+    st = etl_timeline_write(p, pl, p->timeline_path);
   return st;
+}
+
+/* Record `st` (and the calling thread's message) as the outcome of p's
+ * last run. */
+static void keep_outcome(etl_program *p, etlStatus st) {
+  free(p->run_message);
+  p->run_message = st ? strdup(etlGetLastErrorMessage()) : NULL;
+  p->run_status = st;
+}
+
+/* Finish p's run in flight (ctx->launch_mu held): ETL_ERROR_NOT_READY while
+ * it runs and `block` is 0, else its status, kept for etlRunWait. */
+static etlStatus finish_run(etl_program *p, int block) {
+  etl_context *c = p->ctx;
+  etlStatus st = c->dev->finish(p, p->run_plan, block);
+  if (st == ETL_ERROR_NOT_READY)
+    return st;
+  st = conclude(p, p->run_plan, p->run_tl_dptr, st);
+  p->run_inflight = 0;
+  p->run_tl_dptr = 0;
+  if (c->inflight == p)
+    c->inflight = NULL;
+  keep_outcome(p, st);
+  return st;
+}
+
+/* The kept outcome of p's last run, its message restored on this thread. */
+static etlStatus outcome(etl_program *p) {
+  if (p->run_status)
+    etl_error_str(p->run_status, p->run_message ? p->run_message : "");
+  return p->run_status;
+}
+
+void etl_run_drain(etl_program *p) {
+  pthread_mutex_lock(&p->ctx->launch_mu);
+  if (p->run_inflight)
+    finish_run(p, 1);
+  pthread_mutex_unlock(&p->ctx->launch_mu);
 }
 
 etlStatus etl_program_prepare(etlProgram h) {
@@ -172,28 +232,87 @@ etlStatus etl_program_prepare(etlProgram h) {
   return st;
 }
 
-etlStatus etlRun(etlProgram h) {
+etlStatus etlRunAsync(etlProgram h, void *stream) {
   ETL_GET_PROG(p, h);
   etl_context *c = p->ctx;
+  if (stream && !c->dev->is_gpu)
+    return etl_error(ETL_ERROR_INVALID_VALUE,
+                     "etlRunAsync: a stream was given, but the program runs on %s, which has no "
+                     "CUDA streams (pass NULL: the run then completes before etlRunAsync returns)",
+                     c->device_name);
   etlStatus st = etl_bindings_validate(p);
   if (st)
     return st;
   pthread_mutex_lock(&c->launch_mu);
+  if (p->run_inflight && (st = finish_run(p, 1))) {
+    char msg[4096];
+    snprintf(msg, sizeof msg,
+             "etlRunAsync: nothing launched: the previous run, not waited for, failed: %s",
+             etlGetLastErrorMessage());
+    etl_error_str(st, msg);
+    pthread_mutex_unlock(&c->launch_mu);
+    return st;
+  }
+  if (c->inflight) /* another program's: its outcome waits for its etlRunWait */
+    finish_run(c->inflight, 1);
+  keep_outcome(p, ETL_SUCCESS);
   etl_plan *pl = NULL;
   uint64_t tl_dptr = 0;
-  int traced = 0;
+  int in_flight = 0;
   st = get_plan(p, &pl);
   if (!st && p->timeline_path)
     st = timeline_buffer(c, pl, &tl_dptr);
   if (!st)
-    st = launch(p, pl, tl_dptr);
-  if (!st && tl_dptr) {
-    st = etl_timeline_collect(p, pl, tl_dptr);
-    traced = !st;
+    st = start(p, pl, tl_dptr, stream, &in_flight);
+  if (in_flight) { /* finished by etlRunWait / etlRunQuery, even when st reports a failure */
+    p->run_inflight = 1;
+    p->run_plan = pl;
+    p->run_tl_dptr = tl_dptr;
+    c->inflight = p;
+  } else {
+    st = pl ? conclude(p, pl, tl_dptr, st) : st;
+    keep_outcome(p, st);
   }
-  etl_dev_free(c, tl_dptr);
-  if (traced)
-    st = etl_timeline_write(p, pl, p->timeline_path);
   pthread_mutex_unlock(&c->launch_mu);
+  return st;
+}
+
+etlStatus etlRunWait(etlProgram h) {
+  ETL_GET_PROG(p, h);
+  pthread_mutex_lock(&p->ctx->launch_mu);
+  if (p->run_inflight)
+    finish_run(p, 1);
+  etlStatus st = outcome(p);
+  pthread_mutex_unlock(&p->ctx->launch_mu);
+  return st;
+}
+
+etlStatus etlRunQuery(etlProgram h) {
+  ETL_GET_PROG(p, h);
+  pthread_mutex_lock(&p->ctx->launch_mu);
+  etlStatus st = p->run_inflight ? finish_run(p, 0) : ETL_SUCCESS;
+  st = st == ETL_ERROR_NOT_READY ? etl_error(st, "etlRunQuery: the run is still in flight")
+                                 : outcome(p);
+  pthread_mutex_unlock(&p->ctx->launch_mu);
+  return st;
+}
+
+etlStatus etlRun(etlProgram h) {
+  etlStatus st = etlRunAsync(h, NULL);
+  if (!st)
+    return etlRunWait(h);
+  etl_program *p = etl_prog_of(h);
+  int inflight = 0;
+  if (p) {
+    pthread_mutex_lock(&p->ctx->launch_mu);
+    inflight = p->run_inflight;
+    pthread_mutex_unlock(&p->ctx->launch_mu);
+  }
+  if (inflight) { /* launched, then a step failed: the run still ends here */
+    char msg[4096];
+    snprintf(msg, sizeof msg, "%s", etlGetLastErrorMessage());
+    etlRunWait(h);
+    etl_error_str(st, msg);
+  }
   return st;
 }

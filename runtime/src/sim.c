@@ -535,7 +535,9 @@ static const etl_sim_ops sim_ops_table = {
 
 /*===-- Launch -------------------------------------------------------------===*/
 
-static etlStatus sim_launch(etl_program *p, etl_plan *plan) {
+static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *in_flight) {
+  (void)stream;             /* run.c refuses one: sim has no streams */
+  *in_flight = 0;           /* the launch ends here */
   free(p->profile_samples); /* a run without the profile leaves no counter track */
   p->profile_samples = NULL;
   p->n_profile_samples = 0;

@@ -28,58 +28,31 @@
 #include "fake_cuda.h"
 #include "fake_internal.h"
 
-#define EXPORT __attribute__((visibility("default")))
+/*===-- State (declared in fake_internal.h) --------------------------------===*/
 
-/*===-- State --------------------------------------------------------------===*/
-
-typedef struct fctx fctx;
-typedef struct mem {
-  struct mem *next;
-  fctx *ctx;
-  CUdeviceptr dev; /* device view; 0 for host memory that is not mapped */
-  size_t bytes;
-  unsigned char *host;
-  int is_host; /* cuMemHostAlloc */
-} mem;
-
-typedef struct module {
-  struct module *next;
-  fctx *ctx;
-  int nfuncs;
-  func funcs[MAX_FUNCS];
-} module;
-
-struct fctx {
-  fctx *next;
-  /* the kernel in flight on the NULL stream */
-  int running, mode, fault;
-  unsigned slow_ms, grid;
-  int64_t start_ms, last_tick_ms;
-  volatile uint32_t *abort_flag, *progress;
-  const uint32_t *queue_offs;
-};
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static __thread fctx *current;
-static int inited, env_read;
-static fctx *contexts;
-static mem *mems;
-static module *modules;
+pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+__thread fctx *current;
+__thread fctx *ctx_stack[CTX_STACK_DEPTH];
+__thread int ctx_depth;
+int inited, env_read;
+fctx *contexts;
+mem *mems;
+module *modules;
 static CUdeviceptr next_dev = 0xD000000000000000ull;
-static int calls[F_COUNT], fail_result[F_COUNT], fail_nth[F_COUNT];
+int calls[F_COUNT], fail_result[F_COUNT], fail_nth[F_COUNT];
 static int kernel_mode = ETL_FAKE_KERNEL_COMPLETE;
 static unsigned kernel_ms;
-static etl_fake_cuda_stats stats;
+etl_fake_cuda_stats stats;
 static char first_violation[512];
 
-static int64_t now_ms(void) {
+int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* A call broke a rule of the API: print, count, return what CUDA returns. */
-__attribute__((format(printf, 2, 3))) static CUresult violation(CUresult r, const char *fmt, ...) {
+CUresult violation(CUresult r, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -98,7 +71,7 @@ static int symbol_index(const char *s) {
   return -1;
 }
 
-static void read_env(void) {
+void read_env(void) {
   env_read = 1;
   const char *e = getenv("ETL_FAKE_CUDA");
   if (!e || !*e)
@@ -126,35 +99,7 @@ static void read_env(void) {
   free(copy);
 }
 
-/* Every entry point: count the call, then an injected failure if due. */
-#define ENTER(name)                                                                                \
-  pthread_mutex_lock(&mu);                                                                         \
-  if (!env_read)                                                                                   \
-    read_env();                                                                                    \
-  calls[F_##name]++;                                                                               \
-  if (fail_nth[F_##name] && --fail_nth[F_##name] == 0) {                                           \
-    CUresult injected_ = fail_result[F_##name];                                                    \
-    pthread_mutex_unlock(&mu);                                                                     \
-    return injected_;                                                                              \
-  }                                                                                                \
-  const char *fn_ = #name;                                                                         \
-  (void)fn_
-#define RETURN(r)                                                                                  \
-  do {                                                                                             \
-    CUresult r_ = (r);                                                                             \
-    pthread_mutex_unlock(&mu);                                                                     \
-    return r_;                                                                                     \
-  } while (0)
-#define NEED_INIT()                                                                                \
-  if (!inited)                                                                                     \
-  RETURN(violation(NOT_INITIALIZED, "%s before cuInit", fn_))
-#define NEED_CTX()                                                                                 \
-  NEED_INIT();                                                                                     \
-  if (!ctx_alive(current))                                                                         \
-  RETURN(violation(current ? CONTEXT_IS_DESTROYED : INVALID_CONTEXT,                               \
-                   "%s with no current context%s", fn_, current ? " (it was destroyed)" : ""))
-
-static int ctx_alive(const fctx *c) {
+int ctx_alive(const fctx *c) {
   for (fctx *x = contexts; x; x = x->next)
     if (c && x == c)
       return 1;
@@ -213,7 +158,7 @@ static mem *new_mem(size_t bytes, int is_host, int mapped, int poison) {
   return m;
 }
 
-static void unlink_mem(mem *m) {
+void unlink_mem(mem *m) {
   for (mem **p = &mems; *p; p = &(*p)->next)
     if (*p == m) {
       *p = m->next;
@@ -226,14 +171,14 @@ static void unlink_mem(mem *m) {
 /*===-- The kernel in flight -----------------------------------------------===*/
 
 /* As a finished kernel leaves it: each CTA counted its static tasks. */
-static void finish(fctx *c, int completed) {
+void finish(fctx *c, int completed) {
   if (completed && c->queue_offs && c->progress)
     for (unsigned k = 0; k < c->grid; ++k)
       c->progress[k] += c->queue_offs[k + 1] - c->queue_offs[k];
   c->running = 0;
 }
 
-static CUresult query(fctx *c) {
+CUresult query(fctx *c) {
   if (!c->running)
     return SUCCESS;
   if (c->fault) {
@@ -376,11 +321,7 @@ EXPORT CUresult cuCtxCreate_v2(fctx **out, unsigned flags, CUdevice dev) {
   RETURN(SUCCESS);
 }
 
-EXPORT CUresult cuCtxDestroy_v2(fctx *c) {
-  ENTER(cuCtxDestroy_v2);
-  NEED_INIT();
-  if (!ctx_alive(c))
-    RETURN(violation(INVALID_CONTEXT, "cuCtxDestroy of a context that is not alive"));
+void ctx_free(fctx *c) {
   /* what the application left behind goes with the context */
   for (mem *m = mems, *nx; m; m = nx) {
     nx = m->next;
@@ -401,15 +342,27 @@ EXPORT CUresult cuCtxDestroy_v2(fctx *c) {
       p = &m->next;
     }
   }
+  streams_reclaim(c);
   for (fctx **p = &contexts; *p; p = &(*p)->next)
     if (*p == c) {
       *p = c->next;
       break;
     }
-  if (current == c)
-    current = NULL;
+  if (current == c) /* popped from the calling thread's stack */
+    current = ctx_depth ? ctx_stack[--ctx_depth] : NULL;
   free(c);
   stats.contexts--;
+}
+
+EXPORT CUresult cuCtxDestroy_v2(fctx *c) {
+  ENTER(cuCtxDestroy_v2);
+  NEED_INIT();
+  if (!ctx_alive(c))
+    RETURN(violation(INVALID_CONTEXT, "cuCtxDestroy of a context that is not alive"));
+  if (c->primary_refs)
+    RETURN(violation(INVALID_CONTEXT, "cuCtxDestroy of a primary context (release it with "
+                                      "cuDevicePrimaryCtxRelease)"));
+  ctx_free(c);
   RETURN(SUCCESS);
 }
 
@@ -418,7 +371,10 @@ EXPORT CUresult cuCtxSetCurrent(fctx *c) {
   NEED_INIT();
   if (c && !ctx_alive(c))
     RETURN(violation(CONTEXT_IS_DESTROYED, "cuCtxSetCurrent of a destroyed context"));
-  current = c;
+  if (c) /* replaces the top of the stack */
+    current = c;
+  else /* NULL pops it */
+    current = ctx_depth ? ctx_stack[--ctx_depth] : NULL;
   RETURN(SUCCESS);
 }
 
@@ -649,8 +605,9 @@ EXPORT CUresult cuLaunchKernel(func *f, unsigned gx, unsigned gy, unsigned gz, u
   module *owner = NULL;
   if (!func_alive(f, &owner) || owner->ctx != current)
     RETURN(violation(INVALID_HANDLE, "cuLaunchKernel of a function not loaded in this context"));
-  if (stream)
-    RETURN(violation(INVALID_HANDLE, "cuLaunchKernel on a stream the fake does not model"));
+  if (!stream_ok(stream))
+    RETURN(violation(INVALID_HANDLE, "cuLaunchKernel on a stream that is not one of the current "
+                                     "context's"));
   if (!gx || !gy || !gz || gx > 2147483647u || gy > 65535 || gz > 65535)
     RETURN(violation(INVALID_VALUE, "grid %ux%ux%u outside the device's limits", gx, gy, gz));
   if (!bx || !by || !bz || bx > 1024 || by > 1024 || bz > 64 ||
@@ -671,7 +628,10 @@ EXPORT CUresult cuLaunchKernel(func *f, unsigned gx, unsigned gy, unsigned gz, u
       RETURN(violation(INVALID_VALUE, "kernel parameter %d is NULL", i));
   fctx *c = current;
   if (c->running)
-    finish(c, 1); /* the NULL stream runs launches in order */
+    finish(c, 1); /* one kernel at a time: launches run in order */
+  static unsigned long long launches;
+  c->launch = ++launches;
+  c->stream = stream;
   c->grid = gx;
   c->queue_offs = NULL;
   c->progress = c->abort_flag = NULL;
@@ -693,15 +653,18 @@ EXPORT CUresult cuLaunchKernel(func *f, unsigned gx, unsigned gy, unsigned gz, u
   stats.last_grid = gx;
   stats.last_block = bx;
   stats.last_smem = smem;
+  stats.last_stream = (unsigned long long)(uintptr_t)stream;
   RETURN(SUCCESS);
 }
 
 EXPORT CUresult cuStreamQuery(void *stream) {
   ENTER(cuStreamQuery);
   NEED_CTX();
-  if (stream)
-    RETURN(violation(INVALID_HANDLE, "cuStreamQuery on a stream the fake does not model"));
-  RETURN(query(current));
+  if (!stream_ok(stream))
+    RETURN(violation(INVALID_HANDLE, "cuStreamQuery of a stream that is not one of the current "
+                                     "context's"));
+  fctx *c = current; /* the NULL stream waits for every stream */
+  RETURN(!stream || c->stream == stream ? query(c) : SUCCESS);
 }
 
 /*===-- Control (fake_cuda.h) ----------------------------------------------===*/

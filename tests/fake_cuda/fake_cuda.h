@@ -23,6 +23,14 @@
  * while the host polls, and completes after MS milliseconds.
  * ETL_FAKE_CUDA_PTXAS names ptxas: when set and non-empty every PTX image is
  * also assembled with it; otherwise the first load prints why it is not.
+ * Contexts: each thread has a context stack (cuCtxPushCurrent/PopCurrent,
+ * cuCtxSetCurrent replaces its top); device 0 has one primary context,
+ * created by its first cuDevicePrimaryCtxRetain and freed (with what it still
+ * holds) by the release of its last retain. Streams and events belong to
+ * the context current when they were made. A context runs one kernel at a
+ * time, on the stream it was launched on; an event recorded on that stream
+ * (or the NULL stream) after the launch completes with it, and
+ * cuStreamQuery of another stream does not wait for it.
  * Violations of the API's rules are printed to stderr as
  * "fake libcuda: violation: ..." and counted.
  *===----------------------------------------------------------------------===*/
@@ -44,6 +52,9 @@ typedef struct etl_fake_cuda_stats {
   int violations; /* calls that broke a rule of the API */
   int launches;   /* successful cuLaunchKernel */
   unsigned last_grid, last_block, last_smem; /* of the last launch (x dims) */
+  unsigned long long last_stream; /* of the last launch: the CUstream's value (0 = NULL) */
+  int primary_refs;               /* retains of the primary context outstanding */
+  int streams, events;            /* alive now */
 } etl_fake_cuda_stats;
 
 /// Forget failures, kernel mode, call counts and violations (not resources).

@@ -2,13 +2,23 @@
  *
  * The Driver API's types and result codes as the fake defines them (from the
  * API's documentation, not from the runtime's cuda_mini.h), the H100 limits
- * it models, a kernel function as a loaded module describes it, and the PTX
- * reader in fake_ptx.c.
+ * it models, a kernel function as a loaded module describes it, the PTX
+ * reader in fake_ptx.c, and the driver's state with the entry-point macros
+ * that fake_cuda.c (devices, contexts, modules, memory, launches) and
+ * fake_stream.c (the context stack, primary contexts, streams, events)
+ * share. Everything here has hidden visibility: only EXPORT symbols leave
+ * the library.
  *===----------------------------------------------------------------------===*/
 #ifndef ETL_FAKE_INTERNAL_H
 #define ETL_FAKE_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "fake_cuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -52,6 +62,12 @@ enum {
   X(cuCtxDestroy_v2)                                                                               \
   X(cuCtxSetCurrent)                                                                               \
   X(cuCtxSynchronize)                                                                              \
+  X(cuCtxGetCurrent)                                                                               \
+  X(cuCtxGetDevice)                                                                                \
+  X(cuCtxPushCurrent_v2)                                                                           \
+  X(cuCtxPopCurrent_v2)                                                                            \
+  X(cuDevicePrimaryCtxRetain)                                                                      \
+  X(cuDevicePrimaryCtxRelease_v2)                                                                  \
   X(cuModuleLoadDataEx)                                                                            \
   X(cuModuleUnload)                                                                                \
   X(cuModuleGetFunction)                                                                           \
@@ -65,6 +81,12 @@ enum {
   X(cuMemHostGetDevicePointer_v2)                                                                  \
   X(cuLaunchKernel)                                                                                \
   X(cuStreamQuery)                                                                                 \
+  X(cuStreamCreate)                                                                                \
+  X(cuStreamDestroy_v2)                                                                            \
+  X(cuEventCreate)                                                                                 \
+  X(cuEventDestroy_v2)                                                                             \
+  X(cuEventRecord)                                                                                 \
+  X(cuEventQuery)                                                                                  \
   X(cuGetErrorString)
 
 enum {
@@ -92,5 +114,106 @@ typedef struct func {
    ETL_FAKE_CUDA_PTXAS names ptxas, that the image assembles. Returns SUCCESS
    or INVALID_PTX / UNSUPPORTED_PTX_VERSION with the reason in `log`. */
 CUresult fake_read_ptx(const char *ptx, func *funcs, int *nfuncs, char *log, size_t cap);
+
+/*===-- The driver's state (fake_cuda.c) -----------------------------------===*/
+
+typedef struct fctx fctx;
+typedef struct mem {
+  struct mem *next;
+  fctx *ctx;
+  CUdeviceptr dev; /* device view; 0 for host memory that is not mapped */
+  size_t bytes;
+  unsigned char *host;
+  int is_host; /* cuMemHostAlloc */
+} mem;
+
+typedef struct module {
+  struct module *next;
+  fctx *ctx;
+  int nfuncs;
+  func funcs[MAX_FUNCS];
+} module;
+
+/* cuStreamCreate / cuEventCreate (fake_stream.c) */
+typedef struct fstream {
+  struct fstream *next;
+  fctx *ctx;
+} fstream;
+typedef struct fevent {
+  struct fevent *next;
+  fctx *ctx;
+  unsigned long long launch; /* the launch it was recorded after; 0 = none */
+} fevent;
+
+struct fctx {
+  fctx *next;
+  int primary_refs; /* the primary context: retains outstanding */
+  /* the kernel in flight: one per context, on `stream` (NULL = the NULL
+     stream), numbered `launch` */
+  int running, mode, fault;
+  unsigned slow_ms, grid;
+  int64_t start_ms, last_tick_ms;
+  volatile uint32_t *abort_flag, *progress;
+  const uint32_t *queue_offs;
+  fstream *stream;
+  unsigned long long launch;
+};
+
+enum { CTX_STACK_DEPTH = 64 };
+extern pthread_mutex_t mu;
+extern __thread fctx *current; /* the top of the calling thread's context stack */
+extern __thread fctx *ctx_stack[CTX_STACK_DEPTH]; /* below it */
+extern __thread int ctx_depth;
+extern int inited, env_read;
+extern fctx *contexts;
+extern mem *mems;
+extern module *modules;
+extern int calls[F_COUNT], fail_result[F_COUNT], fail_nth[F_COUNT];
+extern etl_fake_cuda_stats stats;
+
+int64_t now_ms(void);
+/* A call broke a rule of the API: print, count, return what CUDA returns. */
+__attribute__((format(printf, 2, 3))) CUresult violation(CUresult r, const char *fmt, ...);
+void read_env(void);
+int ctx_alive(const fctx *c);
+void unlink_mem(mem *m);
+/* Free a context and what it still holds (counted as reclaimed). */
+void ctx_free(fctx *c);
+/* The kernel in flight on `c`: finish it (as a complete one when
+   `completed`); poll it (NOT_READY, SUCCESS or the fault). */
+void finish(fctx *c, int completed);
+CUresult query(fctx *c);
+/* fake_stream.c: drop the streams and events of a context being freed. */
+void streams_reclaim(fctx *c);
+/* A stream handle of the current context (NULL is the NULL stream): 1, or 0. */
+int stream_ok(const void *s);
+
+/* Every entry point: count the call, then an injected failure if due. */
+#define ENTER(name)                                                                                \
+  pthread_mutex_lock(&mu);                                                                         \
+  if (!env_read)                                                                                   \
+    read_env();                                                                                    \
+  calls[F_##name]++;                                                                               \
+  if (fail_nth[F_##name] && --fail_nth[F_##name] == 0) {                                           \
+    CUresult injected_ = fail_result[F_##name];                                                    \
+    pthread_mutex_unlock(&mu);                                                                     \
+    return injected_;                                                                              \
+  }                                                                                                \
+  const char *fn_ = #name;                                                                         \
+  (void)fn_
+#define RETURN(r)                                                                                  \
+  do {                                                                                             \
+    CUresult r_ = (r);                                                                             \
+    pthread_mutex_unlock(&mu);                                                                     \
+    return r_;                                                                                     \
+  } while (0)
+#define NEED_INIT()                                                                                \
+  if (!inited)                                                                                     \
+  RETURN(violation(NOT_INITIALIZED, "%s before cuInit", fn_))
+#define NEED_CTX()                                                                                 \
+  NEED_INIT();                                                                                     \
+  if (!ctx_alive(current))                                                                         \
+  RETURN(violation(current ? CONTEXT_IS_DESTROYED : INVALID_CONTEXT,                               \
+                   "%s with no current context%s", fn_, current ? " (it was destroyed)" : ""))
 
 #endif /* ETL_FAKE_INTERNAL_H */

@@ -1,7 +1,8 @@
 """Tests of the Python package etl (python/etl) on the sim device.
 
 Runs rowsum, softmax and moe through etl with numpy (and torch CPU tensors
-when python3-torch is installed) against numpy references, and checks that
+when python3-torch is installed, torch CUDA tensors when it sees a GPU)
+against references, and checks that
 misuse raises the documented exception classes with nothing run. Run by
 ctest (`python_etl`) as `/usr/bin/python3 tests/python/test_etl.py` with
 PYTHONPATH=python and ETL_BUILD_DIR=<build>; exits 77 (skipped) with the
@@ -111,6 +112,30 @@ class Examples(unittest.TestCase):
         etl.load(artifact("softmax"), device="sim")(x=x, y=ys)
         torch.testing.assert_close(ys, torch.softmax(x, dim=1), rtol=1e-4, atol=1e-6)
 
+    def test_rowsum_and_softmax_torch_cuda(self):
+        if torch is None or not torch.cuda.is_available():
+            why = ("python3-torch is not installed" if torch is None else
+                   "torch %s sees no CUDA device (CPU-only build or no GPU)" % torch.__version__)
+            print("SKIP torch CUDA test: %s" % why)
+            self.skipTest(why)
+        x = torch.randn(37, 300, device="cuda")
+        y = torch.zeros(37, device="cuda")
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):  # runs on torch's current stream
+            prog = etl.load(artifact("rowsum"), device="cuda")
+            side.wait_stream(torch.cuda.default_stream())
+            prog(x=x, y=y)
+            ref = x.sum(dim=1)  # queued after the kernel on the same stream
+        side.synchronize()
+        prog.wait()
+        torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+        ys = torch.zeros_like(x)
+        soft = etl.load(artifact("softmax"), device="cuda")
+        soft(x=x, y=ys)
+        soft.wait()
+        torch.testing.assert_close(ys, torch.softmax(x, dim=1), rtol=1e-4, atol=1e-6)
+        torch.ones(1, device="cuda").add_(1)  # torch's context still works after etl's calls
+
     def test_dlpack_object(self):
         class Wrapped:  # not numpy, not torch: only __dlpack__
             def __init__(self, a):
@@ -178,7 +203,15 @@ class Misuse(unittest.TestCase):
     def test_wrong_device(self):
         with self.assertRaisesRegex(etl.DeviceMismatchError, "CUDA memory.*runs on sim"):
             self.prog(x=_FakeCudaDLPack((4, 8)), y=self.y)
+        cai = type("Cai", (), {"__cuda_array_interface__": {
+            "shape": (4, 8), "typestr": "<f4", "data": (0x10000, False), "version": 3}})()
+        with self.assertRaisesRegex(etl.DeviceMismatchError, "CUDA memory.*runs on sim"):
+            self.prog(x=cai, y=self.y)
+        with self.assertRaisesRegex(etl.InvalidValueError, "no CUDA streams"):
+            self.prog.run(x=self.x, y=self.y, stream=5)
         self.assertNotRun()
+        self.prog.wait()  # sim runs are never in flight
+        self.assertTrue(self.prog.query())
 
     def test_wrong_rank_and_shape(self):
         with self.assertRaisesRegex(etl.BindingError, "has rank 1"):

@@ -41,7 +41,8 @@
  * shapes (ETL_ERROR_MEMORY_VIOLATION); CUDA does not.
  *
  * Thread safety: handles may be used from any thread, but a program must not
- * be bound or run from two threads at once, nor destroyed while in use.
+ * be bound, run or waited for from two threads at once, nor destroyed while
+ * in use (a run in flight is waited for by the destroy).
  *
  * Environment: settings a user may change without rebuilding the host.
  *   ETL_DEVICE=sim|cuda      what "auto" means in etlContextCreate (a host
@@ -96,7 +97,8 @@ typedef enum etlStatus {
   ETL_ERROR_TIMEOUT,             ///< watchdog: no task completed within the limit
   ETL_ERROR_CUDA,                ///< any other CUDA driver error
   ETL_ERROR_IO,                  ///< a file could not be written (timeline trace)
-  ETL_ERROR_RACE                 ///< sim race check: tasks not ordered by events share an element
+  ETL_ERROR_RACE,                ///< sim race check: tasks not ordered by events share an element
+  ETL_ERROR_NOT_READY            ///< etlRunQuery: the run is still in flight (not a failure)
 } etlStatus;
 
 /// Element types of tensors (the artifact's ETL_ELEM_* codes).
@@ -112,7 +114,7 @@ typedef struct etlContextParams {
   uint32_t sim_workers;     ///< sim: CTAs (one worker thread each); default 4
   uint32_t sim_stack_bytes; ///< sim: stack of each simulated thread; default 64 KiB
   uint32_t watchdog_ms;     ///< stop a launch when no task completes for this long; default 10000
-  int32_t cuda_device;      ///< cuda: device ordinal; default 0
+  int32_t cuda_device;      ///< cuda: device ordinal; default 0 (see "CUDA contexts")
 } etlContextParams;
 
 /*===-- Errors and version ------------------------------------------------===*/
@@ -138,6 +140,17 @@ ETL_API etlContextParams etlContextDefaultParams(void);
 /// driver and a device exist, else "sim"). `params` may be NULL (defaults).
 /// Fails with ETL_ERROR_NO_CUDA_DRIVER / ETL_ERROR_NO_DEVICE for "cuda"
 /// where none exists, ETL_ERROR_NOT_FOUND for an unknown device name.
+///
+/// CUDA contexts: a "cuda" context runs in the CUDA context current on the
+/// calling thread when there is one on device `cuda_device` (the caller's
+/// context, e.g. the one PyTorch made current; it must outlive the etl
+/// context), else in the device's primary context, which it retains
+/// (cuDevicePrimaryCtxRetain) until etlContextDestroy releases it. Every
+/// call pushes that context for its duration and pops it again, so the
+/// context current on the calling thread afterwards is the one that was
+/// current before (from any thread); the runtime never creates a context of
+/// its own nor leaves one current. Memory from cudaMalloc / torch in the
+/// same (primary) context binds directly with etlBindTensor.
 ETL_API etlStatus etlContextCreate(etlContext *ctx, const char *device,
                                    const etlContextParams *params);
 /// Destroy a context, every program still loaded in it and every allocation
@@ -241,7 +254,38 @@ ETL_API etlStatus etlBindTensor(etlProgram prog, const char *name, void *dptr, e
 /// constraints hold, no bound allocation freed since), then prepare intermediates, event counters
 /// and queues (cached per shape binding), launch the megakernel and wait for it. Nothing is
 /// launched when validation fails. After any failure the context and program stay usable.
+/// Same as etlRunAsync(prog, NULL) followed by etlRunWait(prog).
 ETL_API etlStatus etlRun(etlProgram prog);
+/// Validate and prepare as etlRun, then launch the megakernel on `stream`
+/// (a CUstream of the context's CUDA context, cast to void*; NULL = the
+/// default stream) and return without waiting: the kernel runs after the
+/// work queued on `stream` before it, and the program's run stays "in
+/// flight" until etlRunWait or etlRunQuery sees it finish. The setup copies
+/// (argument block, event counters) are synchronous copies into the
+/// program's own buffers; the bound tensors are only touched by the kernel.
+/// A program has one run in flight at a time, and so does a context:
+/// etlRunAsync first finishes the context's run in flight (blocking, with
+/// the watchdog); if that run was this program's and it failed, its status
+/// and message are returned ("the previous run ... failed") and nothing is
+/// launched; another program's outcome is kept for its own etlRunWait.
+/// The watchdog and the abort logic (stop a launch when no task completes
+/// for watchdog_ms) run only inside etlRunWait and etlRunQuery (and the
+/// calls above that finish a run): a host that never waits gets no
+/// watchdog. Destroying the program or its context waits for its run.
+/// sim: runs the launch to completion before returning (its status is
+/// returned here and by etlRunWait); a non-NULL `stream` is
+/// ETL_ERROR_INVALID_VALUE (sim has no CUDA streams).
+ETL_API etlStatus etlRunAsync(etlProgram prog, void *stream);
+/// Wait for the program's run in flight (with the watchdog) and return its
+/// status: what etlRun would have returned, with the same message (device
+/// error records, dynamic queue overflow, timeline write). Without a run in
+/// flight, that status again (it is kept until the next etlRunAsync that
+/// passes validation), or ETL_SUCCESS when no run was made.
+ETL_API etlStatus etlRunWait(etlProgram prog);
+/// Like etlRunWait without blocking: ETL_ERROR_NOT_READY while the run is
+/// in flight (the watchdog is checked and may abort it), else the finished
+/// run's status. Poll it to overlap host work with a run.
+ETL_API etlStatus etlRunQuery(etlProgram prog);
 
 /*===-- Timeline ----------------------------------------------------------===*/
 
