@@ -10,6 +10,7 @@
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
 
+#include <cctype>
 #include <map>
 
 namespace etl {
@@ -83,6 +84,23 @@ std::string render_json(const Diag &d) {
   return llvm::formatv("{0:2}", doc).str() + "\n";
 }
 
+/// A path as a URI reference (SARIF's artifactLocation.uri): bytes other
+/// than letters, digits, `-._~/` percent-encoded (`<stdin>` is `%3Cstdin%3E`).
+std::string uri_of(const std::string &path) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string r;
+  for (unsigned char ch : path) {
+    if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '/') {
+      r += static_cast<char>(ch);
+    } else {
+      r += '%';
+      r += hex[ch >> 4];
+      r += hex[ch & 15];
+    }
+  }
+  return r;
+}
+
 /// A SARIF location (physicalLocation with a region), plus `message` for a
 /// note's relatedLocation.
 llvm::json::Object sarif_location(const SourceManager &sm, const SourceRange &r) {
@@ -90,11 +108,12 @@ llvm::json::Object sarif_location(const SourceManager &sm, const SourceRange &r)
   bounds(r, el, ec);
   return llvm::json::Object{
       {"physicalLocation",
-       llvm::json::Object{{"artifactLocation", llvm::json::Object{{"uri", sm.path(r.begin.file)}}},
-                          {"region", llvm::json::Object{{"startLine", r.begin.line},
-                                                        {"startColumn", r.begin.col},
-                                                        {"endLine", el},
-                                                        {"endColumn", ec}}}}}};
+       llvm::json::Object{
+           {"artifactLocation", llvm::json::Object{{"uri", uri_of(sm.path(r.begin.file))}}},
+           {"region", llvm::json::Object{{"startLine", r.begin.line},
+                                         {"startColumn", r.begin.col},
+                                         {"endLine", el},
+                                         {"endColumn", ec}}}}}};
 }
 
 /// A kind's format with its placeholders shown as "…" (SARIF reads `{0}`

@@ -204,6 +204,14 @@ TEST_CASE("--diagnostics-format=json|sarif: one valid document for any failure")
   }
 }
 
+TEST_CASE("sarif: a location's uri is the path, percent-encoded") {
+  Result r = etlc({"compile", "-", "--emit=ast", "--diagnostics-format=sarif"}, "const TM = 16\n");
+  CHECK(r.code == kExitProgramError);
+  CHECK(r.err.find("\"uri\": \"%3Cstdin%3E\"") != std::string::npos);
+  r = etlc({"compile", "-", "--emit=ast", "--diagnostics-format=json"}, "const TM = 16\n");
+  CHECK(r.err.find("\"file\": \"<stdin>\"") != std::string::npos);
+}
+
 TEST_CASE("depfile_text escapes paths for make") {
   CHECK(depfile_text("a b.etlb", {"x.etl", "lib/$m#.etl"}) ==
         "a\\ b.etlb: \\\n  x.etl \\\n  lib/$$m\\#.etl\n\nlib/$$m\\#.etl:\n");
