@@ -144,17 +144,22 @@ void Diag::add_trailing_notes(const std::function<std::vector<Diagnostic>(Diagno
   diags_ = std::move(out);
 }
 
-std::string Diag::render(const Diagnostic &d) const {
-  std::string out;
-  if (!d.range.valid()) {
-    out += "etlc: ";
-    out += severity_word(d.severity);
-    out += ": " + d.message + "\n";
-    return out;
-  }
+std::string Diag::render(const Diagnostic &d, bool color) const {
+  // clang's colours: bold text, severity by colour, a green caret.
+  const char *bold = color ? "\033[1m" : "", *reset = color ? "\033[0m" : "";
+  const char *sev_color = !color                            ? ""
+                          : d.severity == Severity::Error   ? "\033[0;1;31m"
+                          : d.severity == Severity::Warning ? "\033[0;1;35m"
+                                                            : "\033[0;1;30m";
+  auto header = [&](const std::string &where) {
+    return std::string(bold) + where + ": " + sev_color + severity_word(d.severity) + ": " + reset +
+           bold + d.message + reset + "\n";
+  };
+  if (!d.range.valid())
+    return header("etlc");
   const SourceLoc &b = d.range.begin;
-  out += sm_.path(b.file) + ":" + std::to_string(b.line) + ":" + std::to_string(b.col) + ": " +
-         severity_word(d.severity) + ": " + d.message + "\n";
+  std::string out =
+      header(sm_.path(b.file) + ":" + std::to_string(b.line) + ":" + std::to_string(b.col));
   std::string_view line = sm_.line_text(b.file, b.line);
   out += std::string(line) + "\n";
   // Caret line: [col, end) underlined, clamped to the end of the line (one
@@ -176,17 +181,17 @@ std::string Diag::render(const Diagnostic &d) const {
   std::string caret;
   for (size_t i = 0; i < col0; ++i)
     caret += line[i] == '\t' ? '\t' : ' ';
-  caret += '^';
+  caret += color ? "\033[0;1;32m^" : "^";
   for (size_t i = col0 + 1; i < end0; ++i)
     caret += '~';
-  out += caret + "\n";
+  out += caret + reset + "\n";
   return out;
 }
 
-std::string Diag::render() const {
+std::string Diag::render(bool color) const {
   std::string out;
   for (const Diagnostic &d : diags_)
-    out += render(d);
+    out += render(d, color);
   return out;
 }
 

@@ -75,11 +75,14 @@ public:
   unsigned error_count() const { return errors_; }
   bool has_errors() const { return errors_ != 0; }
   const std::vector<Diagnostic> &diagnostics() const { return diags_; }
+  const SourceManager &source_manager() const { return sm_; }
 
   /// Renders every diagnostic as `file:line:col: severity: message`, the
-  /// source line and a caret line (`^~~~` under the range).
-  std::string render() const;
-  std::string render(const Diagnostic &d) const;
+  /// source line and a caret line (`^~~~` under the range). `color` adds
+  /// clang's ANSI colours (bold location and message, red error, magenta
+  /// warning, grey note, green caret); diag/render.h picks text, json or sarif.
+  std::string render(bool color = false) const;
+  std::string render(const Diagnostic &d, bool color = false) const;
 
 private:
   WarningMode warning_mode_ = WarningMode::Report;

@@ -43,6 +43,8 @@ public:
   bool load(const std::string &path, FileId &id, std::string &err);
 
   const std::string &path(FileId f) const { return files_[f].path; }
+  /// How many files were added or loaded (ids are 0 .. file_count() - 1).
+  size_t file_count() const { return files_.size(); }
   const std::string &text(FileId f) const { return files_[f].text; }
   /// The text of line `line` (1-based) without its newline.
   std::string_view line_text(FileId f, uint32_t line) const;

@@ -9,6 +9,7 @@
 
 #include "artifact/artifact.h"
 #include "cost/cost.h"
+#include "driver/defines.h"
 #include "driver/metadata.h"
 #include "frontend/parser.h"
 #include "lower/backend.h"
@@ -65,21 +66,26 @@ bool is_gpu_target(const std::string &t) {
 }
 
 /// --emit=cost: parses --bind against the kernel's dims, prints the report.
-int emit_cost(const CompileOptions &opts, const Program &p, std::ostream &out, std::ostream &err,
+int emit_cost(const CompileOptions &opts, const Program &p, std::ostream &out, Diag &diag,
               const TaskGraph &g) {
   const KernelDecl &k = p.kernels[0];
+  const SourceRange none;
   const GpuSpec *gpu = find_gpu(opts.gpu);
   if (!gpu) {
-    err << "etlc: error: unknown GPU '" << opts.gpu << "'; expected";
+    std::string ids;
     for (const GpuSpec &s : known_gpus())
-      err << " " << s.id;
-    err << "\n";
-    return 2;
+      ids += (ids.empty() ? "" : " ") + std::string(s.id);
+    diag.error(DiagId::UnknownGpu, none, {opts.gpu, ids});
+    return kExitUsage;
   }
   if (opts.format != "text" && opts.format != "json") {
-    err << "etlc: error: unknown --format '" << opts.format << "'; expected text or json\n";
-    return 2;
+    diag.error(DiagId::BadCommandLine, none,
+               {"unknown --format '" + opts.format + "'; expected text or json"});
+    return kExitUsage;
   }
+  std::string dims;
+  for (const DimDecl &d : k.dims)
+    dims += (dims.empty() ? "" : " ") + d.name;
   std::map<std::string, int64_t> env;
   std::stringstream items(opts.bind);
   std::string item;
@@ -92,27 +98,25 @@ int emit_cost(const CompileOptions &opts, const Program &p, std::ostream &out, s
     bool number =
         eq != std::string::npos && !llvm::StringRef(item).substr(eq + 1).getAsInteger(10, v);
     if (!known || !number || v < 1) {
-      err << "etlc: error: --bind '" << item << "': expected DIM=VALUE with DIM one of";
-      for (const DimDecl &d : k.dims)
-        err << " " << d.name;
-      err << " and VALUE a positive integer\n";
-      return 2;
+      diag.error(DiagId::BadBind, none, {item, dims});
+      return kExitUsage;
     }
     env[name] = v;
   }
   if (!env.empty())
     for (const DimDecl &d : k.dims)
       if (!env.count(d.name)) {
-        err << "etlc: error: --bind gives no value for dim '" << d.name
-            << "'; bind every dim of kernel '" << k.name << "'\n";
-        return 2;
+        diag.error(DiagId::BindMissingDim, none, {d.name, k.name});
+        return kExitUsage;
       }
   out << print_cost(estimate_cost(k, g), env.empty() ? nullptr : &env, *gpu, opts.format == "json");
-  return 0;
+  return kExitOk;
 }
 
 bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &timer) {
   c.program = timer.run("parse", [&] { return parse_program(c.file, c.sm, c.diag); });
+  if (!c.diag.has_errors() && !c.defines.empty())
+    apply_defines(*c.program, c.defines, c.diag);
   if (c.diag.has_errors() || stop_after == "ast")
     return !c.diag.has_errors();
   std::vector<std::string> search_path = c.import_dirs;
@@ -169,7 +173,11 @@ std::string target_help() {
   return r + " Default: sm_90,sim";
 }
 
-int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
+namespace {
+
+/// compile() up to rendering: every error goes to c.diag.
+int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, std::ostream &out) {
+  const SourceRange none;
   // `--emit=KIND -o FILE`: the dump goes to FILE (written atomically), one
   // target's worth: several would be concatenated into one file.
   if (!opts.emit.empty() && !opts.output.empty()) {
@@ -179,79 +187,74 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
         if (opts.emit == "llvm" || is_gpu_target(t))
           ts.push_back(t);
       if (ts.size() > 1) {
-        err << "etlc: error: --emit=" << opts.emit << " -o " << opts.output << ": " << ts.size()
-            << " targets (";
+        std::string list;
         for (size_t i = 0; i < ts.size(); ++i)
-          err << (i ? ", " : "") << ts[i];
-        err << ") would be written into one file; choose one with --target\n";
+          list += (i ? ", " : "") + ts[i];
+        c.diag.error(DiagId::EmitSeveralTargets, none,
+                     {opts.emit, opts.output, std::to_string(ts.size()), list});
         return kExitUsage;
       }
     }
     CompileOptions to_stream = opts;
     to_stream.output.clear();
     std::ostringstream dump;
-    int code = compile(to_stream, dump, err);
+    int code = compile_into(to_stream, c, timer, dump);
     if (code != kExitOk)
       return code;
     std::string io_err;
     if (!write_file_atomically(opts.output, dump.str(), io_err)) {
-      err << "etlc: error: cannot write '" << opts.output << "': " << io_err << "\n";
+      c.diag.error(DiagId::CannotWriteFile, none, {opts.output, io_err});
       return kExitUsage;
     }
     return kExitOk;
   }
   for (const std::string &t : opts.targets)
     if (!find_target(t)) {
-      err << "etlc: error: unknown target '" << t << "'; expected " << target_names() << "\n";
-      return 2;
+      c.diag.error(DiagId::UnknownTarget, none, {t, target_names()});
+      return kExitUsage;
     }
   if (opts.emit == "ptx" && !std::any_of(opts.targets.begin(), opts.targets.end(), is_gpu_target)) {
-    err << "etlc: error: --emit=ptx needs an sm_* target\n";
-    return 2;
+    c.diag.error(DiagId::EmitPtxNeedsGpu, none);
+    return kExitUsage;
   }
   if (opts.emit.empty() && opts.output.empty()) {
-    err << "etlc: error: no output file; give -o FILE (or --emit=KIND to print a stage)\n";
-    return 2;
+    c.diag.error(DiagId::NoOutputFile, none);
+    return kExitUsage;
   }
 
-  Compilation c;
-  c.import_dirs = opts.import_dirs;
-  c.diag.set_warning_mode(opts.no_warnings ? Diag::WarningMode::Ignore
-                          : opts.werror    ? Diag::WarningMode::AsError
-                                           : Diag::WarningMode::Report);
   std::string io_err;
-  if (!c.sm.load(opts.input, c.file, io_err)) {
-    err << "etlc: error: cannot read '" << opts.input << "': " << io_err << "\n";
-    return 2;
+  if (opts.stdin_text) {
+    c.file = c.sm.add("<stdin>", *opts.stdin_text);
+  } else if (!c.sm.load(opts.input, c.file, io_err)) {
+    c.diag.error(DiagId::CannotReadFile, none, {opts.input, io_err});
+    return kExitUsage;
   }
-  PassTimer timer;
-  auto finish = [&](int code) {
-    err << c.diag.render();
-    if (opts.time_passes)
-      timer.print(err);
-    return code;
-  };
 
   bool ast_dump = opts.emit == "ast" || opts.emit == "inline";
   // -Werror: a warning is an error too, though the stage that reported it
   // went on.
   bool ok = front(c, ast_dump ? opts.emit : "", timer) && !c.diag.has_errors();
+  const std::vector<Diagnostic> &ds = c.diag.diagnostics();
+  const int fail =
+      std::any_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return is_define_error(d.id); })
+          ? kExitUsage
+          : kExitProgramError;
   if (ast_dump && c.program) {
     out << print_ast(*c.program, c.sm);
-    return finish(ok ? 0 : 1);
+    return ok ? kExitOk : fail;
   }
   if (!ok)
-    return finish(1);
+    return fail;
   if (opts.emit == "taskgraph") {
     out << print_task_graph(c.graph);
-    return finish(0);
+    return kExitOk;
   }
   if (opts.emit == "dot") {
     out << print_dot(c.graph);
-    return finish(0);
+    return kExitOk;
   }
   if (opts.emit == "cost")
-    return finish(emit_cost(opts, *c.program, out, err, c.graph));
+    return emit_cost(opts, *c.program, out, c.diag, c.graph);
 
   std::vector<std::string> targets = opts.targets;
   if (opts.emit == "ptx") {
@@ -265,15 +268,14 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
   if (!be.ok && be.resource_limit) {
-    err << "etlc: error: " << be.error << "\n";
-    return finish(kExitProgramError);
+    c.diag.error(DiagId::ResourceLimit, none, {be.error});
+    return kExitProgramError;
   }
   if (!be.ok) {
     // The program passed every check, so this is a bug of the compiler.
-    err << "etlc: internal compiler error: code generation failed: " << be.error << "\n"
-        << "etlc: this is a bug in etlc, not in your program; please report this with the "
-           "program that triggers it\n";
-    return finish(kExitInternalError);
+    c.diag.error(DiagId::InternalCompilerError, none, {"code generation failed: " + be.error});
+    c.diag.note(DiagId::NoteReportBug, none);
+    return kExitInternalError;
   }
   if (opts.emit == "llvm" || opts.emit == "ptx") {
     for (const TargetOutput &o : be.outputs) {
@@ -281,7 +283,7 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
         out << (opts.emit == "llvm" ? "; " : "// ") << "===-- target " << o.target << " --===\n";
       out << (opts.emit == "llvm" ? o.llvm_ir : o.code);
     }
-    return finish(0);
+    return kExitOk;
   }
 
   std::string bytes = timer.run("artifact", [&] {
@@ -292,10 +294,85 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
     return serialize_artifact(meta, code);
   });
   if (!write_file_atomically(opts.output, bytes, io_err)) {
-    err << "etlc: error: cannot write '" << opts.output << "': " << io_err << "\n";
-    return finish(2);
+    c.diag.error(DiagId::CannotWriteFile, none, {opts.output, io_err});
+    return kExitUsage;
   }
-  return finish(0);
+  return kExitOk;
+}
+
+/// Make's escapes for a path in a rule: `$` doubled, spaces, `#` and `:`
+/// behind a backslash.
+std::string make_escape(const std::string &path) {
+  std::string r;
+  for (char ch : path) {
+    if (ch == '$')
+      r += '$';
+    else if (ch == ' ' || ch == '#' || ch == ':')
+      r += '\\';
+    r += ch;
+  }
+  return r;
+}
+
+/// -MD: the input and every module the compilation read.
+int write_dep_file(const CompileOptions &opts, Compilation &c) {
+  const SourceRange none;
+  std::vector<std::string> deps;
+  for (FileId f = 0; f < c.sm.file_count(); ++f) {
+    const std::string &p = c.sm.path(f);
+    if (!(opts.stdin_text && f == c.file) && std::find(deps.begin(), deps.end(), p) == deps.end())
+      deps.push_back(p);
+  }
+  std::string path = opts.dep_file.empty() ? opts.output + ".d" : opts.dep_file;
+  std::string io_err;
+  if (!write_file_atomically(path, depfile_text(opts.output, deps), io_err)) {
+    c.diag.error(DiagId::CannotWriteFile, none, {path, io_err});
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+} // namespace
+
+std::string depfile_text(const std::string &target, const std::vector<std::string> &deps) {
+  std::string r = make_escape(target) + ":";
+  for (const std::string &d : deps)
+    r += " \\\n  " + make_escape(d);
+  r += "\n";
+  for (size_t i = 1; i < deps.size(); ++i)
+    r += "\n" + make_escape(deps[i]) + ":\n";
+  return r;
+}
+
+int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
+  Compilation c;
+  c.import_dirs = opts.import_dirs;
+  c.defines = opts.defines;
+  c.diag.set_warning_mode(opts.no_warnings ? Diag::WarningMode::Ignore
+                          : opts.werror    ? Diag::WarningMode::AsError
+                                           : Diag::WarningMode::Report);
+  PassTimer timer;
+  int code = kExitOk;
+  try {
+    code = compile_into(opts, c, timer, out);
+    if (code == kExitOk && opts.write_deps) {
+      if (opts.output.empty()) {
+        c.diag.error(DiagId::BadCommandLine, SourceRange(), {"-MD and -MF need -o FILE"});
+        code = kExitUsage;
+      } else {
+        code = write_dep_file(opts, c);
+      }
+    }
+  } catch (const std::exception &e) {
+    // No stage throws on a bad program; an exception escaping one is a bug.
+    c.diag.error(DiagId::InternalCompilerError, SourceRange(), {e.what()});
+    c.diag.note(DiagId::NoteReportBug, SourceRange());
+    code = kExitInternalError;
+  }
+  err << render_diagnostics(c.diag, opts.diag_format, opts.color, ETL_VERSION);
+  if (opts.time_passes)
+    timer.print(err);
+  return code;
 }
 
 } // namespace etl

@@ -4,7 +4,7 @@
 // compile(), calls each stage, stops early where --emit asks for a dump, and
 // times every stage for --time-passes:
 //
-//   read -> parse -> import -> inline -> sema -> taskgraph -> schedule -> backend (per target)
+//   read -> parse (-D) -> import -> inline -> sema -> taskgraph -> schedule -> backend (per target)
 //        -> artifact
 //
 // Tests drive the same functions in-process (tests/unit/golden).
@@ -14,12 +14,14 @@
 
 #include "ast/ast.h"
 #include "diag/diag.h"
+#include "diag/render.h"
 #include "frontend/modules.h"
 #include "inline/inline.h"
 #include "taskgraph/taskgraph.h"
 
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,19 @@ struct CompileOptions {
   std::string format = "text";
   /// -Werror: warnings are errors; -w: no warnings.
   bool werror = false, no_warnings = false;
+  /// `-D NAME=VALUE`: overrides of top-level consts (driver/defines.h).
+  std::vector<std::string> defines;
+  /// The program's text when the input is `-` (read from stdin by the
+  /// caller); diagnostics name it `<stdin>`.
+  std::optional<std::string> stdin_text;
+  /// `--diagnostics-format` and `--color` (already resolved from auto).
+  DiagFormat diag_format = DiagFormat::Text;
+  bool color = false;
+  /// `-MD`: after a successful compile, write a Makefile dependency file
+  /// naming `output` as the target and the input and every imported module
+  /// as prerequisites; to `dep_file`, or `<output>.d` when it is empty.
+  bool write_deps = false;
+  std::string dep_file;
 };
 
 /// A compilation in progress: the source, its diagnostics and what each
@@ -65,6 +80,8 @@ struct Compilation {
   std::vector<std::string> import_dirs;
   std::string stdlib_dir = default_stdlib_dir();
   InlineSites inline_sites; ///< filled by the inline stage
+  /// `-D NAME=VALUE`, applied right after parsing.
+  std::vector<std::string> defines;
 };
 
 /// Front half: parse, check, build and schedule the task graph of the
@@ -89,7 +106,13 @@ enum ExitCode : int {
 };
 
 /// The whole pipeline as `etlc compile` runs it. Dumps go to `out`,
-/// diagnostics and errors to `err`. Returns the process exit code (ExitCode).
+/// diagnostics and errors to `err` (all through Diag, rendered once in
+/// opts.diag_format). Returns the process exit code (ExitCode).
 int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err);
+
+/// A Makefile rule `target: deps...` (paths escaped for make; one
+/// prerequisite per line), then an empty rule per dep but the first, so
+/// that make does not fail once an imported module is deleted (clang -MP).
+std::string depfile_text(const std::string &target, const std::vector<std::string> &deps);
 
 } // namespace etl

@@ -1,8 +1,9 @@
 // extension.js - the ETL extension's only code: a task provider for the `etlc`
 // task type (declared in package.json `taskDefinitions`). It offers "etlc:
-// check FILE", which runs `etlc compile FILE --emit=taskgraph` (parse, sema
-// and task-graph analysis, no code generation, nothing written) with the
-// `$etlc` problem matcher, so etlc's diagnostics show in the editor. Tasks
+// check FILE", which runs `etlc compile FILE --emit=taskgraph --color=never`
+// (parse, sema and task-graph analysis, no code generation, nothing written;
+// no colour though the task's terminal is one) with the `$etlc` problem
+// matcher, so etlc's diagnostics show in the editor. Tasks
 // written in tasks.json with `"type": "etlc"` are resolved the same way.
 // Colouring and snippets are declarative (syntaxes/, snippets/).
 'use strict';
@@ -14,7 +15,7 @@ const TYPE = 'etlc';
 function commandLine(definition, etlcPath) {
   const file = definition.file || '${file}';
   const emit = definition.emit || 'taskgraph';
-  return [etlcPath || 'etlc', ['compile', file, `--emit=${emit}`, ...(definition.args || [])]];
+  return [etlcPath || 'etlc', ['compile', file, `--emit=${emit}`, '--color=never', ...(definition.args || [])]];
 }
 
 function makeTask(definition, scope) {

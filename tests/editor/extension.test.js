@@ -150,13 +150,13 @@ function checkTaskProvider() {
   }
   const tasks = provider.provideTasks();
   const t = tasks && tasks[0];
-  const want = ['/opt/etl/bin/etlc', ['compile', '${file}', '--emit=taskgraph']];
+  const want = ['/opt/etl/bin/etlc', ['compile', '${file}', '--emit=taskgraph', '--color=never']];
   if (!t || JSON.stringify([t.execution.command, t.execution.args]) !== JSON.stringify(want)) {
     c.fail(`provided task runs ${t && JSON.stringify([t.execution.command, t.execution.args])}, expected ${JSON.stringify(want)}`);
   }
   if (!t || JSON.stringify(t.problemMatchers) !== '["$etlc"]') c.fail('provided task does not use the $etlc problem matcher');
   const resolved = provider.resolveTask({ definition: { type: 'etlc', file: 'a.etl', emit: 'ast', args: ['-I', 'lib'] }, scope: 'folder' });
-  const wantResolved = ['compile', 'a.etl', '--emit=ast', '-I', 'lib'];
+  const wantResolved = ['compile', 'a.etl', '--emit=ast', '--color=never', '-I', 'lib'];
   if (!resolved || JSON.stringify(resolved.execution.args) !== JSON.stringify(wantResolved) || resolved.scope !== 'folder') {
     c.fail(`resolved tasks.json task runs ${resolved && JSON.stringify(resolved.execution.args)}, expected ${JSON.stringify(wantResolved)}`);
   }

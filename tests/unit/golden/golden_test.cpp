@@ -24,10 +24,16 @@
 // Emitters are a table from the --emit name to a function; add taskgraph, dot
 // and so on there.
 //
+// A first line `// RUN: etlc ARGS...` runs the whole command line instead
+// (driver/cli.h, in process, `%s` standing for this file's path, stderr not
+// a terminal): the expected output is etlc's stdout, then its stderr, then
+// `[exit N]`. Tests of flags (-D, --diagnostics-format, driver errors) use it.
+//
 //===----------------------------------------------------------------------===//
 #include "ast/ast.h"
 #include "cost/cost.h"
 #include "diag/diag.h"
+#include "driver/cli.h"
 #include "driver/pipeline.h"
 #include "frontend/parser.h"
 
@@ -113,6 +119,22 @@ const std::map<std::string, Emitter> &emitters() {
 
 const char kCheck[] = "// CHECK:";
 const char kRun[] = "// RUN: --emit=";
+const char kRunEtlc[] = "// RUN: etlc ";
+
+/// `// RUN: etlc ARGS...`: etlc's stdout, stderr and exit code.
+std::string run_etlc(const std::string &first_line, const fs::path &path) {
+  std::istringstream words(first_line.substr(sizeof kRunEtlc - 1));
+  std::vector<std::string> args;
+  for (std::string w; words >> w;) {
+    for (size_t at = w.find("%s"); at != std::string::npos; at = w.find("%s"))
+      w.replace(at, 2, path.string());
+    args.push_back(w);
+  }
+  std::istringstream in;
+  std::ostringstream out, err;
+  int code = etl::run_cli(args, in, out, err, false);
+  return out.str() + err.str() + "[exit " + std::to_string(code) + "]\n";
+}
 
 std::string read_file(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
@@ -204,14 +226,17 @@ void run_dir(const std::string &dir, const std::string &default_mode) {
     if (filter && name.find(filter) == std::string::npos)
       continue;
     std::string text = read_file(path);
-    const std::string mode = emit_mode(text, default_mode);
+    const std::string first = text.substr(0, text.find('\n'));
+    const bool etlc = first.rfind(kRunEtlc, 0) == 0;
+    const std::string mode = etlc ? "etlc" : emit_mode(text, default_mode);
     auto it = emitters().find(mode);
     INFO(dir << "/" << name << " (--emit=" << mode << ")");
-    REQUIRE_MESSAGE(it != emitters().end(), "unknown --emit mode '" << mode << "'");
+    REQUIRE_MESSAGE((etlc || it != emitters().end()), "unknown --emit mode '" << mode << "'");
+    auto produce = [&] { return etlc ? run_etlc(first, path) : it->second(name, text); };
     if (update) {
       // Twice at most: moving CHECK lines to the end can move the code.
       for (int round = 0; round < 2; ++round) {
-        std::string next = with_checks(text, relative_paths(it->second(name, text)));
+        std::string next = with_checks(text, relative_paths(produce()));
         if (next == text)
           break;
         text = next;
@@ -219,7 +244,7 @@ void run_dir(const std::string &dir, const std::string &default_mode) {
       }
     }
     const std::string expected = expected_output(text);
-    const std::string actual = relative_paths(it->second(name, text));
+    const std::string actual = relative_paths(produce());
     CHECK_MESSAGE(!expected.empty(), "no CHECK lines (run scripts/update-golden.sh)");
     if (actual != expected)
       FAIL_CHECK("output differs\n--- expected ---\n" << expected << "--- actual ---\n" << actual);

@@ -1,0 +1,34 @@
+//===- driver/defines.h - `-D NAME=VALUE` overrides a const ---------------===//
+//
+// What this owns: replacing the value of a top-level `const` of the program
+// from the command line, after parsing and before anything reads it:
+//
+//   const TM = 16;          etlc compile k.etl -D TM=32   (an integer const)
+//   const SCALE = 0.125;    etlc compile k.etl -D SCALE=0.5   (a float const)
+//
+// The new value is a literal placed at the const's value (diagnostics about
+// it point there). Errors: not NAME=VALUE, no such const, a value that is
+// not an integer (integer const) or a number (float const), a value out of
+// range (int64 or double); each but the first with a note at the const.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ast/ast.h"
+#include "diag/diag.h"
+
+#include <string>
+#include <vector>
+
+namespace etl {
+
+/// Applies every `NAME=VALUE` of `defines` (in order; a later one of the
+/// same name wins) to `p.consts`. Reports errors to `diag`; returns false
+/// if there were any.
+bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &diag);
+
+/// Whether `id` is one of the -D errors above (the command line's fault:
+/// etlc exits 2 on them, not 1).
+bool is_define_error(DiagId id);
+
+} // namespace etl
