@@ -84,7 +84,7 @@ typedef enum etlStatus {
   ETL_SUCCESS = 0,
   ETL_ERROR_INVALID_VALUE,       ///< a NULL pointer, a negative size, a bad option
   ETL_ERROR_INVALID_HANDLE,      ///< a NULL, destroyed or made-up context/program
-  ETL_ERROR_NOT_FOUND,           ///< no dim/tensor/device/target by that name
+  ETL_ERROR_NOT_FOUND,           ///< no dim/tensor/scalar/device/target by that name
   ETL_ERROR_INVALID_ARTIFACT,    ///< truncated, corrupted or malformed artifact
   ETL_ERROR_UNSUPPORTED_VERSION, ///< artifact written for another runtime version
   ETL_ERROR_NO_DEVICE,           ///< the driver exists but has no usable device

@@ -11,10 +11,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -154,6 +158,35 @@ kernel tail<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N], n: i32, scale: f32)
                           sc) == "");
   for (int64_t k = 0; k < N; ++k)
     CHECK(y[size_t(k)] == (k < n ? 2.0f * float(k) : -1.0f));
+}
+
+TEST_CASE("scalar params: every element type compiles for sm_80 and ptxas accepts it") {
+  fs::path dir = fs::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
+  fs::create_directories(dir);
+  for (const char *t : {"f32", "f16", "bf16", "i32", "i64"}) {
+    CAPTURE(t);
+    fs::path in = dir / (std::string("scalar_ptx_") + t + ".etl");
+    std::ofstream(in) << program(t);
+    CompileOptions co;
+    co.input = in.string();
+    co.targets = {"sm_80"};
+    co.emit = "ptx";
+    std::ostringstream out, err;
+    REQUIRE_MESSAGE(compile(co, out, err) == 0, err.str());
+    // the scalar is read from its slot, after N's, x's and y's: slot 11
+    // (byte offset 88); scalars follow the tensors whatever the source order
+    CHECK(out.str().find("+88]") != std::string::npos);
+    if (std::string(ETL_PTXAS).empty()) {
+      MESSAGE("ptxas not found at configure time: skipping PTX assembly");
+      continue;
+    }
+    std::string ptx = "/tmp/etl-scalar-" + std::to_string(getpid()) + "-" + t + ".ptx";
+    std::ofstream(ptx) << out.str();
+    std::string cmd = std::string(ETL_PTXAS) + " -arch=sm_80 " + ptx + " -o /dev/null 2>&1";
+    int rc = std::system(cmd.c_str());
+    std::remove(ptx.c_str());
+    CHECK_MESSAGE(rc == 0, "ptxas rejected the PTX for a scalar of " << t);
+  }
 }
 
 TEST_CASE("scalar params: bound again between runs; unbound, wrong dtype and unknown names") {
