@@ -145,13 +145,14 @@ Type Checker::check_name(Expr &e, IndexCtx ctx) {
 }
 
 Type Checker::scalar_param_misuse(Expr &e, IndexCtx ctx) {
-  if (ctx == IndexCtx::Domain)
+  if (ctx == IndexCtx::Domain && !in_data_range_)
     diag_.error(DiagId::ScalarParamInEvent, e.range, {e.name});
   else if (ctx == IndexCtx::Shape && in_where_)
     diag_.error(DiagId::ScalarParamInWhere, e.range, {e.name});
   else
-    diag_.error(DiagId::ScalarParamInShape, e.range,
-                {e.name, ctx == IndexCtx::Range ? "a task range" : "a shape"});
+    diag_.error(
+        DiagId::ScalarParamInShape, e.range,
+        {e.name, ctx == IndexCtx::Range || ctx == IndexCtx::Domain ? "a task range" : "a shape"});
   if (is_integer(kernel_->scalars[size_t(e.ref_index)].elem))
     diag_.note(DiagId::NoteScalarParamUseDim, e.range, {e.name});
   return set(e, Type());

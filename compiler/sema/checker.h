@@ -85,6 +85,8 @@ private:
   std::vector<bool> event_ok_;
   /// A `where` fact is being checked (IndexCtx::Shape covers both).
   bool in_where_ = false;
+  /// The part of a task range that reads data is being checked (IndexCtx::Domain).
+  bool in_data_range_ = false;
 
   //===-- Scopes ---------------------------------------------------------===//
 
