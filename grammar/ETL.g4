@@ -43,7 +43,11 @@ dimParams : '<' dimParam (',' dimParam)* '>' ;
 
 dimParam : IDENT ':' 'dim' ;
 
-param : IDENT ':' tensorType ;
+// A scalar parameter (`eps: f32`) is a run-time value bound with
+// etlBindScalar; its element type is a plain identifier like tensors'.
+param : IDENT ':' (tensorType | scalarType) ;
+
+scalarType : IDENT ;
 
 tensorType : 'tensor' '<' IDENT '>' '[' exprList? ']' ;
 

@@ -100,6 +100,12 @@ std::string serialize_meta(const ArtifactMeta &m) {
       w.expr(e);
     w.u32(t.slot);
   }
+  w.count(m.scalars.size());
+  for (const ArtifactScalar &sc : m.scalars) {
+    w.str(sc.name);
+    w.u32(sc.elem);
+    w.u32(sc.slot);
+  }
   w.count(m.constraints.size());
   for (const ArtifactConstraint &c : m.constraints) {
     w.expr(c.cond);

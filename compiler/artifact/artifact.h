@@ -34,6 +34,13 @@ struct ArtifactTensor {
   uint32_t slot = 0;
 };
 
+/// A scalar parameter: its value's bits go in the low bytes of `slot`.
+struct ArtifactScalar {
+  std::string name;
+  uint32_t elem = ETL_ELEM_F32;
+  uint32_t slot = 0;
+};
+
 struct ArtifactConstraint {
   ArtifactExpr cond;
   std::string text;  ///< source text, e.g. "D % 64 == 0"
@@ -75,6 +82,7 @@ struct ArtifactMeta {
   uint32_t num_slots = ETL_SLOT_FIRST_PROGRAM;
   std::vector<ArtifactDim> dims;
   std::vector<ArtifactTensor> tensors;
+  std::vector<ArtifactScalar> scalars;
   std::vector<ArtifactConstraint> constraints;
   std::vector<ArtifactEvent> events;
   std::vector<ArtifactGroup> groups;

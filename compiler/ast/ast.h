@@ -107,6 +107,7 @@ enum class NameRef {
   Const,     ///< a top-level `const`
   Dim,       ///< a symbolic `dim` parameter of the kernel
   Tensor,    ///< a tensor parameter or a `buffer`
+  Scalar,    ///< a scalar parameter (`eps: f32`): a run-time value, never an index
   TaskIndex, ///< an index variable of the enclosing task's domain
   LoopVar,   ///< the variable of an enclosing `for`
   Local,     ///< a `let`/`var` in a task body
@@ -220,6 +221,17 @@ struct TensorDecl {
   std::vector<Sym> shape; ///< sema
 };
 
+/// A scalar parameter `eps: f32`: a value of its element type bound at run
+/// time (etlBindScalar) and read from the argument block. It can be used
+/// as a value in task bodies, never in shapes, indices or `where` facts.
+struct ScalarDecl {
+  std::string name;
+  SourceRange name_range;
+  ElemType elem = ElemType::F32;
+  SourceRange elem_range;
+  SourceRange range;
+};
+
 /// `event E[cdiv(M, TM)];`
 struct EventDecl {
   std::string name;
@@ -290,6 +302,7 @@ struct KernelDecl {
   SourceRange name_range;
   std::vector<DimDecl> dims;
   std::vector<TensorDecl> tensors;            ///< parameters first, then buffers
+  std::vector<ScalarDecl> scalars;            ///< scalar parameters, in source order
   std::vector<ExprPtr> where;                 ///< constraints
   ScheduleKind schedule = ScheduleKind::None; ///< default of its tasks
   SourceRange schedule_range;

@@ -108,6 +108,10 @@ private:
       out_ += std::string(t.is_buffer ? "(Buffer " : "(Param ") + t.name + at(t.range) + " " +
               tensor_type(t.type) + ")";
     }
+    for (const ScalarDecl &sc : k.scalars) {
+      line(2);
+      out_ += "(Scalar " + sc.name + at(sc.range) + " " + spelling(sc.elem) + ")";
+    }
     for (const ExprPtr &w : k.where) {
       line(2);
       out_ += "(Where " + expr(w.get()) + ")";

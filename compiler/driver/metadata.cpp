@@ -137,6 +137,9 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
     at.slot = layout.tensor(unsigned(i));
     m.tensors.push_back(std::move(at));
   }
+  for (size_t i = 0; i < k.scalars.size(); ++i)
+    m.scalars.push_back(
+        ArtifactScalar{k.scalars[i].name, abi_elem(k.scalars[i].elem), layout.scalar(unsigned(i))});
   for (const ExprPtr &w : k.where) {
     const std::string &text = sm.text(w->range.begin.file);
     m.constraints.push_back(ArtifactConstraint{

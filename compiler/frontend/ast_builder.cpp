@@ -153,8 +153,12 @@ private:
     k.range = range(ctx);
     if (auto *d = ctx->dimParams())
       dimParams(d, k.dims);
-    for (P::ParamContext *p : ctx->param())
-      k.tensors.push_back(param(p));
+    for (P::ParamContext *p : ctx->param()) {
+      if (p->scalarType())
+        k.scalars.push_back(scalarParam(p));
+      else
+        k.tensors.push_back(param(p));
+    }
     k.num_params = static_cast<int>(k.tensors.size());
     if (auto *w = ctx->whereClause())
       whereClause(w, k.where);
@@ -195,6 +199,17 @@ private:
       t.type = tensorType(ctx->tensorType());
     t.range = range(ctx);
     return t;
+  }
+
+  // param : IDENT ':' scalarType ;  scalarType : IDENT ;
+  ScalarDecl scalarParam(P::ParamContext *ctx) {
+    ScalarDecl s;
+    s.name = text(ctx->IDENT());
+    s.name_range = range(ctx->IDENT());
+    s.elem = elem_type(ctx->scalarType()->IDENT()).value_or(ElemType::F32);
+    s.elem_range = range(ctx->scalarType()->IDENT());
+    s.range = range(ctx);
+    return s;
   }
 
   // tensorType : 'tensor' '<' IDENT '>' '[' exprList? ']' ;

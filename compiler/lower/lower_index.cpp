@@ -15,6 +15,40 @@ namespace etl {
 unsigned Lowerer::dim_slot(int i) const { return arg_layout(*plan.kernel).dim(unsigned(i)); }
 unsigned Lowerer::tensor_slot(int i) const { return arg_layout(*plan.kernel).tensor(unsigned(i)); }
 unsigned Lowerer::event_slot(int i) const { return arg_layout(*plan.kernel).event(unsigned(i)); }
+unsigned Lowerer::scalar_slot(int i) const { return arg_layout(*plan.kernel).scalar(unsigned(i)); }
+
+TileVal Lowerer::scalar_param(const Expr &e) {
+  const auto &scalars = plan.kernel->scalars;
+  if (e.ref_index < 0 || size_t(e.ref_index) >= scalars.size() ||
+      scalars[size_t(e.ref_index)].name != e.name)
+    throw LowerError("unknown scalar parameter '" + e.name + "'");
+  TileVal r;
+  r.elem = scalars[size_t(e.ref_index)].elem;
+  llvm::Value *bits = arg_slot_i64(scalar_slot(e.ref_index));
+  llvm::Value *v = nullptr;
+  switch (r.elem) {
+  case ElemType::F32:
+    v = b.CreateBitCast(b.CreateTrunc(bits, i32), f32);
+    break;
+  case ElemType::F16:
+    v = b.CreateFPExt(b.CreateBitCast(b.CreateTrunc(bits, b.getInt16Ty()), b.getHalfTy()), f32);
+    break;
+  case ElemType::BF16: // the top 16 bits of an f32
+    v = b.CreateBitCast(b.CreateShl(b.CreateAnd(b.CreateTrunc(bits, i32), b.getInt32(0xFFFF)), 16),
+                        f32);
+    break;
+  case ElemType::I32:
+    v = b.CreateTrunc(bits, i32);
+    break;
+  case ElemType::I64:
+    v = bits;
+    break;
+  case ElemType::Bool:
+    throw LowerError("scalar parameter '" + e.name + "' is bool");
+  }
+  r.regs = {v};
+  return r;
+}
 
 llvm::Value *Lowerer::arg_slot_i64(unsigned slot) {
   return b.CreateLoad(i64, b.CreateGEP(i64, args, b.getInt64(slot)));

@@ -596,6 +596,8 @@ TileVal Lowerer::value(const Expr &e) {
   case ExprKind::Name:
     if (e.ref == NameRef::Local)
       return read_local(e.ref_index);
+    if (e.ref == NameRef::Scalar)
+      return scalar_param(e);
     if (e.ref == NameRef::Builtin && e.name == "inf")
       return scalar(llvm::ConstantFP::getInfinity(f32), ElemType::F32);
     if (e.ref == NameRef::Const && plan.program->consts[size_t(e.ref_index)].is_float)

@@ -201,6 +201,10 @@ public:
   unsigned dim_slot(int i) const;
   unsigned tensor_slot(int i) const;
   unsigned event_slot(int i) const;
+  unsigned scalar_slot(int i) const;
+  /// A scalar parameter's value, read from its argument slot (the value's
+  /// bits in the slot's low bytes) into its register type.
+  TileVal scalar_param(const Expr &e);
 
   // ---- lower_tile.cpp -------------------------------------------------------
   TileVal value(const Expr &e);

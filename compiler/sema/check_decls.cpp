@@ -88,8 +88,16 @@ void Checker::check_kernel(KernelDecl &k) {
     declare(k.dims[i].name, k.dims[i].range, NameRef::Dim, int(i));
     facts_.add_bounds(k.dims[i].name, Sym(1), std::nullopt);
   }
+  for (size_t i = 0; i < k.scalars.size(); ++i) {
+    ScalarDecl &sc = k.scalars[i];
+    if (sc.elem == ElemType::Bool)
+      diag_.error(DiagId::ScalarParamBool, sc.elem_range, {sc.name});
+    declare(sc.name, sc.name_range, NameRef::Scalar, int(i));
+  }
+  in_where_ = true;
   for (auto &w : k.where)
     check_where(*w);
+  in_where_ = false;
   k.facts = facts_;
   for (size_t i = 0; i < k.tensors.size(); ++i) {
     TensorDecl &t = k.tensors[i];

@@ -20,7 +20,8 @@ std::optional<Sym> Checker::check_index(Expr &e, IndexCtx ctx) {
   if (t.kind == TypeKind::Unknown)
     return std::nullopt;
   if (t.kind != TypeKind::Index || !e.sym) {
-    diag_.error(DiagId::ExpectedIndex, e.range, {describe(t)});
+    if (!report_scalar_index(e))
+      diag_.error(DiagId::ExpectedIndex, e.range, {describe(t)});
     e.type = Type();
     return std::nullopt;
   }
@@ -122,6 +123,10 @@ Type Checker::check_name(Expr &e, IndexCtx ctx) {
     t.tensor_shape = kernel_->tensors[b->index].shape;
     return set(e, t);
   }
+  case NameRef::Scalar:
+    if (ctx != IndexCtx::Body)
+      return scalar_param_misuse(e, ctx);
+    return set(e, scalar_type(kernel_->scalars[b->index].elem));
   case NameRef::Local: {
     const LocalVar &lv = task_->locals[b->index];
     if (lv.type.kind == TypeKind::Index) {
@@ -137,6 +142,34 @@ Type Checker::check_name(Expr &e, IndexCtx ctx) {
     break;
   }
   return set(e, Type());
+}
+
+Type Checker::scalar_param_misuse(Expr &e, IndexCtx ctx) {
+  if (ctx == IndexCtx::Domain && !in_data_range_)
+    diag_.error(DiagId::ScalarParamInEvent, e.range, {e.name});
+  else if (ctx == IndexCtx::Shape && in_where_)
+    diag_.error(DiagId::ScalarParamInWhere, e.range, {e.name});
+  else
+    diag_.error(
+        DiagId::ScalarParamInShape, e.range,
+        {e.name, ctx == IndexCtx::Range || ctx == IndexCtx::Domain ? "a task range" : "a shape"});
+  if (is_integer(kernel_->scalars[size_t(e.ref_index)].elem))
+    diag_.note(DiagId::NoteScalarParamUseDim, e.range, {e.name});
+  return set(e, Type());
+}
+
+bool Checker::report_scalar_index(const Expr &e) {
+  if (e.kind == ExprKind::Name && e.ref == NameRef::Scalar && kernel_) {
+    ElemType t = kernel_->scalars[size_t(e.ref_index)].elem;
+    diag_.error(DiagId::ScalarParamAsIndex, e.range, {e.name, spelling(t)});
+    if (is_integer(t))
+      diag_.note(DiagId::NoteScalarParamUseDim, e.range, {e.name});
+    return true;
+  }
+  for (const ExprPtr &a : e.args)
+    if (a && report_scalar_index(*a))
+      return true;
+  return false;
 }
 
 Type Checker::check_unary(Expr &e, IndexCtx ctx) {

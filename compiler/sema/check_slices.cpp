@@ -43,7 +43,8 @@ Type Checker::check_slice(Expr &e) {
         if (!check_gather(base.name, c, first_gather, shape))
           ok = false;
       } else if (ct.kind != TypeKind::Index || !c.sym) {
-        diag_.error(DiagId::ExpectedIndex, c.range, {describe(ct)});
+        if (!report_scalar_index(c))
+          diag_.error(DiagId::ExpectedIndex, c.range, {describe(ct)});
         c.type = Type();
         ok = false;
       }

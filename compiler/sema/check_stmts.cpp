@@ -42,6 +42,11 @@ void Checker::check_stmt(Stmt &s) {
       undefined(s.name, s.name_range, visible_names(), DiagId::UndefinedName);
       return;
     }
+    if (b->ref == NameRef::Scalar) {
+      diag_.error(DiagId::AssignToScalarParam, s.name_range, {s.name});
+      diag_.note(DiagId::NoteDeclaredHere, b->decl, {s.name});
+      return;
+    }
     if (b->ref != NameRef::Local) {
       diag_.error(DiagId::AssignToNonLocal, s.name_range, {s.name});
       return;

@@ -193,7 +193,9 @@ void Checker::check_data_bound(TaskDecl &t, size_t i) {
   std::optional<Sym> st;
   if (dd >= 0) {
     st = check_index(*h.args[size_t(1 - dd)], IndexCtx::Range);
+    in_data_range_ = true;
     std::optional<Sym> dv = check_index(*h.args[size_t(dd)], IndexCtx::Domain);
+    in_data_range_ = false;
     if (dv)
       mark_reads_data(*h.args[size_t(dd)]);
     if (st && dv && lo) {

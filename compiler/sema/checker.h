@@ -83,6 +83,10 @@ private:
   /// proofs about them are skipped so one mistake is reported once.
   std::set<std::string> poisoned_vars_;
   std::vector<bool> event_ok_;
+  /// A `where` fact is being checked (IndexCtx::Shape covers both).
+  bool in_where_ = false;
+  /// The part of a task range that reads data is being checked (IndexCtx::Domain).
+  bool in_data_range_ = false;
 
   //===-- Scopes ---------------------------------------------------------===//
 
@@ -163,6 +167,14 @@ private:
   Type check_expr(Expr &e, IndexCtx ctx);
 
   Type check_name(Expr &e, IndexCtx ctx);
+
+  /// A scalar parameter outside a task body's values (shape, range, event
+  /// index, `where`): reports it, with a note suggesting a dim.
+  Type scalar_param_misuse(Expr &e, IndexCtx ctx);
+
+  /// `e`, which should have been an index, mentions a scalar parameter:
+  /// reports ScalarParamAsIndex at that name and returns true.
+  bool report_scalar_index(const Expr &e);
 
   Type check_unary(Expr &e, IndexCtx ctx);
 

@@ -355,6 +355,7 @@ ArgLayout arg_layout(const KernelDecl &k) {
   l.num_dims = unsigned(k.dims.size());
   l.num_tensors = unsigned(k.tensors.size());
   l.num_events = unsigned(k.events.size());
+  l.num_scalars = unsigned(k.scalars.size());
   return l;
 }
 

@@ -125,11 +125,13 @@ std::string print_dot(const TaskGraph &g);
 /// then tensors (parameters, then buffers), then events.
 struct ArgLayout {
   unsigned first = ETL_SLOT_FIRST_PROGRAM; ///< the fixed slots come first
-  unsigned num_dims = 0, num_tensors = 0, num_events = 0;
+  unsigned num_dims = 0, num_tensors = 0, num_events = 0, num_scalars = 0;
   unsigned dim(unsigned i) const { return first + i; }
   unsigned tensor(unsigned i) const { return first + num_dims + i; }
   unsigned event(unsigned i) const { return first + num_dims + num_tensors + i; }
-  unsigned num_slots() const { return first + num_dims + num_tensors + num_events; }
+  /// A scalar parameter's slot holds its value's bits in the low bytes.
+  unsigned scalar(unsigned i) const { return first + num_dims + num_tensors + num_events + i; }
+  unsigned num_slots() const { return first + num_dims + num_tensors + num_events + num_scalars; }
 };
 ArgLayout arg_layout(const KernelDecl &k);
 

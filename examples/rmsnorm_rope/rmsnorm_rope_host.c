@@ -1,7 +1,9 @@
 /*===- examples/rmsnorm_rope/rmsnorm_rope_host.c - Run and check -----------===
  *
  * The front of an attention layer for B decode tokens of width D = 2 * D2:
- *   xn = x * rsqrt(mean(x^2) + eps) * wn
+ *   xn = x * rsqrt(mean(x^2) + eps) * wn      (eps: a scalar parameter, bound with
+ *                                            etlBindScalar; 1e-6, or 0.25 for every
+ *                                            other shape so that it matters)
  *   q = xn @ wq, k = xn @ wk, v = xn @ wv      (wq, wk: [D, D2, 2] = (pair, half))
  *   q, k rotated per pair j by the angle of position pos[b]:
  *     (a, b) -> (a cos - b sin, a sin + b cos), cos/sin from tables [P, D2]
@@ -15,13 +17,13 @@
 #include "../common/example_util.h"
 
 #define PS 16 /* must match the .etl */
-#define EPS 1e-6
 
 static const char *usage = "usage: rmsnorm_rope_host ARTIFACT [--device auto|sim|cuda] [--profile "
                            "FILE] [--shape B,D2,MP]...\n";
 
 typedef struct problem {
   int64_t B, D2, MP, NP, P;
+  float eps;
   float *x, *wn, *wq, *wk, *wv, *cos_t, *sin_t;
   int32_t *pos, *page_table;
 } problem;
@@ -81,7 +83,7 @@ static void reference(const problem *P, float *q_out, float *kc, float *vc) {
     double ss = 0;
     for (int64_t d = 0; d < D; ++d)
       ss += (double)P->x[b * D + d] * P->x[b * D + d];
-    double r = 1.0 / sqrt(ss / (double)D + EPS);
+    double r = 1.0 / sqrt(ss / (double)D + (double)P->eps);
     for (int64_t d = 0; d < D; ++d)
       xn[d] = P->x[b * D + d] * r * P->wn[d];
     int64_t p = P->pos[b];
@@ -147,6 +149,7 @@ static double run_layer(etlContext ctx, etlProgram prog, const problem *P, float
   CHECK_ETL(etlBindTensor(prog, "q_out", dq, ETL_F32, 3, sq));
   CHECK_ETL(etlBindTensor(prog, "kcache", dkc, ETL_F32, 3, skc));
   CHECK_ETL(etlBindTensor(prog, "vcache", dvc, ETL_F32, 2, svc));
+  CHECK_ETL(etlBindScalar(prog, "eps", ETL_F32, &P->eps));
   double ms = ex_run_timed(prog);
   ex_download(ctx, q_out, dq, (size_t)(B * D));
   ex_download(ctx, kc, dkc, ncache);
@@ -169,6 +172,7 @@ int main(int argc, char **argv) {
   uint64_t seed = 0x0DDBA11CAFEF00Dull;
   for (int s = 0; s < args.nshapes; ++s) {
     problem P = make_problem(args.shapes[s][0], args.shapes[s][1], args.shapes[s][2], &seed);
+    P.eps = s % 2 ? 0.25f : 1e-6f;
     int64_t D = 2 * P.D2;
     size_t nq = (size_t)(P.B * D), nc = (size_t)(P.NP * PS * D);
     float *q = malloc(sizeof(float) * nq), *qr = malloc(sizeof(float) * nq);
@@ -181,10 +185,10 @@ int main(int argc, char **argv) {
     err = ek > err ? ek : err;
     err = ev > err ? ev : err;
     int ok = err < 1e-4;
-    printf("rmsnorm_rope B=%-3lld D=%-4lld MP=%lld on %s: max error %.2e (q, k cache, v cache), "
-           "etlRun %.2f ms %s\n",
-           (long long)P.B, (long long)D, (long long)P.MP, etlContextDeviceName(ctx), err, ms,
-           ok ? "OK" : "FAIL");
+    printf("rmsnorm_rope B=%-3lld D=%-4lld MP=%lld eps=%g on %s: max error %.2e (q, k cache, "
+           "v cache), etlRun %.2f ms %s\n",
+           (long long)P.B, (long long)D, (long long)P.MP, (double)P.eps, etlContextDeviceName(ctx),
+           err, ms, ok ? "OK" : "FAIL");
     if (gpu) {
       float *q2 = malloc(sizeof(float) * nq), *k2 = malloc(sizeof(float) * nc);
       float *v2 = malloc(sizeof(float) * nc);

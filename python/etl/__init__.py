@@ -5,15 +5,18 @@
     prog = etl.load("rowsum.etlb", device="auto")   # "sim", "cuda" or "auto"
     prog(x=x, y=y)                                  # binds by name, infers dims, runs
     prog.run(x=x, y=y, trace="t.json", profile="p.json")
-    prog.params                                     # name, dtype, rank, dims of each tensor
+    prog.params                                     # name, dtype, rank, dims, kind of each
+    etl.load("rmsnorm_rope.etlb")(x=x, ..., eps=1e-6)   # scalar parameters by name too
 
 Tensors are numpy arrays, torch tensors, objects with
 ``__cuda_array_interface__`` or anything with ``__dlpack__``, C-contiguous:
 host memory for a "sim" program, CUDA memory for a "cuda" one. They are
 bound in place: the program reads and writes them directly. Dims are
 inferred from every axis whose extent is a dim's name; others (or
-overrides) are given as integers: ``prog(x=x, y=y, N=1000)``. The runtime
-checks the shapes and the program's `where` facts and its message arrives
+overrides) are given as integers: ``prog(x=x, y=y, N=1000)``. Scalar
+parameters (``eps: f32``) are given by name as Python numbers (or
+numpy/torch scalars): floats for f32/f16/bf16, ints for i32/i64
+(etl._scalars). The runtime checks the shapes and the program's `where` facts and its message arrives
 as the exception class of its status (etl.errors).
 
 On "cuda" the runtime shares the CUDA context torch uses (the one current,
@@ -32,14 +35,15 @@ import subprocess
 import sys
 import tempfile
 
-from . import _lib, _tensors, errors
+from . import _lib, _scalars, _tensors, errors
 from .errors import *  # noqa: F401,F403  (the exception classes)
 
 __all__ = ["compile", "load", "Program", "Param", "errors", "version"]
 
-Param = collections.namedtuple("Param", "name dtype rank dims")
-Param.__doc__ = """A tensor parameter: dtype as "f32"/"f16"/"bf16"/"i32"/"i64", dims the
-extent of each axis in the program's symbols ("M", "cdiv(N, 128)")."""
+Param = collections.namedtuple("Param", "name dtype rank dims kind", defaults=("tensor",))
+Param.__doc__ = """A parameter: dtype as "f32"/"f16"/"bf16"/"i32"/"i64"; kind "tensor"
+(dims: the extent of each axis in the program's symbols, "M", "cdiv(N, 128)")
+or "scalar" (rank 0, no dims)."""
 
 _c = _lib._c
 
@@ -157,6 +161,11 @@ class Program:
             _lib.check(_lib.lib.etlProgramTensorInfo(self._prog, i, _c.byref(t)))
             dims = tuple(t.dims[k].decode() for k in range(t.rank))
             out.append(Param(t.name.decode(), _tensors.NAMES[t.dtype], t.rank, dims))
+        _lib.check(_lib.lib.etlProgramNumScalars(self._prog, _c.byref(n)))
+        for i in range(n.value):
+            s = _lib.ScalarInfo()
+            _lib.check(_lib.lib.etlProgramScalarInfo(self._prog, i, _c.byref(s)))
+            out.append(Param(s.name.decode(), _tensors.NAMES[s.dtype], 0, (), "scalar"))
         return tuple(out)
 
     def _dims(self):
@@ -180,7 +189,8 @@ class Program:
         return tuple(out)
 
     def __repr__(self):
-        sig = ", ".join("%s: %s[%s]" % (p.name, p.dtype, ", ".join(p.dims)) for p in self.params)
+        sig = ", ".join("%s: %s[%s]" % (p.name, p.dtype, ", ".join(p.dims)) if p.kind == "tensor"
+                        else "%s: %s" % (p.name, p.dtype) for p in self.params)
         return "<etl.Program %s(%s) on %s>" % (os.path.basename(self.path), sig, self.device)
 
     def close(self):
@@ -224,11 +234,11 @@ class Program:
         self.close()
 
     def __call__(self, **args):
-        """Bind tensors and dims by name and run once (see run)."""
+        """Bind tensors, scalars and dims by name and run once (see run)."""
         self.run(**args)
 
     def run(self, trace=None, profile=None, race_check=False, stream=None, **args):
-        """Bind each keyword (a tensor parameter or a dim) and run once.
+        """Bind each keyword (a tensor or scalar parameter, or a dim) and run once.
 
         trace: write the per-task timeline as Chrome trace JSON to this path.
         profile: sim only, write the profile counters (docs/PROFILE.md).
@@ -236,17 +246,20 @@ class Program:
         stream: cuda only, the CUstream to queue the run on (an int handle or
         a torch.cuda.Stream); default torch's current stream, else the NULL
         stream. On cuda the run is asynchronous: see wait() and query().
-        Nothing is run when a tensor or dim cannot be bound.
+        Nothing is run when a tensor, scalar or dim cannot be bound.
         """
         if self._prog is None:
             raise errors.InvalidHandleError("the program was closed")
-        by_name = {p.name: p for p in self.params}
+        by_name = {p.name: p for p in self.params if p.kind == "tensor"}
+        scalars = {p.name: p for p in self.params if p.kind == "scalar"}
         handle = self._stream(stream) if self.is_gpu else stream
-        views, dims = [], {}
+        views, dims, values = [], {}, []
         for name, value in args.items():
             if name in by_name:
                 views.append((by_name[name],
                               _tensors.view(name, value, handle if self.is_gpu else None)))
+            elif name in scalars:
+                values.append((name, _scalars.encode(name, scalars[name].dtype, value)))
             elif name in self.dims:
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise errors.InvalidValueError("dim '%s' = %r: an int is expected" %
@@ -254,8 +267,10 @@ class Program:
                 dims[name] = value
             else:
                 raise errors.NotFoundError(
-                    "the program has no tensor or dim '%s' (tensors: %s; dims: %s)" %
-                    (name, ", ".join(by_name) or "none", ", ".join(self.dims) or "none"))
+                    "the program has no tensor%s or dim '%s' (tensors: %s; %sdims: %s)" %
+                    (", scalar" if scalars else "", name, ", ".join(by_name) or "none",
+                     "scalars: %s; " % ", ".join(scalars) if scalars else "",
+                     ", ".join(self.dims) or "none"))
         for p, v in views:
             self._check_view(p, v, handle)
         inferred = dict(dims)
@@ -269,6 +284,9 @@ class Program:
             shape = (_c.c_int64 * max(1, len(v.shape)))(*v.shape)
             _lib.check(_lib.lib.etlBindTensor(self._prog, p.name.encode(), _c.c_void_p(v.ptr),
                                               v.dtype, len(v.shape), shape))
+        for name, (value, code) in values:
+            _lib.check(_lib.lib.etlBindScalar(self._prog, name.encode(), code,
+                                              _c.byref(value)))
         if trace != self._trace:
             _lib.check(_lib.lib.etlProgramSetTimeline(
                 self._prog, trace.encode() if trace else None))

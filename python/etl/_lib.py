@@ -58,6 +58,10 @@ class TensorInfo(_c.Structure):
                 ("dims", _c.POINTER(_c.c_char_p))]
 
 
+class ScalarInfo(_c.Structure):
+    _fields_ = [("name", _c.c_char_p), ("dtype", _c.c_int)]
+
+
 class ContextParams(_c.Structure):
     _fields_ = [("sim_workers", _c.c_uint32), ("sim_stack_bytes", _c.c_uint32),
                 ("watchdog_ms", _c.c_uint32), ("cuda_device", _c.c_int32)]
@@ -84,6 +88,9 @@ _sig("etlProgramNumDims", Status, P, _c.POINTER(_c.c_int))
 _sig("etlProgramDimName", Status, P, _c.c_int, _c.POINTER(_c.c_char_p))
 _sig("etlProgramNumTensors", Status, P, _c.POINTER(_c.c_int))
 _sig("etlProgramTensorInfo", Status, P, _c.c_int, _c.POINTER(TensorInfo))
+_sig("etlProgramNumScalars", Status, P, _c.POINTER(_c.c_int))
+_sig("etlProgramScalarInfo", Status, P, _c.c_int, _c.POINTER(ScalarInfo))
+_sig("etlBindScalar", Status, P, _c.c_char_p, _c.c_int, _c.c_void_p)
 _sig("etlProgramTensorShape", Status, P, _c.c_int, _c.POINTER(_c.c_int64))
 _sig("etlProgramNumConstraints", Status, P, _c.POINTER(_c.c_int))
 _sig("etlProgramConstraint", Status, P, _c.c_int, _c.POINTER(_c.c_char_p),

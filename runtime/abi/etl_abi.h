@@ -40,7 +40,7 @@ extern "C" {
  *                     whose kernel entry is ETL_KERNEL_ENTRY.
  */
 #define ETL_ARTIFACT_MAGIC "ETLB"
-#define ETL_ARTIFACT_VERSION 4u
+#define ETL_ARTIFACT_VERSION 5u
 
 typedef struct etl_artifact_header {
   char magic[4];      /* "ETLB" */
@@ -76,6 +76,9 @@ typedef struct etl_section_entry {
  *   u32 n_dims      { str name; u32 slot }                        value slot: i64
  *   u32 n_tensors   { str name; u32 elem; u32 is_buffer; u32 rank;
  *                     expr shape[rank]; u32 slot }                slot: pointer
+ *   u32 n_scalars   { str name; u32 elem; u32 slot }              slot: the value's
+ *                                       bits in its low bytes (f32: 4, f16/bf16: 2,
+ *                                       i32: 4, i64: 8; the rest zero)
  *   u32 n_constraints { expr cond; str text; str where }          where = "file:line:col"
  *   u32 n_events    { str name; u32 rank; expr shape[rank]; u32 slot }
  *                                       slot: element offset of E[0...] in the counter array

@@ -64,6 +64,7 @@ typedef struct rd {
   int bad; /* 1 = truncated/insane, 2 = out of memory */
   char why[256];
   char where[160]; /* what was being read */
+  char at[160];    /* `where` when the first failure was recorded */
 } rd;
 
 static void rd_fail(rd *r, const char *why) {
@@ -71,6 +72,7 @@ static void rd_fail(rd *r, const char *why) {
     return;
   r->bad = 1;
   snprintf(r->why, sizeof r->why, "%s at metadata offset %zu", why, (size_t)(r->p - r->base));
+  memcpy(r->at, r->where, sizeof r->at);
 }
 
 static uint32_t rd_u32(rd *r) {
@@ -253,6 +255,21 @@ static void parse_meta(rd *r, etl_meta *m) {
       rd_expr(r, &t->shape[k], m->n_dims, 0);
     t->slot = rd_u32(r);
     rd_slot(r, m, t->slot, used);
+  }
+
+  snprintf(r->where, sizeof r->where, "scalars");
+  m->n_scalars = rd_count(r, 12);
+  m->scalars = rd_alloc(r, m->n_scalars + 1, sizeof(etl_scalar_meta));
+  for (uint32_t i = 0; i < m->n_scalars && !r->bad; ++i) {
+    etl_scalar_meta *s = &m->scalars[i];
+    s->name = rd_str(r);
+    if (!r->bad)
+      snprintf(r->where, sizeof r->where, "scalar '%s'", s->name);
+    s->elem = rd_u32(r);
+    if (!r->bad && s->elem > ETL_ELEM_BF16)
+      rd_fail(r, "unknown element type");
+    s->slot = rd_u32(r);
+    rd_slot(r, m, s->slot, used);
   }
 
   snprintf(r->where, sizeof r->where, "constraints");
@@ -444,7 +461,7 @@ etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
       st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory decoding artifact metadata");
     else if (r.bad)
       st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact metadata is malformed: %s (in %s)",
-                     r.why, r.where);
+                     r.why, r.at);
   }
   if (st != ETL_SUCCESS)
     etl_artifact_free(out);

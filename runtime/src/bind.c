@@ -1,6 +1,6 @@
 /*===- src/bind.c - Binding dims and tensors, and checking the bindings --===
  *
- * etlBindDim and etlBindTensor check what they can at once (name, value,
+ * etlBindDim, etlBindTensor and etlBindScalar check what they can at once (name, value,
  * dtype, rank, the byte size without overflow, and that a tensor fits the
  * allocation it points into) and change nothing when a check fails.
  * etl_bindings_validate, run by etlRun before anything is allocated or
@@ -148,6 +148,61 @@ etlStatus etlBindTensor(etlProgram h, const char *name, void *dptr, etlDType dty
                    name, names);
 }
 
+/* "eps (f32), n (i32)" or "none". */
+static void list_scalars(const etl_meta *m, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (uint32_t i = 0; i < m->n_scalars && len < n; ++i)
+    len += (size_t)snprintf(buf + len, n - len, "%s%s (%s)", len ? ", " : "", m->scalars[i].name,
+                            etlDTypeName((etlDType)m->scalars[i].elem));
+  if (len == 0)
+    snprintf(buf, n, "none");
+}
+
+etlStatus etlBindScalar(etlProgram h, const char *name, etlDType dtype, const void *value) {
+  ETL_GET_PROG(p, h);
+  if (!name)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindScalar: name is NULL");
+  const etl_meta *m = &p->art.meta;
+  for (uint32_t i = 0; i < m->n_scalars; ++i) {
+    const etl_scalar_meta *s = &m->scalars[i];
+    if (strcmp(s->name, name) != 0)
+      continue;
+    if (!value)
+      return etl_error(ETL_ERROR_INVALID_VALUE, "etlBindScalar: '%s': value is NULL", name);
+    if ((uint32_t)dtype != s->elem)
+      return etl_error(ETL_ERROR_BINDING,
+                       "etlBindScalar: scalar '%s' has dtype %s, bound as %s (pass a pointer "
+                       "to a %s value with dtype ETL_%s)",
+                       name, etlDTypeName((etlDType)s->elem), etlDTypeName(dtype),
+                       etlDTypeName((etlDType)s->elem),
+                       s->elem == ETL_ELEM_F32    ? "F32"
+                       : s->elem == ETL_ELEM_F16  ? "F16"
+                       : s->elem == ETL_ELEM_BF16 ? "BF16"
+                       : s->elem == ETL_ELEM_I32  ? "I32"
+                                                  : "I64");
+    uint64_t bits = 0;
+    memcpy(&bits, value, etl_elem_size(s->elem)); /* little-endian: the low bytes */
+    p->scalar_bits[i] = bits;
+    p->scalar_bound[i] = 1;
+    return ETL_SUCCESS;
+  }
+  for (uint32_t i = 0; i < m->n_dims; ++i)
+    if (strcmp(m->dims[i].name, name) == 0)
+      return etl_error(ETL_ERROR_NOT_FOUND,
+                       "etlBindScalar: '%s' is a dimension, not a scalar; bind it with etlBindDim",
+                       name);
+  for (uint32_t i = 0; i < m->n_tensors; ++i)
+    if (strcmp(m->tensors[i].name, name) == 0)
+      return etl_error(ETL_ERROR_NOT_FOUND,
+                       "etlBindScalar: '%s' is a tensor, not a scalar; bind it with etlBindTensor",
+                       name);
+  char names[1024];
+  list_scalars(m, names, sizeof names);
+  return etl_error(ETL_ERROR_NOT_FOUND,
+                   "etlBindScalar: program has no scalar parameter '%s' (it has: %s)", name, names);
+}
+
 /* The allocation tensor `i` was bound into still exists; a pointer that was
  * in none when bound but is in one now (registered since) must fit it. */
 static etlStatus check_allocation(etl_program *p, uint32_t i) {
@@ -184,6 +239,11 @@ etlStatus etl_bindings_validate(etl_program *p) {
     if (!m->tensors[i].is_buffer && !p->tensors[i].bound)
       return etl_error(ETL_ERROR_UNBOUND, "etlRun: tensor '%s' is not bound (call etlBindTensor)",
                        m->tensors[i].name);
+  for (uint32_t i = 0; i < m->n_scalars; ++i)
+    if (!p->scalar_bound[i])
+      return etl_error(ETL_ERROR_UNBOUND,
+                       "etlRun: scalar '%s' (%s) is not bound (call etlBindScalar)",
+                       m->scalars[i].name, etlDTypeName((etlDType)m->scalars[i].elem));
   dims_text(m, p->dim_values, dt, sizeof dt);
   for (uint32_t i = 0; i < m->n_constraints; ++i) {
     const etl_constraint_meta *c = &m->constraints[i];

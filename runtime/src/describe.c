@@ -285,6 +285,26 @@ etlStatus etlProgramTensorShape(etlProgram h, int index, int64_t *shape) {
   return ETL_SUCCESS;
 }
 
+etlStatus etlProgramNumScalars(etlProgram h, int *count) {
+  ETL_GET_PROG(p, h);
+  if (!count)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramNumScalars: count is NULL");
+  *count = (int)p->art.meta.n_scalars;
+  return ETL_SUCCESS;
+}
+
+etlStatus etlProgramScalarInfo(etlProgram h, int index, etlScalarInfo *info) {
+  ETL_GET_PROG(p, h);
+  if (!info)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramScalarInfo: info is NULL");
+  if (index < 0 || (uint32_t)index >= p->art.meta.n_scalars)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramScalarInfo: index %d not in [0, %u)",
+                     index, p->art.meta.n_scalars);
+  info->name = p->art.meta.scalars[index].name;
+  info->dtype = (etlDType)p->art.meta.scalars[index].elem;
+  return ETL_SUCCESS;
+}
+
 etlStatus etlProgramNumConstraints(etlProgram h, int *count) {
   ETL_GET_PROG(p, h);
   if (!count)

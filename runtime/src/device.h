@@ -115,6 +115,8 @@ struct etl_program {
   int64_t *dim_values;
   uint8_t *dim_bound;
   etl_tensor_binding *tensors;
+  uint64_t *scalar_bits; /* per scalar: its value's bits (etl_abi.h) */
+  uint8_t *scalar_bound;
   etl_plan *plans; /* cache, most recent first */
   void *state;     /* the device's loaded code */
   /* timeline (etlProgramSetTimeline) */

@@ -62,6 +62,11 @@ typedef struct etl_tensor_meta {
   etl_expr *shape;
 } etl_tensor_meta;
 
+typedef struct etl_scalar_meta {
+  char *name;
+  uint32_t elem, slot;
+} etl_scalar_meta;
+
 typedef struct etl_constraint_meta {
   etl_expr cond;
   char *text, *where;
@@ -97,9 +102,10 @@ typedef struct etl_meta {
   uint32_t threads_per_cta, smem_bytes;
   char *kernel_name, *source_path;
   uint32_t num_slots;
-  uint32_t n_dims, n_tensors, n_constraints, n_events, n_groups, n_order;
+  uint32_t n_dims, n_tensors, n_scalars, n_constraints, n_events, n_groups, n_order;
   etl_dim_meta *dims;
   etl_tensor_meta *tensors;
+  etl_scalar_meta *scalars;
   etl_constraint_meta *constraints;
   etl_event_meta *events;
   etl_group_meta *groups;

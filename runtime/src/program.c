@@ -16,6 +16,8 @@ static void free_program(etl_program *p) {
   free(p->dim_values);
   free(p->dim_bound);
   free(p->tensors);
+  free(p->scalar_bits);
+  free(p->scalar_bound);
   free(p->timeline_path);
   free(p->profile_path);
   free(p->profile_samples);
@@ -50,7 +52,9 @@ etlStatus etl_program_load(etlContext h, const void *data, size_t size, int load
   p->dim_values = calloc(m->n_dims + 1, sizeof(int64_t));
   p->dim_bound = calloc(m->n_dims + 1, 1);
   p->tensors = calloc(m->n_tensors + 1, sizeof(etl_tensor_binding));
-  if (!p->dim_values || !p->dim_bound || !p->tensors)
+  p->scalar_bits = calloc(m->n_scalars + 1, sizeof(uint64_t));
+  p->scalar_bound = calloc(m->n_scalars + 1, 1);
+  if (!p->dim_values || !p->dim_bound || !p->tensors || !p->scalar_bits || !p->scalar_bound)
     st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
   else if ((st = etl_describe_init(p)) == ETL_SUCCESS && load_code)
     st = c->dev->program_load(p);

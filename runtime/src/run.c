@@ -140,6 +140,8 @@ static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *str
     a[m->tensors[i].slot] = m->tensors[i].is_buffer ? pl->buffer_dptr[i] : p->tensors[i].dptr;
   for (uint32_t i = 0; i < m->n_events; ++i)
     a[m->events[i].slot] = pl->event_offset[i];
+  for (uint32_t i = 0; i < m->n_scalars; ++i)
+    a[m->scalars[i].slot] = p->scalar_bits[i];
   etlStatus st = etl_dev_htod(c, pl->args_dptr, a, ETL_ARGS_BYTES(m));
   if (!st)
     st = etl_dev_htod(c, pl->counters_dptr, pl->wait_counts, pl->n_counters * sizeof(uint32_t));

@@ -1,8 +1,8 @@
 """Writes .npy inputs (and numpy references where the example has one) for
 running an example with etlrun: tests/etlrun/run_example.sh calls
 `make_inputs.py EXAMPLE DIR` and gets back, on stdout, the etlrun options:
---dim for dims no tensor shape implies, --in for every tensor, --check for
-each output with a reference. Examples without a numpy reference here get
+--dim for dims no tensor shape implies, --in for every tensor, --scalar for
+each scalar parameter, --check for each output with a reference. Examples without a numpy reference here get
 none (run_example.sh then checks that two runs with different worker counts
 agree). Small shapes: this runs in CI.
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 ex, out = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(7)
-tensors, refs, dims = {}, {}, {}
+tensors, refs, dims, scalars = {}, {}, {}, {}
 
 
 def f32(*shape, scale=1.0):
@@ -73,10 +73,21 @@ elif ex == "rmsnorm_rope":
                    kcache=np.zeros((np_ * ps, d2, 2), np.float32),
                    vcache=np.zeros((np_ * ps, 2 * d2), np.float32))
     dims = dict(D2=d2, MP=mp, NP=np_)
+    # eps large enough to change q_out measurably, so a lost --scalar shows
+    eps = 0.5
+    scalars = dict(eps=eps)
+    t = tensors
+    x64 = t["x"].astype(np.float64)
+    xn = x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + eps) * t["wn"]
+    q = (xn @ t["wq"].reshape(2 * d2, 2 * d2)).reshape(b, d2, 2)
+    c, s = t["cos_t"][t["pos"]], t["sin_t"][t["pos"]]
+    refs = dict(q_out=np.stack([q[..., 0] * c - q[..., 1] * s, q[..., 0] * s + q[..., 1] * c],
+                               axis=-1))
 else:
     sys.exit("make_inputs.py: no inputs for example '%s'" % ex)
 
 args = ["--dim %s=%d" % kv for kv in dims.items()]
+args += ["--scalar %s=%r" % kv for kv in scalars.items()]
 for name, a in tensors.items():
     path = os.path.join(out, name + ".npy")
     np.save(path, a)

@@ -10,15 +10,16 @@
 // checksum; otherwise the whole input goes to the loader unchanged (the
 // size/magic/truncation checks). The program is loaded on a sim context
 // without its device code (etl_program_load, load_code = 0: the code
-// section is an ELF object for dlopen, outside this harness), then every dim
-// and tensor is bound with values read from the tail, and etlRun's checks
+// section is an ELF object for dlopen, outside this harness), then every dim,
+// tensor and scalar is bound with values read from the tail, and etlRun's checks
 // and per-shape plan run without the launch (etl_program_prepare).
 //
 // Tail: byte 0 is a mode; then, per dim, a value (mode & 1: raw int64, else
 // 1 + u16 % 64, so that most plans stay small); per tensor parameter, a dtype and rank (mode & 2:
 // from the tail, else the program's) and its extents (mode & 4: int16 each from the tail, else the
-// program's shape evaluated for the bound dims, which passes the checks and reaches the plan). A
-// missing tail reads as zeros.
+// program's shape evaluated for the bound dims, which passes the checks and reaches the plan); per
+// scalar parameter, its value's 8 bytes and (mode & 2) a dtype, else the program's. A missing
+// tail reads as zeros.
 //
 // A binding may ask for more memory than the machine has (the runtime's
 // limits allow plans and buffers of several GiB); the runtime must then fail
@@ -110,6 +111,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (rank <= ETL_MAX_RANK)
       etlBindTensor(prog, t->name, dummy, etlDType(dtype), rank, shape);
+  }
+  for (uint32_t i = 0; i < m->n_scalars; ++i) { // the value's 8 bytes, the dtype maybe wrong
+    uint64_t bits = tail.bytes(8);
+    int dtype = mode & 2 ? int(tail.bytes(1) % 6) : int(m->scalars[i].elem);
+    etlBindScalar(prog, m->scalars[i].name, etlDType(dtype), &bits);
   }
   etl_program_prepare(prog);
   etlProgramDestroy(prog);

@@ -273,6 +273,108 @@ class Misuse(unittest.TestCase):
             del os.environ["ETL_DEVICE"], os.environ["ETL_SIM_WORKERS"]
 
 
+SCALARS_ETL = """
+kernel scal<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N], h: tensor<f16>[N], hy: tensor<f16>[N],
+                    k: tensor<i64>[N], ky: tensor<i64>[N], z: tensor<f32>[N],
+                    scale: f32, half: f16, bscale: bf16, big: i64, n: i32) where N % 16 == 0 {
+  task t[i in 0 .. N / 16] {
+    let pos = arange<i32>[16] + i * 16;
+    store(y[i * 16 .. +16], load(x[i * 16 .. +16]) * scale, mask = pos < n);
+    store(hy[i * 16 .. +16], load(h[i * 16 .. +16]) + half);
+    store(ky[i * 16 .. +16], load(k[i * 16 .. +16]) + big);
+    store(z[i * 16 .. +16], load(x[i * 16 .. +16]) * cast<f32>(bscale));
+  }
+}
+"""
+
+
+class Scalars(unittest.TestCase):
+    """Scalar parameters (`eps: f32`): Param.kind 'scalar', bound by name as numbers."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        src = os.path.join(cls.tmp.name, "scal.etl")
+        with open(src, "w") as f:
+            f.write(SCALARS_ETL)
+        cls.prog = etl.compile(src, targets=["sim"], device="sim")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.prog.close()
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        n = 48
+        self.a = dict(x=np.arange(n, dtype=np.float32), y=np.full(n, -1, np.float32),
+                      h=np.full(n, 1.0, np.float16), hy=np.zeros(n, np.float16),
+                      k=np.arange(n, dtype=np.int64), ky=np.zeros(n, np.int64),
+                      z=np.zeros(n, np.float32))
+        self.s = dict(scale=2.5, half=0.5, bscale=-2, big=1 << 40, n=37)
+
+    def test_params_and_repr(self):
+        scalars = [p for p in self.prog.params if p.kind == "scalar"]
+        self.assertEqual(scalars, [etl.Param("scale", "f32", 0, (), "scalar"),
+                                   etl.Param("half", "f16", 0, (), "scalar"),
+                                   etl.Param("bscale", "bf16", 0, (), "scalar"),
+                                   etl.Param("big", "i64", 0, (), "scalar"),
+                                   etl.Param("n", "i32", 0, (), "scalar")])
+        self.assertEqual(len([p for p in self.prog.params if p.kind == "tensor"]), 7)
+        self.assertIn("scale: f32", repr(self.prog))
+        norm = etl.load(artifact("rmsnorm_rope"), device="sim")
+        self.assertEqual(norm.params[-1], etl.Param("eps", "f32", 0, (), "scalar"))
+
+    def test_every_dtype(self):
+        a = self.a
+        # numpy scalars, a 0-d array and plain numbers all bind
+        self.prog(**a, scale=np.float32(2.5), half=np.array(0.5), bscale=-2.0,
+                  big=np.int64(1 << 40), n=37)
+        x = a["x"]
+        np.testing.assert_array_equal(a["y"], np.where(np.arange(48) < 37, x * 2.5, -1))
+        np.testing.assert_array_equal(a["hy"], np.full(48, 1.5, np.float16))
+        np.testing.assert_array_equal(a["ky"], np.arange(48) + (1 << 40))
+        np.testing.assert_array_equal(a["z"], x * -2)
+        # bound again: the new values are used
+        self.prog(**a, scale=1.0, half=-1.0, bscale=0.5, big=-3, n=48)
+        np.testing.assert_array_equal(a["y"], x)
+        np.testing.assert_array_equal(a["hy"], np.zeros(48, np.float16))
+        np.testing.assert_array_equal(a["ky"], np.arange(48) - 3)
+        np.testing.assert_array_equal(a["z"], x * 0.5)
+
+    def test_rounding_f16_bf16(self):
+        # 1 + 2^-11 is halfway between two f16 values: to even (1.0); bf16 keeps 8 bits
+        self.prog(**self.a, **dict(self.s, half=1 + 2 ** -11, bscale=1 + 2 ** -8 + 2 ** -12))
+        np.testing.assert_array_equal(self.a["hy"], np.full(48, 2.0, np.float16))
+        np.testing.assert_array_equal(self.a["z"], self.a["x"] * (1 + 2 ** -7))
+
+    @unittest.skipIf(torch is None, "python3-torch is not installed")
+    def test_torch_scalar(self):
+        self.prog(**self.a, **dict(self.s, scale=torch.tensor(3.0), n=torch.tensor(48)))
+        np.testing.assert_array_equal(self.a["y"], self.a["x"] * 3)
+
+    def test_misuse(self):
+        a, s = self.a, self.s
+        with self.assertRaisesRegex(etl.DTypeError, "scalar 'n' is i32; got the non-integer 1.5"):
+            self.prog(**a, **dict(s, n=1.5))
+        with self.assertRaisesRegex(etl.DTypeError, "scalar 'scale' is f32; got 'x'"):
+            self.prog(**a, **dict(s, scale="x"))
+        with self.assertRaisesRegex(etl.DTypeError, "scalar 'big' is i64; got True"):
+            self.prog(**a, **dict(s, big=True))
+        with self.assertRaisesRegex(etl.InvalidValueError, "'n' = 2147483648 does not fit in i32"):
+            self.prog(**a, **dict(s, n=2 ** 31))
+        with self.assertRaisesRegex(etl.InvalidValueError, "'half' = 1000000.0 overflows f16"):
+            self.prog(**a, **dict(s, half=1e6))
+        with self.assertRaisesRegex(etl.DTypeError, "expected a number"):
+            self.prog(**a, **dict(s, scale=np.ones(2, np.float32)))
+        with self.assertRaisesRegex(etl.NotFoundError, "no tensor, scalar or dim 'eps'.*scalars: "):
+            self.prog(**a, **s, eps=1.0)
+        np.testing.assert_array_equal(a["y"], -1)  # nothing ran
+        fresh = etl.compile(os.path.join(self.tmp.name, "scal.etl"), targets=["sim"], device="sim")
+        with self.assertRaisesRegex(etl.UnboundError, "scalar 'big' \\(i64\\) is not bound"):
+            fresh(**a, **dict((k, v) for k, v in s.items() if k != "big"))
+        np.testing.assert_array_equal(a["y"], -1)
+
+
 if __name__ == "__main__":
     print("etl from %s, runtime %s, numpy %s, torch %s" %
           (os.path.dirname(etl.__file__), etl._lib.path, np.__version__,

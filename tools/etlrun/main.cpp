@@ -4,7 +4,7 @@
 //          [--in x=x.npy]... [--out y=y.npy]... [--check y=ref.npy]...
 //          [--rtol R] [--atol A] [--trace t.json] [--profile p.json]
 //          [--watchdog-ms N] [--sim-workers N] [--seed S] [--int-range LO:HI]
-//          [--params]
+//          [--scalar eps=1e-6]... [--params]
 //
 // After IREE's iree-run-module: loads the artifact, binds the dims given
 // with --dim and those the --in arrays imply (an axis whose extent is a dim
@@ -12,6 +12,9 @@
 // in [-1, 1), integers in --int-range, default 0:1, since integer
 // parameters are usually indices), runs once, writes --out arrays and
 // compares --check arrays within |got - ref| <= atol + rtol * |ref|.
+// Scalar parameters (`eps: f32`) take their value from --scalar NAME=VALUE,
+// parsed for the parameter's dtype (f16 and bf16 rounded to nearest even);
+// one without --scalar is an error.
 // Written against the public runtime API only. Exit status: 0 success,
 // 1 a failed run or check, 2 bad usage or input.
 //
@@ -21,6 +24,8 @@
 #include <CLI/CLI.hpp>
 #include <etl/etl.h>
 
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -60,6 +65,96 @@ std::string shape_text(const std::vector<int64_t> &s) {
   for (size_t i = 0; i < s.size(); ++i)
     t += (i ? ", " : "") + std::to_string(s[i]);
   return t + "]";
+}
+
+// The f16 bits of `v` (round to nearest even); false when |v| overflows f16.
+bool f16_bits(double v, uint16_t &out) {
+  float f = (float)v;
+  uint32_t w;
+  std::memcpy(&w, &f, 4);
+  uint32_t sign = (w >> 16) & 0x8000u;
+  double a = std::fabs(v);
+  if (std::isnan(v)) {
+    out = (uint16_t)(sign | 0x7E00u);
+    return true;
+  }
+  if (a >= 65520.0) // rounds to infinity
+    return std::isinf(v) ? (out = (uint16_t)(sign | 0x7C00u), true) : false;
+  // scale into the integer grid of the target's precision, round half to even
+  int e;
+  std::frexp(a, &e); // a = m * 2^e, m in [0.5, 1)
+  int exp = e - 1;   // a = 1.x * 2^exp
+  if (exp < -14)
+    exp = -14;                                        // subnormal: fixed step 2^-24
+  double q = std::nearbyint(std::ldexp(a, 10 - exp)); // mantissa with the implicit bit
+  if (q >= 2048) {                                    // carried into the next binade
+    q /= 2;
+    exp += 1;
+  }
+  uint32_t bits = q < 1024 ? (uint32_t)q : (uint32_t)(exp + 15) << 10 | ((uint32_t)q - 1024);
+  out = (uint16_t)(sign | bits);
+  return true;
+}
+
+// The bf16 bits of `v`: the f32's top 16 bits, rounded to nearest even.
+uint16_t bf16_bits(double v) {
+  float f = (float)v;
+  uint32_t w;
+  std::memcpy(&w, &f, 4);
+  if (std::isnan(f))
+    return (uint16_t)((w >> 16) | 0x40u);
+  w += 0x7FFFu + ((w >> 16) & 1u);
+  return (uint16_t)(w >> 16);
+}
+
+// `text` as a value of `dtype` into `out` (little-endian bytes); false with
+// `err` set when it does not parse or does not fit.
+bool parse_scalar(etlDType dtype, const std::string &text, uint8_t out[8], std::string &err) {
+  char *end = nullptr;
+  errno = 0;
+  if (dtype == ETL_I32 || dtype == ETL_I64) {
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (*end || text.empty()) {
+      err = "'" + text + "' is not an integer";
+      return false;
+    }
+    if (errno == ERANGE || (dtype == ETL_I32 && (v < INT32_MIN || v > INT32_MAX))) {
+      err = "'" + text + "' does not fit in " + etlDTypeName(dtype);
+      return false;
+    }
+    if (dtype == ETL_I32) {
+      int32_t x = (int32_t)v;
+      std::memcpy(out, &x, 4);
+    } else {
+      int64_t x = v;
+      std::memcpy(out, &x, 8);
+    }
+    return true;
+  }
+  double v = std::strtod(text.c_str(), &end);
+  if (*end || text.empty()) {
+    err = "'" + text + "' is not a number";
+    return false;
+  }
+  if (dtype == ETL_F32) {
+    float f = (float)v;
+    if (std::isinf(f) && !std::isinf(v)) {
+      err = "'" + text + "' overflows f32";
+      return false;
+    }
+    std::memcpy(out, &f, 4);
+  } else if (dtype == ETL_F16) {
+    uint16_t h;
+    if (!f16_bits(v, h)) {
+      err = "'" + text + "' overflows f16 (largest 65504)";
+      return false;
+    }
+    std::memcpy(out, &h, 2);
+  } else {
+    uint16_t h = bf16_bits(v);
+    std::memcpy(out, &h, 2);
+  }
+  return true;
 }
 
 void fill_random(NpyArray &a, std::mt19937_64 &rng, int64_t lo, int64_t hi) {
@@ -131,7 +226,7 @@ bool check(const std::string &name, const NpyArray &got, const std::string &path
 int main(int argc, char **argv) {
   CLI::App app{"Run an ETL artifact (.etlb) on inputs from .npy files"};
   std::string artifact, device = "auto", trace, profile, int_range = "0:1";
-  std::vector<std::string> dims, ins, outs, checks;
+  std::vector<std::string> dims, ins, outs, checks, scalars;
   double rtol = 1e-4, atol = 1e-5;
   uint32_t watchdog = 0, workers = 0;
   uint64_t seed = 1;
@@ -139,6 +234,8 @@ int main(int argc, char **argv) {
   app.add_option("artifact", artifact, "the .etlb file written by etlc")->required();
   app.add_option("--device", device, "sim, cuda or auto")->capture_default_str();
   app.add_option("--dim", dims, "bind a dim: NAME=VALUE (repeatable)");
+  app.add_option("--scalar", scalars,
+                 "a scalar parameter's value: NAME=VALUE, e.g. eps=1e-6 (repeatable)");
   app.add_option("--in", ins, "a tensor's contents: NAME=FILE.npy (repeatable)");
   app.add_option("--out", outs, "write a tensor after the run: NAME=FILE.npy (repeatable)");
   app.add_option("--check", checks, "compare a tensor after the run: NAME=REF.npy (repeatable)");
@@ -183,6 +280,11 @@ int main(int argc, char **argv) {
     order.push_back(p.info.name);
     params[p.info.name] = p;
   }
+  int n_scalars = 0;
+  etlProgramNumScalars(prog, &n_scalars);
+  std::vector<etlScalarInfo> scalar_info((size_t)n_scalars);
+  for (int i = 0; i < n_scalars; ++i)
+    etlProgramScalarInfo(prog, i, &scalar_info[(size_t)i]);
   if (list_params) {
     for (const std::string &n : order) {
       const etlTensorInfo &t = params[n].info;
@@ -191,8 +293,36 @@ int main(int argc, char **argv) {
         std::printf("%s%s", k ? ", " : "", t.dims[k]);
       std::printf("]\n");
     }
+    for (const etlScalarInfo &sc : scalar_info)
+      std::printf("%s: %s (scalar)\n", sc.name, etlDTypeName(sc.dtype));
     return 0;
   }
+  std::map<std::string, bool> scalar_given;
+  for (const std::string &s : scalars) {
+    auto [name, value] = split_eq(s, "--scalar");
+    const etlScalarInfo *sc = nullptr;
+    std::string all;
+    for (const etlScalarInfo &x : scalar_info) {
+      if (name == x.name)
+        sc = &x;
+      all += (all.empty() ? "" : ", ") + std::string(x.name) + " (" + etlDTypeName(x.dtype) + ")";
+    }
+    if (!sc)
+      fail(2, "--scalar " + s + ": the program has no scalar parameter '" + name +
+                  "' (it has: " + (all.empty() ? "none" : all) + ")");
+    uint8_t bytes[8] = {0};
+    std::string err;
+    if (!parse_scalar(sc->dtype, value, bytes, err))
+      fail(2, "--scalar " + s + ": " + err + " (scalar '" + name + "' is " +
+                  etlDTypeName(sc->dtype) + ")");
+    if ((st = etlBindScalar(prog, sc->name, sc->dtype, bytes)))
+      fail(2, "--scalar " + s + ": " + api_error(st));
+    scalar_given[name] = true;
+  }
+  for (const etlScalarInfo &sc : scalar_info)
+    if (!scalar_given.count(sc.name))
+      fail(2, std::string("scalar parameter '") + sc.name + "' (" + etlDTypeName(sc.dtype) +
+                  ") has no value: give --scalar " + sc.name + "=VALUE");
   auto param = [&](const std::string &name, const char *opt) -> Param & {
     auto it = params.find(name);
     if (it == params.end()) {

@@ -84,14 +84,14 @@ typedef enum etlStatus {
   ETL_SUCCESS = 0,
   ETL_ERROR_INVALID_VALUE,       ///< a NULL pointer, a negative size, a bad option
   ETL_ERROR_INVALID_HANDLE,      ///< a NULL, destroyed or made-up context/program
-  ETL_ERROR_NOT_FOUND,           ///< no dim/tensor/device/target by that name
+  ETL_ERROR_NOT_FOUND,           ///< no dim/tensor/scalar/device/target by that name
   ETL_ERROR_INVALID_ARTIFACT,    ///< truncated, corrupted or malformed artifact
   ETL_ERROR_UNSUPPORTED_VERSION, ///< artifact written for another runtime version
   ETL_ERROR_NO_DEVICE,           ///< the driver exists but has no usable device
   ETL_ERROR_NO_CUDA_DRIVER,      ///< libcuda.so.1 cannot be loaded
   ETL_ERROR_OUT_OF_MEMORY,       ///< host or device allocation failed
   ETL_ERROR_BINDING,             ///< wrong dtype/rank/shape or a constraint violated
-  ETL_ERROR_UNBOUND,             ///< a dim or tensor was not bound before etlRun
+  ETL_ERROR_UNBOUND,             ///< a dim, tensor or scalar was not bound before etlRun
   ETL_ERROR_LAUNCH_FAILED,       ///< the kernel could not be loaded or launched
   ETL_ERROR_MEMORY_VIOLATION,    ///< sim: a load/store outside every bound buffer
   ETL_ERROR_TIMEOUT,             ///< watchdog: no task completed within the limit
@@ -229,6 +229,19 @@ ETL_API etlStatus etlProgramTensorInfo(etlProgram prog, int index, etlTensorInfo
 /// a dim that is not bound yet; ETL_ERROR_BINDING when an extent cannot be
 /// evaluated (overflow). Lets a caller allocate outputs before etlRun.
 ETL_API etlStatus etlProgramTensorShape(etlProgram prog, int index, int64_t *shape);
+/// Number of scalar parameters (`eps: f32`, `n: i32`), bound with
+/// etlBindScalar.
+ETL_API etlStatus etlProgramNumScalars(etlProgram prog, int *count);
+
+/// A scalar parameter as the program declares it. `name` belongs to the
+/// program and lives until it is destroyed.
+typedef struct etlScalarInfo {
+  const char *name;
+  etlDType dtype;
+} etlScalarInfo;
+
+/// Describe scalar parameter `index` (0-based, declaration order).
+ETL_API etlStatus etlProgramScalarInfo(etlProgram prog, int index, etlScalarInfo *info);
 /// Number of `where` facts the program checks when it runs.
 ETL_API etlStatus etlProgramNumConstraints(etlProgram prog, int *count);
 /// Fact `index` as the source writes it ("E <= TE") and,
@@ -250,7 +263,17 @@ ETL_API etlStatus etlBindDim(etlProgram prog, const char *name, int64_t value);
 /// expressions at etlRun. A failed call keeps the previous binding.
 ETL_API etlStatus etlBindTensor(etlProgram prog, const char *name, void *dptr, etlDType dtype,
                                 int rank, const int64_t *shape);
-/// Validate every binding (all dims and tensors bound, shapes match, all
+/// Bind a scalar parameter. `value` points to one value of `dtype`, which
+/// must be the parameter's: a float for ETL_F32, an int32_t for ETL_I32, an
+/// int64_t for ETL_I64, and the 16 bits (uint16_t) of an IEEE half for
+/// ETL_F16 or of a bfloat16 for ETL_BF16. The value is copied; it is passed
+/// to every later etlRun until bound again. ETL_ERROR_BINDING for another
+/// dtype, ETL_ERROR_NOT_FOUND for a name that is no scalar parameter (the
+/// message lists them), ETL_ERROR_INVALID_VALUE for a NULL value. A failed
+/// call keeps the previous binding.
+ETL_API etlStatus etlBindScalar(etlProgram prog, const char *name, etlDType dtype,
+                                const void *value);
+/// Validate every binding (all dims, tensors and scalars bound, shapes match, all
 /// constraints hold, no bound allocation freed since), then prepare intermediates, event counters
 /// and queues (cached per shape binding), launch the megakernel and wait for it. Nothing is
 /// launched when validation fails. After any failure the context and program stay usable.

@@ -31,10 +31,11 @@ etl::ArtifactMeta sample() {
   m.threads_per_cta = 64;
   m.smem_bytes = 1024;
   m.source_path = "model.etl";
-  m.num_slots = 14;
+  m.num_slots = 15;
   m.dims = {{"B", 8}, {"S", 9}};
   m.tensors.push_back({"x", ETL_ELEM_F16, false, {D(0), op(D(1), C(64), ETL_XOP_MUL)}, 10});
   m.tensors.push_back({"tmp", ETL_ELEM_F32, true, {D(0)}, 11});
+  m.scalars.push_back({"eps", ETL_ELEM_BF16, 14});
   m.constraints.push_back(
       {op(op(D(1), C(64), ETL_XOP_MOD), C(0), ETL_XOP_EQ), "S % 64 == 0", "model.etl:2:9"});
   m.events.push_back({"E", {D(0)}, 12});
@@ -92,7 +93,7 @@ TEST_CASE("artifact round trip: every metadata field") {
   CHECK(r.smem_bytes == 1024);
   CHECK(std::string(r.kernel_name) == ETL_KERNEL_ENTRY);
   CHECK(std::string(r.source_path) == "model.etl");
-  CHECK(r.num_slots == 14);
+  CHECK(r.num_slots == 15);
   REQUIRE(r.n_dims == 2);
   CHECK(std::string(r.dims[1].name) == "S");
   CHECK(r.dims[1].slot == 9);
@@ -102,6 +103,10 @@ TEST_CASE("artifact round trip: every metadata field") {
   CHECK(r.tensors[0].shape[1].n == 5);
   CHECK(r.tensors[0].shape[1].code[4] == ETL_XOP_MUL);
   CHECK(r.tensors[1].is_buffer == 1);
+  REQUIRE(r.n_scalars == 1);
+  CHECK(std::string(r.scalars[0].name) == "eps");
+  CHECK(r.scalars[0].elem == ETL_ELEM_BF16);
+  CHECK(r.scalars[0].slot == 14);
   REQUIRE(r.n_constraints == 1);
   CHECK(std::string(r.constraints[0].text) == "S % 64 == 0");
   CHECK(std::string(r.constraints[0].where) == "model.etl:2:9");

@@ -29,6 +29,14 @@ struct Bind {
   std::vector<int64_t> shape;
 };
 
+/// One scalar parameter's binding: `value` points to a value of `dtype`
+/// (etlBindScalar).
+struct ScalarArg {
+  const char *name;
+  etlDType dtype;
+  const void *value;
+};
+
 /// What else a run does: the sim's race check, and where the sim profile and
 /// the timeline go (none when empty).
 struct RunOptions {
@@ -36,11 +44,13 @@ struct RunOptions {
   std::string profile, timeline;
 };
 
-/// Compiles `text` for sim and runs it once with `dims` and `binds`; returns
+/// Compiles `text` for sim and runs it once with `dims`, `binds` and
+/// `scalars`; returns
 /// "" on success, else the compiler's diagnostics or the runtime's error.
 inline std::string compile_and_run(const std::string &text, const std::string &stem,
                                    const std::vector<std::pair<const char *, int64_t>> &dims,
-                                   const std::vector<Bind> &binds, const RunOptions &run = {}) {
+                                   const std::vector<Bind> &binds, const RunOptions &run = {},
+                                   const std::vector<ScalarArg> &scalars = {}) {
   std::filesystem::path dir = std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
   std::filesystem::create_directories(dir);
   std::filesystem::path in = dir / (stem + ".etl"), art = dir / (stem + ".etlb");
@@ -71,6 +81,9 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
       if (msg.empty() && etlBindTensor(prog, b.name, b.data, b.dtype, int(b.shape.size()),
                                        b.shape.data()) != ETL_SUCCESS)
         msg = std::string("bind ") + b.name + ": " + etlGetLastErrorMessage();
+    for (const ScalarArg &a : scalars)
+      if (msg.empty() && etlBindScalar(prog, a.name, a.dtype, a.value) != ETL_SUCCESS)
+        msg = std::string("bind ") + a.name + ": " + etlGetLastErrorMessage();
     if (msg.empty() && !run.timeline.empty() &&
         etlProgramSetTimeline(prog, run.timeline.c_str()) != ETL_SUCCESS)
       msg = std::string("timeline: ") + etlGetLastErrorMessage();

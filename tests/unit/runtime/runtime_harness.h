@@ -112,13 +112,16 @@ inline std::string artifact(const std::string &meta,
 //   group 1 produce i in [0,N): notifies E[i + notify_shift]
 //   group 2 total   [0,1):      waits F[*]
 //   order: produce, consume, total.
-inline std::string test_meta(int64_t notify_shift = 0) {
+// With scalar_elem >= 0: a scalar parameter "eps" of that element type at
+// `scalar_slot` (the kernel never reads it), and 16 slots.
+inline std::string test_meta(int64_t notify_shift = 0, int64_t scalar_elem = -1,
+                             uint32_t scalar_slot = 15) {
   W w;
   w.u32(32); // threads per CTA
   w.u32(0);  // smem
   w.str("etl_main");
   w.str("test.etl");
-  w.u32(15);
+  w.u32(scalar_elem >= 0 ? 16 : 15);
   w.u32(1);
   w.str("N");
   w.u32(8);
@@ -135,6 +138,12 @@ inline std::string test_meta(int64_t notify_shift = 0) {
   tensor("y", 0, D(0), 10);
   tensor("total", 0, C(1), 11);
   tensor("partial", 1, op(D(0), C(32), ETL_XOP_MUL), 12);
+  w.u32(scalar_elem >= 0 ? 1 : 0); // scalars
+  if (scalar_elem >= 0) {
+    w.str("eps");
+    w.u32(uint32_t(scalar_elem));
+    w.u32(scalar_slot);
+  }
   w.u32(1);
   w.expr(op(D(0), C(1000), ETL_XOP_LE));
   w.str("N <= 1000");

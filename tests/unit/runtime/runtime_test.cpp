@@ -65,6 +65,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.str("N");
   w.u32(8);
   w.u32(0); // tensors
+  w.u32(0); // scalars
   w.u32(0); // constraints
   w.u32(1);
   w.str("G");

@@ -157,7 +157,7 @@ TEST_CASE("memory: a shape whose byte size overflows is refused at bind") {
   w.expr(D(0));
   w.expr(D(0));
   w.u32(9);
-  for (int i = 0; i < 4; ++i) // constraints, events, groups, order
+  for (int i = 0; i < 5; ++i) // scalars, constraints, events, groups, order
     w.u32(0);
   std::string a2 = artifact(w.b, {{"sim", kernel("")}});
   REQUIRE(etlProgramLoadMemory(ctx.ctx, a2.data(), a2.size(), &prog) == ETL_SUCCESS);
