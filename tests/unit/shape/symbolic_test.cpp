@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
 using etl::Facts;
 using etl::Sym;
@@ -249,6 +250,71 @@ TEST_CASE("symbolic: prove_ge and bounds") {
   d.add_divisible(M, 64);
   CHECK(d.prove_ge(M, 64));
   CHECK(d.prove_ge(Sym::floordiv(M, 64), 1));
+}
+
+TEST_CASE("symbolic: clamped and ring indices (issue 15 item 7)") {
+  const Sym j = Sym::symbol("j");
+  Facts f = dims(); // task j in 0 .. N, event extent N
+  f.add_bounds("j", Sym(0), N - 1);
+  for (const Sym &idx : {Sym::max(j - 1, 0), Sym::min(j + 1, N - 1), Sym::mod(j + 1, N),
+                         Sym::max(Sym::min(j + 1, N - 1), 0), Sym::mod(j + N - 1, N)}) {
+    INFO(idx.str());
+    CHECK(f.prove_ge(idx, 0));
+    CHECK(f.prove_ge(N - 1, idx));
+  }
+  // Still sound: these can leave 0 .. N - 1.
+  CHECK_FALSE(f.prove_ge(N - 1, Sym::max(j + 1, 0)));
+  CHECK_FALSE(f.prove_ge(Sym::min(j - 1, N - 1), 0));
+  CHECK_FALSE(f.prove_ge(N - 2, Sym::mod(j + 1, N)));
+  CHECK_FALSE(f.prove_ge(N - 1, Sym::max(j - 1, N)));
+  // With `where N >= 4` (the facts a user adds) too.
+  Facts g = f;
+  g.add_le(Sym(4), N);
+  CHECK(g.prove_ge(N - 1, Sym::min(j + 2, N - 1)));
+  CHECK(g.prove_ge(N - 1, Sym::mod(j + 3, N)));
+}
+
+TEST_CASE("symbolic: exact division multiplied back") {
+  const Sym TB = Sym::symbol("TB");
+  Facts f = dims();
+  // A constant tile: 64 * (N / 64) == N needs `where N % 64 == 0`.
+  CHECK(f.prove_ge(N, 64 * Sym::floordiv(N, 64)));
+  CHECK_FALSE(f.prove_ge(64 * Sym::floordiv(N, 64), N));
+  f.add_divisible(N, 64);
+  CHECK(f.prove_ge(64 * Sym::floordiv(N, 64), N));
+  CHECK(f.prove_ge(128 * Sym::floordiv(N, 64), 2 * N));
+  CHECK_FALSE(f.prove_ge(64 * Sym::floordiv(N, 64), N + 1));
+  // A tile that is a dim: `where N % TB == 0` is the fact mod(N, TB) == 0.
+  Facts g = dims();
+  g.add_bounds("TB", Sym(1), std::nullopt);
+  CHECK_FALSE(g.prove_ge(TB * Sym::floordiv(N, TB), N));
+  g.add_le(Sym::mod(N, TB), 0);
+  g.add_le(0, Sym::mod(N, TB));
+  CHECK(g.prove_ge(TB * Sym::floordiv(N, TB), N));
+  CHECK(g.prove_ge(N, TB * Sym::floordiv(N, TB)));
+}
+
+TEST_CASE("symbolic: missing_fact suggests the where clause that settles a goal") {
+  const Sym j = Sym::symbol("j");
+  const std::set<std::string> keep = {"M", "N"};
+  Facts f = dims();
+  f.add_bounds("j", Sym(0), Sym(3)); // j in 0 .. 4
+  auto m = f.missing_fact(N - 1, j, keep);
+  REQUIRE(m);
+  CHECK(m->first == N);
+  CHECK(m->second == Sym(4));
+  Facts g = dims(); // j in 0 .. M, index j of an event of extent N
+  g.add_bounds("j", Sym(0), M - 1);
+  m = g.missing_fact(N - 1, j, keep);
+  REQUIRE(m);
+  CHECK(m->first == N);
+  CHECK(m->second == M);
+  // Nothing over the dims settles j + 1 <= N - 1 for j up to N - 1.
+  Facts h = dims();
+  h.add_bounds("j", Sym(0), N - 1);
+  CHECK_FALSE(h.missing_fact(N - 1, j + 1, keep));
+  // Nor a goal over a symbol with no bound.
+  CHECK_FALSE(h.missing_fact(N - 1, x, keep));
 }
 
 // ---- randomized soundness -------------------------------------------------
