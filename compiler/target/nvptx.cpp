@@ -151,7 +151,23 @@ public:
     return value_asm(b, b.getInt32Ty(), "mov.u32 $0, %smid;", "=r");
   }
 
-  /// The PTX ISA's approximate instructions (MUFU): sin/cos.approx,
+  /// x - 2 pi k with k = round(x / (2 pi)), in two fma steps (Cody-Waite,
+  /// 2 pi as f32 plus its f32 remainder): sin/cos.approx are accurate in
+  /// [-pi, pi] and lose accuracy with |x| outside it (RoPE angles reach
+  /// thousands of radians).
+  static llvm::Value *reduce_2pi(Builder &b, llvm::Value *x) {
+    auto f32 = [&](double c) { return llvm::ConstantFP::get(b.getFloatTy(), c); };
+    const float hi = float(2 * M_PI);
+    const float lo = float(2 * M_PI - double(hi));
+    llvm::Value *k =
+        b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(x, f32(1 / (2 * M_PI))));
+    llvm::Value *nk = b.CreateFNeg(k);
+    llvm::Value *r = b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {nk, f32(hi), x});
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {nk, f32(lo), r});
+  }
+
+  /// The PTX ISA's approximate instructions (MUFU): sin/cos.approx (after
+  /// reduce_2pi),
   /// ex2/lg2.approx, rsqrt.approx, tanh.approx (sm_75+, inline PTX: LLVM 16
   /// has no intrinsic for it); floor/ceil/round as cvt.rmi/rpi/rni. Erf and
   /// Pow have no instruction: null, composed by lower/lower_math.cpp.
@@ -174,9 +190,9 @@ public:
     case MathFn::Rsqrt:
       return nvvm(llvm::Intrinsic::nvvm_rsqrt_approx_f, x);
     case MathFn::Sin:
-      return nvvm(llvm::Intrinsic::nvvm_sin_approx_f, x);
+      return nvvm(llvm::Intrinsic::nvvm_sin_approx_f, reduce_2pi(b, x));
     case MathFn::Cos:
-      return nvvm(llvm::Intrinsic::nvvm_cos_approx_f, x);
+      return nvvm(llvm::Intrinsic::nvvm_cos_approx_f, reduce_2pi(b, x));
     case MathFn::Tanh: {
       auto *fty = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false);
       auto *tanh = llvm::InlineAsm::get(fty, "tanh.approx.f32 $0, $1;", "=f,f",
