@@ -181,6 +181,42 @@ kernel special(x: tensor<f32>[16], e: tensor<f32>[16], y: tensor<f32>[6, 16],
   }
 }
 
+TEST_CASE("math: a RoPE table computed on the device matches the host's") {
+  // cos/sin of p * theta^(-2j / D) for D = 2 * TN, as examples/rmsnorm_rope's
+  // host fills its tables; the frequencies through exp (one rounding less
+  // than pow(10000.0, ...), whose error grows with the exponent).
+  const char *src = R"(
+const TN = 64;
+kernel rope_table<P: dim>(cos_t: tensor<f32>[P, TN], sin_t: tensor<f32>[P, TN]) {
+  task t[p in 0 .. P] {
+    let j = cast<f32>(arange<i32>[TN]);
+    let inv_freq = exp(j * (-2.0 * 9.210340371976184 / 128.0)); // ln(10000) = 9.2103...
+    let ang = cast<f32>(p) * inv_freq;
+    store(cos_t[p, 0 .. +TN], cos(ang));
+    store(sin_t[p, 0 .. +TN], sin(ang));
+  }
+}
+)";
+  const int64_t P = 300, TN = 64;
+  std::vector<float> c(P * TN, -7.f), s(P * TN, -7.f);
+  std::string err = compile_and_run(
+      src, "rope_table", {{"P", P}},
+      {{"cos_t", c.data(), ETL_F32, {P, TN}}, {"sin_t", s.data(), ETL_F32, {P, TN}}});
+  REQUIRE_MESSAGE(err.empty(), err);
+  double worst = 0;
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t j = 0; j < TN; ++j) {
+      double theta = double(p) * std::pow(10000.0, -2.0 * double(j) / double(2 * TN));
+      // The f32 angle itself carries p's relative rounding: allow |theta| * 2^-22.
+      double tol = 1e-6 + std::fabs(theta) * 0x1p-22;
+      double e = std::max(std::fabs(c[p * TN + j] - std::cos(theta)),
+                          std::fabs(s[p * TN + j] - std::sin(theta)));
+      worst = std::max(worst, e);
+      CHECK_MESSAGE(e <= tol, "p " << p << " j " << j << " theta " << theta);
+    }
+  MESSAGE("RoPE table on sim: max abs error " << worst << " for positions < " << P);
+}
+
 TEST_CASE("prover: clamped and ring event indices compile and run (issue 15 item 7)") {
   // Each b[j] reads what a[j - 1] (clamped at 0), a[j + 1] (clamped at N - 1)
   // and a[(j + 1) % N] (a ring) wrote, waiting on exactly those elements.
