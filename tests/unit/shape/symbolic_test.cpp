@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <climits>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -469,4 +470,60 @@ TEST_CASE("symbolic: randomized eval, normal form and prover soundness") {
   }
   CHECK(proven > 1000);
   CHECK(bounded > 500);
+}
+
+TEST_CASE("symbolic: randomized soundness of clamps, rings and exact division by a dim") {
+  // Index expressions over a task index j in 0 .. N and dims N, T (with the
+  // facts N >= 1, T >= 1, mod(N, T) == 0): every goal `e >= 0` or
+  // `N - 1 >= e` the prover accepts must hold for every N, T, j tried.
+  std::mt19937 rng(4242);
+  const Sym j = Sym::symbol("j"), T = Sym::symbol("T");
+  Facts f = dims();
+  f.add_bounds("T", Sym(1), std::nullopt);
+  f.add_bounds("j", Sym(0), N - 1);
+  f.add_le(Sym::mod(N, T), 0);
+  f.add_le(0, Sym::mod(N, T));
+  std::function<Sym(int)> gen = [&](int depth) -> Sym {
+    switch (depth == 0 ? rng() % 4 : rng() % 9) {
+    case 0:
+      return j;
+    case 1:
+      return N;
+    case 2:
+      return T;
+    case 3:
+      return Sym(static_cast<int64_t>(rng() % 5) - 2);
+    case 4:
+      return gen(depth - 1) + gen(depth - 1);
+    case 5:
+      return gen(depth - 1) - gen(depth - 1);
+    case 6:
+      return rng() % 2 ? Sym::max(gen(depth - 1), gen(depth - 1))
+                       : Sym::min(gen(depth - 1), gen(depth - 1));
+    case 7:
+      return Sym::mod(gen(depth - 1), rng() % 2 ? N : T);
+    default:
+      return T * Sym::floordiv(gen(depth - 1), T);
+    }
+  };
+  int proven = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    Sym e = gen(3);
+    bool lo = f.prove_ge(e, 0), hi = f.prove_ge(N - 1, e);
+    proven += lo + hi;
+    if (!lo && !hi)
+      continue;
+    INFO("e = " << e.str());
+    for (int64_t t = 1; t <= 4; ++t)
+      for (int64_t n = t; n <= 12; n += t) // N % T == 0
+        for (int64_t jv = 0; jv < n; ++jv) {
+          auto v = e.eval(env({{"N", n}, {"T", t}, {"j", jv}}));
+          REQUIRE(v.has_value());
+          if (lo)
+            CHECK(*v >= 0);
+          if (hi)
+            CHECK(*v <= n - 1);
+        }
+  }
+  CHECK(proven > 500);
 }
