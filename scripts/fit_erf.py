@@ -10,7 +10,10 @@ Chebyshev nodes, coefficients rounded to f32. The measurement evaluates the
 composition in f32 with fma (each step rounded to f32) and an exact 2^x, on
 200k points in [-6, 6] and 2k in [1e-30, 5], against Python's double erf;
 prints the largest error in ulps and the coefficients (hex floats, as in
-lower_math.cpp). Needs numpy (Debian's python3-numpy): /usr/bin/python3.
+lower_math.cpp). Then measures the NVPTX machine's reduction of sin/cos
+arguments to [-pi, pi] (compiler/target/nvptx.cpp, reduce_2pi: two fma
+with 2 pi split in f32 parts) on 20k points in [-5000, 5000]: the largest
+|sin(x) - sin(reduced x)| (sin in double). Needs numpy (Debian's python3-numpy): /usr/bin/python3.
 """
 import numpy as np, math
 erf = np.vectorize(math.erf); erfc = np.vectorize(math.erfc)
@@ -53,3 +56,17 @@ for xv in xs:
 print("max ulp", worst, "at", wx)
 print("small", [float(c).hex() for c in cs], list(cs))
 print("large", [float(c).hex() for c in cl], list(cl))
+
+# sin/cos argument reduction (nvptx.cpp reduce_2pi), fma emulated exactly.
+from fractions import Fraction
+def fma_exact(a, b, c):
+    return f32(float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))))
+hi = f32(2 * math.pi)
+lo = f32(2 * math.pi - float(hi))
+worst = 0.0
+for xv in np.linspace(-5000, 5000, 20001).astype(f32):
+    k = f32(np.rint(f32(xv * f32(1 / (2 * math.pi)))))
+    r = fma_exact(-k, lo, fma_exact(-k, hi, xv))
+    worst = max(worst, abs(math.sin(float(xv)) - math.sin(float(r))))
+print("sin/cos reduction: max |sin(x) - sin(reduced)| = %.3g = 2^%.1f for |x| <= 5000"
+      % (worst, math.log2(worst)))
