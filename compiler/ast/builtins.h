@@ -31,4 +31,25 @@ inline bool is_index_fn(Builtin b) {
   return b == Builtin::Cdiv || b == Builtin::Min || b == Builtin::Max;
 }
 
+/// The float math functions of one argument (exp .. rsqrt, sin .. round):
+/// f32/f16/bf16 in, the same type out (compiler/lower/lower_math.cpp).
+inline bool is_unary_math_fn(Builtin b) {
+  switch (b) {
+  case Builtin::Exp:
+  case Builtin::Log:
+  case Builtin::Sqrt:
+  case Builtin::Rsqrt:
+  case Builtin::Sin:
+  case Builtin::Cos:
+  case Builtin::Tanh:
+  case Builtin::Erf:
+  case Builtin::Floor:
+  case Builtin::Ceil:
+  case Builtin::Round:
+    return true;
+  default:
+    return false;
+  }
+}
+
 } // namespace etl

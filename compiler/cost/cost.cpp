@@ -105,6 +105,14 @@ struct FlopCounter {
     case Builtin::Sqrt:
     case Builtin::Rsqrt:
     case Builtin::Abs:
+    case Builtin::Sin:
+    case Builtin::Cos:
+    case Builtin::Tanh:
+    case Builtin::Erf:
+    case Builtin::Pow:
+    case Builtin::Floor:
+    case Builtin::Ceil:
+    case Builtin::Round:
     case Builtin::Select:
     case Builtin::Cumsum:
       other = other + w * n;

@@ -726,10 +726,11 @@ TileVal Lowerer::value(const Expr &e) {
     }
     return x;
   }
-  if (e.args.size() == 1 && (f == Builtin::Exp || f == Builtin::Log || f == Builtin::Sqrt ||
-                             f == Builtin::Rsqrt || f == Builtin::Abs)) {
+  if (is_unary_math_fn(f) || f == Builtin::Pow)
+    return math_call(e); // lower_math.cpp
+  if (e.args.size() == 1 && f == Builtin::Abs) {
     TileVal a = value(*e.args[0]);
-    if (f == Builtin::Abs && !a.is_index && !is_float(a.elem)) {
+    if (!a.is_index && !is_float(a.elem)) {
       for (auto &r : a.regs)
         r = b.CreateSelect(b.CreateICmpSLT(r, llvm::Constant::getNullValue(r->getType())),
                            b.CreateNeg(r), r);
@@ -737,18 +738,8 @@ TileVal Lowerer::value(const Expr &e) {
     }
     ElemType t = is_float(want) ? want : ElemType::F32;
     TileVal x = coerce(a, result_shape(a), t);
-    for (auto &r : x.regs) {
-      if (f == Builtin::Abs)
-        r = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r);
-      else
-        r = m.math(b,
-                   f == Builtin::Exp    ? MathFn::Exp
-                   : f == Builtin::Log  ? MathFn::Log
-                   : f == Builtin::Sqrt ? MathFn::Sqrt
-                                        : MathFn::Rsqrt,
-                   r);
-      r = round_to(b, r, t);
-    }
+    for (auto &r : x.regs)
+      r = round_to(b, b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r), t);
     return x;
   }
   if (f == Builtin::Select && e.args.size() == 3) {

@@ -233,6 +233,18 @@ public:
   void assign_local(int index, const TileVal &v);
   TileVal read_local(int index);
 
+  // ---- lower_math.cpp -------------------------------------------------------
+  /// A float math builtin (is_unary_math_fn, pow) at the call's checked
+  /// shape and element type.
+  TileVal math_call(const Expr &e);
+  /// One f32 register: the machine's form of `fn`, or a composition.
+  llvm::Value *math_reg(MathFn fn, llvm::Value *x, llvm::Value *y);
+  llvm::Value *erf_composed(llvm::Value *x);
+  llvm::Value *pow_composed(llvm::Value *x, llvm::Value *y);
+  /// c[0]*x^(n-1) + ... + c[n-1] by fma.
+  llvm::Value *horner(llvm::Value *x, const float *c, size_t n);
+  llvm::Value *fconst(double v);
+
   // ---- helpers (lower_kernel.cpp) -------------------------------------------
   llvm::Type *reg_type(ElemType t) const;
   llvm::AllocaInst *entry_alloca(llvm::Type *ty, const char *name = "");

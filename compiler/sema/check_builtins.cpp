@@ -79,6 +79,33 @@ std::optional<int64_t> Checker::axis_arg(Expr &e, size_t limit, size_t rank) {
   return *c;
 }
 
+/// pow(x, y): both float tiles or scalars (a float literal takes the other
+/// operand's type), broadcast like `x * y`. An integer exponent is an error
+/// that says to write a float (pow has one float form, exp2(y * log2 x)).
+Type Checker::check_pow(Expr &e) {
+  if (!arity(e, 2, "2 arguments"))
+    return set(e, Type());
+  Type x = check_value(*e.args[0]), y = check_value(*e.args[1]);
+  if (x.kind == TypeKind::Unknown || y.kind == TypeKind::Unknown)
+    return set(e, Type());
+  auto is_float_value = [](const Type &t) {
+    return (t.kind == TypeKind::Tile || t.kind == TypeKind::Scalar) && is_float(t.elem);
+  };
+  if (!is_float_value(x)) {
+    diag_.error(DiagId::TileOpUnsupported, e.args[0]->range, {"pow", describe(x)});
+    return set(e, Type());
+  }
+  if (!is_float_value(y)) {
+    diag_.error(DiagId::PowExponentNotFloat, e.args[1]->range, {describe(y)});
+    return set(e, Type());
+  }
+  if (!adopt_float_literal(x, *e.args[0], y, e.range) ||
+      !adopt_float_literal(y, *e.args[1], x, e.range))
+    return set(e, Type());
+  auto r = arith(x, y, BinOp::Mul, e.range);
+  return set(e, r ? *r : Type());
+}
+
 Type Checker::check_call(Expr &e, IndexCtx ctx) {
   const std::string &f = e.name;
   // Resolve the callee once; the later stages switch on e.builtin.
@@ -226,8 +253,9 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     diag_.error(DiagId::ExpectedTile, e.args[0]->range, {describe(v)});
     return set(e, Type());
   }
-  if (fn == Builtin::Exp || fn == Builtin::Log || fn == Builtin::Sqrt || fn == Builtin::Rsqrt ||
-      fn == Builtin::Abs) {
+  if (fn == Builtin::Pow)
+    return check_pow(e);
+  if (is_unary_math_fn(fn) || fn == Builtin::Abs) {
     if (!arity(e, 1, "1 argument"))
       return set(e, Type());
     Type v = check_value(*e.args[0]);

@@ -191,6 +191,21 @@ void Checker::check_where(Expr &w) {
   }
 }
 
+void Checker::note_missing_where(const Sym &a, const Sym &b) {
+  if (!kernel_)
+    return;
+  std::set<std::string> dims;
+  for (const DimDecl &d : kernel_->dims)
+    dims.insert(d.name);
+  auto fact = facts_.missing_fact(a, b, dims);
+  if (!fact)
+    return;
+  const auto &[lhs, rhs] = *fact;
+  std::string clause =
+      lhs.is_constant() ? rhs.str() + " <= " + lhs.str() : lhs.str() + " >= " + rhs.str();
+  diag_.note(DiagId::NoteAddWhere, kernel_->name_range, {clause, kernel_->name});
+}
+
 /// An index expression used as an extent (shape, domain bound): it must be
 /// exact and, for shapes, positive.
 std::optional<Sym> Checker::check_extent(Expr &e, IndexCtx ctx, const char *what) {
@@ -201,6 +216,7 @@ std::optional<Sym> Checker::check_extent(Expr &e, IndexCtx ctx, const char *what
     return std::nullopt;
   if (!facts_.prove_ge(*s, Sym(1))) {
     diag_.error(DiagId::NonPositiveExtent, e.range, {what, s->str()});
+    note_missing_where(*s, Sym(1));
     return std::nullopt;
   }
   return s;

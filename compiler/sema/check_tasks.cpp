@@ -35,9 +35,11 @@ void Checker::check_task(TaskDecl &t) {
       lo.reset();
     if (hi && report_inexact(*d.hi))
       hi.reset();
-    if (lo && hi && !facts_.prove_ge(*hi - *lo, Sym(1)))
+    if (lo && hi && !facts_.prove_ge(*hi - *lo, Sym(1))) {
       diag_.error(DiagId::NonPositiveExtent, join(d.lo->range, d.hi->range),
                   {"the task range", (*hi - *lo).str()});
+      note_missing_where(*hi - *lo, Sym(1));
+    }
     declare(d.name, d.name_range, NameRef::TaskIndex, int(i));
     if (!lo || !hi)
       poisoned_vars_.insert(d.name);
@@ -106,9 +108,15 @@ void Checker::check_event_ref(EventRef &r) {
     if (poisoned)
       continue;
     const Sym &ext = ev.sym_shape[i];
-    if (!facts_.prove_ge(*s, Sym(0)) || !facts_.prove_ge(ext - 1, *s))
+    bool low = facts_.prove_ge(*s, Sym(0));
+    if (!low || !facts_.prove_ge(ext - 1, *s)) {
       diag_.error(DiagId::EventIndexRange, r.indices[i]->range,
                   {s->str(), r.event, ext.str(), task_->name});
+      if (low)
+        note_missing_where(ext - 1, *s);
+      else
+        note_missing_where(*s, Sym(0));
+    }
   }
 }
 

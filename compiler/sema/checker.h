@@ -119,6 +119,11 @@ private:
   /// Reports the first division in `e` that may drop a remainder.
   bool report_inexact(const Expr &e);
 
+  /// After an error that `a >= b` could not be proved: a note with the
+  /// `where` clause over the kernel's dims that would prove it, if the
+  /// prover finds one (Facts::missing_fact).
+  void note_missing_where(const Sym &a, const Sym &b);
+
   //===-- Tasks ----------------------------------------------------------===//
 
   void check_task(TaskDecl &t);
@@ -201,6 +206,8 @@ private:
   /// takes its element type (`h * 0.5` stays f16); one combined with an
   /// integer tile or scalar is an error. `lit` is the literal's type.
   bool adopt_float_literal(Type &lit, const Expr &lit_expr, const Type &other, SourceRange r);
+  /// pow(x, y): float operands, broadcast (check_builtins.cpp).
+  Type check_pow(Expr &e);
 
   /// Element-wise arithmetic of tiles and scalars. Integer indices and
   /// literals mixed with float values take the float's type.

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "shape/normal_form.h"
 
+#include <climits>
 #include <numeric>
 
 namespace etl {
@@ -280,6 +281,56 @@ struct Prover {
     return out;
   }
 
+  /// Division written back as the multiplication it undoes: a term
+  /// k*y*floordiv(x, y) (y a constant dividing k, or a symbol) is
+  /// k*(x - mod(x, y)), and mod(x, c) is 0 when the facts prove c | x. So
+  /// `TB * (N / TB) == N` follows from `where N % TB == 0` (TB a constant:
+  /// by divisibility; TB a dim: from the fact mod(N, TB) == 0).
+  Sym exact(const Sym &e) const {
+    if (is_overflow(e))
+      return e;
+    Sym out;
+    for (const auto &[m, k] : terms(e)) {
+      Sym t(k);
+      Monomial rest = m;
+      bool rewritten = false;
+      for (size_t f = 0; f < m.size() && !rewritten; ++f) {
+        const Atom &a = m[f].first;
+        if (a.kind == AtomKind::Mod) {
+          auto c = a.rhs.as_constant();
+          if (c && *c > 0 && divisible(a.lhs, uint64_t(*c))) { // the term is 0
+            t = Sym(0), rewritten = true;
+          }
+          continue;
+        }
+        if (a.kind != AtomKind::FloorDiv || m[f].second != 1)
+          continue;
+        auto c = a.rhs.as_constant();
+        Sym whole = a.lhs - Sym::mod(a.lhs, a.rhs); // == y * floordiv(x, y)
+        if (c && *c > 0 && k % *c == 0) {
+          rest.erase(rest.begin() + long(f));
+          t = Sym(k / *c) * exact(whole), rewritten = true;
+        } else if (const Atom *y = sole_atom(a.rhs); y && y->kind == AtomKind::Symbol) {
+          for (size_t g = 0; g < m.size() && !rewritten; ++g)
+            if (g != f && cmp_atom(m[g].first, *y) == 0) {
+              rest = m;
+              if (--rest[g].second == 0)
+                rest.erase(rest.begin() + long(g));
+              rest.erase(std::find_if(rest.begin(), rest.end(),
+                                      [&](const auto &x) { return cmp_atom(x.first, a) == 0; }));
+              t = Sym(k) * whole, rewritten = true;
+            }
+        }
+      }
+      if (!rewritten) {
+        out = out + SymBuilder::make(Poly{{m, k}});
+        continue;
+      }
+      out = out + t * SymBuilder::make(Poly{{rest, 1}});
+    }
+    return out;
+  }
+
   /// Weaker goals implied by d >= 0 through monotone atoms of degree one:
   /// with k*a in d, a = floordiv(x, c) (c > 0 constant) is replaced by
   /// floordiv(X, c) for the bound X of x that makes k*a smaller (an upper
@@ -300,6 +351,12 @@ struct Prover {
       } else if ((a.kind == AtomKind::Min && k < 0) || (a.kind == AtomKind::Max && k > 0)) {
         out.push_back(canon(rest + Sym(k) * a.lhs));
         out.push_back(canon(rest + Sym(k) * a.rhs));
+      } else if (a.kind == AtomKind::Mod && k < 0 && !c) {
+        // mod(x, y) <= y - 1 for a divisor y >= 1, and <= x for x >= 0.
+        if (range(a.rhs, kRangeDepth).lo >= 1)
+          out.push_back(canon(rest + Sym(k) * (a.rhs - 1)));
+        if (range(a.lhs, kRangeDepth).lo >= 0)
+          out.push_back(canon(rest + Sym(k) * a.lhs));
       }
     }
     // k*floordiv(u, c) - k*floordiv(v, c) with k > 0 and u - v a constant
@@ -318,14 +375,36 @@ struct Prover {
     return out;
   }
 
+  /// The two goals that together prove d >= 0 when d has a term k*max(p, q)
+  /// with k < 0 or k*min(p, q) with k > 0 (that term is then the smaller of
+  /// k*p and k*q, so d is the smaller of the two goals): clamps such as
+  /// `N - 1 - max(j - 1, 0)`. Empty when d has no such term.
+  std::vector<std::pair<Sym, Sym>> clamp_splits(const Sym &d) const {
+    std::vector<std::pair<Sym, Sym>> out;
+    for (const auto &[m, k] : terms(d)) {
+      if (m.size() != 1 || m[0].second != 1)
+        continue;
+      const Atom &a = m[0].first;
+      if ((a.kind == AtomKind::Max && k < 0) || (a.kind == AtomKind::Min && k > 0)) {
+        Sym rest = d - Sym(k) * SymBuilder::atom(a);
+        out.emplace_back(canon(rest + Sym(k) * a.lhs), canon(rest + Sym(k) * a.rhs));
+      }
+    }
+    return out;
+  }
+
   /// d >= 0: its interval lower bound is >= 0, or d - lambda*g >= 0 for a
   /// fact g >= 0 and lambda > 0 matching a shared term's coefficients, or a
-  /// monotone weakening of d (above) is >= 0.
+  /// monotone weakening of d (above) is >= 0, or both goals of a clamp split
+  /// (above) are.
   bool nonneg(const Sym &d, const std::vector<Sym> &facts, int depth) const {
     if (is_overflow(d))
       return false;
     if (range(d, kRangeDepth).lo >= 0)
       return true;
+    for (const auto &[p, q] : clamp_splits(d)) // a split does not use up depth
+      if (p != d && q != d && nonneg(p, facts, depth) && nonneg(q, facts, depth))
+        return true;
     if (depth == 0)
       return false;
     for (const Sym &w : monotone_weakenings(d))
@@ -435,10 +514,64 @@ bool Facts::divisible(const Sym &e, int64_t c) const {
 
 bool Facts::prove_ge(const Sym &a, const Sym &b) const {
   Prover p{divisible_, bounds_, le_};
-  if (p.nonneg(Prover::canon(a - b), p.nonneg_facts(), Prover::kSearchDepth))
+  std::vector<Sym> facts = p.nonneg_facts();
+  if (p.nonneg(Prover::canon(a - b), facts, Prover::kSearchDepth))
     return true;
   Sym x = expand(a - b);
-  return x != a - b && p.nonneg(Prover::canon(x), p.nonneg_facts(), Prover::kSearchDepth);
+  if (x != a - b && p.nonneg(Prover::canon(x), facts, Prover::kSearchDepth))
+    return true;
+  // Once more with exact division multiplied back (Prover::exact), on the
+  // goal and the facts alike.
+  Sym e = p.exact(Prover::canon(x));
+  if (e == Prover::canon(x))
+    return false;
+  for (Sym &f : facts)
+    f = p.exact(f);
+  return p.nonneg(e, facts, Prover::kSearchDepth);
+}
+
+std::optional<std::pair<Sym, Sym>> Facts::missing_fact(const Sym &a, const Sym &b,
+                                                       const std::set<std::string> &keep) const {
+  Prover p{divisible_, bounds_, le_};
+  // The goal's worst case over every other symbol: each is replaced by the
+  // bound in the direction that makes a - b smallest (linear symbols only).
+  Sym cur = a - b;
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    for (const std::string &s : cur.symbols()) {
+      if (keep.count(s))
+        continue;
+      auto lc = cur.linear_coeff(s);
+      if (!lc || *lc == Sym(0))
+        return std::nullopt;
+      Range rc = p.range(*lc, Prover::kRangeDepth);
+      if (rc.lo < 0 && rc.hi > 0)
+        return std::nullopt;
+      auto bound = p.sym_bound(s, /*upper=*/rc.hi <= 0);
+      if (!bound)
+        return std::nullopt;
+      cur = cur.substitute(s, *bound), changed = true;
+    }
+    if (!changed)
+      break;
+  }
+  if (is_overflow(cur) || cur.is_constant())
+    return std::nullopt;
+  for (const std::string &s : cur.symbols())
+    if (!keep.count(s))
+      return std::nullopt;
+  Facts with = *this;
+  with.add_le(Sym(0), cur);
+  if (!with.prove_ge(a, b))
+    return std::nullopt;
+  // cur >= 0 as `lhs >= rhs` with positive coefficients on both sides.
+  Poly lhs, rhs;
+  for (const auto &[m, c] : terms(cur))
+    if (c == INT64_MIN)
+      return std::nullopt;
+  for (const auto &[m, c] : terms(cur))
+    (c > 0 ? lhs : rhs).emplace(m, c > 0 ? c : -c);
+  return std::make_pair(SymBuilder::make(std::move(lhs)), SymBuilder::make(std::move(rhs)));
 }
 
 std::optional<Sym> Facts::lower_bound(const Sym &e) const {

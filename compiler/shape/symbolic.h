@@ -108,6 +108,12 @@ public:
   /// Is a >= b for every binding satisfying the facts?
   bool prove_ge(const Sym &a, const Sym &b) const;
   bool prove_gt(const Sym &a, const Sym &b) const { return prove_ge(a, b + 1); }
+  /// When a >= b cannot be proved: a fact `lhs >= rhs` (the pair) over the
+  /// symbols in `keep` only (a kernel's dims) that would prove it, found by
+  /// replacing every other symbol by its bound; nullopt when there is none
+  /// (e.g. a - b < 0 for every binding) or it does not settle the goal.
+  std::optional<std::pair<Sym, Sym>> missing_fact(const Sym &a, const Sym &b,
+                                                  const std::set<std::string> &keep) const;
   /// A lower bound of `e` the facts imply, if one can be found.
   std::optional<Sym> lower_bound(const Sym &e) const;
   /// An upper bound of `e` the facts imply, if one can be found.

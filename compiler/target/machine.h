@@ -26,8 +26,25 @@ namespace etl {
 
 using Builder = llvm::IRBuilder<>;
 
-/// Unary f32 math the lowering needs; targets pick instructions/intrinsics.
-enum class MathFn { Exp, Log, Sqrt, Rsqrt };
+/// f32 math the lowering needs; targets pick instructions/intrinsics. Pow
+/// takes two operands, the others one. Exp2 and Log2 every machine has:
+/// lower/lower_math.cpp composes the functions a machine lacks from them.
+enum class MathFn {
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Sin,
+  Cos,
+  Tanh,
+  Erf,
+  Pow,
+  Floor,
+  Ceil,
+  Round, ///< to nearest, ties to even
+  Exp2,
+  Log2
+};
 
 class Machine {
 public:
@@ -90,8 +107,11 @@ public:
   virtual llvm::Value *sm_id(Builder &b) = 0;
 
   // -- Math -----------------------------------------------------------------
-  /// f32 -> f32; only selectable instructions/intrinsics.
-  virtual llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) = 0;
+  /// f32 -> f32 (`y` is pow's exponent, else null); only selectable
+  /// instructions/intrinsics. Null when the machine has no direct form of
+  /// `fn` (never for Exp2, Log2): lower/lower_math.cpp then composes it.
+  virtual llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x, llvm::Value *y) = 0;
+  llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) { return math(b, fn, x, nullptr); }
 
   // -- Emission -------------------------------------------------------------
   /// Turns the optimised module into the target's code (PTX text or .so

@@ -151,20 +151,65 @@ public:
     return value_asm(b, b.getInt32Ty(), "mov.u32 $0, %smid;", "=r");
   }
 
-  llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) override {
+  /// x - 2 pi k with k = round(x / (2 pi)), in two fma steps (Cody-Waite,
+  /// 2 pi as f32 plus its f32 remainder): sin/cos.approx are accurate in
+  /// [-pi, pi] and lose accuracy with |x| outside it (RoPE angles reach
+  /// thousands of radians).
+  static llvm::Value *reduce_2pi(Builder &b, llvm::Value *x) {
+    auto f32 = [&](double c) { return llvm::ConstantFP::get(b.getFloatTy(), c); };
+    const float hi = float(2 * M_PI);
+    const float lo = float(2 * M_PI - double(hi));
+    llvm::Value *k =
+        b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(x, f32(1 / (2 * M_PI))));
+    llvm::Value *nk = b.CreateFNeg(k);
+    llvm::Value *r = b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {nk, f32(hi), x});
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {nk, f32(lo), r});
+  }
+
+  /// The PTX ISA's approximate instructions (MUFU): sin/cos.approx (after
+  /// reduce_2pi),
+  /// ex2/lg2.approx, rsqrt.approx, tanh.approx (sm_75+, inline PTX: LLVM 16
+  /// has no intrinsic for it); floor/ceil/round as cvt.rmi/rpi/rni. Erf and
+  /// Pow have no instruction: null, composed by lower/lower_math.cpp.
+  llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x, llvm::Value *) override {
+    auto nvvm = [&](llvm::Intrinsic::ID id, llvm::Value *v) {
+      return b.CreateIntrinsic(id, {}, {v});
+    };
+    auto f32 = [&](double c) { return llvm::ConstantFP::get(b.getFloatTy(), c); };
     switch (fn) {
     case MathFn::Exp: // 2^(x * log2 e)
-      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {},
-                               {b.CreateFMul(x, llvm::ConstantFP::get(b.getFloatTy(), M_LOG2E))});
+      return nvvm(llvm::Intrinsic::nvvm_ex2_approx_f, b.CreateFMul(x, f32(M_LOG2E)));
     case MathFn::Log: // lg2(x) * ln 2
-      return b.CreateFMul(b.CreateIntrinsic(llvm::Intrinsic::nvvm_lg2_approx_f, {}, {x}),
-                          llvm::ConstantFP::get(b.getFloatTy(), M_LN2));
+      return b.CreateFMul(nvvm(llvm::Intrinsic::nvvm_lg2_approx_f, x), f32(M_LN2));
+    case MathFn::Exp2:
+      return nvvm(llvm::Intrinsic::nvvm_ex2_approx_f, x);
+    case MathFn::Log2:
+      return nvvm(llvm::Intrinsic::nvvm_lg2_approx_f, x);
     case MathFn::Sqrt:
-      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_sqrt_rn_f, {}, {x});
+      return nvvm(llvm::Intrinsic::nvvm_sqrt_rn_f, x);
     case MathFn::Rsqrt:
-      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {x});
+      return nvvm(llvm::Intrinsic::nvvm_rsqrt_approx_f, x);
+    case MathFn::Sin:
+      return nvvm(llvm::Intrinsic::nvvm_sin_approx_f, reduce_2pi(b, x));
+    case MathFn::Cos:
+      return nvvm(llvm::Intrinsic::nvvm_cos_approx_f, reduce_2pi(b, x));
+    case MathFn::Tanh: {
+      auto *fty = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false);
+      auto *tanh = llvm::InlineAsm::get(fty, "tanh.approx.f32 $0, $1;", "=f,f",
+                                        /*hasSideEffects=*/false);
+      return b.CreateCall(fty, tanh, {x});
     }
-    return x;
+    case MathFn::Floor:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+    case MathFn::Ceil:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+    case MathFn::Round:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
+    case MathFn::Erf:
+    case MathFn::Pow:
+      return nullptr;
+    }
+    return nullptr;
   }
 
   bool emit(llvm::Module &m, std::string &code, std::string &error) override {

@@ -106,19 +106,50 @@ public:
   llvm::Value *clock_ns(Builder &b) override { return call(b, kOp_clock_ns, b.getInt64Ty(), {}); }
   llvm::Value *sm_id(Builder &b) override { return call(b, kOp_sm_id, b.getInt32Ty(), {}); }
 
-  llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x) override {
+  /// libm, through LLVM's intrinsics where it has one (the object links
+  /// with -lm) and a direct call of tanhf / erff where it has none.
+  llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x, llvm::Value *y) override {
+    auto un = [&](llvm::Intrinsic::ID id) { return b.CreateUnaryIntrinsic(id, x); };
+    auto libm = [&](const char *name) {
+      llvm::Module *m = b.GetInsertBlock()->getModule();
+      llvm::FunctionCallee f = m->getOrInsertFunction(
+          name, llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false));
+      if (auto *fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+        fn->setDoesNotThrow();
+      }
+      return b.CreateCall(f, {x});
+    };
     switch (fn) {
     case MathFn::Exp:
-      return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+      return un(llvm::Intrinsic::exp);
     case MathFn::Log:
-      return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+      return un(llvm::Intrinsic::log);
+    case MathFn::Exp2:
+      return un(llvm::Intrinsic::exp2);
+    case MathFn::Log2:
+      return un(llvm::Intrinsic::log2);
     case MathFn::Sqrt:
-      return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      return un(llvm::Intrinsic::sqrt);
     case MathFn::Rsqrt:
-      return b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
-                          b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      return b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), un(llvm::Intrinsic::sqrt));
+    case MathFn::Sin:
+      return un(llvm::Intrinsic::sin);
+    case MathFn::Cos:
+      return un(llvm::Intrinsic::cos);
+    case MathFn::Tanh:
+      return libm("tanhf");
+    case MathFn::Erf:
+      return libm("erff");
+    case MathFn::Pow:
+      return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, y);
+    case MathFn::Floor:
+      return un(llvm::Intrinsic::floor);
+    case MathFn::Ceil:
+      return un(llvm::Intrinsic::ceil);
+    case MathFn::Round:
+      return un(llvm::Intrinsic::roundeven);
     }
-    return x;
+    return nullptr;
   }
 
   bool emit(llvm::Module &m, std::string &code, std::string &error) override;

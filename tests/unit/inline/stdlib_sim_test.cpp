@@ -186,7 +186,8 @@ double row_sum(const float *x) {
 
 } // namespace
 
-TEST_CASE("stdlib: std.math sigmoid, silu, relu, tanh, gelu, softplus on sim") {
+TEST_CASE(
+    "stdlib: std.math sigmoid, silu, relu, gelu, gelu_erf, softplus (and builtin tanh) on sim") {
   elementwise("sigmoid", 1, sigmoid);
   elementwise("sigmoid", 40, sigmoid); // saturates without inf / inf
   elementwise("silu", 1, [](double x) { return x * sigmoid(x); });
@@ -194,6 +195,9 @@ TEST_CASE("stdlib: std.math sigmoid, silu, relu, tanh, gelu, softplus on sim") {
   elementwise("tanh", 1, [](double x) { return std::tanh(x); });
   elementwise("tanh", 40, [](double x) { return std::tanh(x); });
   elementwise("gelu", 1, gelu);
+  elementwise("gelu_erf", 1, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); });
+  elementwise("gelu_erf", 40,
+              [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); });
   elementwise("softplus", 1, [](double x) { return std::log1p(std::exp(x)); });
   elementwise("softplus", 40,
               [](double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); });

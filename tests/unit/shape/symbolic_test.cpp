@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <climits>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
 using etl::Facts;
 using etl::Sym;
@@ -251,6 +253,71 @@ TEST_CASE("symbolic: prove_ge and bounds") {
   CHECK(d.prove_ge(Sym::floordiv(M, 64), 1));
 }
 
+TEST_CASE("symbolic: clamped and ring indices (issue 15 item 7)") {
+  const Sym j = Sym::symbol("j");
+  Facts f = dims(); // task j in 0 .. N, event extent N
+  f.add_bounds("j", Sym(0), N - 1);
+  for (const Sym &idx : {Sym::max(j - 1, 0), Sym::min(j + 1, N - 1), Sym::mod(j + 1, N),
+                         Sym::max(Sym::min(j + 1, N - 1), 0), Sym::mod(j + N - 1, N)}) {
+    INFO(idx.str());
+    CHECK(f.prove_ge(idx, 0));
+    CHECK(f.prove_ge(N - 1, idx));
+  }
+  // Still sound: these can leave 0 .. N - 1.
+  CHECK_FALSE(f.prove_ge(N - 1, Sym::max(j + 1, 0)));
+  CHECK_FALSE(f.prove_ge(Sym::min(j - 1, N - 1), 0));
+  CHECK_FALSE(f.prove_ge(N - 2, Sym::mod(j + 1, N)));
+  CHECK_FALSE(f.prove_ge(N - 1, Sym::max(j - 1, N)));
+  // With `where N >= 4` (the facts a user adds) too.
+  Facts g = f;
+  g.add_le(Sym(4), N);
+  CHECK(g.prove_ge(N - 1, Sym::min(j + 2, N - 1)));
+  CHECK(g.prove_ge(N - 1, Sym::mod(j + 3, N)));
+}
+
+TEST_CASE("symbolic: exact division multiplied back") {
+  const Sym TB = Sym::symbol("TB");
+  Facts f = dims();
+  // A constant tile: 64 * (N / 64) == N needs `where N % 64 == 0`.
+  CHECK(f.prove_ge(N, 64 * Sym::floordiv(N, 64)));
+  CHECK_FALSE(f.prove_ge(64 * Sym::floordiv(N, 64), N));
+  f.add_divisible(N, 64);
+  CHECK(f.prove_ge(64 * Sym::floordiv(N, 64), N));
+  CHECK(f.prove_ge(128 * Sym::floordiv(N, 64), 2 * N));
+  CHECK_FALSE(f.prove_ge(64 * Sym::floordiv(N, 64), N + 1));
+  // A tile that is a dim: `where N % TB == 0` is the fact mod(N, TB) == 0.
+  Facts g = dims();
+  g.add_bounds("TB", Sym(1), std::nullopt);
+  CHECK_FALSE(g.prove_ge(TB * Sym::floordiv(N, TB), N));
+  g.add_le(Sym::mod(N, TB), 0);
+  g.add_le(0, Sym::mod(N, TB));
+  CHECK(g.prove_ge(TB * Sym::floordiv(N, TB), N));
+  CHECK(g.prove_ge(N, TB * Sym::floordiv(N, TB)));
+}
+
+TEST_CASE("symbolic: missing_fact suggests the where clause that settles a goal") {
+  const Sym j = Sym::symbol("j");
+  const std::set<std::string> keep = {"M", "N"};
+  Facts f = dims();
+  f.add_bounds("j", Sym(0), Sym(3)); // j in 0 .. 4
+  auto m = f.missing_fact(N - 1, j, keep);
+  REQUIRE(m);
+  CHECK(m->first == N);
+  CHECK(m->second == Sym(4));
+  Facts g = dims(); // j in 0 .. M, index j of an event of extent N
+  g.add_bounds("j", Sym(0), M - 1);
+  m = g.missing_fact(N - 1, j, keep);
+  REQUIRE(m);
+  CHECK(m->first == N);
+  CHECK(m->second == M);
+  // Nothing over the dims settles j + 1 <= N - 1 for j up to N - 1.
+  Facts h = dims();
+  h.add_bounds("j", Sym(0), N - 1);
+  CHECK_FALSE(h.missing_fact(N - 1, j + 1, keep));
+  // Nor a goal over a symbol with no bound.
+  CHECK_FALSE(h.missing_fact(N - 1, x, keep));
+}
+
 // ---- randomized soundness -------------------------------------------------
 
 namespace {
@@ -403,4 +470,60 @@ TEST_CASE("symbolic: randomized eval, normal form and prover soundness") {
   }
   CHECK(proven > 1000);
   CHECK(bounded > 500);
+}
+
+TEST_CASE("symbolic: randomized soundness of clamps, rings and exact division by a dim") {
+  // Index expressions over a task index j in 0 .. N and dims N, T (with the
+  // facts N >= 1, T >= 1, mod(N, T) == 0): every goal `e >= 0` or
+  // `N - 1 >= e` the prover accepts must hold for every N, T, j tried.
+  std::mt19937 rng(4242);
+  const Sym j = Sym::symbol("j"), T = Sym::symbol("T");
+  Facts f = dims();
+  f.add_bounds("T", Sym(1), std::nullopt);
+  f.add_bounds("j", Sym(0), N - 1);
+  f.add_le(Sym::mod(N, T), 0);
+  f.add_le(0, Sym::mod(N, T));
+  std::function<Sym(int)> gen = [&](int depth) -> Sym {
+    switch (depth == 0 ? rng() % 4 : rng() % 9) {
+    case 0:
+      return j;
+    case 1:
+      return N;
+    case 2:
+      return T;
+    case 3:
+      return Sym(static_cast<int64_t>(rng() % 5) - 2);
+    case 4:
+      return gen(depth - 1) + gen(depth - 1);
+    case 5:
+      return gen(depth - 1) - gen(depth - 1);
+    case 6:
+      return rng() % 2 ? Sym::max(gen(depth - 1), gen(depth - 1))
+                       : Sym::min(gen(depth - 1), gen(depth - 1));
+    case 7:
+      return Sym::mod(gen(depth - 1), rng() % 2 ? N : T);
+    default:
+      return T * Sym::floordiv(gen(depth - 1), T);
+    }
+  };
+  int proven = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    Sym e = gen(3);
+    bool lo = f.prove_ge(e, 0), hi = f.prove_ge(N - 1, e);
+    proven += lo + hi;
+    if (!lo && !hi)
+      continue;
+    INFO("e = " << e.str());
+    for (int64_t t = 1; t <= 4; ++t)
+      for (int64_t n = t; n <= 12; n += t) // N % T == 0
+        for (int64_t jv = 0; jv < n; ++jv) {
+          auto v = e.eval(env({{"N", n}, {"T", t}, {"j", jv}}));
+          REQUIRE(v.has_value());
+          if (lo)
+            CHECK(*v >= 0);
+          if (hi)
+            CHECK(*v <= n - 1);
+        }
+  }
+  CHECK(proven > 500);
 }
