@@ -213,3 +213,28 @@ TEST_CASE("the verifier rejects a wrong layout and a use before its definition")
   REQUIRE(!errs.empty());
   CHECK(errs[0].find("not defined before its use") != std::string::npos);
 }
+
+TEST_CASE("a splat used in two layouts is cloned, not converted; dot operands convert") {
+  auto t = tile_of(
+      "kernel k<N: dim>(x: tensor<f32>[N, 16], w: tensor<f32>[16, 16], y: tensor<f32>[N, 16],\n"
+      "                 o: tensor<f32>[N, 16]) {\n"
+      "  task t[i in 0 .. cdiv(N, 16)] {\n"
+      "    let z = zeros<f32>[16, 16];\n"
+      "    store(y[i * 16 .. +16, 0 .. +16], z + load(x[i * 16 .. +16, 0 .. +16]));\n"
+      "    store(o[i * 16 .. +16, 0 .. +16], dot(z, load(w[0 .. +16, 0 .. +16])));\n"
+      "  }\n"
+      "}\n");
+  const TileFunc &f = func(t->m, "t");
+  std::vector<const TOp *> splats = ops_of(f.body, TileOpKind::Splat);
+  REQUIRE(splats.size() == 2);
+  CHECK(layout_of(f, splats[0]->results[0]) != layout_of(f, splats[1]->results[0]));
+  const TOp *dot = ops_of(f.body, TileOpKind::Dot).at(0);
+  const Layout &c = layout_of(f, dot->results[0]);
+  CHECK(layout_of(f, dot->operands[0]) == dot_operand_layout(c, 0, {16, 16}));
+  CHECK(layout_of(f, dot->operands[1]) == dot_operand_layout(c, 1, {16, 16}));
+  for (const TOp *cv : ops_of(f.body, TileOpKind::Convert)) {
+    CHECK(cv->operands[0] != splats[0]->results[0]);
+    CHECK(cv->path != ConvertPath::None);
+  }
+  CHECK(ops_of(f.body, TileOpKind::Convert).size() == 1); // the w load into dot's b layout
+}
