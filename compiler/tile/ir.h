@@ -79,6 +79,9 @@ struct MemFacts {
   unsigned vec = 1;          ///< elements per access
   unsigned vec_bits = 0;     ///< vec * element bits
   bool non_coherent = false; ///< the tensor is never written by the kernel
+  /// Every element offset of the tensor fits in 31 bits (the `where` facts
+  /// bound its size): index arithmetic can be 32-bit.
+  bool index32 = false;
   /// Per tile dim: the slice provably lies inside the tensor along it (no
   /// per-element bounds test needed).
   std::vector<bool> in_bounds;

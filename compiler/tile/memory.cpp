@@ -11,7 +11,8 @@
 // domain and the enclosing loops: the slice's start offset and every row
 // stride divisible by vec (aligned vectors), the last dim divisible by vec
 // or the tile inside it (one bounds test per vector), per dim whether the
-// tile lies inside the tensor (no per-element test), and whether the tensor
+// tile lies inside the tensor (no per-element test), whether its element
+// offsets fit in 31 bits (32-bit index arithmetic), and whether the tensor
 // is read-only in the kernel (the non-coherent load path). When alignment
 // alone narrows the access, a NarrowAccess remark names the `where` fact
 // that would widen it.
@@ -119,6 +120,10 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
   unsigned bits = byte_size(td.type.elem) * 8;
   m.non_coherent = op.kind == TileOpKind::Load && !c.written.count(op.tensor);
   m.vec_bits = bits;
+  Sym numel(1);
+  for (const Sym &d : g.shape)
+    numel = numel * d;
+  m.index32 = facts.prove_ge(Sym(int64_t(1) << 31), numel);
   m.in_bounds.assign(tv.shape.size(), false);
   for (size_t d = 0; d < op.parts.size() && d < g.shape.size(); ++d) {
     const SlicePart &p = op.parts[d];

@@ -83,6 +83,8 @@ std::string mem_facts(const TOp &op) {
     s += ", narrowed: " + m.narrowed_by;
   if (m.non_coherent)
     s += ", nc";
+  if (m.index32)
+    s += ", idx32";
   std::string b;
   bool any = false;
   for (size_t d = 0; d < m.in_bounds.size(); ++d) {

@@ -140,6 +140,14 @@ TEST_CASE("tiles provably inside the tensor need no bounds test") {
   auto u = tile_of(rowsum(""));
   const TOp *lu = ops_of(func(u->m, "partial").body, TileOpKind::Load).at(0);
   CHECK(lu->mem.in_bounds == std::vector<bool>{false, false});
+  CHECK_FALSE(lu->mem.index32); // M and N are unbounded
+}
+
+TEST_CASE("bounded dims: 32-bit index arithmetic") {
+  auto t = tile_of(rowsum(" where M <= 4096, N <= 4096"));
+  CHECK(ops_of(func(t->m, "partial").body, TileOpKind::Load).at(0)->mem.index32);
+  auto big = tile_of(rowsum(" where M <= 65536, N <= 65536")); // 2^32 elements
+  CHECK_FALSE(ops_of(func(big->m, "partial").body, TileOpKind::Load).at(0)->mem.index32);
 }
 
 TEST_CASE("f16 loads widen to 8 elements (128 bits) with where K % 8 == 0") {
