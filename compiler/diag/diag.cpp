@@ -42,6 +42,8 @@ const char *severity_word(Severity s) {
     return "warning";
   case Severity::Note:
     return "note";
+  case Severity::Remark:
+    return "remark";
   }
   return "error";
 }
@@ -90,6 +92,8 @@ void Diag::report(DiagId id, SourceRange r, std::vector<std::string> args) {
     return warning(id, r, std::move(args));
   case Severity::Note:
     return note(id, r, std::move(args));
+  case Severity::Remark:
+    return remark(id, r, std::move(args));
   default:
     break;
   }
@@ -128,6 +132,11 @@ void Diag::note(DiagId id, SourceRange r, std::vector<std::string> args) {
   if (drop_notes_)
     return;
   diags_.push_back({id, Severity::Note, r, format_message(diag_format(id), args)});
+}
+
+void Diag::remark(DiagId id, SourceRange r, std::vector<std::string> args) {
+  drop_notes_ = false;
+  diags_.push_back({id, Severity::Remark, r, format_message(diag_format(id), args)});
 }
 
 void Diag::add_trailing_notes(const std::function<std::vector<Diagnostic>(Diagnostic &)> &f) {

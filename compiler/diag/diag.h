@@ -6,6 +6,7 @@
 //
 //   diag.error(DiagId::UndefinedName, e.range, {name});
 //   diag.note(DiagId::NoteDeclaredHere, decl.range, {name});
+//   diag.remark(DiagId::NarrowAccess, call.range, {...});
 //
 // Rendered as
 //
@@ -33,7 +34,10 @@ enum class DiagId {
 #include "diag/kinds.def"
 };
 
-enum class Severity { Error, Warning, Note };
+/// Remark: an optimisation report (e.g. a narrow memory access and the
+/// `where` fact that would widen it); never an error, not affected by -w or
+/// -Werror, shown by the stages that produce them (`--emit=tile`).
+enum class Severity { Error, Warning, Note, Remark };
 
 /// The message format of a diagnostic kind, e.g. "use of undefined name '{0}'".
 const char *diag_format(DiagId id);
@@ -57,6 +61,7 @@ public:
   void error(DiagId id, SourceRange r, std::vector<std::string> args = {});
   void warning(DiagId id, SourceRange r, std::vector<std::string> args = {});
   void note(DiagId id, SourceRange r, std::vector<std::string> args = {});
+  void remark(DiagId id, SourceRange r, std::vector<std::string> args = {});
   /// Adds an already formatted diagnostic (e.g. collected elsewhere).
   void add(const Diagnostic &d);
   /// Generic entry: severity comes from kinds.def.

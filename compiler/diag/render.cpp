@@ -17,7 +17,22 @@ namespace etl {
 namespace {
 
 const char *severity_word(Severity s) {
-  return s == Severity::Error ? "error" : s == Severity::Warning ? "warning" : "note";
+  switch (s) {
+  case Severity::Error:
+    return "error";
+  case Severity::Warning:
+    return "warning";
+  case Severity::Remark:
+    return "remark";
+  case Severity::Note:
+    break;
+  }
+  return "note";
+}
+
+/// SARIF 2.1.0 levels are none/note/warning/error: a remark is a "note".
+const char *sarif_level(Severity s) {
+  return s == Severity::Remark ? "note" : severity_word(s);
 }
 
 /// An error or warning with the notes after it.
@@ -134,10 +149,10 @@ std::string render_sarif(const Diag &d, const std::string &tool_version) {
           llvm::json::Object{{"id", diag_name(x.id)},
                              {"shortDescription", llvm::json::Object{{"text", rule_text(x.id)}}},
                              {"defaultConfiguration",
-                              llvm::json::Object{{"level", severity_word(diag_severity(x.id))}}}});
+                              llvm::json::Object{{"level", sarif_level(diag_severity(x.id))}}}});
     llvm::json::Object r{{"ruleId", diag_name(x.id)},
                          {"ruleIndex", it->second},
-                         {"level", severity_word(x.severity)},
+                         {"level", sarif_level(x.severity)},
                          {"message", llvm::json::Object{{"text", x.message}}}};
     if (x.range.valid())
       r["locations"] = llvm::json::Array{sarif_location(sm, x.range)};

@@ -16,6 +16,7 @@
 #include "schedule/schedule.h"
 #include "sema/check.h"
 #include "target/target.h"
+#include "tile/passes.h"
 
 #include "etl_abi.h"
 
@@ -153,7 +154,36 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
   return ok;
 }
 
+/// --emit=tile: build, verify, assign layouts, verify; both dumps.
+bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string &text,
+                std::string &error) {
+  const KernelDecl &k = c.program->kernels[0];
+  TileModule m = timer.run("tile", [&] { return build_tile_ir(k, c.graph, *c.program, threads); });
+  auto verified = [&](const char *when) {
+    std::vector<std::string> errs = verify_tile(m);
+    if (!errs.empty())
+      error = std::string("tile IR ") + when + ": " + errs[0];
+    return errs.empty();
+  };
+  if (!verified("as built"))
+    return false;
+  text = "// ---- tile IR as built ----\n" + print_tile(m);
+  timer.run("tile-layout", [&] {
+    assign_layouts(m, k, c.graph, c.diag);
+    return 0;
+  });
+  if (!verified("after layout assignment"))
+    return false;
+  text += "\n// ---- after layout assignment ----\n" + print_tile(m);
+  return true;
+}
+
 } // namespace
+
+bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error) {
+  PassTimer timer;
+  return tile_stage(c, threads, timer, text, error);
+}
 
 bool compile_front(Compilation &c, const std::string &stop_after) {
   PassTimer timer;
@@ -255,6 +285,17 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   }
   if (opts.emit == "cost")
     return emit_cost(opts, *c.program, out, c.diag, c.graph);
+  if (opts.emit == "tile") {
+    std::string text, error;
+    if (!tile_stage(c, opts.threads_per_cta, timer, text, error)) {
+      // The program passed every check, so a verifier failure is a compiler bug.
+      c.diag.error(DiagId::InternalCompilerError, none, {"tile IR: " + error});
+      c.diag.note(DiagId::NoteReportBug, none);
+      return kExitInternalError;
+    }
+    out << text;
+    return kExitOk;
+  }
 
   std::vector<std::string> targets = opts.targets;
   if (opts.emit == "ptx") {

@@ -7,6 +7,10 @@
 //   read -> parse (-D) -> import -> inline -> sema -> taskgraph -> schedule -> backend (per target)
 //        -> artifact
 //
+// --emit=tile runs the tile stage after schedule instead of the back end:
+// build the tile IR, verify, assign layouts, verify (the lowering does not
+// consume the IR yet).
+//
 // Tests drive the same functions in-process (tests/unit/golden).
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +38,7 @@ namespace etl {
   X(taskgraph, "task groups and their schedule, event tensors, edges and wait counts")             \
   X(dot, "the task graph as Graphviz")                                                             \
   X(cost, "FLOPs, minimum DRAM bytes and speed-of-light time per task group (--bind, --gpu)")      \
+  X(tile, "the tile IR of every task before and after layout assignment, with remarks")            \
   X(llvm, "LLVM IR of the megakernel, per target")                                                 \
   X(ptx, "PTX text for the sm_* targets")
 
@@ -114,5 +119,10 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err);
 /// prerequisite per line), then an empty rule per dep but the first, so
 /// that make does not fail once an imported module is deleted (clang -MP).
 std::string depfile_text(const std::string &target, const std::vector<std::string> &deps);
+
+/// The tile stage on a compiled front half: the IR before and after layout
+/// assignment (`--emit=tile`'s text); remarks go to c.diag. Returns false
+/// with `error` set when the verifier rejects the IR (a compiler bug).
+bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error);
 
 } // namespace etl

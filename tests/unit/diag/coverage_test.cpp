@@ -1,8 +1,8 @@
 //===- tests/unit/diag/coverage_test.cpp - Every diagnostic has a test ----===//
 //
-// Fails if an Error or Warning kind of diag/kinds.def has no golden test
+// Fails if an Error, Warning or Remark kind of diag/kinds.def has no golden test
 // under tests/diag/ whose CHECK lines contain its message (the literal parts
-// of its format, in order, on one `error:`/`warning:` line).
+// of its format, in order, on one `error:`/`warning:`/`remark:` line).
 //
 //===----------------------------------------------------------------------===//
 #include "diag/diag.h"
@@ -77,13 +77,15 @@ const std::set<std::string> kPending = {
 
 } // namespace
 
-TEST_CASE("every error and warning kind has a golden test in tests/diag") {
+TEST_CASE("every error, warning and remark kind has a golden test in tests/diag") {
   std::vector<std::string> lines = all_check_lines();
   for (DiagId id : all_diag_ids()) {
     Severity s = diag_severity(id);
     if (s == Severity::Note || kPending.count(diag_name(id)))
       continue;
-    std::string sev = s == Severity::Error ? "error" : "warning";
+    std::string sev = s == Severity::Error     ? "error"
+                      : s == Severity::Warning ? "warning"
+                                               : "remark";
     bool found = false;
     for (const std::string &l : lines)
       found = found || matches(l, diag_format(id), sev);

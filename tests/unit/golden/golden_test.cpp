@@ -106,6 +106,30 @@ const std::map<std::string, Emitter> &emitters() {
          return etl::print_cost(etl::estimate_cost(c.program->kernels[0], c.graph), nullptr,
                                 *etl::find_gpu("h100-sxm"), false);
        }},
+      // --emit=tile: the IR before and after layout assignment, then the
+      // remarks.
+      {"tile",
+       [](const std::string &name, const std::string &text) {
+         etl::Compilation c;
+         if (!front(c, name, text))
+           return c.diag.render();
+         std::string out, error;
+         if (!etl::emit_tile(c, 128, out, error))
+           return "internal error: " + error + "\n";
+         return out + c.diag.render();
+       }},
+      // The diagnostics after the tile stage (remarks included), without the
+      // IR: for tests/diag files of remark kinds.
+      {"remarks",
+       [](const std::string &name, const std::string &text) {
+         etl::Compilation c;
+         if (!front(c, name, text))
+           return c.diag.render();
+         std::string out, error;
+         if (!etl::emit_tile(c, 128, out, error))
+           return "internal error: " + error + "\n";
+         return c.diag.render();
+       }},
       {"dot",
        [](const std::string &name, const std::string &text) {
          etl::Compilation c;

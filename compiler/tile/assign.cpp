@@ -1,0 +1,412 @@
+//===- tile/assign.cpp - The layout pass ----------------------------------===//
+//
+// assign_layouts (tile/passes.h), TILE-IR.md (c):
+//
+//  1. anchors: a load gets a coalesced blocked layout with `vec` elements
+//     per thread on its contiguous dim (tile/memory.cpp), then lanes, then
+//     warps; `dot` an FMA result layout and operand layouts derived from it;
+//     a store keeps its value's layout (a value that can take any, such as
+//     a splat, takes the coalesced one);
+//  2. forward propagation: elementwise ops keep their anchored operand's
+//     layout, reductions give slice(parent, axis), transpose permutes, a
+//     power-of-two reshape keeps the bases;
+//  3. hints flow backwards into values that can take any layout for free
+//     (splat, arange, expand, broadcast, a loop's iter_arg whose initial
+//     value is such a value): the first use that disagrees sets the hint
+//     and the walk is redone until no hint changes;
+//  4. the last walk rewrites: where a use still disagrees, a splat or
+//     arange is cloned in the wanted layout, anything else gets a
+//     convert_layout whose path (registers, shuffles or scratch) comes from
+//     the two maps.
+//
+//===----------------------------------------------------------------------===//
+#include "tile/passes.h"
+
+#include <map>
+
+namespace etl {
+namespace {
+
+class Assigner {
+public:
+  Assigner(TileFunc &f, unsigned warps) : f_(f), warps_(warps) {}
+
+  void run() {
+    for (int round = 0; round < 16; ++round) {
+      changed_ = false;
+      walk(false);
+      if (!changed_)
+        break;
+    }
+    walk(true);
+    finish(f_.body);
+  }
+
+private:
+  TileFunc &f_;
+  unsigned warps_;
+  std::map<int, Layout> hint_;
+  std::vector<std::optional<Layout>> lay_;
+  std::map<int, TileOpKind> def_; ///< what defines each value (not iter_args)
+  std::map<int, TOp> remat_;      ///< splat/arange ops, to clone
+  bool rewrite_ = false, changed_ = false;
+  using Cache = std::vector<std::pair<std::pair<int, Layout>, int>>;
+
+  const TValue &val(int v) const { return f_.values[size_t(v)]; }
+  bool tile(int v) const { return val(v).is_tile(); }
+  Layout dflt(const std::vector<int64_t> &shape) const { return default_layout(shape, 1, warps_); }
+  const Layout &L(int v) {
+    if (!lay_[size_t(v)])
+      lay_[size_t(v)] = hint_.count(v) ? hint_.at(v) : dflt(val(v).shape);
+    return *lay_[size_t(v)];
+  }
+  bool adaptable(int v) const {
+    auto it = def_.find(v);
+    if (it == def_.end())
+      return false;
+    TileOpKind k = it->second;
+    return k == TileOpKind::Splat || k == TileOpKind::Arange || k == TileOpKind::Expand ||
+           k == TileOpKind::Broadcast;
+  }
+  int new_value(int like, const Layout &l) {
+    TValue t = val(like);
+    t.layout = -1;
+    f_.values.push_back(t);
+    lay_.push_back(l);
+    return int(f_.values.size()) - 1;
+  }
+
+  void walk(bool rewrite) {
+    rewrite_ = rewrite;
+    lay_.assign(f_.values.size(), std::nullopt);
+    def_.clear();
+    index(f_.body);
+    Cache cache;
+    std::vector<TOp> out = ops(f_.body, cache);
+    if (rewrite)
+      f_.body = std::move(out);
+  }
+
+  void index(const std::vector<TOp> &body) {
+    for (const TOp &op : body) {
+      for (int r : op.results)
+        def_[r] = op.kind;
+      if (op.kind == TileOpKind::Splat || op.kind == TileOpKind::Arange)
+        remat_[op.results[0]] = op;
+      index(op.body);
+    }
+  }
+
+  /// `v` in layout `want` for a use: the value itself, a hint for next
+  /// round, or (rewriting) a clone or a convert_layout appended to `out`.
+  int require(int v, const Layout &want, std::vector<TOp> &out, Cache &cache, SourceRange loc) {
+    if (!tile(v))
+      return v;
+    if (!lay_[size_t(v)] && !def_.count(v)) { // an iter_arg not constrained yet
+      lay_[size_t(v)] = want;
+      return v;
+    }
+    if (L(v) == want)
+      return v;
+    if (adaptable(v) && !hint_.count(v)) {
+      hint_[v] = want;
+      changed_ = true;
+    }
+    if (!rewrite_)
+      return v;
+    for (const auto &c : cache)
+      if (c.first.first == v && c.first.second == want)
+        return c.second;
+    int nv = new_value(v, want);
+    TOp op;
+    if (remat_.count(v)) {
+      op = remat_.at(v);
+    } else {
+      op.kind = TileOpKind::Convert;
+      op.operands = {v};
+      op.path = convert_path(L(v), want);
+    }
+    op.loc = loc;
+    op.results = {nv};
+    out.push_back(op);
+    cache.push_back({{v, want}, nv});
+    return nv;
+  }
+
+  std::vector<TOp> ops(std::vector<TOp> &body, Cache cache) {
+    std::vector<TOp> out;
+    for (TOp &op : body)
+      one(op, out, cache);
+    return out;
+  }
+
+  Layout load_anchor(const TOp &op, const std::vector<int64_t> &shape) const {
+    std::vector<unsigned> order;
+    if (op.mem.fast_dim >= 0)
+      order.push_back(unsigned(op.mem.fast_dim));
+    for (unsigned d = unsigned(shape.size()); d-- > 0;)
+      if (int(d) != op.mem.fast_dim)
+        order.push_back(d);
+    Layout l = blocked_layout(shape, op.mem.vec, order, warps_);
+    return l;
+  }
+
+  void one(TOp &op, std::vector<TOp> &out, Cache &cache) {
+    int r = op.results.empty() ? -1 : op.results[0];
+    auto set = [&](const Layout &l) {
+      if (r >= 0 && tile(r))
+        lay_[size_t(r)] = l;
+    };
+    auto need = [&](int &v, const Layout &l) { v = require(v, l, out, cache, op.loc); };
+    switch (op.kind) {
+    case TileOpKind::Load: {
+      if (!tile(r))
+        break;
+      Layout a = load_anchor(op, val(r).shape);
+      set(a);
+      for (SlicePart &p : op.parts)
+        if (p.kind == SlicePart::Gather) {
+          Layout g = a;
+          for (unsigned d = a.rank(); d-- > 0;)
+            if (int(d) != p.tile_dim)
+              g = slice_layout(g, d);
+          need(p.gather, g);
+        }
+      if (op.mask >= 0)
+        need(op.mask, a);
+      rebuild_operands(op);
+      break;
+    }
+    case TileOpKind::Store: {
+      int &v = op.operands[0];
+      if (tile(v)) {
+        if (adaptable(v) && !hint_.count(v))
+          need(v, load_anchor(op, val(v).shape));
+        Layout l = L(v);
+        for (SlicePart &p : op.parts)
+          if (p.kind == SlicePart::Gather) {
+            Layout g = l;
+            for (unsigned d = l.rank(); d-- > 0;)
+              if (int(d) != p.tile_dim)
+                g = slice_layout(g, d);
+            need(p.gather, g);
+          }
+        if (op.mask >= 0)
+          need(op.mask, l);
+      }
+      int keep = op.operands[0];
+      rebuild_operands(op);
+      op.operands[0] = keep;
+      break;
+    }
+    case TileOpKind::Unary:
+    case TileOpKind::Binary:
+    case TileOpKind::Compare:
+    case TileOpKind::Select:
+    case TileOpKind::Cast: {
+      if (!tile(r))
+        break;
+      int pick = -1;
+      for (int v : op.operands)
+        if (tile(v) && (lay_[size_t(v)] || def_.count(v)) && !adaptable(v) && pick < 0)
+          pick = v;
+      for (int v : op.operands)
+        if (tile(v) && pick < 0 && (lay_[size_t(v)] || def_.count(v)))
+          pick = v;
+      Layout l = hint_.count(r) ? hint_.at(r) : pick >= 0 ? L(pick) : dflt(val(r).shape);
+      for (int &v : op.operands)
+        need(v, l);
+      set(l);
+      break;
+    }
+    case TileOpKind::Splat:
+    case TileOpKind::Arange:
+      set(hint_.count(r) ? hint_.at(r) : dflt(val(r).shape));
+      break;
+    case TileOpKind::Expand: {
+      int &a = op.operands[0];
+      if (hint_.count(r)) {
+        set(hint_.at(r));
+        if (tile(a))
+          need(a, slice_layout(hint_.at(r), unsigned(op.axis)));
+      } else {
+        set(tile(a) ? expand_layout(L(a), unsigned(op.axis)) : dflt(val(r).shape));
+      }
+      break;
+    }
+    case TileOpKind::Broadcast: {
+      Layout l = hint_.count(r) ? hint_.at(r) : dflt(val(r).shape);
+      set(l);
+      Layout want = l;
+      const TValue &a = val(op.operands[0]);
+      for (unsigned d = 0; d < a.shape.size(); ++d)
+        if (a.shape[d] == 1 && val(r).shape[d] != 1)
+          want = squash_layout(want, d);
+      need(op.operands[0], want);
+      break;
+    }
+    case TileOpKind::Reshape: {
+      std::optional<Layout> l = reshape_layout(L(op.operands[0]), val(r).shape);
+      set(l ? *l : dflt(val(r).shape)); // non-power-of-two: through scratch
+      break;
+    }
+    case TileOpKind::Transpose:
+      set(transpose_layout(L(op.operands[0])));
+      break;
+    case TileOpKind::Reduce:
+    case TileOpKind::ArgReduce:
+      if (tile(r))
+        set(slice_layout(L(op.operands[0]), unsigned(op.axis)));
+      break;
+    case TileOpKind::Scan:
+      set(L(op.operands[0]));
+      break;
+    case TileOpKind::Dot: {
+      Layout c = dflt(val(r).shape);
+      c.origin = "dot result (fma)";
+      set(c);
+      need(op.operands[0], dot_operand_layout(c, 0, val(op.operands[0]).shape));
+      need(op.operands[1], dot_operand_layout(c, 1, val(op.operands[1]).shape));
+      break;
+    }
+    case TileOpKind::For:
+      loop(op, out, cache);
+      return;
+    default:
+      break;
+    }
+    if (rewrite_)
+      out.push_back(std::move(op));
+  }
+
+  /// Loads and stores keep gathers and masks both in parts/mask and in
+  /// operands (for the verifier's use-before-def check): rebuild the latter.
+  static void rebuild_operands(TOp &op) {
+    int first = op.kind == TileOpKind::Store ? op.operands[0] : -1;
+    op.operands.clear();
+    if (first >= 0)
+      op.operands.push_back(first);
+    for (const SlicePart &p : op.parts)
+      if (p.kind == SlicePart::Gather)
+        op.operands.push_back(p.gather);
+    if (op.mask >= 0)
+      op.operands.push_back(op.mask);
+  }
+
+  void loop(TOp &op, std::vector<TOp> &out, Cache &cache) {
+    for (size_t j = 0; j < op.block_args.size(); ++j) {
+      int arg = op.block_args[j], init = op.operands[j];
+      if (!tile(arg))
+        continue;
+      if (hint_.count(arg))
+        lay_[size_t(arg)] = hint_.at(arg);
+      else if (!adaptable(init))
+        lay_[size_t(arg)] = L(init);
+    }
+    std::vector<TOp> body = ops(op.body, cache);
+    if (rewrite_) {
+      // The yield is the last op; converts for it go right before it.
+      TOp y = body.back();
+      body.pop_back();
+      yield_layouts(op, y, body, cache);
+      body.push_back(y);
+      op.body = std::move(body);
+    } else {
+      TOp y = op.body.back();
+      std::vector<TOp> scratch;
+      yield_layouts(op, y, scratch, cache);
+    }
+    for (size_t j = 0; j < op.block_args.size(); ++j) {
+      int arg = op.block_args[j];
+      if (!tile(arg))
+        continue;
+      need_init(op, j, out, cache);
+      lay_[size_t(op.results[j])] = L(arg);
+    }
+    if (rewrite_)
+      out.push_back(std::move(op));
+  }
+
+  void yield_layouts(TOp &op, TOp &y, std::vector<TOp> &body, Cache &cache) {
+    for (size_t j = 0; j < op.block_args.size(); ++j) {
+      int arg = op.block_args[j];
+      int &v = y.operands[j];
+      if (!tile(arg))
+        continue;
+      if (!lay_[size_t(arg)])
+        lay_[size_t(arg)] = L(v);
+      if (L(v) != L(arg) && adaptable(op.operands[j]) && !hint_.count(arg)) {
+        hint_[arg] = L(v);
+        changed_ = true;
+      }
+      v = require(v, L(arg), body, cache, y.loc);
+    }
+  }
+
+  void need_init(TOp &op, size_t j, std::vector<TOp> &out, Cache &cache) {
+    op.operands[j] = require(op.operands[j], L(op.block_args[j]), out, cache, op.loc);
+  }
+
+  /// Records the layouts in the values and the function's table, and the
+  /// widths stores get from their value's layout.
+  void finish(std::vector<TOp> &body) {
+    for (TOp &op : body) {
+      for (int v : op.results)
+        record(v);
+      for (int v : op.block_args)
+        record(v);
+      if ((op.kind == TileOpKind::Load || op.kind == TileOpKind::Store) && op.mem.fast_dim >= 0) {
+        int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
+        if (tile(v)) {
+          unsigned c = L(v).contiguous_regs(unsigned(op.mem.fast_dim));
+          if (c < op.mem.vec) {
+            op.mem.vec_bits = op.mem.vec_bits / op.mem.vec * c;
+            op.mem.vec = c;
+            if (op.mem.narrowed_by.empty())
+              op.mem.narrowed_by = "value's layout";
+          }
+        }
+      }
+      finish(op.body);
+    }
+  }
+
+  void record(int v) {
+    if (!tile(v))
+      return;
+    const Layout &l = L(v);
+    for (size_t i = 0; i < f_.layouts.size(); ++i)
+      if (f_.layouts[i] == l) {
+        f_.values[size_t(v)].layout = int(i);
+        return;
+      }
+    f_.layouts.push_back(l);
+    f_.values[size_t(v)].layout = int(f_.layouts.size()) - 1;
+  }
+};
+
+bool analysed(const std::vector<TOp> &ops) {
+  for (const TOp &op : ops) {
+    if ((op.kind == TileOpKind::Load || op.kind == TileOpKind::Store) && !op.mem.analysed)
+      return false;
+    if (!analysed(op.body))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+void assign_layouts(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag &diag) {
+  bool all = true;
+  for (const TileFunc &f : m.funcs)
+    all = all && analysed(f.body);
+  if (!all)
+    analyse_memory(m, k, g, diag);
+  for (TileFunc &f : m.funcs) {
+    Assigner(f, tile_warps(m.threads)).run();
+    f.assigned = true;
+  }
+}
+
+} // namespace etl

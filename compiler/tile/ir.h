@@ -1,0 +1,145 @@
+//===- tile/ir.h - The tile IR: SSA tiles with layouts, per task body -----===//
+//
+// What this owns (the whole folder, compiler/tile/): the tile IR between the
+// checked AST and LLVM IR, and the passes over it.
+//
+//   ops.def    every op, grouped into families, listed once
+//   ir.h       values (static-shaped tiles of an element type, or uniform
+//              scalars), ops, one TileFunc per task group; the printer
+//   build.cpp  AST + task graph -> IR (numpy broadcasts and element type
+//              conversions become explicit ops; `var`s in loops become
+//              iter_args; waits open and notifies close the body)
+//   layout.h   layouts as linear maps (register, lane, warp) -> coordinate
+//   assign.cpp the layout pass: memory facts, anchors, propagation,
+//              conversions where uses disagree, vector widths, remarks
+//   verify.cpp the structural, shape and layout rules of every op
+//
+// `etlc --emit=tile` prints a kernel's IR before and after layout
+// assignment. The LLVM lowering (compiler/lower) does not consume it yet:
+// docs/ARCHITECTURE.md has the plan for porting it op family by op family.
+// Design: shared/design/TILE-IR.md.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ast/ast.h"
+#include "shape/symbolic.h"
+#include "tile/layout.h"
+
+#include <string>
+#include <vector>
+
+namespace etl {
+
+enum class TileOpKind {
+#define ETL_TILE_OP(K, SPELLING, FAMILY, WHAT) K,
+#include "tile/ops.def"
+};
+enum class OpFamily {
+#define ETL_TILE_FAMILY(F, WHAT) F,
+#include "tile/ops.def"
+};
+const char *op_spelling(TileOpKind k);
+const char *op_kind_name(TileOpKind k);
+OpFamily op_family(TileOpKind k);
+const char *family_name(OpFamily f);
+std::vector<TileOpKind> all_tile_ops();
+
+/// An SSA value: a tile (shape non-empty) or a uniform scalar (shape empty;
+/// `index`: an i64 index value).
+struct TValue {
+  ElemType elem = ElemType::F32;
+  std::vector<int64_t> shape;
+  bool index = false;
+  int layout = -1; ///< into TileFunc::layouts, after assignment (tiles only)
+  bool is_tile() const { return !shape.empty(); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    return n;
+  }
+};
+
+/// One component of a slice: `fix(e)` (a tensor dim held at e), `range(lo,
+/// n)` (a tile dim), `gather(%v)` (a tile dim whose coordinates are %v).
+struct SlicePart {
+  enum Kind { Fix, Range, Gather } kind = Fix;
+  std::optional<Sym> at; ///< Fix: the index; Range: lo (nullopt: reads data)
+  int64_t n = 0;         ///< Range
+  int gather = -1;       ///< Gather: value id (operand)
+  int tile_dim = -1;     ///< Range, Gather: the tile dim it feeds
+};
+
+/// What the layout pass found out about a load or store.
+struct MemFacts {
+  bool analysed = false;
+  int fast_dim = -1;         ///< the tile dim contiguous in memory, or -1
+  int64_t contiguity = 1;    ///< contiguous elements along it (power of two)
+  unsigned vec = 1;          ///< elements per access
+  unsigned vec_bits = 0;     ///< vec * element bits
+  bool non_coherent = false; ///< the tensor is never written by the kernel
+  /// Every element offset of the tensor fits in 31 bits (the `where` facts
+  /// bound its size): index arithmetic can be 32-bit.
+  bool index32 = false;
+  /// Per tile dim: the slice provably lies inside the tensor along it (no
+  /// per-element bounds test needed).
+  std::vector<bool> in_bounds;
+  std::string narrowed_by; ///< why vec is below the widest (printed)
+};
+
+struct TOp {
+  TileOpKind kind = TileOpKind::Const;
+  std::vector<int> operands;
+  std::vector<int> results;
+  std::string attr; ///< op name (add, exp, sum, ...), constant, event ...
+  int axis = -1;
+  SourceRange loc;
+  // Memory:
+  int tensor = -1;
+  std::string tensor_name;
+  std::vector<SlicePart> parts;
+  int mask = -1;   ///< operand id of mask=, or -1
+  std::string pad; ///< load pad= (printed), empty: 0
+  MemFacts mem;
+  // Control: for var in lo .. hi step s; `block_args` are the iter_args
+  // inside `body` (operands: the initial values; results: the final ones).
+  std::string var;
+  std::optional<Sym> lo, hi;
+  int64_t step = 1;
+  std::vector<int> block_args;
+  std::vector<TOp> body;
+  // Event: the event and its indices (printed; `*` for all).
+  std::vector<std::string> event_idx;
+  // Convert: the path (after assignment).
+  ConvertPath path = ConvertPath::None;
+};
+
+struct TileFunc {
+  std::string name;              ///< the task group
+  std::vector<std::string> vars; ///< its domain variables
+  std::vector<TValue> values;
+  std::vector<TOp> body;
+  std::vector<Layout> layouts; ///< after assignment: #L0, #L1, ...
+  bool assigned = false;
+};
+
+struct TileModule {
+  std::string kernel;
+  unsigned threads = 128;
+  std::vector<TileFunc> funcs;
+};
+
+struct TaskGraph;
+/// The IR of every task body of `k` (checked by sema, with its task graph).
+/// `threads`: threads per CTA (tile ops use the largest power-of-two warp
+/// count <= threads / 32).
+TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program &p,
+                         unsigned threads);
+/// Warps tile ops use.
+unsigned tile_warps(unsigned threads);
+
+std::string print_tile(const TileModule &m);
+std::string value_type_str(const TileFunc &f, int v);
+
+} // namespace etl

@@ -1,0 +1,149 @@
+//===- tile/layout.h - Layouts of tile values as linear maps over F2 ------===//
+//
+// What this owns: the layout of a tile value as data. A layout is an
+// F2-linear map from hardware bits to coordinate bits of the tile padded to
+// powers of two: hardware index (register r, lane l, warp w) maps to
+//
+//   coord = XOR of reg[k] for every bit k of r,
+//           lane[k] for every bit k of l, warp[k] for every bit k of w,
+//
+// where a coordinate is the row-major index over the padded shape (dim d
+// owns a bit field of lg[d] bits, the last dim the lowest bits). A basis of
+// 0 is a replica: the lanes (or warps) that differ in that bit hold the same
+// element. Every kind below is one such map:
+//
+//   blocked  `vec` contiguous elements per thread on the fastest dim, then
+//            lanes in `order`, warps slowest dim first; registers take
+//            what is left;
+//   slice    the result of reducing one axis of a parent (that axis's bits
+//            dropped: lanes/warps that held it become replicas);
+//   uniform  every thread holds every element (a broadcast tile);
+//   shared   an offset -> coordinate map of shared memory with an XOR
+//            swizzle (SmemLayout: `offset` bits instead of reg/lane/warp);
+//   mma      reserved for the tensor-core operand/accumulator layouts of
+//            the next issue (same mechanism, no constructor yet).
+//
+// Conversions, vector widths and bank conflicts are computed from the maps
+// (tile/assign.cpp), never from the kind, which is kept for printing.
+// Design: shared/design/TILE-IR.md (b); Zhou et al., arXiv:2505.23819.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace etl {
+
+enum class LayoutKind { Blocked, Slice, Uniform, Shared, Mma /* reserved: tensor-core issue */ };
+const char *layout_kind_name(LayoutKind k);
+
+/// Lanes per warp (the lane field always has 5 bases).
+constexpr unsigned kLaneBits = 5;
+
+/// log2 of the smallest power of two >= n (n >= 1).
+unsigned ceil_log2(int64_t n);
+
+struct Layout {
+  LayoutKind kind = LayoutKind::Blocked;
+  std::vector<int64_t> shape; ///< logical shape
+  std::vector<unsigned> lg;   ///< per dim: log2 of the padded extent
+  std::vector<uint32_t> reg, lane, warp;
+  std::string origin; ///< how it was built, e.g. "blocked vec=4 order=[1,0]"
+
+  unsigned rank() const { return unsigned(shape.size()); }
+  unsigned coord_bits() const;
+  /// Bit offset of dim d's field in a packed coordinate.
+  unsigned field_offset(unsigned d) const;
+  uint32_t apply(uint32_t r, uint32_t l, uint32_t w) const;
+  std::vector<int64_t> unpack(uint32_t coord) const;
+  uint32_t pack(const std::vector<int64_t> &c) const;
+  /// Registers per thread, lanes (32), warps.
+  uint32_t num_regs() const { return 1u << reg.size(); }
+  uint32_t num_warps() const { return 1u << warp.size(); }
+  /// Does every coordinate of the padded tile have an owner?
+  bool surjective() const;
+  /// No two distinct hardware indices hold the same element (no replicas).
+  bool injective() const;
+  /// Number of elements of dim `d` each thread holds as one contiguous
+  /// run starting at register 0 (the leading register bases are dim d's
+  /// bits 0, 1, ...): the widest vector along d.
+  unsigned contiguous_regs(unsigned d) const;
+  /// Lane bases and warp bases that are 0 (replicas): one writer per group.
+  bool has_replicas() const;
+  /// Same map (shape, lg and bases); `kind`/`origin` are ignored.
+  bool operator==(const Layout &o) const {
+    return shape == o.shape && lg == o.lg && reg == o.reg && lane == o.lane && warp == o.warp;
+  }
+  bool operator!=(const Layout &o) const { return !(*this == o); }
+  /// `ll<16x128 reg=[(0,1),(0,2)] lane=[...] warp=[...]>`
+  std::string str() const;
+  std::string coord_str(uint32_t coord) const;
+};
+
+/// `vec` contiguous elements of dim order[0] per thread, then the 32 lanes
+/// over the dims in `order` (fastest first), then `warps` warps (a power of
+/// two) over the dims in reverse order (slowest first: a warp owns whole
+/// rows); what is left of each dim goes to registers, fastest first.
+Layout blocked_layout(const std::vector<int64_t> &shape, unsigned vec,
+                      const std::vector<unsigned> &order, unsigned warps);
+/// blocked_layout with the last dim fastest.
+Layout default_layout(const std::vector<int64_t> &shape, unsigned vec, unsigned warps);
+/// Every thread holds all elements.
+Layout uniform_layout(const std::vector<int64_t> &shape, unsigned warps);
+/// The parent without dim `axis`: bases lose that field; register bases that
+/// become 0 are dropped (each thread keeps one copy).
+Layout slice_layout(const Layout &parent, unsigned axis);
+/// Inserts a dim of extent 1 at `axis` (no data moves).
+Layout expand_layout(const Layout &l, unsigned axis);
+/// expand(slice(l, axis), axis): the layout a size-1 operand along `axis`
+/// needs to broadcast into `l` for free.
+Layout squash_layout(const Layout &l, unsigned axis);
+/// Extent-1 dim `axis` becomes `n`: its bits go to registers (every thread
+/// holds the whole new dim).
+Layout broadcast_layout(const Layout &l, unsigned axis, int64_t n);
+/// Rank 2: swaps the two fields.
+Layout transpose_layout(const Layout &l);
+/// Same bases under another power-of-two shape of as many bits; nullopt when
+/// a padded shape differs (non-power-of-two: goes through scratch).
+std::optional<Layout> reshape_layout(const Layout &l, const std::vector<int64_t> &shape);
+/// Operand `which` (0: a [M, K] or [K], 1: b [K, N]) of an FMA `dot` whose
+/// result has layout `c`: the M (or N) bits as in c, the other result dim
+/// replicated, every K element in registers.
+Layout dot_operand_layout(const Layout &c, unsigned which, const std::vector<int64_t> &shape);
+
+/// How a conversion from `src` to `dst` moves data (TILE-IR.md (d)).
+enum class ConvertPath { None, Registers, Shuffle, Scratch };
+const char *convert_path_name(ConvertPath p);
+ConvertPath convert_path(const Layout &src, const Layout &dst);
+
+/// Pseudo-inverse by Gauss-Jordan elimination: a hardware index (reg | lane
+/// << reg bits | warp << (reg + 5) bits) holding `coord`, or nullopt.
+std::optional<uint64_t> invert(const Layout &l, uint32_t coord);
+
+/// Shared memory: offset bit k (element units) holds coordinate offset[k].
+struct SmemLayout {
+  std::vector<int64_t> shape;
+  std::vector<unsigned> lg;
+  std::vector<uint32_t> offset;
+  unsigned vec = 1, per_phase = 1, max_phase = 1;
+  uint32_t apply(uint32_t off) const;
+  bool bijective() const;
+  std::string str() const;
+};
+/// A 2-D [R, C] tile, row-major, with the column chunks of `vec` elements
+/// XORed by the row's phase ((row / per_phase) % max_phase). vec, per_phase
+/// and max_phase are chosen so that the lanes of one wavefront reading a
+/// column chunk (one vec-wide access per lane) hit distinct banks.
+SmemLayout swizzled_smem_layout(const std::vector<int64_t> &shape, unsigned elem_bytes,
+                                unsigned vec);
+/// The unswizzled row-major layout (for comparison in tests and dumps).
+SmemLayout row_major_smem_layout(const std::vector<int64_t> &shape);
+/// Wavefronts (shared-memory transactions) for `lanes` lanes each reading
+/// `vec` elements of `elem_bytes` at coordinates coords[lane] through `s`.
+unsigned smem_wavefronts(const SmemLayout &s, const std::vector<uint32_t> &coords, unsigned vec,
+                         unsigned elem_bytes);
+
+} // namespace etl

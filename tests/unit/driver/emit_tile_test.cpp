@@ -1,0 +1,110 @@
+// `etlc compile --emit=tile`: both dumps with every layout, remarks on
+// stderr (never errors, also under -Werror), the stage timed by
+// --time-passes, the dump written by -o, and the kind listed in --help.
+#include "driver/pipeline.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace etl;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result run(CompileOptions o) {
+  std::ostringstream out, err;
+  int code = compile(o, out, err);
+  return {code, out.str(), err.str()};
+}
+
+CompileOptions tile_opts() {
+  CompileOptions o;
+  o.input = std::string(ETL_SOURCE_DIR) + "/examples/rowsum/rowsum.etl";
+  o.emit = "tile";
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("--emit=tile prints the IR before and after layout assignment") {
+  Result r = run(tile_opts());
+  CHECK(r.code == 0);
+  size_t before = r.out.find("// ---- tile IR as built ----");
+  size_t after = r.out.find("// ---- after layout assignment ----");
+  REQUIRE(before != std::string::npos);
+  REQUIRE(after != std::string::npos);
+  CHECK(before < after);
+  // Layouts only after assignment, each defined once per task and used.
+  CHECK(r.out.substr(0, after).find("#L0") == std::string::npos);
+  CHECK(r.out.find("#L0 = ll<16x128 ", after) != std::string::npos);
+  CHECK(r.out.find("tile<16x128xf32, #L0>", after) != std::string::npos);
+  CHECK(r.out.find("reduce sum %0, axis=1 : tile<16xf32, #L1>", after) != std::string::npos);
+  // The remark goes to stderr with a caret, and is no error.
+  CHECK(r.err.find("rowsum.etl:18:13: remark: load of 'x' uses 32-bit accesses") !=
+        std::string::npos);
+  CHECK(r.err.find("^~~~") != std::string::npos);
+}
+
+TEST_CASE("--emit=tile: remarks stay remarks under -Werror; -w keeps them") {
+  CompileOptions o = tile_opts();
+  o.werror = true;
+  Result r = run(o);
+  CHECK(r.code == 0);
+  CHECK(r.err.find("remark:") != std::string::npos);
+  CHECK(r.err.find("error") == std::string::npos);
+}
+
+TEST_CASE("--emit=tile --time-passes times the tile stages") {
+  CompileOptions o = tile_opts();
+  o.time_passes = true;
+  Result r = run(o);
+  CHECK(r.code == 0);
+  CHECK(r.err.find("  tile ") != std::string::npos);
+  CHECK(r.err.find("  tile-layout ") != std::string::npos);
+  CHECK(r.err.find("  backend ") == std::string::npos); // stops before the back end
+}
+
+TEST_CASE("--emit=tile -o FILE writes the dump; a program with errors prints no IR") {
+  fs::path dir = fs::path(ETL_TEST_BINARY_DIR) / "emit_tile_test";
+  fs::create_directories(dir);
+  CompileOptions o = tile_opts();
+  o.output = (dir / "rowsum.tile").string();
+  fs::remove(o.output);
+  Result r = run(o);
+  CHECK(r.code == 0);
+  std::ifstream in(o.output);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str().find("// ---- after layout assignment ----") != std::string::npos);
+
+  std::string bad = (dir / "bad.etl").string();
+  std::ofstream(bad) << "kernel k<N: dim>(x: tensor<f32>[N]) {\n  task t[i in 0 .. N] {\n"
+                        "    store(x[i .. +1], load(y[i .. +1]));\n  }\n}\n";
+  CompileOptions b = tile_opts();
+  b.input = bad;
+  Result rb = run(b);
+  CHECK(rb.code == 1);
+  CHECK(rb.out.empty());
+  CHECK(rb.err.find("undefined name 'y'") != std::string::npos);
+}
+
+TEST_CASE("etlc --help lists --emit=tile") {
+  std::string cmd = std::string(ETL_ETLC_PATH) + " compile --help 2>&1";
+  FILE *f = popen(cmd.c_str(), "r");
+  REQUIRE(f);
+  std::string out;
+  char buf[256];
+  while (size_t n = fread(buf, 1, sizeof buf, f))
+    out.append(buf, n);
+  pclose(f);
+  CHECK(out.find("tile: the tile IR") != std::string::npos);
+}

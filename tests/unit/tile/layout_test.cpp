@@ -1,0 +1,198 @@
+// Tests of tile/layout.h: the linear layouts' maps, exactly. Blocked
+// layouts own every element once, a slice is the parent's map with one
+// coordinate dropped, inversion undoes apply, conversions take the path the
+// maps imply, and the swizzled shared-memory layout is a bijection whose
+// column reads hit distinct banks where the row-major one conflicts.
+#include "tile/layout.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+using namespace etl;
+
+namespace {
+
+/// Calls f(r, l, w, coord) for every hardware index of `l`.
+template <class F> void each_hw(const Layout &l, F f) {
+  for (uint32_t w = 0; w < l.num_warps(); ++w)
+    for (uint32_t ln = 0; ln < 32; ++ln)
+      for (uint32_t r = 0; r < l.num_regs(); ++r)
+        f(r, ln, w, l.apply(r, ln, w));
+}
+
+/// How many hardware indices hold each coordinate.
+std::map<uint32_t, int> owners(const Layout &l) {
+  std::map<uint32_t, int> n;
+  each_hw(l, [&](uint32_t, uint32_t, uint32_t, uint32_t c) { ++n[c]; });
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("blocked 16x128, vec 4, 4 warps: the bases of TILE-IR.md (a)") {
+  Layout l = default_layout({16, 128}, 4, 4);
+  CHECK(l.str() == "ll<16x128 reg=[(0,1),(0,2),(4,0),(8,0)] lane=[(0,4),(0,8),(0,16),(0,32),"
+                   "(0,64)] warp=[(1,0),(2,0)]>");
+  CHECK(l.contiguous_regs(1) == 4);
+  CHECK(l.contiguous_regs(0) == 1);
+  // Element (row, col) of register r, lane l, warp w, written out.
+  CHECK(l.unpack(l.apply(0, 0, 0)) == std::vector<int64_t>{0, 0});
+  CHECK(l.unpack(l.apply(3, 0, 0)) == std::vector<int64_t>{0, 3});
+  CHECK(l.unpack(l.apply(1, 1, 0)) == std::vector<int64_t>{0, 5});
+  CHECK(l.unpack(l.apply(4, 31, 3)) == std::vector<int64_t>{7, 124});
+  CHECK(l.unpack(l.apply(15, 31, 3)) == std::vector<int64_t>{15, 127});
+}
+
+TEST_CASE("blocked layouts are bijective when the tile fills the threads") {
+  for (auto [shape, vec] : std::vector<std::pair<std::vector<int64_t>, unsigned>>{
+           {{16, 128}, 4}, {{16, 128}, 1}, {{64, 64}, 2}, {{4, 8, 32}, 4}, {{2048}, 8}}) {
+    Layout l = default_layout(shape, vec, 4);
+    INFO(l.str());
+    CHECK(l.injective());
+    CHECK(l.surjective());
+    std::map<uint32_t, int> n = owners(l);
+    CHECK(n.size() == size_t(1) << l.coord_bits());
+    for (const auto &kv : n)
+      CHECK(kv.second == 1);
+  }
+}
+
+TEST_CASE("a small tile is replicated, never left without an owner") {
+  Layout l = default_layout({16}, 1, 4); // 16 elements, 128 threads
+  CHECK(l.surjective());
+  CHECK_FALSE(l.injective());
+  CHECK(l.has_replicas());
+  std::map<uint32_t, int> n = owners(l);
+  CHECK(n.size() == 16);
+  for (const auto &kv : n)
+    CHECK(kv.second == 8); // 128 threads / 16 elements
+  // Non-power-of-two: padded to 32, every padded coordinate owned.
+  Layout p = default_layout({24, 20}, 1, 4);
+  CHECK(p.lg == std::vector<unsigned>{5, 5});
+  CHECK(p.surjective());
+}
+
+TEST_CASE("slice: the parent's map with the reduced axis dropped") {
+  Layout parent = default_layout({16, 128}, 4, 4);
+  Layout s = slice_layout(parent, 1);
+  CHECK(s.str() == "ll<16 reg=[4,8] lane=[0,0,0,0,0] warp=[1,2]>");
+  CHECK(s.kind == LayoutKind::Slice);
+  CHECK(s.surjective());
+  // Thread (lane, warp) holds row r in the slice iff it held row r anywhere.
+  for (uint32_t w = 0; w < 4; ++w)
+    for (uint32_t ln = 0; ln < 32; ++ln) {
+      std::map<int64_t, bool> rows;
+      for (uint32_t r = 0; r < parent.num_regs(); ++r)
+        rows[parent.unpack(parent.apply(r, ln, w))[0]] = true;
+      std::map<int64_t, bool> srows;
+      for (uint32_t r = 0; r < s.num_regs(); ++r)
+        srows[s.unpack(s.apply(r, ln, w))[0]] = true;
+      CHECK(rows == srows);
+    }
+  Layout s0 = slice_layout(parent, 0); // the columns: lanes and registers
+  CHECK(s0.str() == "ll<128 reg=[1,2] lane=[4,8,16,32,64] warp=[0,0]>");
+}
+
+TEST_CASE("expand, squash, broadcast and transpose keep the map") {
+  Layout l = default_layout({16, 128}, 4, 4);
+  Layout e = expand_layout(slice_layout(l, 1), 1);
+  CHECK(e.shape == std::vector<int64_t>{16, 1});
+  CHECK(squash_layout(l, 1) == e);
+  Layout b = broadcast_layout(e, 1, 128);
+  CHECK(b.shape == std::vector<int64_t>{16, 128});
+  CHECK(b.surjective());
+  Layout t = transpose_layout(l);
+  CHECK(t.shape == std::vector<int64_t>{128, 16});
+  each_hw(l, [&](uint32_t r, uint32_t ln, uint32_t w, uint32_t c) {
+    std::vector<int64_t> a = l.unpack(c), bt = t.unpack(t.apply(r, ln, w));
+    CHECK(a[0] == bt[1]);
+    CHECK(a[1] == bt[0]);
+  });
+  auto rs = reshape_layout(l, {2048});
+  REQUIRE(rs);
+  CHECK(rs->reg == l.reg);
+  CHECK_FALSE(reshape_layout(default_layout({12, 16}, 1, 4), {192}));
+}
+
+TEST_CASE("invert undoes apply (Gauss-Jordan over F2)") {
+  for (const Layout &l :
+       {default_layout({16, 128}, 4, 4), slice_layout(default_layout({16, 128}, 4, 4), 1),
+        default_layout({32, 32}, 2, 4)}) {
+    for (uint32_t c = 0; c < (1u << l.coord_bits()); ++c) {
+      auto hw = invert(l, c);
+      REQUIRE(hw);
+      uint32_t r = uint32_t(*hw & (l.num_regs() - 1));
+      uint32_t ln = uint32_t(*hw >> l.reg.size() & 31);
+      uint32_t w = uint32_t(*hw >> (l.reg.size() + kLaneBits));
+      CHECK(l.apply(r, ln, w) == c);
+    }
+  }
+}
+
+TEST_CASE("conversion paths follow from the maps") {
+  Layout a = default_layout({16, 128}, 4, 4);
+  CHECK(convert_path(a, a) == ConvertPath::None);
+  Layout swapped = a;
+  std::swap(swapped.reg[0], swapped.reg[1]);
+  CHECK(convert_path(a, swapped) == ConvertPath::Registers);
+  // vec 1 vs vec 4: the same rows per warp, columns move between lanes.
+  CHECK(convert_path(a, default_layout({16, 128}, 1, 4)) == ConvertPath::Shuffle);
+  // Rows move between warps.
+  CHECK(convert_path(a, transpose_layout(default_layout({128, 16}, 4, 4))) == ConvertPath::Scratch);
+  CHECK(convert_path(slice_layout(a, 1), uniform_layout({16}, 4)) == ConvertPath::Scratch);
+}
+
+TEST_CASE("FMA dot operands: each thread holds the rows and columns its outputs need") {
+  Layout c = default_layout({16, 32}, 1, 4);
+  Layout la = dot_operand_layout(c, 0, {16, 64}), lb = dot_operand_layout(c, 1, {64, 32});
+  CHECK(la.surjective());
+  CHECK(lb.surjective());
+  each_hw(c, [&](uint32_t, uint32_t ln, uint32_t w, uint32_t cc) {
+    std::vector<int64_t> mn = c.unpack(cc);
+    std::map<int64_t, bool> ks_a, ks_b;
+    for (uint32_t r = 0; r < la.num_regs(); ++r) {
+      std::vector<int64_t> mk = la.unpack(la.apply(r, ln, w));
+      if (mk[0] == mn[0])
+        ks_a[mk[1]] = true;
+    }
+    for (uint32_t r = 0; r < lb.num_regs(); ++r) {
+      std::vector<int64_t> kn = lb.unpack(lb.apply(r, ln, w));
+      if (kn[1] == mn[1])
+        ks_b[kn[0]] = true;
+    }
+    CHECK(ks_a.size() == 64);
+    CHECK(ks_b.size() == 64);
+  });
+}
+
+TEST_CASE("swizzled shared memory: a bijection without bank conflicts on column reads") {
+  for (auto [shape, bytes, vec] : std::vector<std::tuple<std::vector<int64_t>, unsigned, unsigned>>{
+           {{32, 32}, 4, 1}, {{32, 32}, 4, 4}, {{64, 64}, 2, 8}, {{16, 128}, 4, 4}}) {
+    SmemLayout s = swizzled_smem_layout(shape, bytes, vec);
+    INFO(s.str());
+    CHECK(s.bijective());
+    std::map<uint32_t, int> hit;
+    for (uint32_t off = 0; off < (1u << s.offset.size()); ++off)
+      ++hit[s.apply(off)];
+    CHECK(hit.size() == size_t(1) << s.offset.size());
+  }
+  // 32 lanes read column 5 of a 32x32 f32 tile, one element each.
+  std::vector<uint32_t> col;
+  for (uint32_t r = 0; r < 32; ++r)
+    col.push_back(r << 5 | 5);
+  CHECK(smem_wavefronts(row_major_smem_layout({32, 32}), col, 1, 4) == 32);
+  CHECK(smem_wavefronts(swizzled_smem_layout({32, 32}, 4, 1), col, 1, 4) == 1);
+  // 32 lanes read a 16-byte chunk (4 x f32) of column chunk 0 of rows 0..31:
+  // 8 lanes per wavefront at best, so 4 wavefronts without conflicts.
+  std::vector<uint32_t> chunk;
+  for (uint32_t r = 0; r < 32; ++r)
+    chunk.push_back(r << 5);
+  CHECK(smem_wavefronts(row_major_smem_layout({32, 32}), chunk, 4, 4) == 32);
+  CHECK(smem_wavefronts(swizzled_smem_layout({32, 32}, 4, 4), chunk, 4, 4) == 4);
+  // Row reads stay conflict-free after swizzling.
+  std::vector<uint32_t> row;
+  for (uint32_t c = 0; c < 32; ++c)
+    row.push_back(7u << 5 | c);
+  CHECK(smem_wavefronts(swizzled_smem_layout({32, 32}, 4, 1), row, 1, 4) == 1);
+}
