@@ -22,8 +22,9 @@
 // Element types in registers: f32 and f16 are f32 (f16 results are rounded
 // to half precision after each op), i32 is i32, and bool is an i32 holding 0
 // or 1 (so bool tiles spill to scratch, select and reduce like i32 ones;
-// comparisons zero-extend their i1). Compute ops: transpose, cumsum and
-// argmax/argmin re-lay out through scratch like reductions; dot spills both
+// comparisons zero-extend their i1). Reductions and scans combine within a
+// thread, then across lanes with warp shuffles, then across warps through
+// scratch (lower/lower_reduce.cpp); transpose re-lays out through scratch; dot spills both
 // operands side by side (a at 0, b after it) and each thread runs a K loop
 // for the outputs it owns, so its scratch need is (|a| + |b|) * 4 bytes,
 // which sema bounds by 48 KiB (static shared memory).
@@ -208,7 +209,6 @@ public:
   TileVal lower_load(const Expr &call);
   /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
-  TileVal reduce(const TileVal &v, int axis, Builtin op);
   /// Element-wise `a op b` (Add/Sub/Mul/Div) at the given result shape/elem.
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
                 ElemType elem);
@@ -219,15 +219,24 @@ public:
   TileVal select(const TileVal &cond, const TileVal &a, const TileVal &c,
                  const std::vector<int64_t> &shape, ElemType elem);
   TileVal arange(int64_t n, ElemType elem);
-  /// Inclusive prefix sum along `axis`.
-  TileVal cumsum(const TileVal &v, int axis);
-  /// Index (i32) of the first maximum (or minimum) along `axis`.
-  TileVal arg_reduce(const TileVal &v, int axis, bool is_max);
   TileVal transpose(const TileVal &v);
   /// a [M, K] (or [K]) times b [K, N]: f32 [M, N] (or [N]), accumulated in f32.
   TileVal dot(const TileVal &a, const TileVal &c);
   void assign_local(int index, const TileVal &v);
   TileVal read_local(int index);
+
+  // ---- lower_reduce.cpp -----------------------------------------------------
+  /// sum/max/min along `axis` (warp shuffles where the shape allows).
+  TileVal reduce(const TileVal &v, int axis, Builtin op);
+  /// Inclusive prefix sum along `axis`.
+  TileVal cumsum(const TileVal &v, int axis);
+  /// Index (i32) of the first maximum (or minimum) along `axis`.
+  TileVal arg_reduce(const TileVal &v, int axis, bool is_max);
+  /// The serial forms, for shapes the shuffle paths do not take.
+  TileVal cumsum_serial(const TileVal &v, int axis);
+  TileVal arg_reduce_serial(const TileVal &v, int axis, bool is_max);
+  /// Source line of the reduction being lowered (sim's divergence report).
+  unsigned cur_line = 0;
 
   // ---- helpers (lower_kernel.cpp) -------------------------------------------
   llvm::Type *reg_type(ElemType t) const;

@@ -87,6 +87,13 @@ class RaceError(Error):
     status, code = "ETL_ERROR_RACE", 16
 
 
+class DivergenceError(Error):
+    """sim: a lane of a warp never reached a warp shuffle its warp waits at,
+    or reached another one (the message names the operation and its line)."""
+
+    status, code = "ETL_ERROR_DIVERGENCE", 17
+
+
 # Raised by the package before anything reaches the runtime.
 class DTypeError(BindingError, TypeError):
     """A tensor's element type differs from the parameter's."""
@@ -111,5 +118,5 @@ BY_CODE = {
     for cls in (InvalidValueError, InvalidHandleError, NotFoundError, InvalidArtifactError,
                 UnsupportedVersionError, NoDeviceError, NoCudaDriverError, OutOfMemoryError,
                 BindingError, UnboundError, LaunchFailedError, MemoryViolationError,
-                WatchdogTimeout, CudaError, WriteError, RaceError)
+                WatchdogTimeout, CudaError, WriteError, RaceError, DivergenceError)
 }
