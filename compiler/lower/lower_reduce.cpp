@@ -119,28 +119,17 @@ struct FastReduce {
   /// Steps 1-4 for the per-register parts `in` (dead elements already hold
   /// the identity); returns the parts of the result's registers.
   std::vector<Part> run(const std::vector<Part> &in, unsigned out_regs, bool scalar_out) {
-    // 1. Fold the registers whose k differs only in axis bits.
-    std::map<unsigned, Part> groups;
+    // Each group (the registers whose k differs only in axis bits) is
+    // folded, reduced across lanes and written before the next one starts,
+    // so only one group's partial is live at a time.
+    std::map<unsigned, std::vector<unsigned>> groups;
     for (unsigned k = 0; k < in.size(); ++k) {
       unsigned key = k;
       for (int bit = ab.lo; bit < ab.hi; ++bit)
         if (bit >= ab.tbits && bit - ab.tbits < 32)
           key &= ~(1u << unsigned(bit - ab.tbits));
-      auto it = groups.find(key);
-      if (it == groups.end())
-        groups.emplace(key, in[k]);
-      else
-        it->second = combine(it->second, in[k]);
+      groups[key].push_back(k);
     }
-    // 2. Butterflies over the axis bits in the lane number.
-    for (auto &[key, part] : groups)
-      for (int bit = ab.lane_lo(); bit < ab.lane_hi(); ++bit) {
-        Part other;
-        for (llvm::Value *v : part)
-          other.push_back(shfl(v, ShflMode::Bfly, 1u << unsigned(bit), 31));
-        part = combine(part, other);
-      }
-    // 3. One writer per group and warp: scratch[q * NOUT + o].
     int64_t Q = int64_t(1) << ab.warp_axis_bits();
     std::vector<int64_t> base(bytes.size(), 0);
     int64_t words = 0;
@@ -149,19 +138,30 @@ struct FastReduce {
       words += Q * ab.nout * bytes[c] / 4;
     }
     L.note_scratch(words);
-    llvm::Value *tid64 = b.CreateZExt(L.tid, L.i64);
     uint64_t lane_mask = 0;
     for (int bit = ab.lane_lo(); bit < ab.lane_hi(); ++bit)
       lane_mask |= uint64_t(1) << unsigned(bit);
-    for (auto &[key, part] : groups) {
-      llvm::Value *e = b.CreateAdd(tid64, b.getInt64(int64_t(key) * L.T));
+    for (const auto &group : groups) {
+      // 1. Fold the group's registers, in order.
+      Part p = in[group.second[0]];
+      for (size_t i = 1; i < group.second.size(); ++i)
+        p = combine(p, in[group.second[i]]);
+      // 2. Butterflies over the axis bits in the lane number.
+      for (int bit = ab.lane_lo(); bit < ab.lane_hi(); ++bit) {
+        Part other;
+        for (llvm::Value *v : p)
+          other.push_back(shfl(v, ShflMode::Bfly, 1u << unsigned(bit), 31));
+        p = combine(p, other);
+      }
+      // 3. One writer per group and warp: scratch[q * NOUT + o].
+      llvm::Value *e =
+          b.CreateAdd(b.CreateZExt(L.tid, L.i64), b.getInt64(int64_t(group.first) * L.T));
       llvm::Value *o = out_index(e);
       llvm::Value *q = b.CreateAnd(b.CreateLShr(e, uint64_t(ab.warp_lo())), b.getInt64(Q - 1));
       llvm::Value *writer =
-          b.CreateAnd(b.CreateICmpEQ(b.CreateAnd(tid64, lane_mask), b.getInt64(0)),
+          b.CreateAnd(b.CreateICmpEQ(b.CreateAnd(L.tid, uint64_t(lane_mask)), b.getInt32(0)),
                       b.CreateICmpULT(o, b.getInt64(ab.nout)));
       llvm::Value *slot = b.CreateAdd(b.CreateMul(q, b.getInt64(ab.nout)), o);
-      const Part &p = part;
       L.if_then(writer, [&] {
         for (size_t c = 0; c < p.size(); ++c)
           L.scratch_store(p[c], b.CreateAdd(slot, b.getInt64(base[c])), bytes[c]);
