@@ -21,9 +21,9 @@
 // Elements past the end of the tile take the identity. argmax/argmin carry
 // (value, index) pairs through the same steps; their combine is symmetric
 // and keeps the serial rule: the first extremum wins ties, a NaN is skipped
-// unless it is element 0 (then the answer is 0). cumsum, when the axis bits
-// lie in the lane and warp bits, scans the lanes with `shfl.sync.up`
-// (Hillis-Steele) and adds the totals of the warps before it through shared
+// unless it is element 0 (then the answer is 0). cumsum scans the lanes with
+// `shfl.sync.up` (Hillis-Steele), then adds the totals of the earlier
+// segments of its row (earlier warps, earlier registers) through shared
 // memory; its result keeps the operand's layout. Other shapes take the
 // serial fallbacks at the end of this file (spill, then one thread per
 // output element walks the axis).
@@ -331,7 +331,7 @@ TileVal Lowerer::cumsum(const TileVal &v, int axis) {
   if (axis < 0 || size_t(axis) >= v.shape.size())
     throw LowerError("cumsum axis out of range");
   std::optional<AxisBits> ab = axis_bits(v.shape, axis, T);
-  if (!ab || ab->hi > ab->tbits) // the axis reaches into the registers
+  if (!ab)
     return cumsum_serial(v, axis);
   TileVal r;
   r.elem = v.elem;
@@ -360,14 +360,20 @@ TileVal Lowerer::cumsum(const TileVal &v, int axis) {
     }
     x.push_back(xk);
   }
-  // Warps: add the totals of the earlier warps of the same row.
-  if (int wb = ab->warp_axis_bits()) {
-    int64_t Q = int64_t(1) << wb;
+  // Warps and registers: add the totals of the earlier segments of the row.
+  // Segment (kp, q): the axis bits kp in the register number and q in the
+  // warp number; its total, written by the lane at its end, goes to
+  // scratch[(kp * Q + q) * NOUT + o].
+  int klo = std::max(ab->lo, ab->tbits), kshift = klo - ab->tbits;
+  int64_t KR = ab->hi > ab->tbits ? int64_t(1) << (ab->hi - klo) : 1;
+  int64_t Q = int64_t(1) << ab->warp_axis_bits();
+  if (Q > 1 || KR > 1) {
     unsigned bytes = scratch_bytes(v.elem);
-    note_scratch(Q * ab->nout * bytes / 4);
+    note_scratch(KR * Q * ab->nout * bytes / 4);
     uint64_t last = 0; // the lane holding its segment's total
     for (int bit = llo; bit < lhi; ++bit)
       last |= uint64_t(1) << unsigned(bit);
+    auto kp_of = [&](unsigned k) { return int64_t(k >> kshift) & (KR - 1); };
     std::vector<llvm::Value *> q(x.size()), o(x.size());
     for (unsigned k = 0; k < x.size(); ++k) {
       llvm::Value *e = elem_index(k);
@@ -378,16 +384,35 @@ TileVal Lowerer::cumsum(const TileVal &v, int axis) {
       llvm::Value *writer = b.CreateICmpEQ(b.CreateAnd(lane, last), b.getInt64(int64_t(last)));
       if (llvm::Value *alive = elem_alive(k, v.numel()))
         writer = b.CreateAnd(writer, alive);
-      llvm::Value *slot = b.CreateAdd(b.CreateMul(q[k], b.getInt64(ab->nout)), o[k]);
+      llvm::Value *seg = b.CreateAdd(b.CreateMul(b.getInt64(kp_of(k)), b.getInt64(Q)), q[k]);
+      llvm::Value *slot = b.CreateAdd(b.CreateMul(seg, b.getInt64(ab->nout)), o[k]);
       llvm::Value *val = x[k];
       if_then(writer, [&] { scratch_store(val, slot, bytes); });
     }
     m.barrier(b);
-    for (unsigned k = 0; k < x.size(); ++k)
-      for (int64_t qq = 0; qq + 1 < Q; ++qq) {
-        llvm::Value *t = scratch_load(ty, b.CreateAdd(o[k], b.getInt64(qq * ab->nout)), bytes);
-        x[k] = b.CreateSelect(b.CreateICmpULT(b.getInt64(qq), q[k]), add(x[k], t), x[k]);
+    // Per row of registers (k without its axis bits), in axis order: the
+    // whole segments of earlier kp, then the earlier warps of this kp.
+    for (unsigned k0 = 0; k0 < x.size(); ++k0) {
+      if (kp_of(k0) != 0)
+        continue;
+      llvm::Value *running = zero;
+      for (int64_t kp = 0; kp < KR; ++kp) {
+        unsigned k = k0 | unsigned(kp << kshift);
+        if (k >= x.size())
+          break;
+        llvm::Value *before = zero, *full = zero;
+        for (int64_t qq = 0; qq < Q; ++qq) {
+          llvm::Value *at = b.CreateAdd(o[k], b.getInt64((kp * Q + qq) * ab->nout));
+          llvm::Value *t = scratch_load(ty, at, bytes);
+          if (qq + 1 < Q)
+            before = b.CreateSelect(b.CreateICmpULT(b.getInt64(qq), q[k]), add(before, t), before);
+          full = add(full, t);
+        }
+        x[k] = add(x[k], add(running, before));
+        if (kp + 1 < KR)
+          running = add(running, full);
       }
+    }
     m.barrier(b);
   }
   for (llvm::Value *xk : x) {
