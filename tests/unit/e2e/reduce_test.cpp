@@ -173,6 +173,11 @@ TEST_CASE("reductions and scans: shapes of the warp-shuffle path, one and four w
     for (auto [R, C] : std::vector<std::pair<int64_t, int64_t>>{
              {1, 32}, {4, 32}, {3, 64}, {2, 256}, {16, 8}, {33, 16}, {64, 4}, {5, 128}, {8, 2}})
       check_shape(R, C, threads);
+  // Two and eight warps (the back end may pick other CTA sizes per target).
+  for (unsigned threads : {64u, 256u})
+    for (auto [R, C] :
+         std::vector<std::pair<int64_t, int64_t>>{{4, 32}, {2, 512}, {33, 16}, {1, 100}})
+      check_shape(R, C, threads);
 }
 
 TEST_CASE("reductions and scans: an outermost axis of any extent, and the serial fallback") {
