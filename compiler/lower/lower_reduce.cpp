@@ -24,9 +24,10 @@
 // unless it is element 0 (then the answer is 0). cumsum scans the lanes with
 // `shfl.sync.up` (Hillis-Steele), then adds the totals of the earlier
 // segments of its row (earlier warps, earlier registers) through shared
-// memory; its result keeps the operand's layout. Other shapes take the
-// serial fallbacks at the end of this file (spill, then one thread per
-// output element walks the axis).
+// memory; its result keeps the operand's layout. A last axis of another
+// extent is walked by segments of lanes (FastReduce::run_rows) and reduced
+// with butterflies; other shapes take the serial fallbacks at the end of
+// this file (spill, then one thread per output element walks the axis).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -191,7 +192,92 @@ struct FastReduce {
     L.m.barrier(b);
     return out;
   }
+
+  /// The last axis of `v` when its extent n is not a power of two (and T
+  /// is): spill, then segments of S lanes (S = the power of two >= n, at most
+  /// 32) walk one row each with stride S, combine with butterflies, and the
+  /// segment's first lane writes the row's result after the tile in
+  /// scratch; the owners read it back. `with_index`: parts are (value,
+  /// axis index).
+  std::vector<Part> run_rows(const TileVal &v, unsigned out_regs, bool scalar_out,
+                             bool with_index) {
+    int64_t n = v.shape.back(), nout = v.numel() / n;
+    int sbits = std::min(5, log2_ceil(n));
+    int64_t S = int64_t(1) << sbits, G = L.T / S, passes = (nout + G - 1) / G;
+    unsigned vbytes = L.scratch_bytes(v.elem);
+    L.spill_to_scratch(v);
+    std::vector<int64_t> base(bytes.size(), 0);
+    int64_t words = (v.numel() * vbytes + 7) / 8 * 2; // the tile, 8-byte aligned
+    for (size_t c = 0; c < bytes.size(); ++c) {
+      base[c] = words * 4 / bytes[c];
+      words += nout * bytes[c] / 4;
+    }
+    L.note_scratch(words);
+    llvm::Value *tid64 = b.CreateZExt(L.tid, L.i64);
+    llvm::Value *seg = b.CreateLShr(tid64, uint64_t(sbits));
+    llvm::Value *s = b.CreateAnd(tid64, b.getInt64(S - 1));
+    llvm::Type *ty = identity[0]->getType();
+    for (int64_t pass = 0; pass < passes; ++pass) {
+      llvm::Value *g = b.CreateAdd(seg, b.getInt64(pass * G));
+      llvm::Value *valid = b.CreateICmpULT(g, b.getInt64(nout));
+      std::vector<llvm::AllocaInst *> acc;
+      for (llvm::Value *id : identity) {
+        acc.push_back(L.entry_alloca(id->getType(), "row.acc"));
+        b.CreateStore(id, acc.back());
+      }
+      L.if_then(valid, [&] {
+        llvm::Value *row = b.CreateMul(g, b.getInt64(n));
+        L.for_range(s, b.getInt64(n), b.getInt64(S), [&](llvm::Value *j) {
+          Part x{L.scratch_load(ty, b.CreateAdd(row, j), vbytes)};
+          if (with_index)
+            x.push_back(b.CreateTrunc(j, L.i32));
+          Part a;
+          for (llvm::AllocaInst *slot : acc)
+            a.push_back(b.CreateLoad(slot->getAllocatedType(), slot));
+          Part r = combine(a, x);
+          for (size_t c = 0; c < acc.size(); ++c)
+            b.CreateStore(r[c], acc[c]);
+        });
+      });
+      Part p;
+      for (llvm::AllocaInst *slot : acc)
+        p.push_back(b.CreateLoad(slot->getAllocatedType(), slot));
+      for (int bit = 0; bit < sbits; ++bit) {
+        Part other;
+        for (llvm::Value *x : p)
+          other.push_back(shfl(x, ShflMode::Bfly, 1u << unsigned(bit), 31));
+        p = combine(p, other);
+      }
+      llvm::Value *writer = b.CreateAnd(valid, b.CreateICmpEQ(s, b.getInt64(0)));
+      L.if_then(writer, [&] {
+        for (size_t c = 0; c < p.size(); ++c)
+          L.scratch_store(p[c], b.CreateAdd(g, b.getInt64(base[c])), bytes[c]);
+      });
+    }
+    L.m.barrier(b);
+    std::vector<Part> out;
+    for (unsigned k = 0; k < out_regs; ++k) {
+      llvm::Value *o = b.getInt64(0);
+      if (!scalar_out) {
+        o = L.elem_index(k);
+        if (llvm::Value *alive = L.elem_alive(k, nout))
+          o = b.CreateSelect(alive, o, b.getInt64(0));
+      }
+      Part x;
+      for (size_t c = 0; c < bytes.size(); ++c)
+        x.push_back(
+            L.scratch_load(identity[c]->getType(), b.CreateAdd(o, b.getInt64(base[c])), bytes[c]));
+      out.push_back(x);
+    }
+    L.m.barrier(b);
+    return out;
+  }
 };
+
+/// Whether run_rows takes a reduction of `axis` (the fast path does not).
+bool rows_path(const std::vector<int64_t> &shape, int axis, unsigned T) {
+  return size_t(axis) + 1 == shape.size() && T >= 32 && pow2(T) && shape.back() > 1;
+}
 
 /// The serial fallbacks (any shape): see the end of the file.
 TileVal reduce_serial(Lowerer &L, const TileVal &v, int axis, Builtin op, ElemType out_elem,
@@ -238,10 +324,17 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, Builtin op) {
     return r;
   }
   std::optional<AxisBits> ab = axis_bits(v.shape, axis, T);
-  if (!ab)
+  bool scalar_out = r.shape.empty();
+  if (!ab && !rows_path(v.shape, axis, T))
     return reduce_serial(*this, v, axis, op, r.elem, init, combine);
-  FastReduce fr{*this, b, *ab, nullptr, {init}, {scratch_bytes(v.elem)}};
+  AxisBits none_bits;
+  FastReduce fr{*this, b, ab ? *ab : none_bits, nullptr, {init}, {scratch_bytes(v.elem)}};
   fr.combine = [&](const Part &x, const Part &y) { return Part{combine(x[0], y[0])}; };
+  if (!ab) {
+    for (const Part &p : fr.run_rows(v, scalar_out ? 1 : regs_for(r.numel()), scalar_out, false))
+      r.regs.push_back(p[0]);
+    return r;
+  }
   std::vector<Part> in;
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     llvm::Value *x = v.regs[k];
@@ -249,7 +342,6 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, Builtin op) {
       x = b.CreateSelect(alive, x, init);
     in.push_back({x});
   }
-  bool scalar_out = r.shape.empty();
   for (const Part &p : fr.run(in, scalar_out ? 1 : regs_for(r.numel()), scalar_out))
     r.regs.push_back(p[0]);
   return r;
@@ -271,7 +363,7 @@ TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
   if (r.shape.empty())
     r.shape.push_back(1); // as sema types it
   std::optional<AxisBits> ab = axis_bits(v.shape, axis, T);
-  if (!ab)
+  if (!ab && !rows_path(v.shape, axis, T))
     return arg_reduce_serial(v, axis, is_max);
   llvm::Type *ty = reg_type(v.elem);
   bool fl = is_float(v.elem);
@@ -302,11 +394,17 @@ TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
     wins = b.CreateOr(wins, b.CreateAnd(b.CreateAnd(pn, qn), lower));
     return b.CreateOr(qs, b.CreateAnd(b.CreateNot(ps), wins));
   };
-  FastReduce fr{*this, b, *ab, nullptr, {worst, none}, {scratch_bytes(v.elem), 4}};
+  AxisBits none_bits;
+  FastReduce fr{*this, b, ab ? *ab : none_bits, nullptr, {worst, none}, {scratch_bytes(v.elem), 4}};
   fr.combine = [&](const Part &p, const Part &q) {
     llvm::Value *w = q_wins(p, q);
     return Part{b.CreateSelect(w, q[0], p[0]), b.CreateSelect(w, q[1], p[1])};
   };
+  if (!ab) {
+    for (const Part &p : fr.run_rows(v, regs_for(r.numel()), false, true))
+      r.regs.push_back(p[1]);
+    return r;
+  }
   std::vector<Part> in;
   for (unsigned k = 0; k < v.regs.size(); ++k) {
     llvm::Value *e = elem_index(k);

@@ -37,18 +37,23 @@ std::string compile_ptx(const std::string &path, const char *target) {
   return out.str();
 }
 
-std::string row_program(int64_t C) {
+/// Row sums, maxima and argmax of a [16, C] tile; `columns`: along axis 0.
+std::string row_program(int64_t C, bool columns = false) {
   fs::path dir = fs::path(ETL_TEST_BINARY_DIR) / "reduce_ptx";
   fs::create_directories(dir);
-  fs::path p = dir / ("rows_" + std::to_string(C) + ".etl");
+  fs::path p = dir / ("rows_" + std::to_string(C) + (columns ? "_cols" : "") + ".etl");
+  std::string out = columns ? "TN" : "TM", ax = columns ? "0" : "1";
   std::ofstream(p) << "const TM = 16;\nconst TN = " << C << R"(;
 kernel rows<M: dim>(x: tensor<f32>[M, TN], s: tensor<f32>[M], mx: tensor<f32>[M],
                     am: tensor<i32>[M]) {
   task t[i in 0 .. cdiv(M, TM)] {
     let a = load(x[i * TM .. +TM, 0 .. +TN]);
-    store(s[i * TM .. +TM], sum(a, axis = 1));
-    store(mx[i * TM .. +TM], max(a, axis = 1));
-    store(am[i * TM .. +TM], argmax(a, axis = 1));
+    store(s[i * )" << out
+                   << " .. +" << out << "], sum(a, axis = " << ax << R"());
+    store(mx[i * )" << out
+                   << " .. +" << out << "], max(a, axis = " << ax << R"());
+    store(am[i * )" << out
+                   << " .. +" << out << "], argmax(a, axis = " << ax << R"());
   }
 }
 )";
@@ -106,9 +111,17 @@ TEST_CASE("row reductions use shfl.sync butterflies and no serial walk of shared
   }
 }
 
-TEST_CASE("a row length that is not a power of two keeps the serial walk (the check can fail)") {
+TEST_CASE("rows of a length that is not a power of two reduce by segments of lanes") {
   std::string ptx = compile_ptx(row_program(100), "sm_90");
+  CHECK(count(ptx, "shfl.sync.bfly.b32") >= 20);
+  assemble(ptx, "sm_90");
+}
+
+TEST_CASE("columns of a length that is not a power of two keep the serial walk (the check can "
+          "fail)") {
+  std::string ptx = compile_ptx(row_program(100, true), "sm_90");
   ptxcheck::Kernel k = ptxcheck::parse_kernel(ptx);
+  CHECK(count(ptx, "shfl.sync") == 0);
   CHECK(serial_shared_loops(k) > 0);
 }
 
