@@ -10,24 +10,25 @@
 // e = tid + k*T for k = 0 .. ceil(numel/T)-1 (e >= numel: dead). Every thread
 // keeps its elements as SSA values (`TileVal::regs[k]`); locals live in
 // allocas that mem2reg turns back into registers. Scalars (rank 0) hold one
-// uniform value. Any op that changes which thread owns an element (reduction,
-// broadcast of a smaller operand) goes through the shared scratch area:
-// write own elements, barrier, read with the new mapping, barrier.
+// uniform value. An op that changes which thread owns an element (broadcast
+// of a smaller operand, transpose) goes through the shared scratch area:
+// write own elements, barrier, read with the new mapping, barrier; a
+// reduction moves only its partial results that way (see below).
 // `expand` only inserts a size-1 dim, which keeps the linear order, so it is
 // free. Shared memory: the 32-byte header [0, kSmemScratch) broadcasts the
 // queue entry, the abort flag, the dynamic-loop decision and the progress
 // count (offsets below); the scratch area starts at kSmemScratch and is sized
-// by the largest tile that is ever re-laid out (4 bytes per element, 8 for i64).
+// by the largest need of one re-layout (4 bytes per element, 8 for i64).
 //
 // Element types in registers: f32 and f16 are f32 (f16 results are rounded
 // to half precision after each op), i32 is i32, and bool is an i32 holding 0
 // or 1 (so bool tiles spill to scratch, select and reduce like i32 ones;
 // comparisons zero-extend their i1). Reductions and scans combine within a
 // thread, then across lanes with warp shuffles, then across warps through
-// scratch (lower/lower_reduce.cpp); transpose re-lays out through scratch; dot spills both
-// operands side by side (a at 0, b after it) and each thread runs a K loop
-// for the outputs it owns, so its scratch need is (|a| + |b|) * 4 bytes,
-// which sema bounds by 48 KiB (static shared memory).
+// scratch (lower/lower_reduce.cpp); dot spills both operands side by side
+// (a at 0, b after it) and each thread runs a K loop for the outputs it
+// owns, so its scratch need is (|a| + |b|) * 4 bytes, which sema bounds by
+// 48 KiB (static shared memory).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
