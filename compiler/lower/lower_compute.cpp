@@ -2,7 +2,8 @@
 //
 // What this owns: lowering of the compute builtins sema checks in
 // check_compute_call and of tile comparisons: comparisons and `&&`/`||`
-// (bool results), select, arange, cumsum, argmax/argmin, transpose and dot.
+// (bool results), select, arange, transpose and dot (cumsum and
+// argmax/argmin are lower/lower_reduce.cpp's).
 // Register layouts and the scratch protocol are those of lower/lowerer.h;
 // every op that changes which thread owns an element spills its operand(s)
 // with spill_to_scratch, reads them back with the new mapping and ends with
@@ -19,14 +20,6 @@
 namespace etl {
 
 namespace {
-
-/// Row-major strides of `shape`.
-std::vector<int64_t> strides_of(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    s[d - 1] = s[d] * shape[d];
-  return s;
-}
 
 /// The (float, signed integer) LLVM predicates of a comparison operator;
 /// NaN compares unequal and unordered for everything else.
@@ -108,103 +101,6 @@ TileVal Lowerer::arange(int64_t n, ElemType elem) {
       v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
     r.regs.push_back(v);
   }
-  return r;
-}
-
-//===-- Scans and arg-reductions -----------------------------------------===//
-
-TileVal Lowerer::cumsum(const TileVal &v, int axis) {
-  if (v.scalar())
-    return v;
-  if (axis < 0 || size_t(axis) >= v.shape.size())
-    throw LowerError("cumsum axis out of range");
-  TileVal r;
-  r.elem = v.elem;
-  r.shape = v.shape;
-  llvm::Type *ty = reg_type(v.elem);
-  bool fl = is_float(v.elem);
-  std::vector<int64_t> stride = strides_of(v.shape);
-  int64_t st = stride[size_t(axis)];
-  spill_to_scratch(v);
-  for (unsigned k = 0; k < v.regs.size(); ++k) {
-    llvm::AllocaInst *acc = entry_alloca(ty, "scan");
-    b.CreateStore(llvm::Constant::getNullValue(ty), acc);
-    auto body = [&, k] {
-      llvm::Value *e = elem_index(k);
-      llvm::Value *ca = coords(e, v.shape)[size_t(axis)];
-      // Element e sums e - j*st for j = 0 .. ca.
-      llvm::Value *base = b.CreateSub(e, b.CreateMul(ca, b.getInt64(st)));
-      for_range(b.getInt64(0), b.CreateAdd(ca, b.getInt64(1)), b.getInt64(1), [&](llvm::Value *j) {
-        llvm::Value *x = scratch_load(ty, b.CreateAdd(base, b.CreateMul(j, b.getInt64(st))));
-        llvm::Value *s = b.CreateLoad(ty, acc);
-        b.CreateStore(fl ? b.CreateFAdd(s, x) : b.CreateAdd(s, x), acc);
-      });
-    };
-    if (llvm::Value *alive = elem_alive(k, v.numel()))
-      if_then(alive, body);
-    else
-      body();
-    llvm::Value *x = b.CreateLoad(ty, acc);
-    if (v.elem == ElemType::F16)
-      x = b.CreateFPExt(b.CreateFPTrunc(x, b.getHalfTy()), f32);
-    r.regs.push_back(x);
-  }
-  m.barrier(b);
-  return r;
-}
-
-TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
-  TileVal r;
-  r.elem = ElemType::I32;
-  if (v.scalar()) {
-    r.regs = {b.getInt32(0)};
-    return r;
-  }
-  if (axis < 0 || size_t(axis) >= v.shape.size())
-    throw LowerError("argmax/argmin axis out of range");
-  r.shape = v.shape;
-  r.shape.erase(r.shape.begin() + axis);
-  if (r.shape.empty())
-    r.shape.push_back(1); // as sema types it
-  llvm::Type *ty = reg_type(v.elem);
-  bool fl = is_float(v.elem);
-  std::vector<int64_t> stride = strides_of(v.shape);
-  int64_t st = stride[size_t(axis)];
-  std::vector<int64_t> rest = v.shape; // the source shape without `axis`
-  rest.erase(rest.begin() + axis);
-  spill_to_scratch(v);
-  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
-    llvm::AllocaInst *best = entry_alloca(ty, "best");
-    llvm::AllocaInst *at = entry_alloca(i64, "best.at");
-    b.CreateStore(llvm::Constant::getNullValue(ty), best);
-    b.CreateStore(b.getInt64(0), at);
-    auto body = [&, k] {
-      llvm::Value *base = b.getInt64(0);
-      if (!rest.empty()) {
-        std::vector<llvm::Value *> c = coords(elem_index(k), rest);
-        for (size_t d = 0, o = 0; d < v.shape.size(); ++d)
-          if (int(d) != axis)
-            base = b.CreateAdd(base, b.CreateMul(c[o++], b.getInt64(stride[d])));
-      }
-      b.CreateStore(scratch_load(ty, base), best);
-      for_range(
-          b.getInt64(1), b.getInt64(v.shape[size_t(axis)]), b.getInt64(1), [&](llvm::Value *j) {
-            llvm::Value *x = scratch_load(ty, b.CreateAdd(base, b.CreateMul(j, b.getInt64(st))));
-            llvm::Value *cur = b.CreateLoad(ty, best);
-            // Strict comparison: the first extremum wins ties.
-            llvm::Value *better = fl ? (is_max ? b.CreateFCmpOGT(x, cur) : b.CreateFCmpOLT(x, cur))
-                                     : (is_max ? b.CreateICmpSGT(x, cur) : b.CreateICmpSLT(x, cur));
-            b.CreateStore(b.CreateSelect(better, x, cur), best);
-            b.CreateStore(b.CreateSelect(better, j, b.CreateLoad(i64, at)), at);
-          });
-    };
-    if (llvm::Value *alive = elem_alive(k, r.numel()))
-      if_then(alive, body);
-    else
-      body();
-    r.regs.push_back(b.CreateTrunc(b.CreateLoad(i64, at), i32));
-  }
-  m.barrier(b);
   return r;
 }
 

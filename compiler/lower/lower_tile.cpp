@@ -5,11 +5,11 @@
 // gather/scatter components and `mask =`), the element types' register and
 // memory forms (f16/bf16 in f32 registers, bf16 rounding done with integer
 // ops), element-wise arithmetic with numpy broadcasting, math calls, cast,
-// zeros, full, expand, the axis reductions sum/max/min, and the storage of
-// `let`/`var` locals. Ownership changes (broadcasts of smaller operands,
-// reductions) go through the shared scratch area. Comparisons and the compute
-// builtins (select, arange, cumsum, argmax/argmin, transpose, dot) are
-// dispatched from value() to lower/lower_compute.cpp.
+// zeros, full, expand, and the storage of `let`/`var` locals. Broadcasts of
+// smaller operands go through the shared scratch area. Reductions and scans
+// (sum/max/min, argmax/argmin, cumsum) are dispatched from value() to
+// lower/lower_reduce.cpp; comparisons and the other compute builtins (select,
+// arange, transpose, dot) to lower/lower_compute.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -161,77 +161,6 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
     else
       read();
     r.regs.push_back(conv(b.CreateLoad(ty, tmp)));
-  }
-  m.barrier(b);
-  return r;
-}
-
-//===-- Reductions -------------------------------------------------------===//
-
-TileVal Lowerer::reduce(const TileVal &v, int axis, Builtin op) {
-  if (v.scalar())
-    return v;
-  if (axis < 0)
-    axis += int(v.shape.size());
-  if (axis < 0 || size_t(axis) >= v.shape.size())
-    throw LowerError("reduction axis out of range");
-  TileVal r;
-  r.elem = op == Builtin::Sum && v.elem == ElemType::Bool ? ElemType::I32 : v.elem; // a count
-  r.shape = v.shape;
-  r.shape.erase(r.shape.begin() + axis);
-  bool fl = is_float(v.elem);
-  llvm::Type *ty = reg_type(v.elem);
-  llvm::Value *init;
-  if (op == Builtin::Sum)
-    init = llvm::Constant::getNullValue(ty);
-  else if (fl)
-    init = llvm::ConstantFP::getInfinity(f32, op == Builtin::Max);
-  else {
-    unsigned bits = ty->getIntegerBitWidth();
-    init = llvm::ConstantInt::get(ty, op == Builtin::Max ? llvm::APInt::getSignedMinValue(bits)
-                                                         : llvm::APInt::getSignedMaxValue(bits));
-  }
-  auto combine = [&](llvm::Value *a, llvm::Value *x) -> llvm::Value * {
-    if (op == Builtin::Sum)
-      return fl ? b.CreateFAdd(a, x) : b.CreateAdd(a, x);
-    if (fl)
-      return b.CreateBinaryIntrinsic(
-          op == Builtin::Max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, x);
-    return b.CreateSelect(op == Builtin::Max ? b.CreateICmpSGT(a, x) : b.CreateICmpSLT(a, x), a, x);
-  };
-
-  spill_to_scratch(v);
-  // Strides of the source; output element o reads src[o with axis := j].
-  std::vector<int64_t> stride(v.shape.size(), 1);
-  for (size_t d = v.shape.size() - 1; d-- > 0;)
-    stride[d] = stride[d + 1] * v.shape[d + 1];
-  unsigned nregs = r.shape.empty() ? 1 : regs_for(r.numel());
-  for (unsigned k = 0; k < nregs; ++k) {
-    llvm::AllocaInst *acc = entry_alloca(ty, "acc");
-    b.CreateStore(init, acc);
-    llvm::Value *alive = r.shape.empty() ? nullptr : elem_alive(k, r.numel());
-    auto body = [&, k] {
-      llvm::Value *base = b.getInt64(0);
-      if (!r.shape.empty()) {
-        std::vector<llvm::Value *> c = coords(elem_index(k), r.shape);
-        for (size_t d = 0, o = 0; d < v.shape.size(); ++d) {
-          if (int(d) == axis)
-            continue;
-          base = b.CreateAdd(base, b.CreateMul(c[o++], b.getInt64(stride[d])));
-        }
-      }
-      for_range(
-          b.getInt64(0), b.getInt64(v.shape[size_t(axis)]), b.getInt64(1), [&](llvm::Value *j) {
-            llvm::Value *lin = b.CreateAdd(base, b.CreateMul(j, b.getInt64(stride[size_t(axis)])));
-            llvm::Value *x = scratch_load(ty, lin, scratch_bytes(v.elem));
-            b.CreateStore(combine(b.CreateLoad(ty, acc), x), acc);
-          });
-    };
-    if (alive)
-      if_then(alive, body);
-    else
-      body();
-    r.regs.push_back(b.CreateLoad(ty, acc));
   }
   m.barrier(b);
   return r;
@@ -698,13 +627,15 @@ TileVal Lowerer::value(const Expr &e) {
     auto axis = static_int(*plan.program, *kwarg(e, "axis")->value);
     if (!axis)
       throw LowerError(e.name + " needs a static axis");
+    cur_line = e.range.begin.line;
     return reduce(a, int(*axis), f);
   }
-  if (f == Builtin::Sum && e.args.size() == 1) { // full reduction
+  if (f == Builtin::Sum && e.args.size() == 1) { // full reduction: of the flattened tile
     TileVal a = value(*e.args[0]);
-    while (!a.scalar())
-      a = reduce(a, int(a.shape.size()) - 1, Builtin::Sum);
-    return a;
+    if (!a.scalar())
+      a.shape = {a.numel()}; // the row-major order, and so each element's owner, is unchanged
+    cur_line = e.range.begin.line;
+    return reduce(a, 0, Builtin::Sum);
   }
   if ((f == Builtin::Max || f == Builtin::Min) && e.args.size() == 2) {
     TileVal a = value(*e.args[0]), c = value(*e.args[1]);
@@ -758,6 +689,7 @@ TileVal Lowerer::value(const Expr &e) {
     auto axis = static_int(*plan.program, *kwarg(e, "axis")->value);
     if (!axis)
       throw LowerError(e.name + " needs a static axis");
+    cur_line = e.range.begin.line;
     if (f == Builtin::Cumsum)
       return cumsum(a, int(*axis));
     return arg_reduce(a, int(*axis), f == Builtin::Argmax);

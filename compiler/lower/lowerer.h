@@ -10,23 +10,25 @@
 // e = tid + k*T for k = 0 .. ceil(numel/T)-1 (e >= numel: dead). Every thread
 // keeps its elements as SSA values (`TileVal::regs[k]`); locals live in
 // allocas that mem2reg turns back into registers. Scalars (rank 0) hold one
-// uniform value. Any op that changes which thread owns an element (reduction,
-// broadcast of a smaller operand) goes through the shared scratch area:
-// write own elements, barrier, read with the new mapping, barrier.
+// uniform value. An op that changes which thread owns an element (broadcast
+// of a smaller operand, transpose) goes through the shared scratch area:
+// write own elements, barrier, read with the new mapping, barrier; a
+// reduction moves only its partial results that way (see below).
 // `expand` only inserts a size-1 dim, which keeps the linear order, so it is
 // free. Shared memory: the 32-byte header [0, kSmemScratch) broadcasts the
 // queue entry, the abort flag, the dynamic-loop decision and the progress
 // count (offsets below); the scratch area starts at kSmemScratch and is sized
-// by the largest tile that is ever re-laid out (4 bytes per element, 8 for i64).
+// by the largest need of one re-layout (4 bytes per element, 8 for i64).
 //
 // Element types in registers: f32 and f16 are f32 (f16 results are rounded
 // to half precision after each op), i32 is i32, and bool is an i32 holding 0
 // or 1 (so bool tiles spill to scratch, select and reduce like i32 ones;
-// comparisons zero-extend their i1). Compute ops: transpose, cumsum and
-// argmax/argmin re-lay out through scratch like reductions; dot spills both
-// operands side by side (a at 0, b after it) and each thread runs a K loop
-// for the outputs it owns, so its scratch need is (|a| + |b|) * 4 bytes,
-// which sema bounds by 48 KiB (static shared memory).
+// comparisons zero-extend their i1). Reductions and scans combine within a
+// thread, then across lanes with warp shuffles, then across warps through
+// scratch (lower/lower_reduce.cpp); dot spills both operands side by side
+// (a at 0, b after it) and each thread runs a K loop for the outputs it
+// owns, so its scratch need is (|a| + |b|) * 4 bytes, which sema bounds by
+// 48 KiB (static shared memory).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -212,7 +214,6 @@ public:
   TileVal lower_load(const Expr &call);
   /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
-  TileVal reduce(const TileVal &v, int axis, Builtin op);
   /// Element-wise `a op b` (Add/Sub/Mul/Div) at the given result shape/elem.
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
                 ElemType elem);
@@ -223,10 +224,6 @@ public:
   TileVal select(const TileVal &cond, const TileVal &a, const TileVal &c,
                  const std::vector<int64_t> &shape, ElemType elem);
   TileVal arange(int64_t n, ElemType elem);
-  /// Inclusive prefix sum along `axis`.
-  TileVal cumsum(const TileVal &v, int axis);
-  /// Index (i32) of the first maximum (or minimum) along `axis`.
-  TileVal arg_reduce(const TileVal &v, int axis, bool is_max);
   TileVal transpose(const TileVal &v);
   /// a [M, K] (or [K]) times b [K, N]: f32 [M, N] (or [N]), accumulated in f32.
   TileVal dot(const TileVal &a, const TileVal &c);
@@ -244,6 +241,19 @@ public:
   /// c[0]*x^(n-1) + ... + c[n-1] by fma.
   llvm::Value *horner(llvm::Value *x, const float *c, size_t n);
   llvm::Value *fconst(double v);
+
+  // ---- lower_reduce.cpp -----------------------------------------------------
+  /// sum/max/min along `axis` (warp shuffles where the shape allows).
+  TileVal reduce(const TileVal &v, int axis, Builtin op);
+  /// Inclusive prefix sum along `axis`.
+  TileVal cumsum(const TileVal &v, int axis);
+  /// Index (i32) of the first maximum (or minimum) along `axis`.
+  TileVal arg_reduce(const TileVal &v, int axis, bool is_max);
+  /// The serial forms, for shapes the shuffle paths do not take.
+  TileVal cumsum_serial(const TileVal &v, int axis);
+  TileVal arg_reduce_serial(const TileVal &v, int axis, bool is_max);
+  /// Source line of the reduction being lowered (sim's divergence report).
+  unsigned cur_line = 0;
 
   // ---- helpers (lower_kernel.cpp) -------------------------------------------
   llvm::Type *reg_type(ElemType t) const;

@@ -46,6 +46,10 @@ enum class MathFn {
   Log2
 };
 
+/// Warp shuffle modes (PTX `shfl.sync`); the values are etl_shfl_mode's
+/// (runtime/abi/etl_abi.h), which the sim machine passes on.
+enum class ShflMode : unsigned { Up = 0, Down = 1, Bfly = 2, Idx = 3 };
+
 class Machine {
 public:
   virtual ~Machine() = default;
@@ -74,6 +78,14 @@ public:
   virtual void shared_access(Builder &b, llvm::Value *ptr, unsigned bytes, bool store) {
     (void)b, (void)ptr, (void)bytes, (void)store;
   }
+  /// shfl.sync.MODE.b32 over the lanes of `mask` (every one of them must
+  /// reach it with the same operands): `v` (i32 or f32) of the source lane
+  /// that `lane` (i32: delta, xor mask or lane index) and PTX's `c` operand
+  /// (31 for bfly/down/idx over the whole warp, 0 for up) select; an invalid
+  /// source gives the lane its own `v`. `line`: the source line of the
+  /// operation, named by sim's divergence report (ETL_ERROR_DIVERGENCE).
+  virtual llvm::Value *shuffle(Builder &b, ShflMode mode, llvm::Value *v, llvm::Value *lane,
+                               unsigned c, unsigned mask, unsigned line) = 0;
   /// This CTA's shared memory, a generic pointer to `smem_bytes` bytes.
   virtual llvm::Value *shared_base(Builder &b) = 0;
 

@@ -1,7 +1,7 @@
 //===- target/nvptx.cpp - The NVPTX machine ------------------------------===//
 //
 // What this owns: the Machine for NVIDIA GPUs (sm_80, sm_90, ...): NVVM
-// intrinsics for tid/ctaid/bar.sync, one static addrspace(3) shared array
+// intrinsics for tid/ctaid/bar.sync/shfl.sync, one static addrspace(3) shared array
 // (`__etl_smem`, sized after lowering), inline PTX for what LLVM 16 NVPTX
 // cannot select or silently weakens (release atomics, acquire loads,
 // fence.acq_rel.gpu, nanosleep; see docs/ARCHITECTURE.md, "Toolchain facts") and
@@ -102,6 +102,18 @@ public:
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {});
   }
   void barrier(Builder &b) override { b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+  llvm::Value *shuffle(Builder &b, ShflMode mode, llvm::Value *v, llvm::Value *lane, unsigned c,
+                       unsigned mask, unsigned) override {
+    using namespace llvm;
+    bool fl = v->getType()->isFloatTy();
+    static const Intrinsic::ID ids[4][2] = {
+        {Intrinsic::nvvm_shfl_sync_up_i32, Intrinsic::nvvm_shfl_sync_up_f32},
+        {Intrinsic::nvvm_shfl_sync_down_i32, Intrinsic::nvvm_shfl_sync_down_f32},
+        {Intrinsic::nvvm_shfl_sync_bfly_i32, Intrinsic::nvvm_shfl_sync_bfly_f32},
+        {Intrinsic::nvvm_shfl_sync_idx_i32, Intrinsic::nvvm_shfl_sync_idx_f32}};
+    return b.CreateIntrinsic(ids[unsigned(mode)][fl ? 1 : 0], {},
+                             {b.getInt32(mask), v, lane, b.getInt32(c)});
+  }
   llvm::Value *shared_base(Builder &b) override {
     return b.CreateAddrSpaceCast(smem_, b.getPtrTy(0));
   }

@@ -73,6 +73,15 @@ public:
   void shared_access(Builder &b, llvm::Value *p, unsigned bytes, bool store) override {
     call(b, kOp_shared_access, b.getVoidTy(), {p, b.getInt64(bytes), b.getInt32(store ? 1 : 0)});
   }
+  llvm::Value *shuffle(Builder &b, ShflMode mode, llvm::Value *v, llvm::Value *lane, unsigned c,
+                       unsigned mask, unsigned line) override {
+    bool fl = v->getType()->isFloatTy();
+    llvm::Value *x = fl ? b.CreateBitCast(v, b.getInt32Ty()) : v;
+    llvm::Value *r = call(
+        b, kOp_shuffle, b.getInt32Ty(),
+        {x, b.getInt32(unsigned(mode)), lane, b.getInt32(c), b.getInt32(mask), b.getInt32(line)});
+    return fl ? b.CreateBitCast(r, b.getFloatTy()) : r;
+  }
   llvm::Value *shared_base(Builder &b) override {
     return call(b, kOp_shared_base, b.getPtrTy(), {});
   }

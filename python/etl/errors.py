@@ -95,6 +95,13 @@ class NotReadyError(Error):
     status, code = "ETL_ERROR_NOT_READY", 17
 
 
+class DivergenceError(Error):
+    """sim: a lane of a warp never reached a warp shuffle its warp waits at,
+    or reached another one (the message names the operation and its line)."""
+
+    status, code = "ETL_ERROR_DIVERGENCE", 18
+
+
 # Raised by the package before anything reaches the runtime.
 class DTypeError(BindingError, TypeError):
     """A tensor's element type differs from the parameter's."""
@@ -124,5 +131,6 @@ BY_CODE = {
     for cls in (InvalidValueError, InvalidHandleError, NotFoundError, InvalidArtifactError,
                 UnsupportedVersionError, NoDeviceError, NoCudaDriverError, OutOfMemoryError,
                 BindingError, UnboundError, LaunchFailedError, MemoryViolationError,
-                WatchdogTimeout, CudaError, WriteError, RaceError, NotReadyError)
+                WatchdogTimeout, CudaError, WriteError, RaceError, NotReadyError,
+                DivergenceError)
 }

@@ -286,7 +286,22 @@ typedef struct etl_timeline_record {
   X(atomic_cas, uint32_t, /* acq_rel compare-and-swap; returns the old value */                    \
     (uint32_t * ptr, uint32_t expected, uint32_t desired))                                         \
   X(shared_access, void, /* before a scratch (shared memory) access; profile only */               \
-    (const void *ptr, uint64_t bytes, uint32_t is_store))
+    (const void *ptr, uint64_t bytes, uint32_t is_store))                                          \
+  X(shuffle, uint32_t, /* shfl.sync: a per-warp rendezvous (etl_shfl_mode, below) */               \
+    (uint32_t value, uint32_t mode, uint32_t b, uint32_t c, uint32_t mask, uint32_t line))
+
+/* shuffle(value, mode, b, c, mask, line) is PTX `shfl.sync.MODE.b32 d, value,
+ * b, c, mask`: every lane of `mask` (bits = lanes of the caller's warp, which
+ * must include the caller) calls it with the same mode, c, mask and line;
+ * lane l receives the value of lane j, where, with segmask = c[12:8],
+ * maxLane = (l & segmask) | (c[4:0] & ~segmask), minLane = l & segmask:
+ * up j = l - b (valid j >= maxLane), down j = l + b, bfly j = l ^ b,
+ * idx j = minLane | (b[4:0] & ~segmask) (valid j <= maxLane); an invalid j
+ * reads the lane's own value. `line` is the source line of the operation
+ * that needed it (diagnostics only). A lane of the mask that never arrives
+ * (it exited, or waits at a barrier) or that calls with other operands is
+ * ETL_ERROR_DIVERGENCE. */
+enum etl_shfl_mode { ETL_SHFL_UP = 0, ETL_SHFL_DOWN = 1, ETL_SHFL_BFLY = 2, ETL_SHFL_IDX = 3 };
 
 /* In C++ every field defaults to null, so a host table written as a
  * positional initializer before an op was appended stays warning-free

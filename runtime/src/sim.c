@@ -10,7 +10,9 @@
  * A launch runs num_ctas = sim_workers CTAs, one pthread each. A CTA's
  * threads are ucontext fibers scheduled round-robin by that pthread; a fiber
  * gives up the CPU only in barrier() (until every live fiber of the CTA has
- * arrived; exited fibers count as arrived) and spin_pause(). Every global
+ * arrived; exited fibers count as arrived), at a warp shuffle (until every
+ * lane of its mask has arrived: sim_warp.c, which also reports a lane that
+ * can no longer arrive as ETL_ERROR_DIVERGENCE) and in spin_pause(). Every global
  * access is checked (check_access) against the bound tensors, runtime
  * buffers and runtime arrays; a violation records the task, thread and
  * nearest tensor, raises the abort flag and abandons the CTA. spin_pause()
@@ -35,6 +37,7 @@
 #include "sim_load.h"
 #include "sim_profile.h"
 #include "sim_race.h"
+#include "sim_warp.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define ETL_TSAN 1
@@ -80,7 +83,7 @@ typedef struct sim_range {
   int is_tensor;
 } sim_range;
 
-enum { FIBER_RUNNABLE, FIBER_AT_BARRIER, FIBER_EXITED, FIBER_DEAD };
+enum { FIBER_RUNNABLE, FIBER_AT_BARRIER, FIBER_AT_SHUFFLE, FIBER_EXITED, FIBER_DEAD };
 
 typedef struct sim_fiber {
   ucontext_t uc;
@@ -101,6 +104,7 @@ typedef struct sim_cta {
   pthread_t thread;
   sim_fiber *fibers;
   sim_fiber *cur;
+  etl_warp *warps; /* ceil(tpc / 32): the shuffle rendezvous (sim_warp.h) */
   ucontext_t sched_uc;
   uint32_t n_live, n_at_barrier;
   int stopped;
@@ -219,6 +223,43 @@ static void release_barrier(sim_cta *c) {
   c->n_at_barrier = 0;
 }
 
+static void current_task(sim_cta *c, char *buf, size_t n);
+
+/* After a fiber of warp `w` stopped running: if the lanes of the warp's
+ * pending shuffle are all there, they get their results and go on; if one
+ * can no longer arrive, the CTA stops with ETL_ERROR_DIVERGENCE. */
+static void settle_warp(sim_cta *c, uint32_t w) {
+  etl_warp *wp = &c->warps[w];
+  if (!wp->arrived)
+    return;
+  uint32_t tpc = c->run->tpc, lanes = tpc - w * 32 < 32 ? tpc - w * 32 : 32;
+  int state[32];
+  for (uint32_t l = 0; l < lanes; ++l) {
+    int s = c->fibers[w * 32 + l].state;
+    state[l] = s == FIBER_RUNNABLE     ? ETL_LANE_RUNNING
+               : s == FIBER_AT_SHUFFLE ? ETL_LANE_WAITING
+                                       : ETL_LANE_GONE;
+  }
+  uint32_t done = 0;
+  char why[512];
+  int rc = etl_warp_settle(wp, lanes, state, &done, why, sizeof why);
+  if (rc == ETL_WARP_DONE) {
+    uint32_t first = w * 32 + (uint32_t)__builtin_ctz(done);
+    if (c->run->prof)
+      etl_profile_count(c->run->prof, c->cta, c->fibers[first].prof_group, ETL_PROF_SHUFFLE, 1);
+    for (uint32_t l = 0; l < lanes; ++l)
+      if (done & (1u << l))
+        c->fibers[w * 32 + l].state = FIBER_RUNNABLE;
+  } else if (rc == ETL_WARP_DIVERGED) {
+    char task[256], msg[1024];
+    current_task(c, task, sizeof task);
+    snprintf(msg, sizeof msg, "sim: warp divergence in task %s, cta %u, warp %u: %s", task, c->cta,
+             w, why);
+    run_fail(c->run, ETL_ERROR_DIVERGENCE, msg);
+    c->stopped = 1;
+  }
+}
+
 /* Separate function: getcontext returns twice, keep it away from loops. */
 static __attribute__((noinline)) int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
   f->tid = tid;
@@ -266,6 +307,7 @@ static void *cta_main(void *arg) {
       switch_to_fiber(c, f);
       if (f->state == FIBER_EXITED)
         c->n_live--;
+      settle_warp(c, f->tid / 32);
       release_barrier(c);
     }
   }
@@ -296,6 +338,18 @@ static void op_barrier(void) {
 }
 
 static void *op_shared_base(void) { return tls_cta->smem; }
+
+static uint32_t op_shuffle(uint32_t value, uint32_t mode, uint32_t b, uint32_t cc, uint32_t mask,
+                           uint32_t line) {
+  sim_cta *c = tls_cta;
+  sim_fiber *f = c->cur;
+  etl_warp *w = &c->warps[f->tid / 32];
+  etl_warp_op op = {mode, cc, mask, line};
+  etl_warp_arrive(w, f->tid % 32, value, &op, b);
+  f->state = FIBER_AT_SHUFFLE;
+  yield_fiber(c, 0); /* back once settle_warp has filled in the results */
+  return w->out[f->tid % 32];
+}
 
 static void op_shared_access(const void *ptr, uint64_t bytes, uint32_t is_store) {
   sim_cta *c = tls_cta;
@@ -616,7 +670,8 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
     c->cta = i;
     c->fibers = calloc(r.tpc, sizeof(sim_fiber));
     c->smem = calloc(1, m->smem_bytes ? m->smem_bytes : 16);
-    if (!c->fibers || !c->smem) {
+    c->warps = calloc((r.tpc + 31) / 32, sizeof(etl_warp));
+    if (!c->fibers || !c->smem || !c->warps) {
       run_fail(&r, ETL_ERROR_OUT_OF_MEMORY, "sim: out of memory");
       break;
     }
@@ -634,6 +689,7 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
   for (uint32_t i = 0; i < r.num_ctas; ++i) {
     free(r.ctas[i].fibers);
     free(r.ctas[i].smem);
+    free(r.ctas[i].warps);
   }
   st = r.status;
   if (st) {

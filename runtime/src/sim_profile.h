@@ -18,13 +18,11 @@
  *     its addresses (lanes reading one word share it: a broadcast is one);
  *     bank-conflict factor = wavefronts / requests;
  *   - synchronisation: CTA barriers, atomics and fences (thread 0's, per
- *     task), spin-wait iterations and the time spent in them (waiting on
- *     events or for dynamic work).
- * A site is the call site of the access check in the sim code (reported as
- * its offset in the kernel object); its group is the task's.
- * Each CTA counts into its own tables (no locks); etl_profile_write merges
- * them after the launch and writes the JSON document (schema:
- * docs/PROFILE.md) and a readable table next to it (PATH.txt).
+ *     task), warp shuffles (one per warp and instruction), spin-wait iterations and the time spent
+ *in them (waiting on events or for dynamic work). A site is the call site of the access check in
+ *the sim code (reported as its offset in the kernel object); its group is the task's. Each CTA
+ *counts into its own tables (no locks); etl_profile_write merges them after the launch and writes
+ *the JSON document (schema: docs/PROFILE.md) and a readable table next to it (PATH.txt).
  *===----------------------------------------------------------------------===*/
 #ifndef ETL_SIM_PROFILE_H
 #define ETL_SIM_PROFILE_H
@@ -44,6 +42,7 @@ enum etl_profile_event {
   ETL_PROF_SPIN,    /* one spin-wait iteration */
   ETL_PROF_WAIT_NS, /* nanoseconds inside spin waits */
   ETL_PROF_TASK,    /* a task begun (thread 0) */
+  ETL_PROF_SHUFFLE, /* a warp-level shuffle (one per warp, all its lanes) */
   ETL_PROF_EVENTS
 };
 

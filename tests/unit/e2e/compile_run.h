@@ -1,8 +1,9 @@
 //===- tests/unit/e2e/compile_run.h - Compile a program and run it on sim -===//
 //
 // For end-to-end tests: compile ETL text with the driver for sim (32 threads
-// per CTA, so tiles span several registers per thread and have dead
-// elements), bind dims and host tensors, run once on a 2-worker sim context.
+// per CTA unless RunOptions says otherwise, so tiles span several registers
+// per thread and have dead elements), bind dims and host tensors, run once on a 2-worker sim
+// context.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -42,6 +43,7 @@ struct ScalarArg {
 struct RunOptions {
   bool race_check = false;
   std::string profile, timeline;
+  unsigned threads_per_cta = 32; ///< of the compiled kernel
 };
 
 /// Compiles `text` for sim and runs it once with `dims`, `binds` and
@@ -59,7 +61,7 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
   o.input = in.string();
   o.output = art.string();
   o.targets = {"sim"};
-  o.threads_per_cta = 32;
+  o.threads_per_cta = run.threads_per_cta;
   std::ostringstream out, err;
   if (compile(o, out, err) != 0)
     return "compile failed:\n" + err.str();

@@ -178,9 +178,12 @@ kernel k<M: dim, N: dim>(x: tensor<f32>[M, N], y: tensor<f32>[M]) where M % 32 =
       CHECK(sync.getInteger("fences") == (M / 32) * (N / 32));
       CHECK(sync.getInteger("atomics") == (M / 32) * (N / 32));
       CHECK(*sync.getInteger("barriers") >= (M / 32) * (N / 32));
+      // the row sums reduce across lanes: 5 butterflies per row, 32 rows per task
+      CHECK(*sync.getInteger("shuffles") >= 5 * 32 * (M / 32) * (N / 32));
     } else if (go.getString("name") == "final") {
       CHECK(sync.getInteger("tasks") == M / 32);
       CHECK(*sync.getInteger("atomics") >= M / 32); // at least one acquire load per wait
+      CHECK(sync.getInteger("shuffles") == 0);      // no reduction
     }
   }
 }

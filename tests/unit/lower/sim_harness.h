@@ -3,7 +3,8 @@
 // What this owns: a tiny stand-in for the runtime's simulator, for back-end
 // unit tests: it dlopens a sim shared object, installs its own etl_sim_ops
 // (one OS thread per simulated GPU thread, a pthread barrier and a shared
-// buffer per CTA, bounds checks against registered buffers) and runs
+// buffer per CTA, a pthread barrier per warp for shuffles, bounds checks
+// against registered buffers) and runs
 // etl_main on `ctas` x `threads` threads.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +12,7 @@
 
 #include "etl_abi.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +33,11 @@ struct SimState {
   struct Cta {
     pthread_barrier_t bar;
     std::vector<uint64_t> smem; // 8-byte aligned
+    struct Warp {
+      pthread_barrier_t bar;
+      uint32_t in[32];
+    };
+    std::vector<Warp> warps;
   };
   std::vector<Cta> ctas;
   std::vector<std::pair<const char *, size_t>> buffers; // allowed [ptr, ptr+bytes)
@@ -74,6 +81,24 @@ inline uint32_t sim_atomic_cas(uint32_t *p, uint32_t e, uint32_t d) {
 
 inline void sim_shared_access(const void *, uint64_t, uint32_t) {}
 
+/// shfl.sync (etl_abi.h's rule) with the whole warp: every lane publishes
+/// its value, meets the others, reads its source, meets them again.
+inline uint32_t sim_shuffle(uint32_t v, uint32_t mode, uint32_t b, uint32_t c, uint32_t, uint32_t) {
+  SimState::Cta::Warp &w = g_sim->ctas[t_cta].warps[t_tid / 32];
+  uint32_t lane = t_tid % 32, seg = (c >> 8) & 31u;
+  uint32_t max_lane = (lane & seg) | (c & 31u & ~seg);
+  int64_t j = mode == ETL_SHFL_UP     ? int64_t(lane) - b
+              : mode == ETL_SHFL_DOWN ? int64_t(lane) + b
+              : mode == ETL_SHFL_BFLY ? int64_t(lane ^ b)
+                                      : int64_t((lane & seg) | (b & 31u & ~seg));
+  bool ok = mode == ETL_SHFL_UP ? j >= int64_t(max_lane) : j <= int64_t(max_lane);
+  w.in[lane] = v;
+  pthread_barrier_wait(&w.bar);
+  uint32_t r = ok && j >= 0 && j < 32 ? w.in[j] : v;
+  pthread_barrier_wait(&w.bar);
+  return r;
+}
+
 inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
                                        .ctaid = sim_ctaid,
                                        .barrier = sim_barrier,
@@ -87,7 +112,8 @@ inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
                                        .task_end = sim_task_end,
                                        .atomic_add_acq_rel = sim_atomic_add_acq_rel,
                                        .atomic_cas = sim_atomic_cas,
-                                       .shared_access = sim_shared_access};
+                                       .shared_access = sim_shared_access,
+                                       .shuffle = sim_shuffle};
 
 /// Static queues: the tasks of each (group, count), in order, dealt
 /// round-robin over `ctas` CTAs, continuing across groups (as the runtime's
@@ -158,6 +184,9 @@ inline std::string run_sim(const std::string &so_bytes, uint64_t *args, unsigned
   for (auto &c : st.ctas) {
     pthread_barrier_init(&c.bar, nullptr, threads);
     c.smem.assign(smem_bytes / 8 + 1, 0);
+    c.warps = std::vector<SimState::Cta::Warp>((threads + 31) / 32);
+    for (unsigned w = 0; w < c.warps.size(); ++w)
+      pthread_barrier_init(&c.warps[w].bar, nullptr, std::min(32u, threads - w * 32));
   }
   std::vector<std::thread> pool;
   for (unsigned c = 0; c < ctas; ++c)
@@ -169,8 +198,11 @@ inline std::string run_sim(const std::string &so_bytes, uint64_t *args, unsigned
       });
   for (auto &t : pool)
     t.join();
-  for (auto &c : st.ctas)
+  for (auto &c : st.ctas) {
     pthread_barrier_destroy(&c.bar);
+    for (auto &w : c.warps)
+      pthread_barrier_destroy(&w.bar);
+  }
   g_sim = nullptr;
   dlclose(h);
   return "";

@@ -1,0 +1,67 @@
+/*===- src/sim_warp.h - Warp collectives of the simulator ------------------===
+ *
+ * What this owns: the per-warp rendezvous that the sim device runs warp
+ * shuffles through (the `shuffle` op of etl_abi.h). The fibers of a CTA run
+ * one at a time on the CTA's worker thread, so a warp's lanes never run in
+ * lockstep: each lane that reaches a shuffle records its operands in its
+ * warp's slot and stops (sim.c parks the fiber); after every fiber switch
+ * sim.c asks etl_warp_settle whether that fiber's warp is complete. The
+ * settle checks that every lane of the mask has arrived with the same op
+ * (mode, c, mask, source line), computes every lane's result with PTX's
+ * shfl.sync rule, and says the lanes may go on; a lane that can no longer
+ * arrive (exited, or parked at a CTA barrier) or that arrived at another
+ * op is a divergence, reported as a message naming the op and its line.
+ *
+ * Threading: a CTA's warps are touched only by that CTA's worker thread
+ * (its fibers and its scheduler), so nothing here needs a lock or atomics.
+ *===----------------------------------------------------------------------===*/
+#ifndef ETL_SIM_WARP_H
+#define ETL_SIM_WARP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What sim.c knows about a lane when it settles a warp. */
+enum etl_lane_state {
+  ETL_LANE_RUNNING, /* runnable: may still arrive */
+  ETL_LANE_WAITING, /* parked at this warp's shuffle */
+  ETL_LANE_GONE     /* exited, dead, or parked at a CTA barrier: never arrives */
+};
+
+typedef struct etl_warp_op {
+  uint32_t mode, c, mask, line;
+} etl_warp_op;
+
+typedef struct etl_warp {
+  uint32_t arrived; /* bit per lane parked here */
+  etl_warp_op op[32];
+  uint32_t in[32], b[32], out[32];
+} etl_warp;
+
+/* A lane arrives with its operands (the caller parks it afterwards). */
+void etl_warp_arrive(etl_warp *w, uint32_t lane, uint32_t value, const etl_warp_op *op, uint32_t b);
+
+enum { ETL_WARP_WAIT = 0, ETL_WARP_DONE = 1, ETL_WARP_DIVERGED = -1 };
+
+/* `state[lane]` for lanes [0, n_lanes) of the warp (n_lanes < 32 for a
+ * partial last warp). ETL_WARP_DONE: results are in w->out and the arrived
+ * lanes may resume (w->arrived is cleared: the caller reads `done_mask`
+ * first). ETL_WARP_DIVERGED: `msg` says which lane and op. */
+int etl_warp_settle(etl_warp *w, uint32_t n_lanes, const int *state, uint32_t *done_mask, char *msg,
+                    size_t msg_size);
+
+/* "shfl.sync.bfly" etc. */
+const char *etl_warp_op_name(uint32_t mode);
+
+/* PTX's shfl.sync source lane of `lane` (sets *valid). */
+uint32_t etl_shfl_source(uint32_t mode, uint32_t lane, uint32_t b, uint32_t c, int *valid);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

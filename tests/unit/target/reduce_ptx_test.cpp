@@ -1,0 +1,137 @@
+//===- tests/unit/target/reduce_ptx_test.cpp - Reductions by shfl.sync ---===//
+//
+// The PTX of reductions (compiler/lower/lower_reduce.cpp): row sums, maxima
+// and argmax reduce across lanes with `shfl.sync.bfly` over the full warp,
+// and no loop without a barrier reads shared memory (the serial walk of a
+// row by one thread is gone); a shape the shuffle path does not take still
+// has that walk, which shows the check can fail. The memory-bound examples
+// reduce with shuffles too, and ptxas accepts the PTX.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/pipeline.h"
+#include "ptx_cfg.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace etl;
+
+namespace {
+
+std::string compile_ptx(const std::string &path, const char *target) {
+  CompileOptions o;
+  o.input = path;
+  o.targets = {target};
+  o.emit = "ptx";
+  std::ostringstream out, err;
+  int code = compile(o, out, err);
+  INFO(err.str());
+  REQUIRE(code == 0);
+  return out.str();
+}
+
+/// Row sums, maxima and argmax of a [16, C] tile; `columns`: along axis 0.
+std::string row_program(int64_t C, bool columns = false) {
+  fs::path dir = fs::path(ETL_TEST_BINARY_DIR) / "reduce_ptx";
+  fs::create_directories(dir);
+  fs::path p = dir / ("rows_" + std::to_string(C) + (columns ? "_cols" : "") + ".etl");
+  std::string out = columns ? "TN" : "TM", ax = columns ? "0" : "1";
+  std::ofstream(p) << "const TM = 16;\nconst TN = " << C << R"(;
+kernel rows<M: dim>(x: tensor<f32>[M, TN], s: tensor<f32>[M], mx: tensor<f32>[M],
+                    am: tensor<i32>[M]) {
+  task t[i in 0 .. cdiv(M, TM)] {
+    let a = load(x[i * TM .. +TM, 0 .. +TN]);
+    store(s[i * )" << out
+                   << " .. +" << out << "], sum(a, axis = " << ax << R"());
+    store(mx[i * )" << out
+                   << " .. +" << out << "], max(a, axis = " << ax << R"());
+    store(am[i * )" << out
+                   << " .. +" << out << "], argmax(a, axis = " << ax << R"());
+  }
+}
+)";
+  return p.string();
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+/// Loops that read shared memory but hold no barrier: a thread walking
+/// scratch on its own.
+int serial_shared_loops(const ptxcheck::Kernel &k) {
+  int n = 0;
+  for (const std::set<int> &loop : k.loops()) {
+    bool reads = false, barrier = false;
+    for (int bl : loop)
+      for (int i : k.blocks[size_t(bl)].insns) {
+        const std::string &op = k.insns[size_t(i)].op;
+        reads |= op.rfind("ld.shared", 0) == 0;
+        barrier |= op.rfind("bar.sync", 0) == 0 || op.rfind("barrier", 0) == 0;
+      }
+    n += reads && !barrier;
+  }
+  return n;
+}
+
+void assemble(const std::string &ptx, const char *target) {
+  if (std::string(ETL_PTXAS).empty()) {
+    MESSAGE("ptxas not found at configure time: not assembling");
+    return;
+  }
+  std::string in = "/tmp/etl-reduce-" + std::to_string(getpid()) + "-" + target + ".ptx";
+  std::ofstream(in) << ptx;
+  std::string cmd = std::string(ETL_PTXAS) + " -arch=" + target + " " + in + " -o /dev/null 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::remove(in.c_str());
+  CHECK_MESSAGE(rc == 0, "ptxas rejected the PTX for " << target);
+}
+
+} // namespace
+
+TEST_CASE("row reductions use shfl.sync butterflies and no serial walk of shared memory") {
+  for (const char *target : {"sm_90", "sm_80"}) {
+    CAPTURE(target);
+    std::string ptx = compile_ptx(row_program(128), target);
+    // sum, max and argmax (value and index) over 5 lane bits each: 20 at least
+    CHECK(count(ptx, "shfl.sync.bfly.b32") >= 20);
+    ptxcheck::Kernel k = ptxcheck::parse_kernel(ptx);
+    CHECK(serial_shared_loops(k) == 0);
+    assemble(ptx, target);
+  }
+}
+
+TEST_CASE("rows of a length that is not a power of two reduce by segments of lanes") {
+  std::string ptx = compile_ptx(row_program(100), "sm_90");
+  CHECK(count(ptx, "shfl.sync.bfly.b32") >= 20);
+  assemble(ptx, "sm_90");
+}
+
+TEST_CASE("columns of a length that is not a power of two keep the serial walk (the check can "
+          "fail)") {
+  std::string ptx = compile_ptx(row_program(100, true), "sm_90");
+  ptxcheck::Kernel k = ptxcheck::parse_kernel(ptx);
+  CHECK(count(ptx, "shfl.sync") == 0);
+  CHECK(serial_shared_loops(k) > 0);
+}
+
+TEST_CASE("the memory-bound examples reduce with shfl.sync") {
+  for (const char *ex : {"rowsum", "softmax", "gemv", "decode_attention", "rmsnorm_rope"}) {
+    CAPTURE(ex);
+    fs::path p = fs::path(ETL_SOURCE_DIR) / "examples" / ex / (std::string(ex) + ".etl");
+    std::string ptx = compile_ptx(p.string(), "sm_90");
+    CHECK(count(ptx, "shfl.sync.bfly.b32") > 0);
+    if (std::string(ex) != "rmsnorm_rope") // its dot still walks K in scratch
+      CHECK(serial_shared_loops(ptxcheck::parse_kernel(ptx)) == 0);
+  }
+}
