@@ -69,7 +69,8 @@ typedef struct etl_section_entry {
  *   expr           u32 word count n, then n i64 words of bytecode (section 2)
  *
  *   u32 threads_per_cta
- *   u32 smem_bytes               static shared memory the kernel declares
+ *   u32 smem_bytes               dynamic shared memory a launch gives each CTA (v5; the
+ *                                kernel's shared array is `extern`)
  *   str kernel_name
  *   str source_path              for messages
  *   u32 num_slots                slots in the argument block (>= ETL_SLOT_FIRST_PROGRAM)
