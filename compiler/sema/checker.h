@@ -41,6 +41,8 @@ Type tile_type(ElemType e, std::vector<int64_t> shape);
 /// Numpy broadcasting of two static shapes; nullopt if incompatible.
 std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t> &a,
                                               const std::vector<int64_t> &b);
+/// Elements of a static shape (1 for a scalar's empty shape).
+int64_t numel(const std::vector<int64_t> &shape);
 
 /// What a name in scope refers to.
 struct Binding {
