@@ -17,24 +17,24 @@
 enum { SM_THREADS = 2048, SM_BLOCKS = 32, SM_SMEM = 233472, BLOCK_RESERVED_SMEM = 1024 };
 
 static pthread_mutex_t occ_mu = PTHREAD_MUTEX_INITIALIZER;
-static int forced = -1, fail_next, env_read;
-static etl_fake_occupancy_stats st;
+static int occ_forced = -1, occ_fail_next, occ_env_read;
+static etl_fake_occupancy_stats occ_stats;
 
 EXPORT void etl_fake_cuda_occupancy(int blocks) {
   pthread_mutex_lock(&occ_mu);
-  forced = blocks < 0 ? -1 : blocks;
+  occ_forced = blocks < 0 ? -1 : blocks;
   pthread_mutex_unlock(&occ_mu);
 }
 
 EXPORT void etl_fake_cuda_occupancy_fail(int result) {
   pthread_mutex_lock(&occ_mu);
-  fail_next = result;
+  occ_fail_next = result;
   pthread_mutex_unlock(&occ_mu);
 }
 
 EXPORT etl_fake_occupancy_stats etl_fake_cuda_occupancy_stats(void) {
   pthread_mutex_lock(&occ_mu);
-  etl_fake_occupancy_stats r = st;
+  etl_fake_occupancy_stats r = occ_stats;
   pthread_mutex_unlock(&occ_mu);
   return r;
 }
@@ -44,23 +44,23 @@ static int min_int(int a, int b) { return a < b ? a : b; }
 EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const func *f,
                                                             int block_size, size_t dynamic_smem) {
   pthread_mutex_lock(&occ_mu);
-  if (!env_read) {
-    env_read = 1;
+  if (!occ_env_read) {
+    occ_env_read = 1;
     const char *e = getenv("ETL_FAKE_CUDA_OCCUPANCY");
     if (e && *e)
-      forced = atoi(e);
+      occ_forced = atoi(e);
   }
-  st.calls++;
-  st.last_block_size = block_size;
-  st.last_dynamic_smem = dynamic_smem;
+  occ_stats.calls++;
+  occ_stats.last_block_size = block_size;
+  occ_stats.last_dynamic_smem = dynamic_smem;
   CUresult r = SUCCESS;
-  if (fail_next) {
-    r = fail_next;
-    fail_next = 0;
+  if (occ_fail_next) {
+    r = occ_fail_next;
+    occ_fail_next = 0;
   } else if (!blocks || !f || block_size <= 0) {
     r = INVALID_VALUE;
-  } else if (forced >= 0) {
-    *blocks = forced;
+  } else if (occ_forced >= 0) {
+    *blocks = occ_forced;
   } else if ((unsigned)block_size > MAX_THREADS ||
              (f->maxntid && (unsigned)block_size > f->maxntid) ||
              dynamic_smem > f->max_dynamic_smem) {
@@ -71,7 +71,7 @@ EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const f
     *blocks = min_int(min_int(SM_THREADS / warps_threads, SM_BLOCKS), (int)(SM_SMEM / per_block));
   }
   if (r == SUCCESS)
-    st.last_result_blocks = *blocks;
+    occ_stats.last_result_blocks = *blocks;
   pthread_mutex_unlock(&occ_mu);
   return r;
 }
