@@ -285,9 +285,13 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   }
   if (opts.emit == "cost")
     return emit_cost(opts, *c.program, out, c.diag, c.graph);
+  // One thread count for every target of the artifact (from all of them,
+  // so --emit=ptx and --emit=tile show the kernel the artifact would carry).
+  const KernelDecl &k = c.program->kernels[0];
+  unsigned threads = opts.threads_per_cta ? opts.threads_per_cta : pick_threads(k, opts.targets);
   if (opts.emit == "tile") {
     std::string text, error;
-    if (!tile_stage(c, opts.threads_per_cta, timer, text, error)) {
+    if (!tile_stage(c, threads, timer, text, error)) {
       // The program passed every check, so a verifier failure is a compiler bug.
       c.diag.error(DiagId::InternalCompilerError, none, {"tile IR: " + error});
       c.diag.note(DiagId::NoteReportBug, none);
@@ -304,11 +308,7 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
                   targets.end());
   }
   BackendOptions bopts;
-  const KernelDecl &k = c.program->kernels[0];
-  // One thread count for every target of the artifact (from all of them,
-  // so --emit=ptx shows the kernel the artifact would carry).
-  bopts.threads_per_cta =
-      opts.threads_per_cta ? opts.threads_per_cta : pick_threads(k, opts.targets);
+  bopts.threads_per_cta = threads;
   bopts.fmad = opts.fmad;
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
