@@ -67,18 +67,18 @@ etlStatus load_and_run(etlContext ctx, etlStatus *load_status) {
     return *load_status;
   std::vector<void *> bufs(2, nullptr);
   std::vector<float> host(128 * 128, 1.0f);
-  int64_t xs[2] = {128, 128}, ys[1] = {128};
+  int64_t xs[2] = {128, 128}, ys[2] = {128, 128};
   etlStatus st = etlBindDim(prog, "M", 128);
   if (!st)
     st = etlMalloc(ctx, host.size() * 4, &bufs[0]);
   if (!st)
-    st = etlMalloc(ctx, 128 * 4, &bufs[1]);
+    st = etlMalloc(ctx, host.size() * 4, &bufs[1]);
   if (!st)
     st = etlMemcpyHtoD(ctx, bufs[0], host.data(), host.size() * 4);
   if (!st)
     st = etlBindTensor(prog, "x", bufs[0], ETL_F32, 2, xs);
   if (!st)
-    st = etlBindTensor(prog, "y", bufs[1], ETL_F32, 1, ys);
+    st = etlBindTensor(prog, "y", bufs[1], ETL_F32, 2, ys);
   if (!st)
     st = etlRun(prog);
   for (void *b : bufs)
@@ -104,7 +104,7 @@ TEST_CASE("a kernel beyond 48 KiB of shared memory is opted in and launched with
   etl_fake_occupancy_stats o = f.occ();
   CHECK(f.calls("cuFuncSetAttribute") == 1);
   CHECK(o.calls >= 1);
-  // 128x128 f32 scratch (64 KiB) after the 32-byte header, beyond the
+  // a 128x128 f32 transpose's scratch (64 KiB) after the 32-byte header, beyond the
   // 48 KiB a function gets without cuFuncSetAttribute.
   CHECK(s.last_smem >= 64u * 1024u + 32u);
   CHECK(o.last_dynamic_smem == s.last_smem);
