@@ -12,7 +12,8 @@
 # 3. Speed of light on an H100 (SXM) per example at a stated binding, from
 #    `etlc --emit=cost` (FLOPs, minimum DRAM bytes, SOL time, the bound), and,
 #    when ptxas is installed, the registers, spills and shared memory per CTA
-#    of its sm_90 kernel and the CTAs of 128 threads per SM they allow.
+#    of its sm_90 kernel and the CTAs of its .maxntid threads per SM they allow
+#    (ptxas does not see the dynamic shared memory the launch adds).
 # 4. The modelled time from the sim profile at a binding the simulator runs
 #    in seconds: model = max(unique DRAM bytes / HBM bandwidth, FLOPs_tc /
 #    tensor peak + FLOPs_other / FP32 peak, shared wavefronts / (SMs x
@@ -99,12 +100,13 @@ print("%.3f %.1f %.2f %s" % (fl / 1e9, by / 1e6, t["sol"]["seconds"] * 1e6, t["s
     # registers, spill bytes, shared memory per CTA, and the CTAs per SM they
     # allow on an H100 (64K registers, 227 KiB shared, 2048 threads, 32 CTAs)
     "$etlc" compile "$src" --emit=ptx --target sm_90 >"$tmp/k.ptx" &&
-      ptx=$("$px" -arch=sm_90 -v "$tmp/k.ptx" -o /dev/null 2>&1 | awk '
+      tpc=$(sed -n 's/.*\.maxntid \([0-9]*\).*/\1/p' "$tmp/k.ptx" | head -1) &&
+      ptx=$("$px" -arch=sm_90 -v "$tmp/k.ptx" -o /dev/null 2>&1 | awk -v t="${tpc:-128}" '
         /spill stores/ { for (i = 1; i <= NF; ++i) if ($i == "spill" && $(i+1) == "stores,") sp += $(i-2) }
         /Used [0-9]+ registers/ { for (i = 1; i <= NF; ++i) { if ($i == "registers,") r = $(i-1); if ($i == "smem") sm = $(i-2) } }
-        END { t = 128; rr = int((r + 7) / 8) * 8; byr = int(65536 / (rr * t)); bys = sm > 0 ? int(232448 / (sm + 1024)) : 32
+        END { rr = int((r + 7) / 8) * 8; byr = int(65536 / (rr * t)); bys = sm > 0 ? int(232448 / (sm + 1024)) : 32
               occ = byr; if (bys < occ) occ = bys; if (2048 / t < occ) occ = 2048 / t; if (occ > 32) occ = 32
-              printf "%d regs, %d B spill, %d B smem, %d CTA/SM", r, sp, sm, occ }')
+              printf "%d thr, %d regs, %d B spill, %d B smem, %d CTA/SM", t, r, sp, sm, occ }')
   fi
   set -- $row
   printf '%-16s %-34s %12s %12s %11s %-8s %s\n' "$ex" "$bind" "$1" "$2" "$3" "$4" "$ptx"

@@ -154,10 +154,14 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
   compile->add_option("--format", opts.format, "--emit=cost: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  compile->add_option("--threads", opts.threads_per_cta,
+                      "Threads per CTA of the megakernel: a multiple of 32 in 32 .. 1024. "
+                      "Default: chosen per target, 256 when the largest tile has at least 2048 "
+                      "elements, else 128");
   compile
-      ->add_option("--threads", opts.threads_per_cta,
-                   "Threads per CTA of the megakernel (a multiple of 32)")
-      ->check(CLI::Range(32u, 1024u))
+      ->add_option("--fmad", opts.fmad,
+                   "Contract multiply-add into fused fma on GPU targets (true or false; sim "
+                   "never fuses)")
       ->capture_default_str();
 
   // clang spells these with one dash; CLI11 takes multi-letter options with
@@ -181,8 +185,11 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
   }
   opts.diag_format = *parse_diag_format(diag_format);
   opts.color = use_color(color, err_is_terminal, std::getenv("NO_COLOR"));
-  if (opts.threads_per_cta % 32 != 0)
-    return usage_error("--threads must be a multiple of 32", opts.diag_format, opts.color, err);
+  if (compile->count("--threads") &&
+      (opts.threads_per_cta % 32 != 0 || opts.threads_per_cta < 32 || opts.threads_per_cta > 1024))
+    return usage_error("--threads " + std::to_string(opts.threads_per_cta) +
+                           ": threads per CTA must be a multiple of 32 (whole warps) in 32 .. 1024",
+                       opts.diag_format, opts.color, err);
   if (!opts.dep_file.empty())
     opts.write_deps = true;
   if (opts.write_deps && opts.output.empty())

@@ -128,7 +128,7 @@ bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &time
     return false;
   if (stop_after == "inline")
     return true;
-  if (!timer.run("sema", [&] { return check_program(*c.program, c.diag); }))
+  if (!timer.run("sema", [&] { return check_program(*c.program, c.diag, c.smem_limit); }))
     return false;
   if (c.program->kernels.size() != 1) {
     SourceRange r;
@@ -285,9 +285,13 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   }
   if (opts.emit == "cost")
     return emit_cost(opts, *c.program, out, c.diag, c.graph);
+  // One thread count for every target of the artifact (from all of them,
+  // so --emit=ptx and --emit=tile show the kernel the artifact would carry).
+  const KernelDecl &k = c.program->kernels[0];
+  unsigned threads = opts.threads_per_cta ? opts.threads_per_cta : pick_threads(k, opts.targets);
   if (opts.emit == "tile") {
     std::string text, error;
-    if (!tile_stage(c, opts.threads_per_cta, timer, text, error)) {
+    if (!tile_stage(c, threads, timer, text, error)) {
       // The program passed every check, so a verifier failure is a compiler bug.
       c.diag.error(DiagId::InternalCompilerError, none, {"tile IR: " + error});
       c.diag.note(DiagId::NoteReportBug, none);
@@ -304,8 +308,8 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
                   targets.end());
   }
   BackendOptions bopts;
-  bopts.threads_per_cta = opts.threads_per_cta;
-  const KernelDecl &k = c.program->kernels[0];
+  bopts.threads_per_cta = threads;
+  bopts.fmad = opts.fmad;
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
   if (!be.ok && be.resource_limit) {
@@ -389,6 +393,7 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   Compilation c;
   c.import_dirs = opts.import_dirs;
   c.defines = opts.defines;
+  c.smem_limit = smem_limit_for(opts.targets);
   c.diag.set_warning_mode(opts.no_warnings ? Diag::WarningMode::Ignore
                           : opts.werror    ? Diag::WarningMode::AsError
                                            : Diag::WarningMode::Report);

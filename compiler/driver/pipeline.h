@@ -48,7 +48,10 @@ struct CompileOptions {
   std::vector<std::string> targets = {"sm_90", "sim"};
   std::string emit; ///< empty: write the artifact
   bool time_passes = false;
-  unsigned threads_per_cta = 128;
+  /// `--threads N`; 0: chosen per target (lower/backend.h, pick_threads).
+  unsigned threads_per_cta = 0;
+  /// `--fmad=false`: no multiply-add contraction on NVPTX (sim never fuses).
+  bool fmad = true;
   /// `-I DIR`: searched for imported modules before the stdlib directory.
   std::vector<std::string> import_dirs;
   /// --emit=cost: `M=4096,N=4096` (every dim, or none), the GPU of
@@ -87,6 +90,9 @@ struct Compilation {
   InlineSites inline_sites; ///< filled by the inline stage
   /// `-D NAME=VALUE`, applied right after parsing.
   std::vector<std::string> defines;
+  /// Shared memory per CTA sema lets a task use: the compilation's targets'
+  /// (target/target.h, smem_limit_for); 0: the smallest of every target.
+  unsigned smem_limit = 0;
 };
 
 /// Front half: parse, check, build and schedule the task graph of the

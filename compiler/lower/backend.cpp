@@ -15,6 +15,8 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
+
 namespace etl {
 
 static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::string> &targets,
@@ -30,12 +32,14 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
       res.error = "task group '" + g.name + "' has no declaration";
       return res;
     }
+  MachineOptions mopts;
+  mopts.fmad = opts.fmad;
   for (const std::string &t : targets) {
     std::string err;
     std::unique_ptr<Machine> m;
     const TargetDesc *desc = find_target(t);
     if (desc)
-      m = make_machine(*desc, err);
+      m = make_machine(*desc, mopts, err);
     else
       err = "unknown target '" + t + "' (expected " + target_names() + ")";
     if (!m) {
@@ -57,8 +61,8 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
     }
     if (desc->smem_limit != 0 && smem > desc->smem_limit) {
       res.error = "kernel '" + plan.kernel->name + "' needs " + std::to_string(smem) +
-                  " bytes of shared memory; static shared memory is limited to " +
-                  std::to_string(desc->smem_limit);
+                  " bytes of shared memory per CTA; " + t + " allows at most " +
+                  std::to_string(desc->smem_limit) + " (target/targets.def)";
       res.resource_limit = true;
       return res;
     }
@@ -80,6 +84,46 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
   }
   res.ok = true;
   return res;
+}
+
+static void largest_in(const Expr &e, long long &best) {
+  if (e.type.is_tile()) {
+    long long n = 1;
+    for (int64_t d : e.type.tile_shape)
+      n *= d;
+    best = std::max(best, n);
+  }
+  for (const ExprPtr &a : e.args)
+    if (a)
+      largest_in(*a, best);
+  for (const KwArg &kw : e.kwargs)
+    if (kw.value)
+      largest_in(*kw.value, best);
+}
+
+static void largest_in(const std::vector<StmtPtr> &body, long long &best) {
+  for (const StmtPtr &s : body) {
+    for (const ExprPtr *x : {&s->value, &s->lo, &s->hi, &s->step})
+      if (*x)
+        largest_in(**x, best);
+    largest_in(s->body, best);
+  }
+}
+
+long long largest_tile(const KernelDecl &k) {
+  long long best = 0;
+  for (const TaskDecl &t : k.tasks)
+    largest_in(t.body, best);
+  return best;
+}
+
+unsigned pick_threads(const KernelDecl &k, const std::vector<std::string> &targets) {
+  long long tile = largest_tile(k);
+  unsigned threads = 0;
+  for (const std::string &name : targets)
+    if (const TargetDesc *t = find_target(name))
+      threads = std::max(threads, default_threads(*t, tile));
+  return threads ? threads : 128;
 }
 
 BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph &g,

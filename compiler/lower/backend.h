@@ -25,6 +25,8 @@ namespace etl {
 struct BackendOptions {
   unsigned threads_per_cta = 128;
   int opt_level = 2;
+  /// Multiply-add contraction on NVPTX (target/machine.h, MachineOptions).
+  bool fmad = true;
 };
 
 struct TargetOutput {
@@ -36,13 +38,20 @@ struct TargetOutput {
 struct BackendResult {
   bool ok = false;
   std::string error;
-  /// The error is a limit of the target the program exceeds (static shared
+  /// The error is a limit of the target the program exceeds (shared
   /// memory), not a compiler bug; every other error is an internal error.
   bool resource_limit = false;
   unsigned threads_per_cta = 0;
-  unsigned smem_bytes = 0; ///< static shared memory the kernel declares
+  unsigned smem_bytes = 0; ///< dynamic shared memory the kernel needs per CTA
   std::vector<TargetOutput> outputs;
 };
+
+/// The most elements of any tile value in `k`'s task bodies (sema's types).
+long long largest_tile(const KernelDecl &k);
+/// Threads per CTA when `--threads` is not given: the most any of `targets`
+/// picks for `k` (target/targets.def, wide_tile), so that one artifact has one
+/// thread count; 128 when no target is known.
+unsigned pick_threads(const KernelDecl &k, const std::vector<std::string> &targets);
 
 /// Lowers `k` (checked, annotated by sema) with the groups and edges of `g`.
 BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph &g,

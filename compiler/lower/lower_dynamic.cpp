@@ -415,8 +415,7 @@ void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
   b.SetInsertPoint(head);
   if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
     b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));
-    llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
-    ab->setVolatile(true);
+    llvm::Value *ab = poll_control(); // the control block, every 16th item or ~1 ms
     llvm::Value *rem = m.load_acquire(b, dyn_word(ETL_DYN_REMAINING));
     llvm::Value *go =
         b.CreateAnd(b.CreateICmpEQ(ab, b.getInt32(0)), b.CreateICmpNE(rem, b.getInt32(0)));

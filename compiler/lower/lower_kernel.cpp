@@ -9,8 +9,12 @@
 // with acquire loads, then a CTA barrier), runs the body (statements here,
 // tile ops in lower_tile.cpp, index arithmetic in lower_index.cpp) and
 // notifies (barrier, thread 0 fences and decrements with release atomics).
-// The abort flag args[ABORT] is checked at each task start and in every
-// spin; thread 0 publishes it in shared memory so the whole CTA leaves.
+// Task fast path: no host-mapped memory. The control block (abort flag
+// args[ABORT], per-CTA progress words) is read and written by thread 0 once
+// at the start, every 16th task or after ~1 ms (poll_control), at the end,
+// and in every spin-wait while it backs off; a CTA that sees the abort flag
+// publishes it in shared memory so all its threads leave. Thread 0 fetches
+// the next static-queue entry while the current task runs.
 // Timeline (args[TIMELINE] != 0): thread 0 also broadcasts the queue
 // position p and writes record p's start (after the waits) and end (after
 // the body, before the notifies); see etl_abi.h.
@@ -170,39 +174,59 @@ llvm::Function *Lowerer::lower_kernel() {
   llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
   llvm::AllocaInst *cursor = entry_alloca(i32, "cursor");
   llvm::AllocaInst *end = entry_alloca(i32, "end");
+  llvm::AllocaInst *next_grp = entry_alloca(i32, "next.group");
+  llvm::AllocaInst *next_lin = entry_alloca(i32, "next.linear");
+  poll_since = entry_alloca(i32, "poll.since");
+  poll_last = entry_alloca(i64, "poll.last");
   auto smem_at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
+  // Thread 0: queue entry `at` (i32) into the prefetch registers, if it exists.
+  auto prefetch = [&](llvm::Value *at) {
+    if_then(b.CreateICmpULT(at, b.CreateLoad(i32, end)), [&] {
+      llvm::Value *q = arg_slot_ptr(ETL_SLOT_QUEUE);
+      llvm::Value *i = b.CreateMul(b.CreateZExt(at, i64), b.getInt64(2));
+      b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, q, i)), next_grp);
+      b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, q, b.CreateAdd(i, b.getInt64(1)))),
+                    next_lin);
+    });
+  };
 
   if_then(is0, [&] {
     llvm::Value *offs = arg_slot_ptr(ETL_SLOT_QUEUE_OFFS);
     llvm::Value *c64 = b.CreateZExt(cta, i64);
-    b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, c64)), cursor);
+    llvm::Value *first = b.CreateLoad(i32, b.CreateGEP(i32, offs, c64));
+    b.CreateStore(first, cursor);
     b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, b.CreateAdd(c64, b.getInt64(1)))), end);
     b.CreateStore(b.getInt32(0), smem_at(kSmemAbort));
     // The task count continues from the control block's word (read once).
     llvm::LoadInst *done = b.CreateLoad(i32, progress_word(cta));
     done->setVolatile(true);
     b.CreateStore(done, smem_at(kSmemProgress));
+    // The first task polls the control block (once per launch at least).
+    b.CreateStore(b.getInt32(kPollEveryTasks), poll_since);
+    b.CreateStore(m.clock_ns(b), poll_last);
+    b.CreateStore(b.getInt32(kExitGroup), next_grp);
+    b.CreateStore(b.getInt32(0), next_lin);
+    prefetch(first);
   });
   auto *loop = llvm::BasicBlock::Create(ctx, "persistent", k);
   b.CreateBr(loop);
   b.SetInsertPoint(loop);
   if_then(is0, [&] {
-    llvm::Value *abortp = arg_slot_ptr(ETL_SLOT_ABORT);
-    llvm::LoadInst *ab = b.CreateLoad(i32, abortp);
-    ab->setVolatile(true);
+    llvm::Value *ab = poll_control();
     llvm::Value *cur = b.CreateLoad(i32, cursor);
     llvm::Value *has = b.CreateAnd(b.CreateICmpULT(cur, b.CreateLoad(i32, end)),
                                    b.CreateICmpEQ(ab, b.getInt32(0)));
     b.CreateStore(b.getInt32(kExitGroup), smem_at(kSmemGroup));
     if_then(has, [&] {
-      llvm::Value *q = arg_slot_ptr(ETL_SLOT_QUEUE);
-      llvm::Value *at = b.CreateMul(b.CreateZExt(cur, i64), b.getInt64(2));
-      llvm::Value *grp = b.CreateLoad(i32, b.CreateGEP(i32, q, at));
-      llvm::Value *lin = b.CreateLoad(i32, b.CreateGEP(i32, q, b.CreateAdd(at, b.getInt64(1))));
-      b.CreateStore(grp, smem_at(kSmemGroup));
-      b.CreateStore(lin, smem_at(kSmemLinear));
+      // The entry was fetched while the previous task ran; fetch the next
+      // one now, while this one runs (its load is not waited for until the
+      // next iteration reads the registers).
+      b.CreateStore(b.CreateLoad(i32, next_grp), smem_at(kSmemGroup));
+      b.CreateStore(b.CreateLoad(i32, next_lin), smem_at(kSmemLinear));
       b.CreateStore(cur, smem_at(kSmemPos));
-      b.CreateStore(b.CreateAdd(cur, b.getInt32(1)), cursor);
+      llvm::Value *nxt = b.CreateAdd(cur, b.getInt32(1));
+      b.CreateStore(nxt, cursor);
+      prefetch(nxt);
     });
   });
   m.barrier(b);
@@ -233,8 +257,40 @@ llvm::Function *Lowerer::lower_kernel() {
   llvm::Value *aborted = b.CreateLoad(i32, smem_at(kSmemAbort));
   b.CreateCondBr(b.CreateICmpNE(aborted, b.getInt32(0)), ret, loop);
   b.SetInsertPoint(ret);
+  // The CTA's final task count, for the host (once per launch).
+  if_then(is0, [&] { publish_progress(cta); });
   b.CreateRetVoid();
+  poll_since = poll_last = nullptr;
   return k;
+}
+
+llvm::Value *Lowerer::poll_control() {
+  // Host-mapped memory is a PCIe round trip (about 1 us): the task loop
+  // touches it every kPollEveryTasks-th time it comes here, or when
+  // kPollEveryNs passed since the last time; spin-waits read the abort flag
+  // on their own while they back off.
+  llvm::Value *since = b.CreateAdd(b.CreateLoad(i32, poll_since), b.getInt32(1));
+  llvm::Value *now = m.clock_ns(b);
+  llvm::Value *due = b.CreateOr(
+      b.CreateICmpUGT(since, b.getInt32(kPollEveryTasks)),
+      b.CreateICmpUGE(b.CreateSub(now, b.CreateLoad(i64, poll_last)), b.getInt64(kPollEveryNs)));
+  b.CreateStore(since, poll_since);
+  llvm::AllocaInst *ab = entry_alloca(i32, "abort");
+  b.CreateStore(b.getInt32(0), ab);
+  if_then(due, [&] {
+    llvm::LoadInst *flag = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
+    flag->setVolatile(true);
+    b.CreateStore(flag, ab);
+    publish_progress(m.cta_id(b));
+    b.CreateStore(b.getInt32(1), poll_since);
+    b.CreateStore(now, poll_last);
+  });
+  return b.CreateLoad(i32, ab);
+}
+
+void Lowerer::publish_progress(llvm::Value *cta) {
+  llvm::Value *cnt = b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemProgress)));
+  b.CreateStore(cnt, progress_word(cta))->setVolatile(true);
 }
 
 //===-- One task group ---------------------------------------------------===//
@@ -317,15 +373,13 @@ llvm::Function *Lowerer::lower_group(int g) {
 
 void Lowerer::mark_progress() {
   // The CTA's finished-task count lives in shared memory (kSmemProgress);
-  // thread 0 copies it to the CTA's word of the control block args[ABORT]
-  // points to (etl_abi.h, ETL_CONTROL_PROGRESS) with a volatile store, so
-  // the host sees it move while the kernel runs; host memory is read only
-  // once, at the kernel's start.
+  // the task loop copies it to the CTA's word of the control block args[ABORT]
+  // points to (etl_abi.h, ETL_CONTROL_PROGRESS) when it polls
+  // (poll_control) and when the CTA ends, so the host sees it move while the
+  // kernel runs without a host-memory store per task.
   if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
     llvm::Value *cnt = b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemProgress));
-    llvm::Value *v = b.CreateAdd(b.CreateLoad(i32, cnt), b.getInt32(1));
-    b.CreateStore(v, cnt);
-    b.CreateStore(v, progress_word(m.cta_id(b)))->setVolatile(true);
+    b.CreateStore(b.CreateAdd(b.CreateLoad(i32, cnt), b.getInt32(1)), cnt);
   });
 }
 

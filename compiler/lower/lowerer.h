@@ -28,7 +28,8 @@
 // scratch (lower/lower_reduce.cpp); dot spills both operands side by side
 // (a at 0, b after it) and each thread runs a K loop for the outputs it
 // owns, so its scratch need is (|a| + |b|) * 4 bytes, which sema bounds by
-// 48 KiB (static shared memory).
+// the smallest budget of the targets compiled for (target/targets.def:
+// dynamic shared memory up to the opt-in maximum).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -88,6 +89,10 @@ constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 1
 static_assert(kSmemProgress + 4 <= kSmemScratch, "the shared-memory header overflows");
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
+/// The task loop touches the host-mapped control block (abort flag, progress)
+/// every this many tasks, or after this many nanoseconds (lower_kernel.cpp).
+constexpr uint32_t kPollEveryTasks = 16;
+constexpr uint64_t kPollEveryNs = 1000000;
 
 /// A register tile (or a uniform scalar when `shape` is empty).
 struct TileVal {
@@ -126,8 +131,16 @@ private:
   /// firing it for dynamic consumers when it reaches zero.
   void notify_element(int event, llvm::Value *off);
   void emit_data_notify_release(const GroupPlan &gp);
-  /// Thread 0: counts a finished task in the CTA's progress word (watchdog).
+  /// Thread 0: counts a finished task in shared memory (kSmemProgress).
   void mark_progress();
+  /// Thread 0, in etl_main: every kPollEveryTasks-th call or after
+  /// kPollEveryNs, reads the abort flag and publishes the progress count;
+  /// returns the flag read (i32), 0 when it was not due.
+  llvm::Value *poll_control();
+  /// Thread 0: copies the shared progress count to CTA `cta`'s control word.
+  void publish_progress(llvm::Value *cta);
+  /// etl_main's poll state (thread 0): calls since the last poll, its clock.
+  llvm::AllocaInst *poll_since = nullptr, *poll_last = nullptr;
   /// CTA `cta`'s progress word in the control block (etl_abi.h).
   llvm::Value *progress_word(llvm::Value *cta);
   /// Thread 0, when args[ETL_SLOT_TIMELINE] is set: writes the clock into

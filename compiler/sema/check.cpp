@@ -22,9 +22,9 @@
 
 namespace etl {
 
-bool check_program(Program &p, Diag &diag) {
+bool check_program(Program &p, Diag &diag, unsigned smem_limit) {
   unsigned before = diag.error_count();
-  sema::Checker(p, diag).run();
+  sema::Checker(p, diag, smem_limit ? smem_limit : portable_smem_limit()).run();
   return diag.error_count() == before;
 }
 

@@ -19,6 +19,8 @@
 namespace etl {
 
 /// Checks and annotates `p`. Returns false if any error was reported.
-bool check_program(Program &p, Diag &diag);
+/// `smem_limit`: shared memory per CTA the compilation's targets allow
+/// (target/target.h, smem_limit_for); 0: the smallest of every target.
+bool check_program(Program &p, Diag &diag, unsigned smem_limit = 0);
 
 } // namespace etl

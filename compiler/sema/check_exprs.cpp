@@ -296,6 +296,10 @@ std::optional<Type> Checker::unify(Type a, Type b, SourceRange r) {
     diag_.error(DiagId::BroadcastMismatch, r, {shape_str(a.tile_shape), shape_str(b.tile_shape)});
     return std::nullopt;
   }
+  // Broadcasting a smaller tile re-lays it out through shared scratch.
+  for (const Type *t : {&a, &b})
+    if (numel(t->tile_shape) != numel(*shape) && !scratch_fits("broadcast", *t, r))
+      return std::nullopt;
   return tile_type(a.elem, *shape);
 }
 

@@ -154,6 +154,9 @@ bool Checker::check_mask(Expr &call, const std::vector<int64_t> &slice_shape) {
                 {shape_str(t.tile_shape), shape_str(slice_shape)});
     return false;
   }
+  // A smaller mask tile is broadcast through shared scratch.
+  if (t.kind == TypeKind::Tile && numel(t.tile_shape) != numel(slice_shape))
+    return scratch_fits("mask", t, m->value->range);
   return true;
 }
 

@@ -68,6 +68,13 @@ Type tile_type(ElemType e, std::vector<int64_t> shape) {
   return t;
 }
 
+int64_t numel(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
 /// Numpy broadcasting of two static shapes; nullopt if incompatible.
 std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t> &a,
                                               const std::vector<int64_t> &b) {

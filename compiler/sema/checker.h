@@ -41,6 +41,8 @@ Type tile_type(ElemType e, std::vector<int64_t> shape);
 /// Numpy broadcasting of two static shapes; nullopt if incompatible.
 std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t> &a,
                                               const std::vector<int64_t> &b);
+/// Elements of a static shape (1 for a scalar's empty shape).
+int64_t numel(const std::vector<int64_t> &shape);
 
 /// What a name in scope refers to.
 struct Binding {
@@ -60,13 +62,15 @@ enum class IndexCtx {
 
 class Checker {
 public:
-  Checker(Program &p, Diag &d) : prog_(p), diag_(d) {}
+  Checker(Program &p, Diag &d, unsigned smem_limit = portable_smem_limit())
+      : prog_(p), diag_(d), smem_limit_(smem_limit) {}
 
   void run();
 
 private:
   Program &prog_;
   Diag &diag_;
+  unsigned smem_limit_; ///< shared memory per CTA of the compilation's targets
   /// The next Index expression checked is the slice argument of load/store
   /// (set by check_call, consumed by check_expr).
   bool slice_arg_ = false;
@@ -275,16 +279,15 @@ private:
   std::optional<Type> check_compute_call(Expr &e);
 
   /// dot spills both operands to shared memory after the lowering's header,
-  /// 4 bytes per element: they must fit every target (target/targets.def).
+  /// 4 bytes per element: they must fit every target compiled for
+  /// (target/targets.def, smem_limit_for).
   /// The most elements a tile may have: 65536, the register file of one SM
   /// (64K 32-bit registers on sm_80 .. sm_90). A tile lives in the registers
   /// of its CTA's threads (lower/lowerer.h), so a larger one cannot be held by
   /// any CTA; it would only spill, and the back end unrolls code per register
   /// (a 2^20-element tile took it over 30 s).
   static constexpr int64_t kMaxTileElems = 65536;
-  static int64_t dot_scratch_limit() {
-    return int64_t(portable_smem_limit()) - int64_t(kSmemHeaderBytes);
-  }
+  int64_t dot_scratch_limit() const { return int64_t(smem_limit_) - int64_t(kSmemHeaderBytes); }
 
   Type not_in_shape(Expr &e);
 };

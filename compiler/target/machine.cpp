@@ -8,12 +8,13 @@
 
 namespace etl {
 
-std::unique_ptr<Machine> make_machine(const TargetDesc &t, std::string &error) {
+std::unique_ptr<Machine> make_machine(const TargetDesc &t, const MachineOptions &opts,
+                                      std::string &error) {
   switch (t.kind) {
   case TargetKind::Sim:
     return make_sim_machine(error);
   case TargetKind::Nvptx:
-    return make_nvptx_machine(t.name, error);
+    return make_nvptx_machine(t.name, opts, error);
   }
   error = std::string("no machine for target '") + t.name + "'";
   return nullptr;

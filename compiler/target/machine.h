@@ -26,6 +26,15 @@ namespace etl {
 
 using Builder = llvm::IRBuilder<>;
 
+/// How a machine generates code, from the command line.
+struct MachineOptions {
+  /// Contract a*b+c into one fused multiply-add (NVPTX: AllowFPOpFusion=Fast,
+  /// so mul/add lose `.rn` and ptxas fuses too; `etlc --fmad=false` turns it
+  /// off, as nvcc's flag does). sim never fuses: its results stay
+  /// bit-reproducible against the reference tests.
+  bool fmad = true;
+};
+
 /// f32 math the lowering needs; targets pick instructions/intrinsics. Pow
 /// takes two operands, the others one. Exp2 and Log2 every machine has:
 /// lower/lower_math.cpp composes the functions a machine lacks from them.
@@ -63,7 +72,8 @@ public:
   virtual void init_module(llvm::Module &m) = 0;
   /// Creates the kernel `void etl_main(ptr args)` (external, exported).
   virtual llvm::Function *create_kernel(llvm::Module &m) = 0;
-  /// After lowering: kernel annotations, the shared array's final size.
+  /// After lowering: kernel annotations (NVPTX: .maxntid, .minnctapersm 1).
+  /// `smem_bytes` is the dynamic shared memory the launch provides.
   virtual void finish_kernel(llvm::Module &m, llvm::Function *kernel, unsigned threads_per_cta,
                              unsigned smem_bytes) = 0;
 
@@ -133,11 +143,13 @@ public:
 
 /// The machine for `t` (target/targets.def). Null with `error` set if LLVM
 /// cannot provide it.
-std::unique_ptr<Machine> make_machine(const TargetDesc &t, std::string &error);
+std::unique_ptr<Machine> make_machine(const TargetDesc &t, const MachineOptions &opts,
+                                      std::string &error);
 
 /// target/nvptx.cpp: `sm` is an Nvptx target's name ("sm_80", "sm_90", ...).
 /// Null with `error` set if LLVM lacks the NVPTX target.
-std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &error);
+std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, const MachineOptions &opts,
+                                            std::string &error);
 /// target/sim.cpp: x86-64 host code calling the simulator's ops table.
 std::unique_ptr<Machine> make_sim_machine(std::string &error);
 

@@ -1,14 +1,19 @@
 //===- target/nvptx.cpp - The NVPTX machine ------------------------------===//
 //
 // What this owns: the Machine for NVIDIA GPUs (sm_80, sm_90, ...): NVVM
-// intrinsics for tid/ctaid/bar.sync/shfl.sync, one static addrspace(3) shared array
-// (`__etl_smem`, sized after lowering), inline PTX for what LLVM 16 NVPTX
+// intrinsics for tid/ctaid/bar.sync/shfl.sync, one dynamic addrspace(3)
+// shared array (`.extern .shared __etl_smem[]`: its size is the launch's
+// dynamic shared memory, so a kernel may use up to the device's opt-in
+// maximum beyond the 48 KiB of static shared memory), inline PTX for what LLVM 16 NVPTX
 // cannot select or silently weakens (release atomics, acquire loads,
 // fence.acq_rel.gpu, nanosleep; see docs/ARCHITECTURE.md, "Toolchain facts") and
 // for the timeline's %globaltimer/%smid, approximate NVVM math (never
 // llvm.exp & co., which NVPTX cannot select),
-// `nvvm.annotations` kernel metadata, and PTX emission through a
-// TargetMachine for nvptx64-nvidia-cuda with "+ptx78".
+// `nvvm.annotations` kernel metadata (.maxntid = threads per CTA and
+// .minnctapersm 1, so ptxas may use up to 255 registers a thread instead of
+// spilling), and PTX emission through a TargetMachine for nvptx64-nvidia-cuda
+// with "+ptx78", multiply-add contraction on unless MachineOptions::fmad is
+// off.
 //
 //===----------------------------------------------------------------------===//
 #include "target/machine.h"
@@ -32,18 +37,18 @@ namespace {
 constexpr const char *kTriple = "nvptx64-nvidia-cuda";
 constexpr const char *kSmemName = "__etl_smem";
 
-/// A module-owned `[bytes x i8]` in addrspace(3). (GCC 12 reports a false
-/// -Wmismatched-new-delete on GlobalVariable's operand-allocating `new` with
-/// an address space; it is confined to this helper.)
+/// The module's `extern [0 x i8]` in addrspace(3): PTX `.extern .shared
+/// .align 16 .b8 __etl_smem[]`, dynamic shared memory. (GCC 12 reports a
+/// false -Wmismatched-new-delete on GlobalVariable's operand-allocating `new`
+/// with an address space; it is confined to this helper.)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
-llvm::GlobalVariable *new_shared_array(llvm::Module &m, unsigned bytes, const char *name) {
-  auto *ty = llvm::ArrayType::get(llvm::Type::getInt8Ty(m.getContext()), bytes);
-  auto *gv = new llvm::GlobalVariable(m, ty, false, llvm::GlobalValue::InternalLinkage,
-                                      llvm::UndefValue::get(ty), name, nullptr,
-                                      llvm::GlobalValue::NotThreadLocal, 3);
+llvm::GlobalVariable *new_shared_array(llvm::Module &m, const char *name) {
+  auto *ty = llvm::ArrayType::get(llvm::Type::getInt8Ty(m.getContext()), 0);
+  auto *gv = new llvm::GlobalVariable(m, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                      name, nullptr, llvm::GlobalValue::NotThreadLocal, 3);
   gv->setAlignment(llvm::Align(16));
   return gv;
 }
@@ -62,7 +67,7 @@ public:
   void init_module(llvm::Module &m) override {
     m.setTargetTriple(kTriple);
     m.setDataLayout(tm_->createDataLayout());
-    smem_ = new_shared_array(m, 16, kSmemName);
+    smem_ = new_shared_array(m, kSmemName);
   }
 
   llvm::Function *create_kernel(llvm::Module &m) override {
@@ -74,16 +79,9 @@ public:
     return f;
   }
 
-  void finish_kernel(llvm::Module &m, llvm::Function *k, unsigned threads,
-                     unsigned smem_bytes) override {
+  void finish_kernel(llvm::Module &m, llvm::Function *k, unsigned threads, unsigned) override {
     auto &c = m.getContext();
-    // The shared array, now that its size is known.
-    llvm::GlobalVariable *gv = new_shared_array(m, std::max(16u, smem_bytes), "");
-    smem_->replaceAllUsesWith(gv);
-    smem_->eraseFromParent();
-    gv->setName(kSmemName);
-    smem_ = gv;
-    // Kernel annotations.
+    // Kernel annotations; the shared array is dynamic (sized at launch).
     llvm::NamedMDNode *ann = m.getOrInsertNamedMetadata("nvvm.annotations");
     auto *i32 = llvm::Type::getInt32Ty(c);
     auto md = [&](const char *key, unsigned v) {
@@ -93,6 +91,7 @@ public:
     };
     md("kernel", 1);
     md("maxntidx", threads);
+    md("minctasm", 1);
   }
 
   llvm::Value *thread_id(Builder &b) override {
@@ -255,7 +254,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &error) {
+std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, const MachineOptions &mo,
+                                            std::string &error) {
   init_llvm_targets();
   std::string err;
   const llvm::Target *t = llvm::TargetRegistry::lookupTarget(kTriple, err);
@@ -269,6 +269,9 @@ std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, std::string &
     return nullptr;
   }
   llvm::TargetOptions opts;
+  // fmad: fuse a*b+c (fma.rn.f32) and emit mul/add without `.rn`, which
+  // lets ptxas contract what LLVM did not; off: every op rounds (`.rn`).
+  opts.AllowFPOpFusion = mo.fmad ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Standard;
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(kTriple, sm, "+ptx78", opts,
                                                                  llvm::Reloc::Static, std::nullopt,
                                                                  llvm::CodeGenOpt::Aggressive));

@@ -2,7 +2,8 @@
 //
 // What this owns: the target descriptions, read from target/targets.def: the
 // names `--target` accepts, each one's kind (the CPU simulator or PTX through
-// LLVM's NVPTX backend) and its static shared-memory budget, plus the size of
+// LLVM's NVPTX backend), its shared-memory budget and its rule for the
+// threads per CTA, plus the size of
 // the shared-memory header every megakernel reserves. Sema sizes `dot`'s
 // scratch against these numbers, the back end checks each kernel against
 // them, and the driver validates `--target` and prints `--help` from the
@@ -21,8 +22,11 @@ enum class TargetKind { Sim, Nvptx };
 struct TargetDesc {
   const char *name; ///< "sim", "sm_90", ...
   TargetKind kind;
-  unsigned smem_limit; ///< static shared memory per CTA in bytes; 0: no limit
-  const char *what;    ///< one line for --help
+  unsigned smem_limit; ///< dynamic shared memory per CTA in bytes (opt-in max); 0: no limit
+  /// 256 threads per CTA when the largest tile has >= wide_tile elements,
+  /// else 128 (0: always 128); `--threads` overrides it.
+  unsigned wide_tile;
+  const char *what; ///< one line for --help
 };
 
 /// Bytes at the start of every megakernel's shared memory that the lowering
@@ -39,5 +43,13 @@ std::string target_names();
 /// The smallest non-zero smem_limit over every target: what a program must
 /// fit, since one checked program is compiled for any set of targets.
 unsigned portable_smem_limit();
+/// The shared-memory budget of a compilation for `targets` (names of
+/// targets.def): the smallest non-zero smem_limit among them; when none has
+/// a limit (sim only), the largest of all targets, so a program checked for
+/// sim still fits some GPU. Unknown names are ignored.
+unsigned smem_limit_for(const std::vector<std::string> &targets);
+/// Threads per CTA target `t` picks for a kernel whose largest tile has
+/// `largest_tile` elements (targets.def, wide_tile).
+unsigned default_threads(const TargetDesc &t, long long largest_tile);
 
 } // namespace etl

@@ -15,7 +15,12 @@
  * same afterwards, on any thread.
  *
  * A launch is one persistent grid: num_ctas = SM count, threads_per_cta
- * threads, one parameter (the device pointer of the argument block), on the
+ * threads, the artifact's smem_bytes of dynamic shared memory (the kernel's
+ * one `extern .shared` array; loading a program opts the function in up to
+ * the device's maximum and checks with the occupancy API that every
+ * persistent CTA is resident at once, since the megakernel's CTAs wait on
+ * each other and deadlock otherwise), one parameter (the device pointer of
+ * the argument block), on the
  * caller's stream, followed by an event recorded on that stream, so waiting
  * for the run waits for this kernel and not for work queued after it. The
  * abort flag is host-mapped memory. The watchdog: while the host waits for
@@ -39,9 +44,11 @@ typedef struct etl_cuda_state {
 #undef ETL_CUDA_FIELD
   CUdevice dev;
   CUcontext cu;
-  int retained; /* cu is the device's primary context, retained by us */
-  int cc;       /* major * 10 + minor */
-  CUevent done; /* recorded after each launch */
+  int retained;   /* cu is the device's primary context, retained by us */
+  int cc;         /* major * 10 + minor */
+  int sms;        /* multiprocessors */
+  int smem_optin; /* dynamic shared memory a block may opt in to, bytes */
+  CUevent done;   /* recorded after each launch */
   /* the launch in flight (one per context, run.c) and its watchdog */
   CUstream stream;
   int recorded; /* `done` follows the launch; else poll the stream */
@@ -135,7 +142,9 @@ static etlStatus cuda_context_create(etl_context *ctx) {
       (r = s->DeviceGetAttribute(&major, ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
                                  s->dev)) ||
       (r = s->DeviceGetAttribute(&minor, ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                 s->dev))) {
+                                 s->dev)) ||
+      (r = s->DeviceGetAttribute(
+           &s->smem_optin, ETL_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, s->dev))) {
     st = CU_FAIL(s, r, "querying the device");
     goto fail;
   }
@@ -175,6 +184,7 @@ static etlStatus cuda_context_create(etl_context *ctx) {
     goto fail;
   memset(abort_host, 0, control);
   s->cc = major * 10 + minor;
+  s->sms = sms;
   ctx->state = s;
   ctx->abort_host = abort_host;
   ctx->abort_dptr = abort_dev;
@@ -259,6 +269,39 @@ static etlStatus cuda_dtoh(etl_context *ctx, void *dst, uint64_t src, size_t n) 
   return leave(s, r ? CU_FAIL(s, r, "cuMemcpyDtoH") : ETL_SUCCESS);
 }
 
+/* The kernel's dynamic shared memory (opted in up to the device's maximum)
+   and its residency: all ctx->num_ctas persistent CTAs must run at once. */
+static etlStatus fit_on_device(etl_program *p, etl_cuda_state *s, CUfunction fn,
+                               const char *target) {
+  uint32_t smem = p->art.meta.smem_bytes, threads = p->art.meta.threads_per_cta;
+  if (smem > (uint32_t)s->smem_optin)
+    return etl_error(ETL_ERROR_LAUNCH_FAILED,
+                     "cuda: the program (%s) needs %u bytes of shared memory per CTA; this "
+                     "device (sm_%d) allows at most %d; use smaller tiles",
+                     target, smem, s->cc, s->smem_optin);
+  CUresult r =
+      s->FuncSetAttribute(fn, ETL_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+  if (r)
+    return etl_error(ETL_ERROR_LAUNCH_FAILED,
+                     "cuda: cuFuncSetAttribute (%u bytes of dynamic shared memory) failed: %s "
+                     "(CUresult %d)",
+                     smem, cu_err(s, r), r);
+  int per_sm = 0;
+  r = s->OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)threads, smem);
+  if (r)
+    return etl_error(ETL_ERROR_LAUNCH_FAILED,
+                     "cuda: cuOccupancyMaxActiveBlocksPerMultiprocessor failed: %s (CUresult %d)",
+                     cu_err(s, r), r);
+  if ((uint64_t)(per_sm > 0 ? per_sm : 0) * (uint64_t)s->sms < p->ctx->num_ctas)
+    return etl_error(ETL_ERROR_LAUNCH_FAILED,
+                     "cuda: the megakernel needs its %u CTAs resident at once (they wait on "
+                     "each other), but only %d CTA(s) of %u threads with %u bytes of shared "
+                     "memory fit on each of the %d SMs (registers or shared memory); compile "
+                     "with fewer --threads or smaller tiles",
+                     p->ctx->num_ctas, per_sm, threads, smem, s->sms);
+  return ETL_SUCCESS;
+}
+
 static etlStatus cuda_program_load(etl_program *p) {
   etl_cuda_state *s = p->ctx->state;
   const etl_code_section *best = NULL;
@@ -299,6 +342,8 @@ static etlStatus cuda_program_load(etl_program *p) {
   if (r)
     st = etl_error(ETL_ERROR_LAUNCH_FAILED, "cuda: PTX has no kernel '%s': %s (CUresult %d)",
                    ETL_KERNEL_ENTRY, cu_err(s, r), r);
+  else if ((st = fit_on_device(p, s, fn, best->target)) != ETL_SUCCESS)
+    ; /* the message is set */
   else if (!(cp = calloc(1, sizeof *cp)))
     st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
   else
@@ -341,9 +386,9 @@ static etlStatus cuda_launch(etl_program *p, etl_plan *plan, void *stream, int *
     return st;
   CUdeviceptr args = plan->args_dptr;
   void *params[1] = {&args};
-  CUresult r =
-      s->LaunchKernel(((cuda_program *)p->state)->function, ctx->num_ctas, 1, 1,
-                      p->art.meta.threads_per_cta, 1, 1, 0, (CUstream)stream, params, NULL);
+  CUresult r = s->LaunchKernel(((cuda_program *)p->state)->function, ctx->num_ctas, 1, 1,
+                               p->art.meta.threads_per_cta, 1, 1, p->art.meta.smem_bytes,
+                               (CUstream)stream, params, NULL);
   if (r)
     return leave(s, etl_error(ETL_ERROR_LAUNCH_FAILED,
                               "cuda: cuLaunchKernel failed: %s (CUresult %d)", cu_err(s, r), r));

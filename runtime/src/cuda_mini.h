@@ -30,6 +30,8 @@ typedef int CUjit_option;
 #define ETL_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 #define ETL_CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define ETL_CU_EVENT_DISABLE_TIMING 0x02
+#define ETL_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define ETL_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 
 /* X(field, symbol, return, parameters) */
 #define ETL_CUDA_FUNCS(X)                                                                          \
@@ -49,6 +51,9 @@ typedef int CUjit_option;
   X(ModuleUnload, "cuModuleUnload", CUresult, (CUmodule m))                                        \
   X(ModuleGetFunction, "cuModuleGetFunction", CUresult,                                            \
     (CUfunction * f, CUmodule m, const char *name))                                                \
+  X(FuncSetAttribute, "cuFuncSetAttribute", CUresult, (CUfunction f, int attr, int value))         \
+  X(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",      \
+    CUresult, (int *blocks, CUfunction f, int block_size, size_t dynamic_smem))                    \
   X(MemAlloc, "cuMemAlloc_v2", CUresult, (CUdeviceptr * p, size_t bytes))                          \
   X(MemFree, "cuMemFree_v2", CUresult, (CUdeviceptr p))                                            \
   X(MemcpyHtoD, "cuMemcpyHtoD_v2", CUresult, (CUdeviceptr dst, const void *src, size_t n))         \

@@ -23,6 +23,7 @@
 #include <sched.h>
 #include <string>
 #include <thread>
+#include <time.h>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -80,6 +81,12 @@ inline uint32_t sim_atomic_cas(uint32_t *p, uint32_t e, uint32_t d) {
 }
 
 inline void sim_shared_access(const void *, uint64_t, uint32_t) {}
+/// The task loop reads the clock to poll the control block (lower_kernel.cpp).
+inline uint64_t sim_clock_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
 
 /// shfl.sync (etl_abi.h's rule) with the whole warp: every lane publishes
 /// its value, meets the others, reads its source, meets them again.
@@ -110,6 +117,7 @@ inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
                                        .spin_pause = sim_spin_pause,
                                        .task_begin = sim_task_begin,
                                        .task_end = sim_task_end,
+                                       .clock_ns = sim_clock_ns,
                                        .atomic_add_acq_rel = sim_atomic_add_acq_rel,
                                        .atomic_cas = sim_atomic_cas,
                                        .shared_access = sim_shared_access,

@@ -2,14 +2,16 @@
 //
 // Every program under examples/ (examples/NAME/NAME.etl), compiled by the
 // driver exactly as `etlc compile --emit=ptx` does (imports resolved), for
-// sm_90 and sm_80; ptxas must accept the PTX. New examples are picked up
-// without touching this file.
+// sm_90 and sm_80; ptxas must accept the PTX, and `ptxas -v` must report no
+// spills (the kernel's .maxntid / .minnctapersm 1 let ptxas use up to 255
+// registers a thread). New examples are picked up without touching this file.
 //
 //===----------------------------------------------------------------------===//
 #include "driver/pipeline.h"
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,10 +50,26 @@ TEST_CASE("every example compiles for sm_90 and sm_80, and ptxas accepts the PTX
       std::string in = "/tmp/etl-all-" + std::to_string(getpid()) + "-" + target + ".ptx";
       std::ofstream(in) << out.str();
       std::string cmd =
-          std::string(ETL_PTXAS) + " -arch=" + target + " " + in + " -o /dev/null 2>&1";
-      int rc = std::system(cmd.c_str());
+          std::string(ETL_PTXAS) + " -v -arch=" + target + " " + in + " -o /dev/null 2>&1";
+      std::string log;
+      FILE *pipe = popen(cmd.c_str(), "r");
+      REQUIRE(pipe);
+      char buf[512];
+      while (fgets(buf, sizeof buf, pipe))
+        log += buf;
+      int rc = pclose(pipe);
       std::remove(in.c_str());
+      INFO(log);
       CHECK_MESSAGE(rc == 0, "ptxas rejected the PTX of " << p.filename() << " for " << target);
+      // "N bytes spill stores, M bytes spill loads", for each function.
+      size_t spills = 0, at = 0;
+      while ((at = log.find(" bytes spill ", at)) != std::string::npos) {
+        size_t b = log.rfind(' ', at - 1);
+        spills += std::stoul(log.substr(b + 1, at - b - 1));
+        at += 13;
+      }
+      CHECK(log.find("bytes spill stores") != std::string::npos);
+      CHECK_MESSAGE(spills == 0, p.filename() << " spills on " << target);
     }
   }
 }
