@@ -107,6 +107,10 @@ struct Collector {
   void stmts(const std::vector<StmtPtr> &body) {
     for (const StmtPtr &s : body) {
       expr(s->value.get());
+      if (s->kind == StmtKind::If) { // both branches, in order (taken or not)
+        stmts(s->body);
+        stmts(s->else_body);
+      }
       if (s->kind != StmtKind::For)
         continue;
       expr(s->lo.get());
