@@ -77,8 +77,11 @@ AccessLoop access_loop(const Stmt &s) {
   std::optional<Sym> step = Sym(1);
   if (s.step)
     step = s.step->sym && !s.step->reads_data ? s.step->sym : std::nullopt;
-  if (l.lo && l.hi && step)
+  if (l.lo && l.hi && step) {
     l.trips = Sym::cdiv(*l.hi - *l.lo, *step);
+    if (auto c = l.trips->as_constant(); c && *c < 0)
+      l.trips = Sym(0); // an empty range (hi <= lo) runs zero times
+  }
   return l;
 }
 
