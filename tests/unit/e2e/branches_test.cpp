@@ -125,4 +125,38 @@ kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 16 == 0 {
   }
 }
 
+TEST_CASE("branches: an if inside a fn is inlined with both branches") {
+  const char *text = R"(
+fn shifted(t, i, first) {
+  var r = t;
+  if i == first {
+    r = t * 10.0;
+  } else if i > first {
+    r = t + 1.0;
+  } else {
+    r = t - 1.0;
+  }
+  return r;
+}
+
+kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 16 == 0 {
+  task t[i in 0 .. N / 16] {
+    store(y[i * 16 .. +16], shifted(load(x[i * 16 .. +16]), i, 2));
+  }
+}
+)";
+  std::vector<float> x(N), y(N, 0.0f);
+  for (int64_t k = 0; k < N; ++k)
+    x[size_t(k)] = float(k) * 0.25f;
+  std::string err = compile_and_run(text, "branches_fn", {{"N", N}},
+                                    {{"x", x.data(), ETL_F32, {N}}, {"y", y.data(), ETL_F32, {N}}});
+  REQUIRE_MESSAGE(err.empty(), err);
+  for (int64_t k = 0; k < N; ++k) {
+    INFO("element " << k);
+    int64_t i = k / 16;
+    float v = x[size_t(k)];
+    CHECK(y[size_t(k)] == (i == 2 ? v * 10.0f : i > 2 ? v + 1.0f : v - 1.0f));
+  }
+}
+
 } // namespace etl
