@@ -86,9 +86,13 @@ stmt
   | 'var' IDENT '=' expr ';'                                  # varStmt
   | IDENT op=('=' | '+=' | '-=' | '*=' | '/=') expr ';'       # assignStmt
   | 'for' IDENT 'in' expr '..' expr ('step' expr)? block      # forStmt
+  | ifChain                                                   # ifStmt
   | 'return' expr ';'                                         # returnStmt
   | expr ';'                                                  # exprStmt
   ;
+
+// `if c { } else if d { } else { }`: the else-if chain nests (Stmt::else_body).
+ifChain : 'if' expr block ('else' (block | ifChain))? ;
 
 // -- expressions (precedence from high to low) ------------------------------
 

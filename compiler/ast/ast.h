@@ -170,11 +170,12 @@ struct Stmt {
   SourceRange range;
   std::string name; ///< Let/Var/Assign: the variable; For: loop var
   SourceRange name_range;
-  BinOp assign_op = BinOp::Add; ///< Assign: `+=` etc. (only if compound)
-  bool compound = false;        ///< Assign: `x op= e` rather than `x = e`
-  ExprPtr value;                ///< Let/Var/Assign value; ExprStmt
-  ExprPtr lo, hi, step;         ///< For: `for v in lo .. hi step s` (step opt.)
-  std::vector<StmtPtr> body;    ///< For
+  BinOp assign_op = BinOp::Add;   ///< Assign: `+=` etc. (only if compound)
+  bool compound = false;          ///< Assign: `x op= e` rather than `x = e`
+  ExprPtr value;                  ///< Let/Var/Assign value; ExprStmt
+  ExprPtr lo, hi, step;           ///< For: `for v in lo .. hi step s` (step opt.)
+  std::vector<StmtPtr> body;      ///< For; If: the then branch (value: the condition)
+  std::vector<StmtPtr> else_body; ///< If: the else branch (may be empty)
 
   // sema:
   int local_index = -1; ///< Let/Var/Assign: slot in TaskDecl::locals; For: loop slot

@@ -202,6 +202,18 @@ private:
       for (const StmtPtr &b : s->body)
         stmt(b.get(), depth + 1);
       break;
+    case StmtKind::If:
+      out_ += at(s->range) + " " + expr(s->value.get());
+      for (const StmtPtr &b : s->body)
+        stmt(b.get(), depth + 1);
+      if (!s->else_body.empty()) {
+        line(depth + 1);
+        out_ += "(else";
+        for (const StmtPtr &b : s->else_body)
+          stmt(b.get(), depth + 2);
+        out_ += ")";
+      }
+      break;
     }
     out_ += ")";
   }

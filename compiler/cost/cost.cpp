@@ -129,6 +129,10 @@ struct FlopCounter {
       if (s->kind == StmtKind::Assign && s->compound && s->local_index >= 0 &&
           size_t(s->local_index) < task.locals.size())
         other = other + w * numel(task.locals[size_t(s->local_index)].type.tile_shape);
+      if (s->kind == StmtKind::If) { // an upper bound: both branches counted
+        stmts(s->body, w);
+        stmts(s->else_body, w);
+      }
       if (s->kind != StmtKind::For)
         continue;
       const AccessLoop loop = access_loop(*s);

@@ -158,6 +158,11 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
 bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string &text,
                 std::string &error) {
   const KernelDecl &k = c.program->kernels[0];
+  if (const Stmt *s = first_untiled_stmt(k)) {
+    c.diag.error(DiagId::TileIrUnsupported, s->range, {"if"});
+    error = "unsupported statement";
+    return false;
+  }
   TileModule m = timer.run("tile", [&] { return build_tile_ir(k, c.graph, *c.program, threads); });
   auto verified = [&](const char *when) {
     std::vector<std::string> errs = verify_tile(m);
@@ -292,6 +297,9 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   if (opts.emit == "tile") {
     std::string text, error;
     if (!tile_stage(c, threads, timer, text, error)) {
+      if (c.diag.has_errors())
+        return kExitProgramError; // a statement the tile IR cannot show yet
+
       // The program passed every check, so a verifier failure is a compiler bug.
       c.diag.error(DiagId::InternalCompilerError, none, {"tile IR: " + error});
       c.diag.note(DiagId::NoteReportBug, none);

@@ -361,6 +361,8 @@ private:
     }
     if (auto *c = dynamic_cast<P::ForStmtContext *>(ctx))
       return forStmt(c);
+    if (auto *c = dynamic_cast<P::IfStmtContext *>(ctx))
+      return ifChain(c->ifChain());
     if (dynamic_cast<P::ReturnStmtContext *>(ctx)) {
       if (fn_name_)
         diag_.error(DiagId::ReturnNotLast, range(ctx), {*fn_name_});
@@ -397,6 +399,23 @@ private:
     s->step = es.size() > 2 ? expr(es[2]) : nullptr;
     if (ctx->block())
       s->body = block(ctx->block());
+    return s;
+  }
+
+  // ifChain : 'if' expr block ('else' (block | ifChain))?
+  StmtPtr ifChain(P::IfChainContext *ctx) {
+    if (!ctx)
+      return nullptr;
+    auto s = std::make_unique<Stmt>(StmtKind::If, range(ctx));
+    s->value = expr(ctx->expr());
+    std::vector<P::BlockContext *> bs = ctx->block();
+    if (!bs.empty() && bs[0])
+      s->body = block(bs[0]);
+    if (bs.size() > 1 && bs[1])
+      s->else_body = block(bs[1]);
+    if (ctx->ifChain())
+      if (StmtPtr e = ifChain(ctx->ifChain()))
+        s->else_body.push_back(std::move(e));
     return s;
   }
 

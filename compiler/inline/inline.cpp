@@ -94,6 +94,7 @@ void walk(const std::vector<StmtPtr> &body, const std::function<void(const Stmt 
     walk(s->hi.get(), on_expr);
     walk(s->step.get(), on_expr);
     walk(s->body, on_stmt, on_expr);
+    walk(s->else_body, on_stmt, on_expr);
   }
 }
 
@@ -162,6 +163,9 @@ StmtPtr clone(const Stmt &s, const Env &env) {
   for (const StmtPtr &b : s.body)
     if (b)
       c->body.push_back(clone(*b, env));
+  for (const StmtPtr &b : s.else_body)
+    if (b)
+      c->else_body.push_back(clone(*b, env));
   return c;
 }
 
@@ -443,6 +447,10 @@ private:
       s->body = expand_block(std::move(s->body));
       if (fresh)
         index_names_.erase(s->name);
+    }
+    if (s->kind == StmtKind::If) {
+      s->body = expand_block(std::move(s->body));
+      s->else_body = expand_block(std::move(s->else_body));
     }
     out.push_back(std::move(s));
   }

@@ -107,6 +107,7 @@ static void largest_in(const std::vector<StmtPtr> &body, long long &best) {
       if (*x)
         largest_in(**x, best);
     largest_in(s->body, best);
+    largest_in(s->else_body, best);
   }
 }
 

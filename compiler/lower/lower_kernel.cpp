@@ -560,6 +560,30 @@ void Lowerer::lower_stmt(const Stmt &s) {
     loop_by_name[s.name].pop_back();
     return;
   }
+  case StmtKind::If: {
+    // Sema admits only uniform conditions (scalars of indices, dims, consts,
+    // scalar parameters): every thread of the CTA takes the same branch, so
+    // the barriers inside one (hazards, re-layouts) are met by all of them.
+    TileVal c = value(*s.value);
+    if (c.regs.size() != 1)
+      throw LowerError("an if condition that is not a scalar");
+    llvm::Value *v = c.regs[0];
+    llvm::Value *taken = v->getType()->isIntegerTy(1)
+                             ? v
+                             : b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    auto *then_bb = llvm::BasicBlock::Create(ctx, "if.then", fn);
+    auto *else_bb = llvm::BasicBlock::Create(ctx, "if.else", fn);
+    auto *done = llvm::BasicBlock::Create(ctx, "if.end", fn);
+    b.CreateCondBr(taken, then_bb, else_bb);
+    b.SetInsertPoint(then_bb);
+    lower_stmts(s.body);
+    b.CreateBr(done);
+    b.SetInsertPoint(else_bb);
+    lower_stmts(s.else_body);
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+    return;
+  }
   case StmtKind::ExprStmt:
     value(*s.value);
     return;

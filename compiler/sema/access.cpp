@@ -77,8 +77,11 @@ AccessLoop access_loop(const Stmt &s) {
   std::optional<Sym> step = Sym(1);
   if (s.step)
     step = s.step->sym && !s.step->reads_data ? s.step->sym : std::nullopt;
-  if (l.lo && l.hi && step)
+  if (l.lo && l.hi && step) {
     l.trips = Sym::cdiv(*l.hi - *l.lo, *step);
+    if (auto c = l.trips->as_constant(); c && *c < 0)
+      l.trips = Sym(0); // an empty range (hi <= lo) runs zero times
+  }
   return l;
 }
 
@@ -107,6 +110,10 @@ struct Collector {
   void stmts(const std::vector<StmtPtr> &body) {
     for (const StmtPtr &s : body) {
       expr(s->value.get());
+      if (s->kind == StmtKind::If) { // both branches, in order (taken or not)
+        stmts(s->body);
+        stmts(s->else_body);
+      }
       if (s->kind != StmtKind::For)
         continue;
       expr(s->lo.get());

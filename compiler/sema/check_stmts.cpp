@@ -101,6 +101,25 @@ void Checker::check_stmt(Stmt &s) {
     facts_ = saved;
     return;
   }
+  case StmtKind::If: {
+    // The whole CTA runs a task, so a branch must be taken by all its
+    // threads: only scalars and indices (never tiles) are uniform.
+    Type c = check_value(*s.value);
+    if (c.kind == TypeKind::Tile) {
+      diag_.error(DiagId::IfConditionNotUniform, s.value->range, {describe(c)});
+      diag_.note(DiagId::NoteIfUseSelect, s.value->range);
+    } else if (c.kind != TypeKind::Unknown &&
+               (c.kind != TypeKind::Scalar || c.elem != ElemType::Bool)) {
+      diag_.error(DiagId::ExpectedBool, s.value->range, {describe(c)});
+    }
+    for (std::vector<StmtPtr> *branch : {&s.body, &s.else_body}) {
+      scopes_.emplace_back();
+      for (auto &b : *branch)
+        check_stmt(*b);
+      scopes_.pop_back();
+    }
+    return;
+  }
   case StmtKind::ExprStmt: {
     Expr &e = *s.value;
     if (e.kind == ExprKind::Call && e.name == "store") {

@@ -43,6 +43,18 @@ public:
   void walk(const std::vector<StmtPtr> &body) {
     for (const StmtPtr &s : body) {
       walk_expr(s->value.get());
+      if (s->kind == StmtKind::If) {
+        // Either branch may run (the same one in every thread): each starts
+        // from what is pending before the `if`, and after it anything pending
+        // at the end of either branch is.
+        std::vector<Pending> before = pending_;
+        walk(s->body);
+        std::vector<Pending> after_then = std::move(pending_);
+        pending_ = std::move(before);
+        walk(s->else_body);
+        pending_.insert(pending_.end(), after_then.begin(), after_then.end());
+        continue;
+      }
       if (s->kind != StmtKind::For)
         continue;
       walk_expr(s->lo.get());

@@ -186,6 +186,8 @@ private:
     }
     case StmtKind::For:
       return loop(s);
+    case StmtKind::If:
+      return; // no op yet: callers check first_untiled_stmt() first
     case StmtKind::ExprStmt:
       value(*s.value);
       return;
@@ -487,6 +489,23 @@ private:
 };
 
 } // namespace
+
+static const Stmt *first_untiled(const std::vector<StmtPtr> &body) {
+  for (const StmtPtr &s : body) {
+    if (s->kind == StmtKind::If)
+      return s.get();
+    if (const Stmt *in = first_untiled(s->body))
+      return in;
+  }
+  return nullptr;
+}
+
+const Stmt *first_untiled_stmt(const KernelDecl &k) {
+  for (const TaskDecl &t : k.tasks)
+    if (const Stmt *s = first_untiled(t.body))
+      return s;
+  return nullptr;
+}
 
 TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program &p,
                          unsigned threads) {

@@ -136,6 +136,10 @@ struct TaskGraph;
 /// count <= threads / 32).
 TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program &p,
                          unsigned threads);
+/// The first statement of `k`'s task bodies the tile IR has no op for yet
+/// (an `if`: the lowering compiles it, --emit=tile refuses it with
+/// TileIrUnsupported); nullptr when build_tile_ir covers every statement.
+const Stmt *first_untiled_stmt(const KernelDecl &k);
 /// Warps tile ops use.
 unsigned tile_warps(unsigned threads);
 

@@ -175,4 +175,33 @@ TEST_CASE("cost: --emit=cost text and JSON through the driver, and bad options")
   CHECK(out6.str().find("give --bind") != std::string::npos);
 }
 
+TEST_CASE("cost: a loop from a nonzero start runs hi - lo times, an empty one none; an if counts "
+          "both branches") {
+  const char *src = R"(
+kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 16 == 0 {
+  task t[i in 0 .. N / 16] {
+    var a = load(x[i * 16 .. +16]);
+    for k in 1 .. 4 {
+      a += 1.0;
+    }
+    for k in 5 .. 2 {
+      a += 1.0;
+    }
+    if i == 0 {
+      a += 1.0;
+    } else {
+      a += 2.0;
+    }
+    store(y[i * 16 .. +16], a);
+  }
+}
+)";
+  auto c = costs(src, {{"N", 256}});
+  REQUIRE(c.size() == 2);
+  CHECK(c[1].tasks == 16);
+  // 3 trips of 16 adds, none of the empty loop, 16 for each branch (an
+  // upper bound: one of them runs).
+  CHECK(c[1].other == 16.0 * (3 * 16 + 0 + 2 * 16));
+}
+
 } // namespace etl

@@ -46,6 +46,7 @@ std::vector<unsigned> marked(const std::string &body) {
         if (e)
           expr(*e);
       stmts(s->body);
+      stmts(s->else_body);
     }
   };
   stmts(prog->kernels.at(0).tasks.at(0).body);
@@ -119,4 +120,26 @@ TEST_CASE("hazards: rank-0 stores are thread 0's, rank-0 loads and element reads
                "    store(y[i], sum(load(x[i * 64 .. +64]), axis = 0) * 2.0);") == L{});
   CHECK(marked("    store(y[i], sum(load(x[i * 64 .. +64]), axis = 0));\n"
                "    store(z[i * 64 .. +64], load(x[i * 64 .. +64]) * load(y[i]));") == L{2});
+}
+
+TEST_CASE("hazards: each branch of an `if` starts from what was pending before it") {
+  // The barrier of the then branch does not run when the else branch is
+  // taken: the else branch's conflicting load needs its own.
+  CHECK(marked("    store(y[i * 64 .. +64], load(x[i * 64 .. +64]));\n"
+               "    if i == 0 {\n"
+               "      store(z[i * 64 .. +32], load(y[i * 64 + 16 .. +32]));\n"
+               "    } else {\n"
+               "      store(z[i * 64 .. +32], load(y[i * 64 + 8 .. +32]));\n"
+               "    }") == L{3, 5});
+  // After the `if`, what either branch left pending (the then branch's
+  // store; the else branch has no access) still conflicts.
+  CHECK(marked("    if i == 0 {\n"
+               "      store(y[i * 64 .. +64], load(x[i * 64 .. +64]));\n"
+               "    }\n"
+               "    store(z[i * 64 .. +32], load(y[i * 64 + 16 .. +32]));") == L{4});
+  // Disjoint ranges stay unmarked inside a branch too.
+  CHECK(marked("    store(y[i * 64 .. +32], load(x[i * 64 .. +32]));\n"
+               "    if i > 0 {\n"
+               "      store(z[i * 64 .. +32], load(y[i * 64 + 32 .. +32]));\n"
+               "    }") == L{});
 }
