@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -33,6 +34,13 @@ TEST_CASE("bit operators: PTX uses and/or/xor/not/shl/shr.s/popc, ptxas accepts"
     for (const char *insn : {"and.b32", "or.b32", "xor.b32", "not.b32", "shl.b32", "shr.s32",
                              "popc.b32", "popc.b64", "shl.b64", "shr.s64", "and.b64"})
       CHECK_MESSAGE(ptx.find(insn) != std::string::npos, "no " << insn << " in the PTX");
+    // The shift amount is masked to the width (PTX would clamp it instead;
+    // sim on x86 masks by itself, so only the PTX shows the mask is there).
+    CHECK_MESSAGE(std::regex_search(ptx, std::regex(R"(and\.b32\s+%r\d+, %r\d+, 31;)")),
+                  "no i32 shift-amount mask in the PTX");
+    CHECK_MESSAGE(
+        std::regex_search(ptx, std::regex(R"(and\.b(32|64)\s+%r[d]?\d+, %r[d]?\d+, 63;)")),
+        "no i64 shift-amount mask in the PTX");
     if (std::string(ETL_PTXAS).empty()) {
       MESSAGE("ptxas not found at configure time: skipping PTX assembly for " << target);
       continue;
