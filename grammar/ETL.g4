@@ -16,6 +16,10 @@
 //  - Characters the lexer does not know and unterminated block comments become
 //    tokens on the hidden channel; the frontend reports them, so the parser
 //    never sees them and each bad character is one clean error.
+//  - Bit operators bind tighter than comparisons (as in Rust, unlike C):
+//    `x & 1 == 0` is `(x & 1) == 0`. Shifts bind tighter than `&`. `>>` is
+//    one token; types never nest (`tensor<f32>`, `cast<i32>(...)`), so no
+//    `>` `>` pair can occur in a type.
 //  - `fn` bodies reuse `block`; `return` is a statement everywhere so the AST
 //    builder can report one outside a fn, or not last in it, precisely.
 grammar ETL;
@@ -99,9 +103,13 @@ ifChain : 'if' expr block ('else' (block | ifChain))? ;
 expr
   : primary                                   # primaryExpr
   | expr '[' sliceComp (',' sliceComp)* ']'   # indexExpr
-  | op=('-' | '!') expr                       # unaryExpr
+  | op=('-' | '!' | '~') expr                 # unaryExpr
   | expr op=('*' | '/' | '%') expr            # binaryExpr
   | expr op=('+' | '-') expr                  # binaryExpr
+  | expr op=('<<' | '>>') expr                # binaryExpr
+  | expr op='&' expr                          # binaryExpr
+  | expr op='^' expr                          # binaryExpr
+  | expr op='|' expr                          # binaryExpr
   | expr op=('<' | '<=' | '>' | '>=') expr    # binaryExpr
   | expr op=('==' | '!=') expr                # binaryExpr
   | expr op='&&' expr                         # binaryExpr

@@ -113,6 +113,7 @@ struct FlopCounter {
     case Builtin::Floor:
     case Builtin::Ceil:
     case Builtin::Round:
+    case Builtin::Popc:
     case Builtin::Select:
     case Builtin::Cumsum:
       other = other + w * n;

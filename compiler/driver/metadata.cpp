@@ -80,6 +80,8 @@ void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
       ETL_OP(And, ETL_XOP_AND)
       ETL_OP(Or, ETL_XOP_OR)
 #undef ETL_OP
+    default: // bit operators: sema rejects them on indices
+      break;
     }
     break;
   }

@@ -452,7 +452,8 @@ private:
     }
     if (auto *c = dynamic_cast<P::UnaryExprContext *>(ctx)) {
       auto e = std::make_unique<Expr>(ExprKind::Unary, range(ctx));
-      e->un_op = c->op && c->op->getText() == "!" ? UnOp::Not : UnOp::Neg;
+      std::string op = c->op ? c->op->getText() : "-";
+      e->un_op = op == "!" ? UnOp::Not : op == "~" ? UnOp::BitNot : UnOp::Neg;
       e->args.push_back(expr(c->expr()));
       return e;
     }

@@ -125,7 +125,7 @@ std::string expected_list(ETLParser *p, const antlr4::misc::IntervalSet &set) {
     if (expr) {
       std::string n = token_kind_name(v, t);
       if (t == ETLParser::INT || t == ETLParser::FLOAT || t == ETLParser::IDENT || n == "'('" ||
-          n == "'-'" || n == "'!'")
+          n == "'-'" || n == "'!'" || n == "'~'")
         continue;
     }
     names.push_back(token_kind_name(v, t));

@@ -185,6 +185,23 @@ llvm::Value *Lowerer::int_div(llvm::Value *l, llvm::Value *r, bool mod) {
   return b.CreateSelect(is0, zero, v);
 }
 
+/// `& | ^ << >>` of two integer registers. A shift amount is taken modulo
+/// the bit width (`x << 33` on i32 is `x << 1`; a negative amount uses its
+/// low bits), the same on every target: LLVM leaves an amount >= width
+/// poison and PTX clamps it, so the mask makes sim and NVPTX agree. `>>` is
+/// arithmetic (i32 and i64 are signed).
+llvm::Value *Lowerer::bit_op(BinOp op, llvm::Value *l, llvm::Value *r) {
+  if (op == BinOp::BitAnd)
+    return b.CreateAnd(l, r);
+  if (op == BinOp::BitOr)
+    return b.CreateOr(l, r);
+  if (op == BinOp::BitXor)
+    return b.CreateXor(l, r);
+  unsigned w = l->getType()->getIntegerBitWidth();
+  llvm::Value *amount = b.CreateAnd(r, llvm::ConstantInt::get(r->getType(), w - 1));
+  return op == BinOp::Shl ? b.CreateShl(l, amount) : b.CreateAShr(l, amount);
+}
+
 TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
                        const std::vector<int64_t> &shape, ElemType elem) {
   TileVal x = coerce(a, shape, elem), y = coerce(c, shape, elem);
@@ -211,6 +228,15 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
       if (fl)
         throw LowerError("'%' on a float tile");
       v = int_div(l, rr, /*mod=*/true);
+      break;
+    case BinOp::BitAnd:
+    case BinOp::BitOr:
+    case BinOp::BitXor:
+    case BinOp::Shl:
+    case BinOp::Shr:
+      if (fl)
+        throw LowerError(std::string("'") + spelling(op) + "' on a float tile");
+      v = bit_op(op, l, rr);
       break;
     default:
       throw LowerError(std::string("operator '") + spelling(op) + "' is not supported on tiles");
@@ -546,8 +572,14 @@ TileVal Lowerer::value(const Expr &e) {
         r = b.CreateXor(r, b.getInt32(1));
       return a;
     }
+    if (e.un_op == UnOp::BitNot && !a.is_index && !is_float(a.elem)) {
+      for (auto &r : a.regs)
+        r = b.CreateNot(r);
+      return a;
+    }
     if (e.un_op != UnOp::Neg)
-      throw LowerError("operator '!' is not supported on tiles");
+      throw LowerError(std::string("operator '") + spelling(e.un_op) +
+                       "' is not supported on this operand");
     if (a.is_index) {
       a.regs[0] = b.CreateNeg(a.regs[0]);
       return a;
@@ -564,9 +596,19 @@ TileVal Lowerer::value(const Expr &e) {
                                      : broadcast_shape(a.shape, c.shape);
     if (e.type.kind == TypeKind::Unknown)
       want = a.is_index ? c.elem : a.elem;
-    if (e.bin_op != BinOp::Add && e.bin_op != BinOp::Sub && e.bin_op != BinOp::Mul &&
-        e.bin_op != BinOp::Div && e.bin_op != BinOp::Mod)
+    switch (e.bin_op) {
+    case BinOp::Eq:
+    case BinOp::Ne:
+    case BinOp::Lt:
+    case BinOp::Le:
+    case BinOp::Gt:
+    case BinOp::Ge:
+    case BinOp::And:
+    case BinOp::Or:
       return compare(e.bin_op, a, c, shape);
+    default:
+      break;
+    }
     return arith(e.bin_op, a, c, shape, want);
   }
   case ExprKind::Call:
@@ -659,6 +701,15 @@ TileVal Lowerer::value(const Expr &e) {
   }
   if (is_unary_math_fn(f) || f == Builtin::Pow)
     return math_call(e); // lower_math.cpp
+  if (e.args.size() == 1 && f == Builtin::Popc) {
+    TileVal a = value(*e.args[0]);
+    if (a.is_index || is_float(a.elem))
+      throw LowerError("popc of a non-integer");
+    for (auto &r : a.regs)
+      r = b.CreateSExtOrTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, r), i32);
+    a.elem = ElemType::I32;
+    return a;
+  }
   if (e.args.size() == 1 && f == Builtin::Abs) {
     TileVal a = value(*e.args[0]);
     if (!a.is_index && !is_float(a.elem)) {

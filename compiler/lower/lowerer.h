@@ -227,7 +227,10 @@ public:
   TileVal lower_load(const Expr &call);
   /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
-  /// Element-wise `a op b` (Add/Sub/Mul/Div) at the given result shape/elem.
+  /// `& | ^ << >>` of two integer registers (shift amounts modulo the width).
+  llvm::Value *bit_op(BinOp op, llvm::Value *l, llvm::Value *r);
+  /// Element-wise `a op b` (Add/Sub/Mul/Div/Mod and the bit operators) at the given result
+  /// shape/elem.
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
                 ElemType elem);
   llvm::Value *convert_scalar(llvm::Value *v, const TileVal &from, ElemType to);

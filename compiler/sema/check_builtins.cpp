@@ -255,6 +255,27 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
   }
   if (fn == Builtin::Pow)
     return check_pow(e);
+  if (fn == Builtin::Popc) {
+    if (!arity(e, 1, "1 argument"))
+      return set(e, Type());
+    Type v = check_value(*e.args[0]);
+    if (v.kind == TypeKind::Unknown)
+      return set(e, v);
+    if (v.kind == TypeKind::Index) {
+      diag_.error(DiagId::TileOpUnsupported, e.range, {f, kIndexBitsNote});
+      return set(e, Type());
+    }
+    if (v.kind != TypeKind::Tile && v.kind != TypeKind::Scalar) {
+      diag_.error(DiagId::ExpectedTile, e.args[0]->range, {describe(v)});
+      return set(e, Type());
+    }
+    if (!is_integer(v.elem)) {
+      diag_.error(DiagId::BitOpNotInteger, e.args[0]->range, {f, describe(v)});
+      return set(e, Type());
+    }
+    v.elem = ElemType::I32; // a count of 0 .. 64 bits
+    return set(e, v);
+  }
   if (is_unary_math_fn(fn) || fn == Builtin::Abs) {
     if (!arity(e, 1, "1 argument"))
       return set(e, Type());

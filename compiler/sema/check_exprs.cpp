@@ -184,6 +184,18 @@ Type Checker::check_unary(Expr &e, IndexCtx ctx) {
     if ((t.kind == TypeKind::Scalar || t.kind == TypeKind::Tile) && t.elem != ElemType::Bool)
       return set(e, t);
   }
+  if (e.un_op == UnOp::BitNot) {
+    if (t.kind == TypeKind::Index) {
+      diag_.error(DiagId::TileOpUnsupported, e.range, {"~", kIndexBitsNote});
+      return set(e, Type());
+    }
+    if (t.kind == TypeKind::Scalar || t.kind == TypeKind::Tile) {
+      if (is_integer(t.elem))
+        return set(e, t);
+      diag_.error(DiagId::BitOpNotInteger, e.args[0]->range, {"~", describe(t)});
+      return set(e, Type());
+    }
+  }
   if (e.un_op == UnOp::Not && t.kind != TypeKind::Index) {
     if ((t.kind == TypeKind::Scalar || t.kind == TypeKind::Tile) && t.elem == ElemType::Bool)
       return set(e, t);
@@ -223,6 +235,10 @@ Type Checker::check_binary(Expr &e, IndexCtx ctx) {
       // In a task body, comparing two indices gives a bool scalar.
       if (ctx == IndexCtx::Body && is_comparison(e.bin_op))
         return set(e, scalar_type(ElemType::Bool));
+      if (is_bit_op(e.bin_op)) {
+        diag_.error(DiagId::TileOpUnsupported, e.range, {spelling(e.bin_op), kIndexBitsNote});
+        return set(e, Type());
+      }
       diag_.error(DiagId::TileOpUnsupported, e.range,
                   {spelling(e.bin_op), "index expressions outside `where`"});
       return set(e, Type());
@@ -231,6 +247,10 @@ Type Checker::check_binary(Expr &e, IndexCtx ctx) {
   }
   if (is_comparison(e.bin_op) || e.bin_op == BinOp::And || e.bin_op == BinOp::Or) {
     auto r = logic(a, b, e);
+    return set(e, r ? *r : Type());
+  }
+  if (is_bit_op(e.bin_op)) {
+    auto r = bits(a, b, e);
     return set(e, r ? *r : Type());
   }
   if (!adopt_float_literal(a, *e.args[0], b, e.range) ||
@@ -243,6 +263,29 @@ Type Checker::check_binary(Expr &e, IndexCtx ctx) {
 bool Checker::is_comparison(BinOp op) {
   return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt || op == BinOp::Le ||
          op == BinOp::Gt || op == BinOp::Ge;
+}
+
+bool Checker::is_bit_op(BinOp op) {
+  return op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor || op == BinOp::Shl ||
+         op == BinOp::Shr;
+}
+
+/// `& | ^ << >>` of integer tiles and scalars (an index or integer literal
+/// adopts the other operand's type); the result has the operands' type.
+std::optional<Type> Checker::bits(Type a, Type b, Expr &e) {
+  for (size_t i = 0; i < 2; ++i) {
+    const Type &t = i ? b : a;
+    if (t.kind == TypeKind::Tensor || t.kind == TypeKind::Slice) {
+      diag_.error(DiagId::TileOpUnsupported, e.range,
+                  {spelling(e.bin_op), describe(t) + "; load(...) it into a tile first"});
+      return std::nullopt;
+    }
+    if (t.kind != TypeKind::Index && !is_integer(t.elem)) {
+      diag_.error(DiagId::BitOpNotInteger, e.args[i]->range, {spelling(e.bin_op), describe(t)});
+      return std::nullopt;
+    }
+  }
+  return unify(a, b, e.range);
 }
 
 /// Comparisons (numeric operands, broadcast, bool result) and `&&`/`||`

@@ -190,10 +190,16 @@ private:
   Type check_binary(Expr &e, IndexCtx ctx);
 
   static bool is_comparison(BinOp op);
+  static bool is_bit_op(BinOp op);
+  /// Why `&`, `~`, ... reject two index operands (dims, task and loop indices).
+  static constexpr const char *kIndexBitsNote =
+      "index expressions (dims, task and loop indices); bit operations apply to integer tiles "
+      "and scalars";
 
   /// Comparisons (numeric operands, broadcast, bool result) and `&&`/`||`
   /// (bool operands) of tiles and scalars.
   std::optional<Type> logic(Type a, Type b, Expr &e);
+  std::optional<Type> bits(Type a, Type b, Expr &e);
 
   /// The common type of two element-wise operands: an index adopts the other
   /// operand's element type, element types must match, shapes broadcast.

@@ -247,11 +247,14 @@ private:
 
   int binary(BinOp op, int a, int c, const std::vector<int64_t> &shape, ElemType elem,
              SourceRange loc) {
-    static const char *names[] = {"add", "sub", "mul", "div", "mod", "eq", "ne",
-                                  "lt",  "le",  "gt",  "ge",  "and", "or"};
+    static const char *names[] = {"add", "sub", "mul", "div", "mod",  "eq",  "ne",   "lt",  "le",
+                                  "gt",  "ge",  "and", "or",  "band", "bor", "bxor", "shl", "shr"};
+    static_assert(sizeof(names) / sizeof(names[0]) == size_t(BinOp::Shr) + 1,
+                  "a name for every BinOp (ast/kinds.def order)");
     std::string name = names[int(op)];
     if (op == BinOp::Add || op == BinOp::Sub || op == BinOp::Mul || op == BinOp::Div ||
-        op == BinOp::Mod) {
+        op == BinOp::Mod || op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor ||
+        op == BinOp::Shl || op == BinOp::Shr) {
       a = coerce(a, shape, elem, loc);
       c = coerce(c, shape, elem, loc);
       return emit(make(TileOpKind::Binary, loc, {a, c}, name), elem, shape);
@@ -297,8 +300,8 @@ private:
           e.un_op == UnOp::Neg)
         return constant(-INFINITY, ElemType::F32, e.range);
       int a = coerce(value(*e.args[0]), shape_of(e), want, e.range);
-      return emit(make(TileOpKind::Unary, e.range, {a}, e.un_op == UnOp::Neg ? "neg" : "not"), want,
-                  shape_of(e));
+      const char *name = e.un_op == UnOp::Neg ? "neg" : e.un_op == UnOp::Not ? "not" : "bnot";
+      return emit(make(TileOpKind::Unary, e.range, {a}, name), want, shape_of(e));
     }
     case ExprKind::Binary:
       return binary(e.bin_op, value(*e.args[0]), value(*e.args[1]), shape_of(e), want, e.range);
@@ -476,6 +479,8 @@ private:
     }
     case Builtin::Arange:
       return emit(make(TileOpKind::Arange, e.range), want, shape);
+    case Builtin::Popc: // i32 or i64 operand, i32 count
+      return emit(make(TileOpKind::Unary, e.range, {arg(0)}, "popc"), want, shape);
     case Builtin::Dot:
       return emit(make(TileOpKind::Dot, e.range, {arg(0), arg(1)}), want, shape);
     case Builtin::Transpose:

@@ -146,6 +146,32 @@ TEST_CASE("parser: rowsum structure and ranges") {
   CHECK(loop.body[0]->range.begin.col == 7);
 }
 
+TEST_CASE("parser: bit operators bind tighter than comparisons, shifts looser than +") {
+  // a | b ^ c & d << e + f == g  is  (a | (b ^ (c & (d << (e + f))))) == g
+  auto p = parse_stmt("let r = a | b ^ c & d << e + f == ~g;");
+  const Expr &eq = *one_stmt(*p)->value;
+  REQUIRE(eq.bin_op == BinOp::Eq);
+  CHECK(eq.args[1]->kind == ExprKind::Unary);
+  CHECK(eq.args[1]->un_op == UnOp::BitNot);
+  const Expr &bor = *eq.args[0];
+  REQUIRE(bor.bin_op == BinOp::BitOr);
+  const Expr &bxor = *bor.args[1];
+  REQUIRE(bxor.bin_op == BinOp::BitXor);
+  const Expr &band = *bxor.args[1];
+  REQUIRE(band.bin_op == BinOp::BitAnd);
+  const Expr &shl = *band.args[1];
+  REQUIRE(shl.bin_op == BinOp::Shl);
+  CHECK(shl.args[1]->bin_op == BinOp::Add);
+  // `>>` next to generic calls: `cast<i32>(x)>>2`, and `x >> y > z` is (x >> y) > z.
+  auto q = parse_stmt("let r = cast<i32>(x)>>2 > zeros<i32>[4]>>1;");
+  const Expr &gt = *one_stmt(*q)->value;
+  REQUIRE(gt.bin_op == BinOp::Gt);
+  CHECK(gt.args[0]->bin_op == BinOp::Shr);
+  CHECK(gt.args[0]->args[0]->name == "cast");
+  CHECK(gt.args[1]->bin_op == BinOp::Shr);
+  CHECK(gt.args[1]->args[0]->name == "zeros");
+}
+
 TEST_CASE("parser: precedence") {
   auto p = parse_stmt("let a = -x + y * z < 3 || !b && c == d;");
   const Expr &e = *one_stmt(*p)->value;
