@@ -49,7 +49,7 @@ dimParam : IDENT ':' 'dim' ;
 
 // A scalar parameter (`eps: f32`) is a run-time value bound with
 // etlBindScalar; its element type is a plain identifier like tensors'.
-param : IDENT ':' (tensorType | scalarType) ;
+param : IDENT ':' (tensorType | scalarType) initializer? ;
 
 scalarType : IDENT ;
 
@@ -62,7 +62,12 @@ scheduleClause : 'schedule' IDENT ;
 
 kernelItem : bufferDecl | eventDecl | taskDecl ;
 
-bufferDecl : 'buffer' IDENT ':' tensorType ';' ;
+// `= zeros`: the runtime clears the buffer before each run; without an
+// initializer its contents start undefined. Only `zeros` is accepted (the
+// frontend says so); a parameter's initializer is refused there too.
+bufferDecl : 'buffer' IDENT ':' tensorType initializer? ';' ;
+
+initializer : '=' expr ;
 
 eventDecl : 'event' IDENT '[' exprList? ']' ';' ;
 

@@ -32,6 +32,7 @@ struct ArtifactTensor {
   bool is_buffer = false;          ///< runtime-allocated intermediate, not a parameter
   std::vector<ArtifactExpr> shape; ///< one expr per dimension (rank = size)
   uint32_t slot = 0;
+  bool zeros = false; ///< a buffer the runtime clears before each run (= zeros)
 };
 
 /// A scalar parameter: its value's bits go in the low bytes of `slot`.

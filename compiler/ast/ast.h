@@ -218,6 +218,7 @@ struct TensorDecl {
   SourceRange name_range;
   TensorType type;
   bool is_buffer = false;
+  bool zeros = false; ///< `buffer x: ... = zeros;`: cleared by the runtime before each run
   SourceRange range;
   std::vector<Sym> shape; ///< sema
 };

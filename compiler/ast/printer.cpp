@@ -106,7 +106,7 @@ private:
       const TensorDecl &t = k.tensors[i];
       line(2);
       out_ += std::string(t.is_buffer ? "(Buffer " : "(Param ") + t.name + at(t.range) + " " +
-              tensor_type(t.type) + ")";
+              tensor_type(t.type) + (t.zeros ? " zeros" : "") + ")";
     }
     for (const ScalarDecl &sc : k.scalars) {
       line(2);

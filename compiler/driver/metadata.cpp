@@ -134,6 +134,7 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
     at.name = t.name;
     at.elem = abi_elem(t.type.elem);
     at.is_buffer = t.is_buffer;
+    at.zeros = t.zeros;
     for (const ExprPtr &e : t.type.shape)
       at.shape.push_back(expr_bytecode(*e, p));
     at.slot = layout.tensor(unsigned(i));

@@ -190,8 +190,16 @@ private:
     }
   }
 
+  // param : IDENT ':' (tensorType | scalarType) initializer? ;
+  // An initializer is refused: a parameter's contents are the caller's.
+  void refuseParamInit(P::ParamContext *ctx) {
+    if (auto *init = ctx->initializer(); init && real(ctx->IDENT()))
+      diag_.error(DiagId::ParamInitializer, range(init), {text(ctx->IDENT())});
+  }
+
   // param : IDENT ':' tensorType ;
   TensorDecl param(P::ParamContext *ctx) {
+    refuseParamInit(ctx);
     TensorDecl t;
     t.name = text(ctx->IDENT());
     t.name_range = range(ctx->IDENT());
@@ -203,6 +211,7 @@ private:
 
   // param : IDENT ':' scalarType ;  scalarType : IDENT ;
   ScalarDecl scalarParam(P::ParamContext *ctx) {
+    refuseParamInit(ctx);
     ScalarDecl s;
     s.name = text(ctx->IDENT());
     s.name_range = range(ctx->IDENT());
@@ -250,7 +259,8 @@ private:
     return ScheduleKind::None;
   }
 
-  // bufferDecl : 'buffer' IDENT ':' tensorType ';' ;
+  // bufferDecl : 'buffer' IDENT ':' tensorType initializer? ';' ;
+  // initializer : '=' expr ;  (only the name `zeros`)
   TensorDecl bufferDecl(P::BufferDeclContext *ctx) {
     TensorDecl t;
     t.name = text(ctx->IDENT());
@@ -258,6 +268,13 @@ private:
     if (ctx->tensorType())
       t.type = tensorType(ctx->tensorType());
     t.is_buffer = true;
+    if (auto *init = ctx->initializer(); init && init->expr()) {
+      std::string w = init->expr()->getText();
+      if (w == "zeros")
+        t.zeros = true;
+      else if (!w.empty())
+        diag_.error(DiagId::UnknownBufferInit, range(init->expr()), {w});
+    }
     t.range = range(ctx);
     return t;
   }

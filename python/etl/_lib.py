@@ -104,6 +104,7 @@ _sig("etlRunQuery", Status, P)
 _sig("etlProgramSetTimeline", Status, P, _c.c_char_p)
 _sig("etlProgramSetProfile", Status, P, _c.c_char_p)
 _sig("etlProgramSetRaceCheck", Status, P, _c.c_int)
+_sig("etlProgramSetPoisonBuffers", Status, P, _c.c_int)
 
 
 def check(status):

@@ -75,8 +75,10 @@ typedef struct etl_section_entry {
  *   str source_path              for messages
  *   u32 num_slots                slots in the argument block (>= ETL_SLOT_FIRST_PROGRAM)
  *   u32 n_dims      { str name; u32 slot }                        value slot: i64
- *   u32 n_tensors   { str name; u32 elem; u32 is_buffer; u32 rank;
+ *   u32 n_tensors   { str name; u32 elem; u32 kind; u32 rank;
  *                     expr shape[rank]; u32 slot }                slot: pointer
+ *                                       kind: enum etl_tensor_kind (BUFFER_ZEROS
+ *                                       came later in v6: older readers refuse it)
  *   u32 n_scalars   { str name; u32 elem; u32 slot }              slot: the value's
  *                                       bits in its low bytes (f32: 4, f16/bf16: 2,
  *                                       i32: 4, i64: 8; the rest zero)
@@ -108,6 +110,14 @@ typedef enum etl_index_kind {
   ETL_INDEX_DATA = 2  /* reads tensor data: evaluated and checked on the device */
 } etl_index_kind;
 enum { ETL_SCHEDULE_STATIC = 0, ETL_SCHEDULE_DYNAMIC = 1 };
+/* A tensor's kind word: a parameter the caller binds, or a buffer the
+ * runtime allocates per binding shape, whose contents start undefined
+ * (BUFFER) or are cleared to zero bytes before each run (BUFFER_ZEROS). */
+typedef enum etl_tensor_kind {
+  ETL_TENSOR_PARAM = 0,
+  ETL_TENSOR_BUFFER = 1,
+  ETL_TENSOR_BUFFER_ZEROS = 2
+} etl_tensor_kind;
 #define ETL_NO_DATA_VAR 0xFFFFFFFFu
 /* bf16: the top 16 bits of an IEEE f32 (round-to-nearest-even on store). */
 enum { ETL_ELEM_F32 = 0, ETL_ELEM_F16 = 1, ETL_ELEM_I32 = 2, ETL_ELEM_I64 = 3, ETL_ELEM_BF16 = 4 };

@@ -246,8 +246,10 @@ static void parse_meta(rd *r, etl_meta *m) {
       break;
     if (t->elem > ETL_ELEM_BF16)
       rd_fail(r, "unknown element type");
-    if (t->is_buffer > 1)
-      rd_fail(r, "is_buffer not 0 or 1");
+    if (t->is_buffer > ETL_TENSOR_BUFFER_ZEROS)
+      rd_fail(r, "unknown tensor kind (not a parameter, buffer or zeros buffer)");
+    t->zeros = t->is_buffer == ETL_TENSOR_BUFFER_ZEROS;
+    t->is_buffer = t->is_buffer != ETL_TENSOR_PARAM;
     if (t->rank > ETL_MAX_RANK)
       rd_fail(r, "rank larger than 16");
     t->shape = rd_alloc(r, t->rank + 1, sizeof(etl_expr));

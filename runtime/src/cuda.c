@@ -260,6 +260,15 @@ static etlStatus cuda_htod(etl_context *ctx, uint64_t dst, const void *src, size
   return leave(s, r ? CU_FAIL(s, r, "cuMemcpyHtoD") : ETL_SUCCESS);
 }
 
+static etlStatus cuda_zero(etl_context *ctx, uint64_t dst, size_t n, void *stream) {
+  etl_cuda_state *s = ctx->state;
+  etlStatus st = enter(s);
+  if (st)
+    return st;
+  CUresult r = s->MemsetD8Async(dst, 0, n, (CUstream)stream);
+  return leave(s, r ? CU_FAIL(s, r, "cuMemsetD8Async") : ETL_SUCCESS);
+}
+
 static etlStatus cuda_dtoh(etl_context *ctx, void *dst, uint64_t src, size_t n) {
   etl_cuda_state *s = ctx->state;
   etlStatus st = enter(s);
@@ -478,6 +487,7 @@ const etl_device etl_device_cuda = {
     .alloc = cuda_alloc,
     .free = cuda_free,
     .htod = cuda_htod,
+    .zero = cuda_zero,
     .dtoh = cuda_dtoh,
     .program_load = cuda_program_load,
     .program_unload = cuda_program_unload,

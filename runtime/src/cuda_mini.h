@@ -58,6 +58,8 @@ typedef int CUjit_option;
   X(MemFree, "cuMemFree_v2", CUresult, (CUdeviceptr p))                                            \
   X(MemcpyHtoD, "cuMemcpyHtoD_v2", CUresult, (CUdeviceptr dst, const void *src, size_t n))         \
   X(MemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *dst, CUdeviceptr src, size_t n))               \
+  X(MemsetD8Async, "cuMemsetD8Async", CUresult,                                                    \
+    (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))                                      \
   X(MemHostAlloc, "cuMemHostAlloc", CUresult, (void **p, size_t bytes, unsigned flags))            \
   X(MemFreeHost, "cuMemFreeHost", CUresult, (void *p))                                             \
   X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult,                             \

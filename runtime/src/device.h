@@ -51,6 +51,9 @@ typedef struct etl_device {
   void (*free)(etl_context *ctx, uint64_t dptr);
   etlStatus (*htod)(etl_context *ctx, uint64_t dst, const void *src, size_t n);
   etlStatus (*dtoh)(etl_context *ctx, void *dst, uint64_t src, size_t n);
+  /// Set `n` bytes at `dst` to 0, ordered before the next launch on
+  /// `stream` (NULL: the default stream): `buffer ... = zeros` before a run.
+  etlStatus (*zero)(etl_context *ctx, uint64_t dst, size_t n, void *stream);
   /// Load the artifact's code for this device into p->state.
   etlStatus (*program_load)(etl_program *p);
   void (*program_unload)(etl_program *p);
@@ -123,7 +126,8 @@ struct etl_program {
   char *timeline_path; /* NULL = off */
   etlTimelineRecord *timeline;
   size_t timeline_count;
-  int race_check; /* etlProgramSetRaceCheck (sim only) */
+  int race_check;     /* etlProgramSetRaceCheck (sim only) */
+  int poison_buffers; /* etlProgramSetPoisonBuffers (sim only; or ETL_SIM_POISON=1) */
   /* the last run's profile samples, for the timeline's counter tracks */
   struct etl_profile_sample_t *profile_samples;
   size_t n_profile_samples;

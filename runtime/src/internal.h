@@ -59,6 +59,7 @@ typedef struct etl_dim_meta {
 typedef struct etl_tensor_meta {
   char *name;
   uint32_t elem, is_buffer, rank, slot;
+  uint32_t zeros; /* a buffer cleared before each run (ETL_TENSOR_BUFFER_ZEROS) */
   etl_expr *shape;
 } etl_tensor_meta;
 

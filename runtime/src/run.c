@@ -147,6 +147,10 @@ static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *str
     st = etl_dev_htod(c, pl->counters_dptr, pl->wait_counts, pl->n_counters * sizeof(uint32_t));
   if (!st && pl->dyn)
     st = etl_dev_htod(c, pl->dyn_dptr, pl->dyn, pl->dyn_words * sizeof(uint32_t));
+  /* `buffer ... = zeros`: cleared on the run's stream before its launch */
+  for (uint32_t i = 0; i < m->n_tensors && !st; ++i)
+    if (m->tensors[i].zeros && pl->buffer_bytes[i])
+      st = c->dev->zero(c, pl->buffer_dptr[i], pl->buffer_bytes[i], stream);
   if (st)
     return st;
   __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);

@@ -35,6 +35,7 @@
 
 #include "device.h"
 #include "sim_load.h"
+#include "sim_poison.h"
 #include "sim_profile.h"
 #include "sim_race.h"
 #include "sim_warp.h"
@@ -595,6 +596,7 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
   free(p->profile_samples); /* a run without the profile leaves no counter track */
   p->profile_samples = NULL;
   p->n_profile_samples = 0;
+  etl_sim_poison_buffers(p, plan);
   etl_context *ctx = p->ctx;
   const etl_meta *m = &p->art.meta;
   sim_run r;
@@ -770,6 +772,7 @@ const etl_device etl_device_sim = {
     .alloc = sim_alloc,
     .free = sim_free,
     .htod = sim_htod,
+    .zero = etl_sim_zero,
     .dtoh = sim_dtoh,
     .program_load = sim_program_load,
     .program_unload = sim_program_unload,

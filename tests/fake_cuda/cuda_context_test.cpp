@@ -268,3 +268,40 @@ TEST_CASE("a failing cuCtxGetDevice is reported and leaves the caller's context 
   CHECK(host.release(0) == 0);
   CHECK_MESSAGE(f.stats().violations == 0, f.violation());
 }
+
+TEST_CASE("a `= zeros` buffer is cleared on the run's stream, before its launch") {
+  Fake &f = fake();
+  Host host(f);
+  void *primary = nullptr, *stream = nullptr;
+  REQUIRE(host.retain(&primary, 0) == 0);
+  REQUIRE(host.set(primary) == 0);
+  REQUIRE(host.stream_create(&stream, 1) == 0);
+  etlContext ctx = nullptr;
+  etlProgram prog = nullptr;
+  REQUIRE(etlContextCreate(&ctx, "cuda", nullptr) == ETL_SUCCESS);
+  REQUIRE(etlProgramLoadFile(ctx, artifact("zeros_accumulate").c_str(), &prog) == ETL_SUCCESS);
+  int64_t m = 40;
+  std::vector<void *> bufs(3, nullptr);
+  const char *names[] = {"x", "y", "u"};
+  REQUIRE(etlBindDim(prog, "M", m) == ETL_SUCCESS);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(etlMalloc(ctx, m * 4, &bufs[i]) == ETL_SUCCESS);
+    REQUIRE(etlBindTensor(prog, names[i], bufs[i], ETL_F32, 1, &m) == ETL_SUCCESS);
+  }
+  for (int run = 1; run <= 2; ++run) {
+    INFO(etlGetLastErrorMessage());
+    REQUIRE(etlRunAsync(prog, stream) == ETL_SUCCESS);
+    CHECK(f.calls("cuMemsetD8Async") == run);
+    CHECK(f.stats().last_memset_stream == reinterpret_cast<uintptr_t>(stream));
+    CHECK(f.stats().last_stream == reinterpret_cast<uintptr_t>(stream));
+    CHECK(etlRunWait(prog) == ETL_SUCCESS);
+  }
+  for (void *b : bufs)
+    CHECK(etlFree(ctx, b) == ETL_SUCCESS);
+  CHECK(etlProgramDestroy(prog) == ETL_SUCCESS);
+  CHECK(etlContextDestroy(ctx) == ETL_SUCCESS);
+  CHECK(host.stream_destroy(stream) == 0);
+  CHECK(host.set(nullptr) == 0);
+  CHECK(host.release(0) == 0);
+  CHECK_MESSAGE(f.stats().violations == 0, f.violation());
+}

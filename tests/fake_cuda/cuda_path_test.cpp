@@ -71,6 +71,17 @@ struct Session {
     run_and_read(4, 2 * 3 * 16);
   }
 
+  /// zeros_accumulate.etl (a `buffer ... = zeros` and a plain one): M = 40.
+  void zeros() {
+    add("etlContextCreate", [this] { return etlContextCreate(&ctx, "cuda", &params); });
+    add("etlProgramLoadFile",
+        [this] { return etlProgramLoadFile(ctx, artifact("zeros_accumulate").c_str(), &prog); });
+    for (const char *t : {"x", "y", "u"})
+      tensor(t, {40});
+    add("etlBindDim", [this] { return etlBindDim(prog, "M", 40); });
+    run_and_read(1, 40);
+  }
+
   void add(const char *what, std::function<etlStatus()> f, bool cleanup = false) {
     steps.push_back({what, std::move(f), cleanup});
   }
@@ -131,6 +142,7 @@ struct Expect {
   const char *message;
   bool cleanup;
   bool also_silent = false;
+  bool zeros_only = false; // made only for a `buffer ... = zeros` (Session::zeros)
 };
 const Expect kTable[] = {
     {"cuInit", ETL_ERROR_NO_DEVICE, "no CUDA device available", false},
@@ -151,6 +163,7 @@ const Expect kTable[] = {
     {"cuMemAlloc_v2", ETL_ERROR_OUT_OF_MEMORY, "cuMemAlloc", false},
     {"cuMemcpyHtoD_v2", ETL_ERROR_CUDA, "cuMemcpyHtoD", false},
     {"cuMemcpyDtoH_v2", ETL_ERROR_CUDA, "cuMemcpyDtoH", false},
+    {"cuMemsetD8Async", ETL_ERROR_CUDA, "cuMemsetD8Async", false, false, true},
     {"cuLaunchKernel", ETL_ERROR_LAUNCH_FAILED, "cuLaunchKernel", false},
     {"cuEventRecord", ETL_ERROR_CUDA, "cuEventRecord", false},
     {"cuEventQuery", ETL_ERROR_CUDA, "kernel failed", false},
@@ -225,7 +238,7 @@ void run_failing(Fake &f, const std::function<void(Session &)> &make, const Expe
   check_clean(f, before);
 }
 
-void table_test(const std::function<void(Session &)> &make) {
+void table_test(const std::function<void(Session &)> &make, bool zeros = false) {
   Fake &f = fake();
   // a clean pass counts the calls each function gets
   Expect none{"cuInit", ETL_SUCCESS, "", false};
@@ -236,6 +249,10 @@ void table_test(const std::function<void(Session &)> &make) {
   for (auto [e, n] : counts) {
     std::string symbol = e->symbol;
     CAPTURE(symbol);
+    if (e->zeros_only && !zeros) {
+      CHECK(n == 0); // no zeros buffer, no memset
+      continue;
+    }
     CHECK(n > 0); // the table lists only what the runtime calls
     for (int nth = 1; nth <= n; ++nth) {
       CAPTURE(nth);
@@ -292,6 +309,40 @@ TEST_CASE("every failing driver call maps to a status and message, leaks nothing
 
 TEST_CASE("every failing driver call maps to a status and message, leaks nothing (dynamic)") {
   table_test([](Session &s) { s.mixed(); });
+}
+
+TEST_CASE("every failing driver call maps to a status and message, leaks nothing (zeros)") {
+  table_test([](Session &s) { s.zeros(); }, true);
+}
+
+TEST_CASE("a `= zeros` buffer is cleared with cuMemsetD8Async before each launch") {
+  Fake &f = fake();
+  Session s;
+  s.zeros();
+  int runs = 0;
+  for (auto &step : s.steps) {
+    INFO(step.what << ": " << etlGetLastErrorMessage());
+    if (std::strcmp(step.what, "etlRun") == 0) {
+      for (; runs < 3; ++runs) { // the same binding (plan) three times: cleared each time
+        REQUIRE(step.call() == ETL_SUCCESS);
+        CHECK(f.calls("cuMemsetD8Async") == runs + 1);
+        CHECK(f.stats().launches == runs + 1);
+      }
+      continue;
+    }
+    REQUIRE(step.call() == ETL_SUCCESS);
+    if (std::strcmp(step.what, "etlProgramLoadFile") == 0) {
+      // poisoned buffers are a sim checking mode
+      CHECK(etlProgramSetPoisonBuffers(s.prog, 1) == ETL_ERROR_INVALID_VALUE);
+      CHECK(std::string(etlGetLastErrorMessage()).find("sim checking mode") != std::string::npos);
+      CHECK(etlProgramSetPoisonBuffers(s.prog, 0) == ETL_SUCCESS);
+    }
+  }
+  etl_fake_cuda_stats st = f.stats();
+  CHECK(f.calls("cuMemsetD8Async") == 3); // one per run: `acc` only, not the plain `raw`
+  CHECK(st.last_memset_bytes == 40 * 4);
+  CHECK(st.last_memset_stream == 0); // etlRun: the default stream
+  CHECK_MESSAGE(st.violations == 0, f.violation());
 }
 
 TEST_CASE("a failing cuGetErrorString still leaves a message with the CUresult") {

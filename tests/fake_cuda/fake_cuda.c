@@ -131,7 +131,7 @@ static mem *find_range(CUdeviceptr dev, size_t n) {
   return NULL;
 }
 
-static void *host_view(CUdeviceptr dev, size_t n) {
+void *host_view(CUdeviceptr dev, size_t n) {
   mem *m = find_range(dev, n);
   return m ? m->host + (dev - m->dev) : NULL;
 }

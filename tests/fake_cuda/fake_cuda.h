@@ -55,6 +55,7 @@ typedef struct etl_fake_cuda_stats {
   unsigned long long last_stream; /* of the last launch: the CUstream's value (0 = NULL) */
   int primary_refs;               /* retains of the primary context outstanding */
   int streams, events;            /* alive now */
+  unsigned long long last_memset_stream, last_memset_bytes; /* of the last one */
 } etl_fake_cuda_stats;
 
 /// Forget failures, kernel mode, call counts and violations (not resources).

@@ -76,6 +76,7 @@ enum {
   X(cuMemFree_v2)                                                                                  \
   X(cuMemcpyHtoD_v2)                                                                               \
   X(cuMemcpyDtoH_v2)                                                                               \
+  X(cuMemsetD8Async)                                                                               \
   X(cuMemHostAlloc)                                                                                \
   X(cuMemFreeHost)                                                                                 \
   X(cuMemHostGetDevicePointer_v2)                                                                  \
@@ -187,6 +188,8 @@ CUresult query(fctx *c);
 void streams_reclaim(fctx *c);
 /* A stream handle of the current context (NULL is the NULL stream): 1, or 0. */
 int stream_ok(const void *s);
+/* fake_cuda.c: the host memory behind [dev, dev + n) of one allocation, or NULL. */
+void *host_view(CUdeviceptr dev, size_t n);
 
 /* Every entry point: count the call, then an injected failure if due. */
 #define ENTER(name)                                                                                \

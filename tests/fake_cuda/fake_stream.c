@@ -4,11 +4,13 @@
  * calling thread's context stack (cuCtxGetCurrent, cuCtxGetDevice,
  * cuCtxPushCurrent, cuCtxPopCurrent), device 0's primary context
  * (cuDevicePrimaryCtxRetain / Release), and streams and events (create,
- * destroy, record, query). The state and the entry-point macros are
- * fake_internal.h's; a kernel in flight is fake_cuda.c's (query, finish).
+ * destroy, record, query), and cuMemsetD8Async (done at once: the fake's
+ * kernels compute nothing, so nothing on the stream can read before it). The state and the
+ *entry-point macros are fake_internal.h's; a kernel in flight is fake_cuda.c's (query, finish).
  *===----------------------------------------------------------------------===*/
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fake_internal.h"
 
@@ -228,4 +230,20 @@ EXPORT CUresult cuEventQuery(fevent *e) {
   if (r != NOT_READY)
     x->launch = 0;
   RETURN(r);
+}
+
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, fstream *s) {
+  ENTER(cuMemsetD8Async);
+  NEED_CTX();
+  if (!stream_ok(s))
+    RETURN(violation(INVALID_HANDLE, "cuMemsetD8Async on stream %p, not one of this context", s));
+  if (n == 0)
+    RETURN(SUCCESS);
+  void *d = host_view(dst, n);
+  if (!d)
+    RETURN(violation(INVALID_VALUE, "cuMemsetD8Async of %zu bytes at 0x%llx", n, dst));
+  memset(d, v, n);
+  stats.last_memset_stream = (unsigned long long)(uintptr_t)s;
+  stats.last_memset_bytes = n;
+  RETURN(SUCCESS);
 }

@@ -352,6 +352,17 @@ ETL_API etlStatus etlProgramSetTimeline(etlProgram prog, const char *json_path);
 /// ETL_ERROR_INVALID_VALUE on a program of a GPU context.
 ETL_API etlStatus etlProgramSetRaceCheck(etlProgram prog, int enable);
 
+/// Buffers (`buffer x: tensor<...>[...];` in a kernel) are allocated by the
+/// runtime per binding shape; one declared `= zeros` is cleared before each
+/// run (on the run's stream on a GPU), every other one starts undefined (it
+/// may hold an earlier run's values). Turn the sim device's poison check on
+/// (non-zero) or off: while on, each etlRun first fills the undefined
+/// buffers with a quiet NaN (f32 0x7FC00000, f16 0x7E00, bf16 0x7FC0) or
+/// 0xDEADBEEF... (i32, i64), so a read before a write shows in the results.
+/// The environment variable ETL_SIM_POISON=1 turns it on for every program.
+/// ETL_ERROR_INVALID_VALUE on a program of a GPU context.
+ETL_API etlStatus etlProgramSetPoisonBuffers(etlProgram prog, int enable);
+
 /// Turn the sim device's profile counters on (`json_path` non-NULL) or off.
 /// While on, each successful etlRun writes `json_path` (atomically) and a
 /// readable table to `json_path`.txt: per task group and per access site,

@@ -34,7 +34,7 @@ etl::ArtifactMeta sample() {
   m.num_slots = 15;
   m.dims = {{"B", 8}, {"S", 9}};
   m.tensors.push_back({"x", ETL_ELEM_F16, false, {D(0), op(D(1), C(64), ETL_XOP_MUL)}, 10});
-  m.tensors.push_back({"tmp", ETL_ELEM_F32, true, {D(0)}, 11});
+  m.tensors.push_back({"tmp", ETL_ELEM_F32, true, {D(0)}, 11, true}); // = zeros
   m.scalars.push_back({"eps", ETL_ELEM_BF16, 14});
   m.constraints.push_back(
       {op(op(D(1), C(64), ETL_XOP_MOD), C(0), ETL_XOP_EQ), "S % 64 == 0", "model.etl:2:9"});
@@ -102,7 +102,10 @@ TEST_CASE("artifact round trip: every metadata field") {
   CHECK(r.tensors[0].rank == 2);
   CHECK(r.tensors[0].shape[1].n == 5);
   CHECK(r.tensors[0].shape[1].code[4] == ETL_XOP_MUL);
+  CHECK(r.tensors[0].is_buffer == 0);
+  CHECK(r.tensors[0].zeros == 0);
   CHECK(r.tensors[1].is_buffer == 1);
+  CHECK(r.tensors[1].zeros == 1); // ETL_TENSOR_BUFFER_ZEROS on the wire
   REQUIRE(r.n_scalars == 1);
   CHECK(std::string(r.scalars[0].name) == "eps");
   CHECK(r.scalars[0].elem == ETL_ELEM_BF16);

@@ -74,6 +74,24 @@ TEST_CASE("parser: the examples parse without errors") {
   }
 }
 
+TEST_CASE("parser: `buffer ... = zeros` marks the buffer; a plain one is not") {
+  auto p = parse(read("tests/unit/runtime/programs/zeros_accumulate.etl"));
+  REQUIRE_MESSAGE(!p->diag->has_errors(), p->errors());
+  const KernelDecl &k = p->prog->kernels[0];
+  REQUIRE(k.tensors.size() == 5);
+  CHECK(k.tensors[3].name == "acc");
+  CHECK(k.tensors[3].zeros);
+  CHECK(text_of(*p, k.tensors[3].range) == "buffer acc: tensor<f32>[M] = zeros;");
+  CHECK(k.tensors[4].name == "raw");
+  CHECK(k.tensors[4].is_buffer);
+  CHECK(!k.tensors[4].zeros);
+  CHECK(!k.tensors[0].zeros);
+  std::string ast = print_ast(*p->prog, p->sm); // --emit=ast says so
+  CHECK(ast.find("(Buffer acc") != std::string::npos);
+  CHECK(ast.find("(Tensor f32 (Name M)) zeros)") != std::string::npos);
+  CHECK(ast.find("(Buffer raw") != std::string::npos);
+}
+
 TEST_CASE("parser: rowsum structure and ranges") {
   auto p = parse(read("examples/rowsum/rowsum.etl"));
   REQUIRE(!p->diag->has_errors());
