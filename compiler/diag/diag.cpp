@@ -34,6 +34,8 @@ const DiagInfo kDiagInfo[] = {
 #include "diag/kinds.def"
 };
 
+} // namespace
+
 const char *severity_word(Severity s) {
   switch (s) {
   case Severity::Error:
@@ -47,7 +49,6 @@ const char *severity_word(Severity s) {
   }
   return "error";
 }
-} // namespace
 
 const char *diag_format(DiagId id) { return kDiagInfo[static_cast<size_t>(id)].format; }
 Severity diag_severity(DiagId id) { return kDiagInfo[static_cast<size_t>(id)].severity; }

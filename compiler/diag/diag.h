@@ -42,6 +42,8 @@ enum class Severity { Error, Warning, Note, Remark };
 /// The message format of a diagnostic kind, e.g. "use of undefined name '{0}'".
 const char *diag_format(DiagId id);
 Severity diag_severity(DiagId id);
+/// "error", "warning", "note" or "remark", as the text renderer writes it.
+const char *severity_word(Severity s);
 const char *diag_name(DiagId id);
 /// All kinds, in declaration order (the coverage test walks this).
 std::vector<DiagId> all_diag_ids();

@@ -16,24 +16,8 @@
 namespace etl {
 namespace {
 
-const char *severity_word(Severity s) {
-  switch (s) {
-  case Severity::Error:
-    return "error";
-  case Severity::Warning:
-    return "warning";
-  case Severity::Remark:
-    return "remark";
-  case Severity::Note:
-    break;
-  }
-  return "note";
-}
-
 /// SARIF 2.1.0 levels are none/note/warning/error: a remark is a "note".
-const char *sarif_level(Severity s) {
-  return s == Severity::Remark ? "note" : severity_word(s);
-}
+const char *sarif_level(Severity s) { return s == Severity::Remark ? "note" : severity_word(s); }
 
 /// An error or warning with the notes after it.
 struct Group {

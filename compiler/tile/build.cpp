@@ -303,8 +303,13 @@ private:
       const char *name = e.un_op == UnOp::Neg ? "neg" : e.un_op == UnOp::Not ? "not" : "bnot";
       return emit(make(TileOpKind::Unary, e.range, {a}, name), want, shape_of(e));
     }
-    case ExprKind::Binary:
-      return binary(e.bin_op, value(*e.args[0]), value(*e.args[1]), shape_of(e), want, e.range);
+    case ExprKind::Binary: {
+      // Left operand first: argument evaluation order is unspecified (gcc and
+      // clang differ), and the dump must be the same with either compiler.
+      int lhs = value(*e.args[0]);
+      int rhs = value(*e.args[1]);
+      return binary(e.bin_op, lhs, rhs, shape_of(e), want, e.range);
+    }
     case ExprKind::Index: // an element read of a float tensor: a rank-0 load
       return memory(e, e, nullptr);
     case ExprKind::Call:
