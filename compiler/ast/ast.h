@@ -358,6 +358,14 @@ struct Program {
   std::vector<KernelDecl> kernels;
 };
 
+/// The keyword argument `name` of a call, or null.
+const KwArg *find_kwarg(const Expr &call, const char *name);
+
+/// The compile-time integer `e` stands for: an integer literal, an integer
+/// `const`, `-`, `+`, `-` and `*` of those, or an expression sema's symbolic
+/// shape folded to a constant. For axes and static extents.
+std::optional<int64_t> static_int(const Program &p, const Expr &e);
+
 /// Prints the tree in the stable text form read by golden tests
 /// (`etlc --emit=ast`).
 std::string print_ast(const Program &p, const SourceManager &sm);

@@ -35,47 +35,7 @@ std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a, const std::v
   return r;
 }
 
-const KwArg *kwarg(const Expr &call, const char *name) {
-  for (const KwArg &k : call.kwargs)
-    if (k.name == name)
-      return &k;
-  return nullptr;
-}
-
 } // namespace
-
-/// A compile-time integer (IntLit, const names, + - *), for axes and extents.
-static std::optional<int64_t> static_int(const Program &p, const Expr &e) {
-  switch (e.kind) {
-  case ExprKind::IntLit:
-    return e.int_value;
-  case ExprKind::Name:
-    if (e.ref == NameRef::Const)
-      for (const ConstDecl &c : p.consts)
-        if (c.name == e.name)
-          return c.folded;
-    return std::nullopt;
-  case ExprKind::Unary:
-    if (e.un_op == UnOp::Neg)
-      if (auto v = static_int(p, *e.args[0]))
-        return -*v;
-    return std::nullopt;
-  case ExprKind::Binary: {
-    auto l = static_int(p, *e.args[0]), r = static_int(p, *e.args[1]);
-    if (!l || !r)
-      return std::nullopt;
-    if (e.bin_op == BinOp::Add)
-      return *l + *r;
-    if (e.bin_op == BinOp::Sub)
-      return *l - *r;
-    if (e.bin_op == BinOp::Mul)
-      return *l * *r;
-    return std::nullopt;
-  }
-  default:
-    return std::nullopt;
-  }
-}
 
 //===-- Conversions and broadcasting -------------------------------------===//
 
@@ -429,7 +389,7 @@ static std::pair<llvm::Value *, llvm::Value *> slice_elem(Lowerer &L, const Slic
 /// The `mask = m` of a load/store broadcast to the slice's shape, or an
 /// empty TileVal when there is none.
 static TileVal slice_mask(Lowerer &L, const Expr &call, const SliceAccess &s) {
-  const KwArg *km = kwarg(call, "mask");
+  const KwArg *km = find_kwarg(call, "mask");
   if (!km)
     return TileVal{};
   TileVal m = L.value(*km->value);
@@ -455,7 +415,7 @@ TileVal Lowerer::lower_load(const Expr &call) {
   r.shape = s.shape;
   llvm::Type *ty = reg_type(s.elem);
   llvm::Value *pad = llvm::Constant::getNullValue(ty);
-  if (const KwArg *kp = kwarg(call, "pad")) {
+  if (const KwArg *kp = find_kwarg(call, "pad")) {
     TileVal pv = value(*kp->value);
     pad = convert_scalar(pv.regs[0], pv, s.elem);
   }
@@ -653,7 +613,7 @@ TileVal Lowerer::value(const Expr &e) {
     TileVal a = value(*e.args.at(0));
     std::vector<int64_t> shape = e.type.tile_shape;
     if (!e.type.is_tile()) {
-      const KwArg *ax = kwarg(e, "axis");
+      const KwArg *ax = find_kwarg(e, "axis");
       auto v = ax ? static_int(*plan.program, *ax->value) : std::optional<int64_t>(0);
       if (!v)
         throw LowerError("expand needs a static axis");
@@ -664,9 +624,9 @@ TileVal Lowerer::value(const Expr &e) {
     a.shape = shape; // same linear order: no data movement
     return a;
   }
-  if ((f == Builtin::Sum || f == Builtin::Max || f == Builtin::Min) && kwarg(e, "axis")) {
+  if ((f == Builtin::Sum || f == Builtin::Max || f == Builtin::Min) && find_kwarg(e, "axis")) {
     TileVal a = value(*e.args.at(0));
-    auto axis = static_int(*plan.program, *kwarg(e, "axis")->value);
+    auto axis = static_int(*plan.program, *find_kwarg(e, "axis")->value);
     if (!axis)
       throw LowerError(e.name + " needs a static axis");
     cur_line = e.range.begin.line;
@@ -735,9 +695,10 @@ TileVal Lowerer::value(const Expr &e) {
       throw LowerError("arange needs a static 1-D shape");
     return arange(shape[0], want);
   }
-  if ((f == Builtin::Cumsum || f == Builtin::Argmax || f == Builtin::Argmin) && kwarg(e, "axis")) {
+  if ((f == Builtin::Cumsum || f == Builtin::Argmax || f == Builtin::Argmin) &&
+      find_kwarg(e, "axis")) {
     TileVal a = value(*e.args.at(0));
-    auto axis = static_int(*plan.program, *kwarg(e, "axis")->value);
+    auto axis = static_int(*plan.program, *find_kwarg(e, "axis")->value);
     if (!axis)
       throw LowerError(e.name + " needs a static axis");
     cur_line = e.range.begin.line;

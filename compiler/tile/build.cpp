@@ -27,35 +27,6 @@ unsigned tile_warps(unsigned threads) {
 
 namespace {
 
-const KwArg *kwarg(const Expr &call, const char *name) {
-  for (const KwArg &k : call.kwargs)
-    if (k.name == name)
-      return &k;
-  return nullptr;
-}
-
-std::optional<int64_t> static_int(const Program &p, const Expr &e) {
-  switch (e.kind) {
-  case ExprKind::IntLit:
-    return e.int_value;
-  case ExprKind::Name:
-    if (e.ref == NameRef::Const)
-      for (const ConstDecl &c : p.consts)
-        if (c.name == e.name && !c.is_float)
-          return c.folded;
-    return std::nullopt;
-  case ExprKind::Unary:
-    if (e.un_op == UnOp::Neg)
-      if (auto v = static_int(p, *e.args[0]))
-        return -*v;
-    return std::nullopt;
-  default:
-    if (e.sym)
-      return e.sym->as_constant();
-    return std::nullopt;
-  }
-}
-
 std::string number(double v) {
   if (std::isinf(v))
     return v < 0 ? "-inf" : "inf";
@@ -354,7 +325,7 @@ private:
       op.parts.push_back(part);
     }
     ElemType elem = op.tensor >= 0 ? k_.tensors[size_t(op.tensor)].type.elem : ElemType::F32;
-    if (const KwArg *m = kwarg(call, "mask")) {
+    if (const KwArg *m = find_kwarg(call, "mask")) {
       int mv = value(*m->value);
       op.mask = coerce(mv, shape, val(mv).index ? ElemType::I64 : val(mv).elem, m->value->range);
       op.operands.push_back(op.mask);
@@ -365,7 +336,7 @@ private:
       cur_->push_back(std::move(op));
       return -1;
     }
-    if (const KwArg *pad = kwarg(call, "pad"))
+    if (const KwArg *pad = find_kwarg(call, "pad"))
       op.pad = pad_text(*pad->value);
     return emit(op, elem, shape);
   }
@@ -404,7 +375,7 @@ private:
   }
 
   int axis_of(const Expr &e, size_t rank, bool expand) {
-    const KwArg *ax = kwarg(e, "axis");
+    const KwArg *ax = find_kwarg(e, "axis");
     int64_t a = ax ? static_int(p_, *ax->value).value_or(0) : 0;
     if (a < 0)
       a += int64_t(rank) + (expand ? 1 : 0);
@@ -444,7 +415,7 @@ private:
         return emit(make(TileOpKind::Binary, e.range, {a, c}, builtin_name(f)), want, shape);
       }
       int a = arg(0);
-      if (!kwarg(e, "axis")) { // sum(t): every axis, last first
+      if (!find_kwarg(e, "axis")) { // sum(t): every axis, last first
         while (val(a).is_tile()) {
           std::vector<int64_t> s = val(a).shape;
           s.pop_back();
