@@ -117,6 +117,56 @@ struct FastReduce {
     return b.CreateOr(b.CreateShl(b.CreateLShr(e, uint64_t(ab.hi)), uint64_t(ab.lo)), low);
   }
 
+  /// `p` combined with its butterfly partners over lane bits [lo, hi).
+  Part butterflies(Part p, int lo, int hi) {
+    for (int bit = lo; bit < hi; ++bit) {
+      Part other;
+      for (llvm::Value *v : p)
+        other.push_back(shfl(v, ShflMode::Bfly, 1u << unsigned(bit), 31));
+      p = combine(p, other);
+    }
+    return p;
+  }
+
+  /// Where `writer` holds: component c of `p` to scratch[slot + base[c]].
+  void write_partial(llvm::Value *writer, llvm::Value *slot, const Part &p,
+                     const std::vector<int64_t> &base) {
+    L.if_then(writer, [&] {
+      for (size_t c = 0; c < p.size(); ++c)
+        L.scratch_store(p[c], b.CreateAdd(slot, b.getInt64(base[c])), bytes[c]);
+    });
+  }
+
+  /// After the partials are written (barrier): the owner of output element
+  /// o combines its Q partials scratch[q * nout + o + base[c]], for each of
+  /// the result's `out_regs` registers; a barrier again before scratch is
+  /// reused.
+  std::vector<Part> combine_partials(unsigned out_regs, bool scalar_out, int64_t nout, int64_t Q,
+                                     const std::vector<int64_t> &base) {
+    L.m.barrier(b);
+    std::vector<Part> out;
+    for (unsigned k = 0; k < out_regs; ++k) {
+      llvm::Value *o = b.getInt64(0);
+      if (!scalar_out) {
+        o = L.elem_index(k);
+        if (llvm::Value *alive = L.elem_alive(k, nout)) // dead: read a valid slot
+          o = b.CreateSelect(alive, o, b.getInt64(0));
+      }
+      Part acc;
+      for (int64_t q = 0; q < Q; ++q) {
+        Part x;
+        for (size_t c = 0; c < bytes.size(); ++c) {
+          llvm::Value *at = b.CreateAdd(o, b.getInt64(q * nout + base[c]));
+          x.push_back(L.scratch_load(identity[c]->getType(), at, bytes[c]));
+        }
+        acc = q == 0 ? x : combine(acc, x);
+      }
+      out.push_back(acc);
+    }
+    L.m.barrier(b);
+    return out;
+  }
+
   /// Steps 1-4 for the per-register parts `in` (dead elements already hold
   /// the identity); returns the parts of the result's registers.
   std::vector<Part> run(const std::vector<Part> &in, unsigned out_regs, bool scalar_out) {
@@ -148,12 +198,7 @@ struct FastReduce {
       for (size_t i = 1; i < group.second.size(); ++i)
         p = combine(p, in[group.second[i]]);
       // 2. Butterflies over the axis bits in the lane number.
-      for (int bit = ab.lane_lo(); bit < ab.lane_hi(); ++bit) {
-        Part other;
-        for (llvm::Value *v : p)
-          other.push_back(shfl(v, ShflMode::Bfly, 1u << unsigned(bit), 31));
-        p = combine(p, other);
-      }
+      p = butterflies(p, ab.lane_lo(), ab.lane_hi());
       // 3. One writer per group and warp: scratch[q * NOUT + o].
       llvm::Value *e =
           b.CreateAdd(b.CreateZExt(L.tid, L.i64), b.getInt64(int64_t(group.first) * L.T));
@@ -163,34 +208,10 @@ struct FastReduce {
           b.CreateAnd(b.CreateICmpEQ(b.CreateAnd(L.tid, uint64_t(lane_mask)), b.getInt32(0)),
                       b.CreateICmpULT(o, b.getInt64(ab.nout)));
       llvm::Value *slot = b.CreateAdd(b.CreateMul(q, b.getInt64(ab.nout)), o);
-      L.if_then(writer, [&] {
-        for (size_t c = 0; c < p.size(); ++c)
-          L.scratch_store(p[c], b.CreateAdd(slot, b.getInt64(base[c])), bytes[c]);
-      });
+      write_partial(writer, slot, p, base);
     }
-    L.m.barrier(b);
     // 4. The owner of output element o combines its Q partials.
-    std::vector<Part> out;
-    for (unsigned k = 0; k < out_regs; ++k) {
-      llvm::Value *o = b.getInt64(0);
-      if (!scalar_out) {
-        o = L.elem_index(k);
-        if (llvm::Value *alive = L.elem_alive(k, ab.nout)) // dead: read a valid slot
-          o = b.CreateSelect(alive, o, b.getInt64(0));
-      }
-      Part acc;
-      for (int64_t q = 0; q < Q; ++q) {
-        Part x;
-        for (size_t c = 0; c < bytes.size(); ++c) {
-          llvm::Value *at = b.CreateAdd(o, b.getInt64(q * ab.nout + base[c]));
-          x.push_back(L.scratch_load(identity[c]->getType(), at, bytes[c]));
-        }
-        acc = q == 0 ? x : combine(acc, x);
-      }
-      out.push_back(acc);
-    }
-    L.m.barrier(b);
-    return out;
+    return combine_partials(out_regs, scalar_out, ab.nout, Q, base);
   }
 
   /// The last axis of `v` when its extent n is not a power of two (and T
@@ -242,35 +263,11 @@ struct FastReduce {
       Part p;
       for (llvm::AllocaInst *slot : acc)
         p.push_back(b.CreateLoad(slot->getAllocatedType(), slot));
-      for (int bit = 0; bit < sbits; ++bit) {
-        Part other;
-        for (llvm::Value *x : p)
-          other.push_back(shfl(x, ShflMode::Bfly, 1u << unsigned(bit), 31));
-        p = combine(p, other);
-      }
+      p = butterflies(p, 0, sbits);
       llvm::Value *writer = b.CreateAnd(valid, b.CreateICmpEQ(s, b.getInt64(0)));
-      L.if_then(writer, [&] {
-        for (size_t c = 0; c < p.size(); ++c)
-          L.scratch_store(p[c], b.CreateAdd(g, b.getInt64(base[c])), bytes[c]);
-      });
+      write_partial(writer, g, p, base);
     }
-    L.m.barrier(b);
-    std::vector<Part> out;
-    for (unsigned k = 0; k < out_regs; ++k) {
-      llvm::Value *o = b.getInt64(0);
-      if (!scalar_out) {
-        o = L.elem_index(k);
-        if (llvm::Value *alive = L.elem_alive(k, nout))
-          o = b.CreateSelect(alive, o, b.getInt64(0));
-      }
-      Part x;
-      for (size_t c = 0; c < bytes.size(); ++c)
-        x.push_back(
-            L.scratch_load(identity[c]->getType(), b.CreateAdd(o, b.getInt64(base[c])), bytes[c]));
-      out.push_back(x);
-    }
-    L.m.barrier(b);
-    return out;
+    return combine_partials(out_regs, scalar_out, nout, 1, base); // one partial per row
   }
 };
 
