@@ -8,55 +8,35 @@
 // deadlocking, leaking nothing.
 //
 //===----------------------------------------------------------------------===//
-#include "fake_cuda.h"
+#include "fake_harness.h"
 #include "fake_occupancy.h"
 
 #include <etl/etl.h>
 
 #include <doctest/doctest.h>
 
-#include <dlfcn.h>
 #include <string>
 #include <vector>
 
 namespace {
 
+using fake_cuda::artifact;
+
+/// The fake (fake_harness.h), reset, and its occupancy API answering
+/// honestly again.
 struct Occupancy {
-  void *h = nullptr;
-  etl_fake_cuda_reset_fn reset = nullptr;
-  etl_fake_cuda_calls_fn calls = nullptr;
-  etl_fake_cuda_get_stats_fn stats = nullptr;
-  etl_fake_cuda_occupancy_fn force = nullptr;
-  etl_fake_cuda_occupancy_fail_fn fail = nullptr;
-  etl_fake_cuda_occupancy_stats_fn occ = nullptr;
+  fake_cuda::Fake &f = fake_cuda::fake();
+  etl_fake_cuda_occupancy_fn force =
+      fake_cuda::sym<etl_fake_cuda_occupancy_fn>(f, "etl_fake_cuda_occupancy");
+  etl_fake_cuda_occupancy_fail_fn fail =
+      fake_cuda::sym<etl_fake_cuda_occupancy_fail_fn>(f, "etl_fake_cuda_occupancy_fail");
+  etl_fake_cuda_occupancy_stats_fn stats =
+      fake_cuda::sym<etl_fake_cuda_occupancy_stats_fn>(f, "etl_fake_cuda_occupancy_stats");
   Occupancy() {
-    h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-      return;
-    reset = (etl_fake_cuda_reset_fn)dlsym(h, "etl_fake_cuda_reset");
-    calls = (etl_fake_cuda_calls_fn)dlsym(h, "etl_fake_cuda_calls");
-    stats = (etl_fake_cuda_get_stats_fn)dlsym(h, "etl_fake_cuda_get_stats");
-    force = (etl_fake_cuda_occupancy_fn)dlsym(h, "etl_fake_cuda_occupancy");
-    fail = (etl_fake_cuda_occupancy_fail_fn)dlsym(h, "etl_fake_cuda_occupancy_fail");
-    occ = (etl_fake_cuda_occupancy_stats_fn)dlsym(h, "etl_fake_cuda_occupancy_stats");
+    force(-1);
+    fail(0);
   }
 };
-
-Occupancy &fake() {
-  static Occupancy f;
-  INFO("run through ctest (test cuda_fake), which puts the fake libcuda.so.1 on LD_LIBRARY_PATH");
-  REQUIRE(f.h);
-  bool is_fake = f.reset && f.calls && f.stats && f.force && f.fail && f.occ;
-  REQUIRE(is_fake);
-  f.reset();
-  f.force(-1);
-  f.fail(0);
-  return f;
-}
-
-std::string artifact(const char *name) {
-  return std::string(ETL_FAKE_CUDA_ARTIFACTS) + "/" + name + ".etlb";
-}
 
 /// Loads big_smem.etlb (M = 128) and runs it; returns the status of the
 /// first step that failed (load or run), with `ctx` left for the caller.
@@ -91,7 +71,8 @@ etlStatus load_and_run(etlContext ctx, etlStatus *load_status) {
 } // namespace
 
 TEST_CASE("a kernel beyond 48 KiB of shared memory is opted in and launched with it") {
-  Occupancy &f = fake();
+  Occupancy occ;
+  fake_cuda::Fake &f = occ.f;
   etl_fake_cuda_stats before = f.stats();
   etlContext ctx = nullptr;
   REQUIRE(etlContextCreate(&ctx, "cuda", nullptr) == ETL_SUCCESS);
@@ -101,7 +82,7 @@ TEST_CASE("a kernel beyond 48 KiB of shared memory is opted in and launched with
   CHECK(load == ETL_SUCCESS);
   CHECK(st == ETL_SUCCESS);
   etl_fake_cuda_stats s = f.stats();
-  etl_fake_occupancy_stats o = f.occ();
+  etl_fake_occupancy_stats o = occ.stats();
   CHECK(f.calls("cuFuncSetAttribute") == 1);
   CHECK(o.calls >= 1);
   // a 128x128 f32 transpose's scratch (64 KiB) after the 32-byte header, beyond the
@@ -118,11 +99,12 @@ TEST_CASE("a kernel beyond 48 KiB of shared memory is opted in and launched with
 }
 
 TEST_CASE("persistent CTAs that cannot all be resident are refused at load, not deadlocked") {
-  Occupancy &f = fake();
+  Occupancy occ;
+  fake_cuda::Fake &f = occ.f;
   etl_fake_cuda_stats before = f.stats();
   etlContext ctx = nullptr;
   REQUIRE(etlContextCreate(&ctx, "cuda", nullptr) == ETL_SUCCESS);
-  f.force(0); // the occupancy API: no CTA of this kernel fits on an SM
+  occ.force(0); // the occupancy API: no CTA of this kernel fits on an SM
   etlStatus load = ETL_SUCCESS;
   etlStatus st = load_and_run(ctx, &load);
   std::string msg = etlGetLastErrorMessage();
@@ -136,8 +118,8 @@ TEST_CASE("persistent CTAs that cannot all be resident are refused at load, not 
   CHECK(f.stats().modules == before.modules); // the module was unloaded again
 
   // The occupancy call itself failing is a clear error too.
-  f.force(-1);
-  f.fail(999);
+  occ.force(-1);
+  occ.fail(999);
   st = load_and_run(ctx, &load);
   msg = etlGetLastErrorMessage();
   CHECK(load == ETL_ERROR_LAUNCH_FAILED);
