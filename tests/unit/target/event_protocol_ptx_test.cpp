@@ -29,6 +29,7 @@
 #include "driver/pipeline.h"
 #include "etl_abi.h"
 #include "ptx_cfg.h"
+#include "ptx_programs.h"
 
 #include <doctest/doctest.h>
 
@@ -40,20 +41,6 @@ using namespace etl;
 using namespace etl::ptxcheck;
 
 namespace {
-
-bool starts_with(const std::string &s, const char *p) { return s.rfind(p, 0) == 0; }
-
-std::string compile_ptx(const fs::path &src) {
-  CompileOptions o;
-  o.input = src.string();
-  o.targets = {"sm_90"};
-  o.emit = "ptx";
-  std::ostringstream out, err;
-  int code = compile(o, out, err);
-  INFO(err.str());
-  REQUIRE(code == 0);
-  return out.str();
-}
 
 /// What the rules need to know about the kernel's instructions.
 struct Protocol {
@@ -238,21 +225,6 @@ Findings check_protocol(const Kernel &k) {
   return f;
 }
 
-std::vector<fs::path> programs() {
-  std::vector<fs::path> out;
-  fs::path root(ETL_SOURCE_DIR);
-  for (const auto &d : fs::directory_iterator(root / "examples")) {
-    fs::path p = d.path() / (d.path().filename().string() + ".etl");
-    if (d.is_directory() && fs::exists(p))
-      out.push_back(p);
-  }
-  for (const auto &d : fs::directory_iterator(root / "tests/unit/runtime/programs"))
-    if (d.path().extension() == ".etl")
-      out.push_back(d.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 } // namespace
 
 TEST_CASE("PTX reader: blocks, edges, slots and loops of a small kernel") {
@@ -305,7 +277,7 @@ TEST_CASE("every program's PTX keeps the release/acquire event protocol") {
   REQUIRE(list.size() >= 6);
   for (const fs::path &src : list) {
     CAPTURE(src.filename().string());
-    Kernel k = parse_kernel(compile_ptx(src));
+    Kernel k = parse_kernel(compile_ptx(src.string()));
     Findings f = check_protocol(k);
     std::string all;
     for (const std::string &e : f.errors)

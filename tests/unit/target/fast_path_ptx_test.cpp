@@ -24,6 +24,7 @@
 #include "driver/pipeline.h"
 #include "etl_abi.h"
 #include "ptx_cfg.h"
+#include "ptx_programs.h"
 
 #include <doctest/doctest.h>
 
@@ -38,24 +39,6 @@ using namespace etl;
 using namespace etl::ptxcheck;
 
 namespace {
-
-bool starts_with(const std::string &s, const char *p) { return s.rfind(p, 0) == 0; }
-bool has(const std::string &s, const char *what) { return s.find(what) != std::string::npos; }
-
-std::string compile_ptx(const std::string &src, const std::string &target = "sm_90",
-                        unsigned threads = 0, bool fmad = true) {
-  CompileOptions o;
-  o.input = src;
-  o.targets = {target};
-  o.emit = "ptx";
-  o.threads_per_cta = threads;
-  o.fmad = fmad;
-  std::ostringstream out, err;
-  int code = compile(o, out, err);
-  INFO(err.str());
-  REQUIRE(code == 0);
-  return out.str();
-}
 
 std::string write_program(const std::string &name, const std::string &text) {
   fs::path p = fs::temp_directory_path() / ("etl-fastpath-" + std::to_string(getpid()) + name);
@@ -234,21 +217,6 @@ Findings check_fast_path(const Kernel &k) {
   for (const std::set<int> *l : task_loops)
     f.host_free_cycle &= fp.cycle_avoiding(*l, host_blocks);
   return f;
-}
-
-std::vector<fs::path> programs() {
-  std::vector<fs::path> out;
-  fs::path root(ETL_SOURCE_DIR);
-  for (const auto &d : fs::directory_iterator(root / "examples")) {
-    fs::path p = d.path() / (d.path().filename().string() + ".etl");
-    if (d.is_directory() && fs::exists(p))
-      out.push_back(p);
-  }
-  for (const auto &d : fs::directory_iterator(root / "tests/unit/runtime/programs"))
-    if (d.path().extension() == ".etl")
-      out.push_back(d.path());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 std::string maxntid(const std::string &ptx) {

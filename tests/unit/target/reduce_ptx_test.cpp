@@ -8,8 +8,8 @@
 // reduce with shuffles too, and ptxas accepts the PTX.
 //
 //===----------------------------------------------------------------------===//
-#include "driver/pipeline.h"
 #include "ptx_cfg.h"
+#include "ptx_programs.h"
 
 #include <doctest/doctest.h>
 
@@ -22,20 +22,9 @@
 
 namespace fs = std::filesystem;
 using namespace etl;
+using etl::ptxcheck::compile_ptx;
 
 namespace {
-
-std::string compile_ptx(const std::string &path, const char *target) {
-  CompileOptions o;
-  o.input = path;
-  o.targets = {target};
-  o.emit = "ptx";
-  std::ostringstream out, err;
-  int code = compile(o, out, err);
-  INFO(err.str());
-  REQUIRE(code == 0);
-  return out.str();
-}
 
 /// Row sums, maxima and argmax of a [16, C] tile; `columns`: along axis 0.
 std::string row_program(int64_t C, bool columns = false) {
