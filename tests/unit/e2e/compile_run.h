@@ -12,7 +12,9 @@
 
 #include <etl/etl.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,6 +47,35 @@ struct RunOptions {
   std::string profile, timeline;
   unsigned threads_per_cta = 32; ///< of the compiled kernel
 };
+
+/// f16 bits of a float that f16 represents exactly (small multiples of 1/4).
+inline uint16_t half_bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  if ((x & 0x7fffffffu) == 0)
+    return uint16_t(sign);
+  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+  return uint16_t(sign | uint32_t(exp) << 10 | ((x >> 13) & 0x3ffu));
+}
+inline float half_value(uint16_t h) {
+  int exp = (h >> 10) & 0x1f;
+  float m = float(h & 0x3ff);
+  float v = exp == 0 ? std::ldexp(m, -24) : std::ldexp(1024.0f + m, exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+/// bf16 bits of a float bf16 represents exactly: its top 16 bits.
+inline uint16_t bf16_bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  return uint16_t(x >> 16);
+}
+inline float bf16_value(uint16_t h) {
+  uint32_t x = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
 
 /// Compiles `text` for sim and runs it once with `dims`, `binds` and
 /// `scalars`; returns

@@ -25,37 +25,12 @@ namespace fs = std::filesystem;
 
 namespace etl {
 namespace {
+using testing::bf16_bits;
+using testing::bf16_value;
 using testing::Bind;
 using testing::compile_and_run;
-
-/// f16 bits of a float that f16 represents exactly (small multiples of 1/4).
-uint16_t half_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  if ((x & 0x7fffffffu) == 0)
-    return uint16_t(sign);
-  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
-  return uint16_t(sign | uint32_t(exp) << 10 | ((x >> 13) & 0x3ffu));
-}
-float half_value(uint16_t h) {
-  int exp = (h >> 10) & 0x1f;
-  float m = float(h & 0x3ff);
-  float v = exp == 0 ? std::ldexp(m, -24) : std::ldexp(1024.0f + m, exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
-/// bf16 bits of a float bf16 represents exactly: its top 16 bits.
-uint16_t bf16_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  return uint16_t(x >> 16);
-}
-float bf16_value(uint16_t h) {
-  uint32_t x = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
+using testing::half_bits;
+using testing::half_value;
 
 /// y = x * s + s (then + 1 from a `var` when i < n), one element type.
 std::string program(const char *t) {

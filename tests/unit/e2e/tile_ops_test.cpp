@@ -25,18 +25,7 @@ namespace etl {
 namespace {
 using testing::Bind;
 using testing::compile_and_run;
-
-/// f16 bits of a float that f16 represents exactly (small multiples of 1/4).
-uint16_t half_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  if ((x & 0x7fffffffu) == 0)
-    return uint16_t(sign);
-  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
-  return uint16_t(sign | uint32_t(exp) << 10 | ((x >> 13) & 0x3ffu));
-}
-
+using testing::half_bits;
 } // namespace
 
 TEST_CASE("tile ops: comparisons, && || !, select with broadcasting, bool casts and counts") {
