@@ -15,16 +15,6 @@
 
 using namespace etl_test;
 
-namespace {
-struct Loaded {
-  Ctx ctx;
-  etlProgram prog = nullptr;
-  explicit Loaded(const std::string &a, uint32_t watchdog_ms = 10000) : ctx(4, watchdog_ms) {
-    REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &prog) == ETL_SUCCESS);
-  }
-};
-} // namespace
-
 TEST_CASE("run async on sim: NULL stream runs to completion, wait and query report it") {
   std::string a = good_artifact();
   if (a.empty())

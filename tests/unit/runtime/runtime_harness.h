@@ -363,6 +363,22 @@ struct Buffers {
   }
 };
 
+/// Artifact `a` loaded on a fresh sim context (4 workers); the context
+/// destroys the program with it.
+struct Loaded {
+  Ctx ctx;
+  etlProgram prog = nullptr;
+  explicit Loaded(const std::string &a, uint32_t watchdog_ms = 10000) : ctx(4, watchdog_ms) {
+    REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &prog) == ETL_SUCCESS);
+  }
+};
+
+/// The runtime's last error message, and whether a message contains `part`.
+inline std::string last_error() { return etlGetLastErrorMessage(); }
+inline bool has(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
 inline std::string good_artifact() {
   const std::string &k = kernel("");
   if (k.empty())

@@ -335,64 +335,62 @@ TEST_CASE("binding validation") {
   std::string a = good_artifact();
   if (a.empty())
     return;
-  Ctx ctx;
-  etlProgram prog = nullptr;
-  REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &prog) == ETL_SUCCESS);
-  Buffers b(ctx.ctx, 4);
+  Loaded l(a);
+  Buffers b(l.ctx.ctx, 4);
   auto msg = [] { return std::string(etlGetLastErrorMessage()); };
 
-  CHECK(etlRun(prog) == ETL_ERROR_UNBOUND);
+  CHECK(etlRun(l.prog) == ETL_ERROR_UNBOUND);
   CHECK(msg().find("'N'") != std::string::npos);
-  CHECK(etlBindDim(prog, "M", 3) == ETL_ERROR_NOT_FOUND);
+  CHECK(etlBindDim(l.prog, "M", 3) == ETL_ERROR_NOT_FOUND);
   CHECK(msg().find("'M'") != std::string::npos);
-  CHECK(etlBindDim(prog, "N", 0) == ETL_ERROR_BINDING);
-  CHECK(etlBindDim(prog, nullptr, 3) == ETL_ERROR_INVALID_VALUE);
-  REQUIRE(etlBindDim(prog, "N", 4) == ETL_SUCCESS);
-  CHECK(etlRun(prog) == ETL_ERROR_UNBOUND);
+  CHECK(etlBindDim(l.prog, "N", 0) == ETL_ERROR_BINDING);
+  CHECK(etlBindDim(l.prog, nullptr, 3) == ETL_ERROR_INVALID_VALUE);
+  REQUIRE(etlBindDim(l.prog, "N", 4) == ETL_SUCCESS);
+  CHECK(etlRun(l.prog) == ETL_ERROR_UNBOUND);
   CHECK(msg().find("'x'") != std::string::npos);
 
-  b.bind(prog);
-  REQUIRE(etlRun(prog) == ETL_SUCCESS);
+  b.bind(l.prog);
+  REQUIRE(etlRun(l.prog) == ETL_SUCCESS);
   b.check();
 
   int64_t bad = 4 * 32 + 1, two[2] = {4, 32};
-  CHECK(etlBindTensor(prog, "x", b.x, ETL_I32, 1, &bad) == ETL_ERROR_BINDING);
+  CHECK(etlBindTensor(l.prog, "x", b.x, ETL_I32, 1, &bad) == ETL_ERROR_BINDING);
   CHECK(msg().find("dtype") != std::string::npos);
-  CHECK(etlBindTensor(prog, "x", b.x, ETL_BF16, 1, &bad) == ETL_ERROR_BINDING);
+  CHECK(etlBindTensor(l.prog, "x", b.x, ETL_BF16, 1, &bad) == ETL_ERROR_BINDING);
   CHECK(msg().find("has dtype f32, bound as bf16") != std::string::npos);
-  CHECK(etlBindTensor(prog, "x", b.x, ETL_I64, 1, &bad) == ETL_ERROR_BINDING);
+  CHECK(etlBindTensor(l.prog, "x", b.x, ETL_I64, 1, &bad) == ETL_ERROR_BINDING);
   CHECK(msg().find("bound as i64") != std::string::npos);
-  CHECK(etlBindTensor(prog, "x", b.x, ETL_F32, 2, two) == ETL_ERROR_BINDING);
+  CHECK(etlBindTensor(l.prog, "x", b.x, ETL_F32, 2, two) == ETL_ERROR_BINDING);
   CHECK(msg().find("rank") != std::string::npos);
-  CHECK(etlBindTensor(prog, "x", nullptr, ETL_F32, 1, &bad) == ETL_ERROR_INVALID_VALUE);
-  CHECK(etlBindTensor(prog, "partial", b.x, ETL_F32, 1, &bad) == ETL_ERROR_NOT_FOUND);
-  CHECK(etlBindTensor(prog, "nope", b.x, ETL_F32, 1, &bad) == ETL_ERROR_NOT_FOUND);
+  CHECK(etlBindTensor(l.prog, "x", nullptr, ETL_F32, 1, &bad) == ETL_ERROR_INVALID_VALUE);
+  CHECK(etlBindTensor(l.prog, "partial", b.x, ETL_F32, 1, &bad) == ETL_ERROR_NOT_FOUND);
+  CHECK(etlBindTensor(l.prog, "nope", b.x, ETL_F32, 1, &bad) == ETL_ERROR_NOT_FOUND);
   CHECK(msg().find("x, y, total") != std::string::npos);
   // failed binds left the previous binding intact
-  REQUIRE(etlRun(prog) == ETL_SUCCESS);
+  REQUIRE(etlRun(l.prog) == ETL_SUCCESS);
 
   // 129 elements do not fit x's 512-byte allocation: refused at bind
-  CHECK(etlBindTensor(prog, "x", b.x, ETL_F32, 1, &bad) == ETL_ERROR_BINDING);
+  CHECK(etlBindTensor(l.prog, "x", b.x, ETL_F32, 1, &bad) == ETL_ERROR_BINDING);
   CHECK(msg().find("tensor 'x' bound as f32[129] needs 516 bytes") != std::string::npos);
   // 127 fit, but the program expects N * 32 = 128: refused at etlRun
   int64_t fewer = 4 * 32 - 1;
-  CHECK(etlBindTensor(prog, "x", b.x, ETL_F32, 1, &fewer) == ETL_SUCCESS);
-  CHECK(etlRun(prog) == ETL_ERROR_BINDING);
+  CHECK(etlBindTensor(l.prog, "x", b.x, ETL_F32, 1, &fewer) == ETL_SUCCESS);
+  CHECK(etlRun(l.prog) == ETL_ERROR_BINDING);
   CHECK(msg().find("tensor 'x'") != std::string::npos);
   CHECK(msg().find("[127]") != std::string::npos);
   CHECK(msg().find("[128]") != std::string::npos);
 
-  b.bind(prog);
-  CHECK(etlBindDim(prog, "N", 2000) == ETL_SUCCESS);
-  CHECK(etlRun(prog) == ETL_ERROR_BINDING);
+  b.bind(l.prog);
+  CHECK(etlBindDim(l.prog, "N", 2000) == ETL_SUCCESS);
+  CHECK(etlRun(l.prog) == ETL_ERROR_BINDING);
   CHECK(msg().find("N <= 1000") != std::string::npos);
   CHECK(msg().find("test.etl:3:7") != std::string::npos);
   CHECK(msg().find("N=2000") != std::string::npos);
 
-  b.bind(prog);
-  REQUIRE(etlRun(prog) == ETL_SUCCESS);
+  b.bind(l.prog);
+  REQUIRE(etlRun(l.prog) == ETL_SUCCESS);
   b.check();
-  etlProgramDestroy(prog);
+  etlProgramDestroy(l.prog);
 }
 
 TEST_CASE("sim: memory violation names the task, and the context stays usable") {

@@ -6,11 +6,6 @@
 
 using namespace etl_test;
 
-namespace {
-std::string msg() { return etlGetLastErrorMessage(); }
-bool has(const std::string &s, const char *part) { return s.find(part) != std::string::npos; }
-} // namespace
-
 TEST_CASE("artifact reader: the scalar table's element type and slot are checked") {
   std::string k = kernel("");
   if (k.empty())
@@ -20,16 +15,16 @@ TEST_CASE("artifact reader: the scalar table's element type and slot are checked
   std::string bad_elem = artifact(test_meta(0, 9), {{"sim", k}});
   CHECK(etlProgramLoadMemory(ctx.ctx, bad_elem.data(), bad_elem.size(), &prog) ==
         ETL_ERROR_INVALID_ARTIFACT);
-  CHECK(has(msg(), "scalar 'eps'"));
-  CHECK(has(msg(), "unknown element type"));
+  CHECK(has(last_error(), "scalar 'eps'"));
+  CHECK(has(last_error(), "unknown element type"));
   std::string clash = artifact(test_meta(0, ETL_ELEM_F32, 9), {{"sim", k}}); // x's slot
   CHECK(etlProgramLoadMemory(ctx.ctx, clash.data(), clash.size(), &prog) ==
         ETL_ERROR_INVALID_ARTIFACT);
-  CHECK(has(msg(), "argument slot 9 used twice"));
+  CHECK(has(last_error(), "argument slot 9 used twice"));
   std::string outside = artifact(test_meta(0, ETL_ELEM_F32, 16), {{"sim", k}});
   CHECK(etlProgramLoadMemory(ctx.ctx, outside.data(), outside.size(), &prog) ==
         ETL_ERROR_INVALID_ARTIFACT);
-  CHECK(has(msg(), "argument slot 16 outside"));
+  CHECK(has(last_error(), "argument slot 16 outside"));
 }
 
 TEST_CASE("etlBindScalar: dtype, names, NULLs; unbound at etlRun; then a run") {
@@ -48,25 +43,25 @@ TEST_CASE("etlBindScalar: dtype, names, NULLs; unbound at etlRun; then a run") {
   CHECK(std::string(info.name) == "eps");
   CHECK(info.dtype == ETL_I64);
   CHECK(etlProgramScalarInfo(prog, -1, &info) == ETL_ERROR_INVALID_VALUE);
-  CHECK(has(msg(), "index -1 not in [0, 1)"));
+  CHECK(has(last_error(), "index -1 not in [0, 1)"));
 
   Buffers b(ctx.ctx, 4);
   b.bind(prog);
   CHECK(etlRun(prog) == ETL_ERROR_UNBOUND);
-  CHECK(has(msg(), "etlRun: scalar 'eps' (i64) is not bound (call etlBindScalar)"));
+  CHECK(has(last_error(), "etlRun: scalar 'eps' (i64) is not bound (call etlBindScalar)"));
 
   int32_t small = 3;
   CHECK(etlBindScalar(prog, "eps", ETL_I32, &small) == ETL_ERROR_BINDING);
-  CHECK(has(msg(), "scalar 'eps' has dtype i64, bound as i32"));
-  CHECK(has(msg(), "ETL_I64"));
+  CHECK(has(last_error(), "scalar 'eps' has dtype i64, bound as i32"));
+  CHECK(has(last_error(), "ETL_I64"));
   CHECK(etlBindScalar(prog, "eps", (etlDType)42, &small) == ETL_ERROR_BINDING);
-  CHECK(has(msg(), "bound as ?"));
+  CHECK(has(last_error(), "bound as ?"));
   CHECK(etlBindScalar(prog, "epsilon", ETL_I64, &small) == ETL_ERROR_NOT_FOUND);
-  CHECK(has(msg(), "no scalar parameter 'epsilon' (it has: eps (i64))"));
+  CHECK(has(last_error(), "no scalar parameter 'epsilon' (it has: eps (i64))"));
   CHECK(etlBindScalar(prog, "N", ETL_I64, &small) == ETL_ERROR_NOT_FOUND);
-  CHECK(has(msg(), "'N' is a dimension"));
+  CHECK(has(last_error(), "'N' is a dimension"));
   CHECK(etlBindScalar(prog, "total", ETL_I64, &small) == ETL_ERROR_NOT_FOUND);
-  CHECK(has(msg(), "'total' is a tensor"));
+  CHECK(has(last_error(), "'total' is a tensor"));
   CHECK(etlBindScalar(prog, "partial", ETL_I64, &small) == ETL_ERROR_NOT_FOUND);
   CHECK(etlBindScalar(prog, "eps", ETL_I64, nullptr) == ETL_ERROR_INVALID_VALUE);
   CHECK(etlBindScalar(prog, nullptr, ETL_I64, &small) == ETL_ERROR_INVALID_VALUE);
@@ -84,14 +79,12 @@ TEST_CASE("a program without scalars has none to describe or bind") {
   std::string a = good_artifact();
   if (a.empty())
     return;
-  Ctx ctx;
-  etlProgram prog = nullptr;
-  REQUIRE(etlProgramLoadMemory(ctx.ctx, a.data(), a.size(), &prog) == ETL_SUCCESS);
+  Loaded l(a);
   int n = -1;
-  REQUIRE(etlProgramNumScalars(prog, &n) == ETL_SUCCESS);
+  REQUIRE(etlProgramNumScalars(l.prog, &n) == ETL_SUCCESS);
   CHECK(n == 0);
   float f = 1;
-  CHECK(etlBindScalar(prog, "eps", ETL_F32, &f) == ETL_ERROR_NOT_FOUND);
-  CHECK(has(msg(), "(it has: none)"));
-  etlProgramDestroy(prog);
+  CHECK(etlBindScalar(l.prog, "eps", ETL_F32, &f) == ETL_ERROR_NOT_FOUND);
+  CHECK(has(last_error(), "(it has: none)"));
+  etlProgramDestroy(l.prog);
 }
