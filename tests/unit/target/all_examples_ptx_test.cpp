@@ -11,12 +11,7 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 namespace fs = std::filesystem;
 using namespace etl;
@@ -34,27 +29,11 @@ TEST_CASE("every example compiles for sm_90 and sm_80, and ptxas accepts the PTX
         MESSAGE("ptxas not found at configure time: skipping PTX assembly of " << p.filename());
         continue;
       }
-      std::string in = "/tmp/etl-all-" + std::to_string(getpid()) + "-" + target + ".ptx";
-      std::ofstream(in) << ptx;
-      std::string cmd =
-          std::string(ETL_PTXAS) + " -v -arch=" + target + " " + in + " -o /dev/null 2>&1";
       std::string log;
-      FILE *pipe = popen(cmd.c_str(), "r");
-      REQUIRE(pipe);
-      char buf[512];
-      while (fgets(buf, sizeof buf, pipe))
-        log += buf;
-      int rc = pclose(pipe);
-      std::remove(in.c_str());
+      int rc = ptxcheck::run_ptxas(ptx, target, log);
       INFO(log);
       CHECK_MESSAGE(rc == 0, "ptxas rejected the PTX of " << p.filename() << " for " << target);
-      // "N bytes spill stores, M bytes spill loads", for each function.
-      size_t spills = 0, at = 0;
-      while ((at = log.find(" bytes spill ", at)) != std::string::npos) {
-        size_t b = log.rfind(' ', at - 1);
-        spills += std::stoul(log.substr(b + 1, at - b - 1));
-        at += 13;
-      }
+      size_t spills = ptxcheck::spill_bytes(log);
       CHECK(log.find("bytes spill stores") != std::string::npos);
       CHECK_MESSAGE(spills == 0, p.filename() << " spills on " << target);
     }

@@ -1,8 +1,9 @@
 //===- tests/unit/target/ptx_programs.h - Programs compiled to PTX --------===//
 //
 // Shared by the PTX tests: the programs they sweep (every example, and the
-// runtime tests' programs) and the driver call that compiles one to PTX
-// exactly as `etlc compile --emit=ptx --target T` does.
+// runtime tests' programs), the driver call that compiles one to PTX
+// exactly as `etlc compile --emit=ptx --target T` does, and ptxas -v with
+// the spills it reports.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETL_TESTS_PTX_PROGRAMS_H
@@ -13,9 +14,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace etl::ptxcheck {
@@ -59,6 +63,38 @@ inline std::string compile_ptx(const std::string &src, const std::string &target
   INFO(err.str());
   REQUIRE(code == 0);
   return out.str();
+}
+
+/// Runs `ptxas -v -arch=target` on `ptx`; returns its exit status, `log`
+/// its output (one "N bytes spill stores, M bytes spill loads" line per
+/// function). Needs ETL_PTXAS (callers skip when it is empty).
+inline int run_ptxas(const std::string &ptx, const std::string &target, std::string &log) {
+  std::string in = (std::filesystem::temp_directory_path() /
+                    ("etl-ptxas-" + std::to_string(getpid()) + "-" + target + ".ptx"))
+                       .string();
+  std::ofstream(in) << ptx;
+  std::string cmd =
+      std::string(ETL_PTXAS) + " -v -arch=" + target + " " + in + " -o /dev/null 2>&1";
+  log.clear();
+  FILE *pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  char buf[512];
+  while (fgets(buf, sizeof buf, pipe))
+    log += buf;
+  int rc = pclose(pipe);
+  std::remove(in.c_str());
+  return rc;
+}
+
+/// The spilled bytes (stores and loads, every function) a `ptxas -v` log reports.
+inline size_t spill_bytes(const std::string &log) {
+  size_t spills = 0, at = 0;
+  while ((at = log.find(" bytes spill ", at)) != std::string::npos) {
+    size_t b = log.rfind(' ', at - 1);
+    spills += std::stoul(log.substr(b + 1, at - b - 1));
+    at += 13;
+  }
+  return spills;
 }
 
 } // namespace etl::ptxcheck
