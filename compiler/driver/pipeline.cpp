@@ -13,6 +13,7 @@
 #include "driver/metadata.h"
 #include "frontend/parser.h"
 #include "lower/backend.h"
+#include "lower/registers.h"
 #include "schedule/schedule.h"
 #include "sema/check.h"
 #include "target/target.h"
@@ -280,6 +281,16 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   }
   if (!ok)
     return fail;
+  // One thread count for every target of the artifact (from all of them,
+  // so --emit=ptx and --emit=tile show the kernel the artifact would carry).
+  const KernelDecl &k = c.program->kernels[0];
+  unsigned threads = opts.threads_per_cta ? opts.threads_per_cta : pick_threads(k, opts.targets);
+  timer.run("registers", [&] {
+    warn_register_spills(k, threads, opts.targets, c.diag);
+    return true;
+  });
+  if (c.diag.has_errors()) // -Werror
+    return fail;
   if (opts.emit == "taskgraph") {
     out << print_task_graph(c.graph);
     return kExitOk;
@@ -290,10 +301,6 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   }
   if (opts.emit == "cost")
     return emit_cost(opts, *c.program, out, c.diag, c.graph);
-  // One thread count for every target of the artifact (from all of them,
-  // so --emit=ptx and --emit=tile show the kernel the artifact would carry).
-  const KernelDecl &k = c.program->kernels[0];
-  unsigned threads = opts.threads_per_cta ? opts.threads_per_cta : pick_threads(k, opts.targets);
   if (opts.emit == "tile") {
     std::string text, error;
     if (!tile_stage(c, threads, timer, text, error)) {

@@ -52,4 +52,11 @@ unsigned default_threads(const TargetDesc &t, long long largest_tile) {
   return t.wide_tile != 0 && largest_tile >= (long long)t.wide_tile ? 256u : 128u;
 }
 
+unsigned register_limit(const TargetDesc &t, unsigned threads) {
+  if (t.kind != TargetKind::Nvptx)
+    return 0;
+  unsigned per = 65536u / std::max(threads, 1u) / 8u * 8u;
+  return std::min(255u, per);
+}
+
 } // namespace etl

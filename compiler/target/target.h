@@ -52,4 +52,11 @@ unsigned smem_limit_for(const std::vector<std::string> &targets);
 /// `largest_tile` elements (targets.def, wide_tile).
 unsigned default_threads(const TargetDesc &t, long long largest_tile);
 
+/// Registers one thread of a CTA of `threads` threads may use on `t`: every
+/// sm_* target has 64K 32-bit registers per SM and at most 255 per thread,
+/// and the kernel asks for one resident CTA per SM (.minnctapersm 1), so
+/// min(255, 65536 / threads rounded down to the allocation unit of 8). 0 for
+/// sim, which has no register file.
+unsigned register_limit(const TargetDesc &t, unsigned threads);
+
 } // namespace etl

@@ -1,0 +1,183 @@
+//===- lower/registers.cpp - Registers a task's tiles need ----------------===//
+//
+// See registers.h. Two walks over a task body: the first numbers its
+// statements in order and finds each local's live range, the second adds,
+// at every statement, the registers of the locals live across it to what
+// its expression needs.
+//
+//===----------------------------------------------------------------------===//
+#include "lower/registers.h"
+
+#include "target/target.h"
+
+#include <algorithm>
+#include <map>
+
+namespace etl {
+
+namespace {
+
+/// Registers per thread of one value of type `t` (0 unless a tile).
+int64_t regs_of(const Type &t, unsigned threads) {
+  if (!t.is_tile())
+    return 0;
+  int64_t n = 1;
+  for (int64_t d : t.tile_shape)
+    n *= d;
+  int64_t words = byte_size(t.elem) == 8 ? 2 : 1;
+  return (n + threads - 1) / threads * words;
+}
+
+class Estimate {
+public:
+  Estimate(const TaskDecl &t, unsigned threads) : t_(t), threads_(threads) {
+    first_.assign(t.locals.size(), -1);
+    last_.assign(t.locals.size(), -1);
+    for (const LocalVar &l : t.locals)
+      local_regs_.push_back(regs_of(l.type, threads));
+  }
+
+  int64_t run() {
+    number(t_.body);
+    scan(t_.body);
+    peak(t_.body);
+    return best_;
+  }
+
+private:
+  const TaskDecl &t_;
+  unsigned threads_;
+  int next_ = 0;
+  std::map<const Stmt *, std::pair<int, int>> span_; ///< statement: its number, its last inside
+  std::vector<int> first_, last_;          ///< per local: defining and last using statement
+  std::vector<std::pair<int, int>> loops_; ///< enclosing loops, outermost first
+  std::vector<int64_t> local_regs_;
+  int64_t best_ = 0;
+
+  void number(const std::vector<StmtPtr> &body) {
+    for (const StmtPtr &s : body) {
+      int at = next_++;
+      number(s->body);
+      number(s->else_body);
+      span_[s.get()] = {at, next_ - 1};
+    }
+  }
+
+  /// A use of local `l` at statement `at`: to the end of the outermost
+  /// enclosing loop that does not contain its definition.
+  void use(int l, int at) {
+    if (l < 0 || size_t(l) >= last_.size())
+      return;
+    for (const auto &loop : loops_)
+      if (first_[size_t(l)] < loop.first) {
+        at = std::max(at, loop.second);
+        break;
+      }
+    last_[size_t(l)] = std::max(last_[size_t(l)], at);
+  }
+
+  void uses(const Expr &e, int at) {
+    if (e.kind == ExprKind::Name && e.ref == NameRef::Local)
+      use(e.ref_index, at);
+    for (const ExprPtr &a : e.args)
+      if (a)
+        uses(*a, at);
+    for (const KwArg &k : e.kwargs)
+      if (k.value)
+        uses(*k.value, at);
+  }
+
+  void scan(const std::vector<StmtPtr> &body) {
+    for (const StmtPtr &s : body) {
+      auto [at, end] = span_.at(s.get());
+      bool defines = s->kind == StmtKind::Let || s->kind == StmtKind::Var;
+      if (defines && s->local_index >= 0 && size_t(s->local_index) < first_.size())
+        first_[size_t(s->local_index)] = at;
+      if (s->kind == StmtKind::Assign)
+        use(s->local_index, at);
+      for (const ExprPtr *x : {&s->value, &s->lo, &s->hi, &s->step})
+        if (*x)
+          uses(**x, at);
+      bool loop = s->kind == StmtKind::For;
+      if (loop)
+        loops_.push_back({at, end});
+      scan(s->body);
+      scan(s->else_body);
+      if (loop)
+        loops_.pop_back();
+    }
+  }
+
+  /// New registers `e` occupies once evaluated (a local's are counted live).
+  int64_t fresh(const Expr &e) const {
+    if (e.kind == ExprKind::Name)
+      return 0;
+    return regs_of(e.type, threads_);
+  }
+
+  /// The most registers evaluating `e` needs at once: each operand's needs
+  /// on top of the results of the operands before it, and all operands with
+  /// the result.
+  int64_t need(const Expr &e) const {
+    std::vector<const Expr *> ops;
+    for (const ExprPtr &a : e.args)
+      if (a)
+        ops.push_back(a.get());
+    for (const KwArg &k : e.kwargs)
+      if (k.value)
+        ops.push_back(k.value.get());
+    int64_t held = 0, most = 0;
+    for (const Expr *o : ops) {
+      most = std::max(most, held + need(*o));
+      held += fresh(*o);
+    }
+    return std::max(most, held + fresh(e));
+  }
+
+  void peak(const std::vector<StmtPtr> &body) {
+    for (const StmtPtr &s : body) {
+      int at = span_.at(s.get()).first;
+      int64_t live = 0;
+      for (size_t l = 0; l < first_.size(); ++l)
+        if (first_[l] >= 0 && first_[l] < at && last_[l] >= at)
+          live += local_regs_[l];
+      int64_t here = 0;
+      for (const ExprPtr *x : {&s->value, &s->lo, &s->hi, &s->step})
+        if (*x)
+          here = std::max(here, need(**x));
+      best_ = std::max(best_, live + here);
+      peak(s->body);
+      peak(s->else_body);
+    }
+  }
+};
+
+} // namespace
+
+int64_t tile_registers(const TaskDecl &t, unsigned threads) {
+  return Estimate(t, threads ? threads : 128).run();
+}
+
+void warn_register_spills(const KernelDecl &k, unsigned threads,
+                          const std::vector<std::string> &targets, Diag &diag) {
+  // The smallest register budget of the GPU targets, and whose it is.
+  unsigned limit = 0;
+  std::string which;
+  for (const std::string &name : targets)
+    if (const TargetDesc *t = find_target(name))
+      if (unsigned r = register_limit(*t, threads); r && (!limit || r < limit)) {
+        limit = r;
+        which = t->name;
+      }
+  if (!limit)
+    return;
+  for (const TaskDecl &t : k.tasks) {
+    int64_t need = tile_registers(t, threads);
+    if (need > int64_t(limit))
+      diag.warning(
+          DiagId::RegisterSpill, t.name_range,
+          {t.name, std::to_string(need), std::to_string(threads), std::to_string(limit), which});
+  }
+}
+
+} // namespace etl

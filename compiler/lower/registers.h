@@ -1,0 +1,35 @@
+//===- lower/registers.h - Registers a task's tiles need ------------------===//
+//
+// What this owns: the estimate, before code generation, of how many
+// registers per thread a task body keeps busy with tile elements, and the
+// warning when that is more than the target gives a thread (ptxas would
+// spill to local memory). The estimate follows the lowering's layout
+// (lower/lowerer.h): a tile of numel elements takes ceil(numel / T)
+// registers per thread (two for 8-byte elements), a `let`/`var` is live from
+// its definition to its last use (to the end of a loop that uses it when
+// defined outside), and an expression needs its operands and its result at
+// once. Index arithmetic, addresses and the task loop's own state are not
+// counted: the estimate is a lower bound of what ptxas allocates.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ast/ast.h"
+#include "diag/diag.h"
+
+#include <string>
+#include <vector>
+
+namespace etl {
+
+/// Registers per thread the tiles of task `t` need at the busiest point of
+/// its body, with `threads` threads per CTA.
+int64_t tile_registers(const TaskDecl &t, unsigned threads);
+
+/// A RegisterSpill warning at each task of `k` whose tile_registers exceeds
+/// what a thread has on some GPU target of `targets` (target/target.h,
+/// register_limit); sim has no register file and is never warned about.
+void warn_register_spills(const KernelDecl &k, unsigned threads,
+                          const std::vector<std::string> &targets, Diag &diag);
+
+} // namespace etl
