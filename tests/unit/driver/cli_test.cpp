@@ -5,6 +5,7 @@
 // tests/golden (`// RUN: etlc ...`).
 #include "driver/cli.h"
 #include "driver/pipeline.h"
+#include "driver_harness.h"
 
 #include <llvm/Support/JSON.h>
 
@@ -22,30 +23,11 @@ namespace fs = std::filesystem;
 namespace etl {
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using drivertest::etlc;
+using drivertest::Result;
+using drivertest::write;
 
-Result etlc(std::vector<std::string> args, const std::string &stdin_text = "",
-            bool terminal = false) {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  int code = run_cli(args, in, out, err, terminal);
-  return {code, out.str(), err.str()};
-}
-
-fs::path temp_dir() {
-  fs::path d = fs::path(ETL_TEST_BINARY_DIR) / "cli_test";
-  fs::create_directories(d);
-  return d;
-}
-
-std::string write(const fs::path &p, const std::string &text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-  return p.string();
-}
+fs::path temp_dir() { return drivertest::temp_dir("cli_test"); }
 
 std::string read(const fs::path &p) {
   std::ifstream in(p);

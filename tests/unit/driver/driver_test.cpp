@@ -1,6 +1,7 @@
 // Tests of the driver (driver/pipeline.h) as `etlc compile` runs it: exit
 // codes, dumps, nothing written on failure, and artifacts the runtime runs.
 #include "driver/pipeline.h"
+#include "driver_harness.h"
 #include "target/target.h"
 
 #include <etl/etl.h>
@@ -19,27 +20,11 @@ namespace fs = std::filesystem;
 namespace etl {
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using drivertest::Result;
+using drivertest::run;
+using drivertest::write;
 
-Result run(CompileOptions o) {
-  std::ostringstream out, err;
-  int code = compile(o, out, err);
-  return {code, out.str(), err.str()};
-}
-
-fs::path temp_dir() {
-  fs::path d = fs::path(ETL_TEST_BINARY_DIR) / "driver_test";
-  fs::create_directories(d);
-  return d;
-}
-
-std::string write(const fs::path &p, const std::string &text) {
-  std::ofstream(p) << text;
-  return p.string();
-}
+fs::path temp_dir() { return drivertest::temp_dir("driver_test"); }
 
 const std::string kRowsum = std::string(ETL_SOURCE_DIR) + "/examples/rowsum/rowsum.etl";
 

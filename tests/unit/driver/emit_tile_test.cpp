@@ -2,6 +2,7 @@
 // stderr (never errors, also under -Werror), the stage timed by
 // --time-passes, the dump written by -o, and the kind listed in --help.
 #include "driver/pipeline.h"
+#include "driver_harness.h"
 
 #include <doctest/doctest.h>
 
@@ -15,16 +16,8 @@ using namespace etl;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result run(CompileOptions o) {
-  std::ostringstream out, err;
-  int code = compile(o, out, err);
-  return {code, out.str(), err.str()};
-}
+using drivertest::Result;
+using drivertest::run;
 
 CompileOptions tile_opts() {
   CompileOptions o;

@@ -3,6 +3,7 @@
 // modules usable in the program, import cycles, and diagnostics that point
 // into the imported file, with the call chain into it.
 #include "driver/pipeline.h"
+#include "driver_harness.h"
 
 #include <doctest/doctest.h>
 
@@ -15,10 +16,8 @@ namespace fs = std::filesystem;
 namespace etl {
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using drivertest::Result;
+using drivertest::write;
 
 fs::path lib_dir() {
   fs::path d = fs::path(ETL_TEST_BINARY_DIR) / "import_test";
@@ -26,8 +25,6 @@ fs::path lib_dir() {
   fs::create_directories(d / "std");
   return d;
 }
-
-void write(const fs::path &p, const std::string &text) { std::ofstream(p) << text; }
 
 const char kKernel[] = R"(
 kernel k<M: dim>(x: tensor<f32>[M], y: tensor<f32>[M]) {
