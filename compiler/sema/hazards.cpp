@@ -48,10 +48,10 @@ public:
         // from what is pending before the `if`, and after it anything pending
         // at the end of either branch is.
         std::vector<Pending> before = pending_;
-        walk(s->body);
+        branch(*s, false);
         std::vector<Pending> after_then = std::move(pending_);
         pending_ = std::move(before);
-        walk(s->else_body);
+        branch(*s, true);
         pending_.insert(pending_.end(), after_then.begin(), after_then.end());
         continue;
       }
@@ -167,6 +167,16 @@ private:
     pending_.push_back(Pending{&a, a.loops.size(), false});
   }
 
+  /// One branch of `if` statement `s`, knowing its condition (or, for the
+  /// else branch, its negation).
+  void branch(const Stmt &s, bool is_else) {
+    Facts f = facts_.back();
+    add_condition_facts(f, *s.value, is_else);
+    facts_.push_back(f);
+    walk(is_else ? s.else_body : s.body);
+    facts_.pop_back();
+  }
+
   void walk_expr(const Expr *e) {
     if (e)
       for_each_access_node(*e, [&](const Expr &x) { access(x); });
@@ -174,6 +184,55 @@ private:
 };
 
 } // namespace
+
+void add_condition_facts(Facts &f, const Expr &c, bool negated) {
+  if (c.kind == ExprKind::Unary && c.un_op == UnOp::Not) {
+    add_condition_facts(f, *c.args[0], !negated);
+    return;
+  }
+  if (c.kind != ExprKind::Binary)
+    return;
+  // a && b holds: both do; !(a || b) holds: neither does.
+  if ((c.bin_op == BinOp::And && !negated) || (c.bin_op == BinOp::Or && negated)) {
+    add_condition_facts(f, *c.args[0], negated);
+    add_condition_facts(f, *c.args[1], negated);
+    return;
+  }
+  const Expr &l = *c.args[0], &r = *c.args[1];
+  if (!l.sym || !r.sym || l.reads_data || r.reads_data)
+    return;
+  const Sym &a = *l.sym, &b = *r.sym;
+  BinOp op = c.bin_op;
+  if (negated) {
+    static const std::map<BinOp, BinOp> opposite = {{BinOp::Lt, BinOp::Ge}, {BinOp::Le, BinOp::Gt},
+                                                    {BinOp::Gt, BinOp::Le}, {BinOp::Ge, BinOp::Lt},
+                                                    {BinOp::Ne, BinOp::Eq}, {BinOp::Eq, BinOp::Ne}};
+    auto it = opposite.find(op);
+    if (it == opposite.end())
+      return;
+    op = it->second;
+  }
+  switch (op) {
+  case BinOp::Eq:
+    f.add_le(a, b);
+    f.add_le(b, a);
+    break;
+  case BinOp::Le:
+    f.add_le(a, b);
+    break;
+  case BinOp::Lt:
+    f.add_le(a + 1, b);
+    break;
+  case BinOp::Ge:
+    f.add_le(b, a);
+    break;
+  case BinOp::Gt:
+    f.add_le(b + 1, a);
+    break;
+  default: // a != b bounds nothing
+    break;
+  }
+}
 
 void mark_task_hazards(TaskDecl &task, const Facts &facts) {
   Analysis(task.body, facts).walk(task.body);

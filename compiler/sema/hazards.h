@@ -16,8 +16,9 @@
 //   variable that differs between them): each element stays with one thread,
 //   whose own program order holds; or
 // - the prover shows their boxes disjoint in some dimension (kernel `where`
-//   facts, task ranges, loop bounds; a loop-carried pair compares an earlier
-//   iteration `j'` with `j' < j`).
+//   facts, task ranges, loop bounds, the condition of each enclosing `if`
+//   branch; a loop-carried pair compares an earlier iteration `j'` with
+//   `j' < j`).
 // Anything else (gathers, element reads, unprovable ranges) gets the barrier.
 // A barrier orders everything before it, so the accesses pending against
 // later ones start afresh after each one placed. Barriers the lowering adds
@@ -36,5 +37,12 @@ namespace etl {
 /// conflicting access. `facts` hold the kernel's `where` facts and the task's
 /// index ranges. Call after the body was checked (it reads the `sym`s).
 void mark_task_hazards(TaskDecl &task, const Facts &facts);
+
+/// Adds to `f` what the checked `if` condition `c` says inside the branch it
+/// guards (`negated`: inside the else branch): comparisons of index
+/// expressions joined by `&&`; under negation `!(a < b)` is `a >= b` and
+/// `!(a || b)` is `!a && !b`. Anything else (`||`, `!=`, scalars, data
+/// reads) adds nothing.
+void add_condition_facts(Facts &f, const Expr &c, bool negated);
 
 } // namespace etl

@@ -143,3 +143,48 @@ TEST_CASE("hazards: each branch of an `if` starts from what was pending before i
                "      store(z[i * 64 .. +32], load(y[i * 64 + 32 .. +32]));\n"
                "    }") == L{});
 }
+
+TEST_CASE("hazards: an `if` condition is a fact inside its branch, its negation in the else") {
+  // y[0 .. +64] and y[i * 64 .. +64] are disjoint only when i >= 1.
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    store(z[i * 64 .. +64], load(y[i * 64 .. +64]));") == L{2});
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    if i > 0 {\n"
+               "      store(z[i * 64 .. +64], load(y[i * 64 .. +64]));\n"
+               "    }") == L{});
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    if 1 <= i && i < N / 64 {\n"
+               "      store(z[i * 64 .. +64], load(y[i * 64 .. +64]));\n"
+               "    }") == L{});
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    if i < 1 || i > N {\n"
+               "      store(z[0 .. +64], load(x[0 .. +64]));\n"
+               "    } else {\n"
+               "      store(z[i * 64 .. +64], load(y[i * 64 .. +64]));\n"
+               "    }") == L{});
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    if !(i < 1 || i > N) {\n"
+               "      store(z[i * 64 .. +64], load(y[i * 64 .. +64]));\n"
+               "    }") == L{});
+  // The then branch's fact is not the else branch's, nor after the `if`;
+  // `||` and `!=` give none.
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    if i > 0 {\n"
+               "      store(z[0 .. +64], load(x[0 .. +64]));\n"
+               "    } else {\n"
+               "      store(z[i * 64 .. +64], load(y[i * 64 .. +64]));\n"
+               "    }") == L{5});
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    if i > 0 {\n"
+               "      store(z[0 .. +64], load(x[0 .. +64]));\n"
+               "    }\n"
+               "    store(z[i * 64 .. +64], load(y[i * 64 .. +64]));") == L{5});
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    if i > 0 || i > 1 {\n"
+               "      store(z[i * 64 .. +64], load(y[i * 64 .. +64]));\n"
+               "    }") == L{3});
+  CHECK(marked("    store(y[0 .. +64], load(x[0 .. +64]));\n"
+               "    if i != 0 {\n"
+               "      store(z[i * 64 .. +64], load(y[i * 64 .. +64]));\n"
+               "    }") == L{3});
+}
