@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "sema/checker.h"
+#include "sema/hazards.h"
 
 #include <algorithm>
 #include <cmath>
@@ -164,8 +165,7 @@ void Checker::check_where(Expr &w) {
       if (auto c = l.args[1]->sym->as_constant(); c && *c > 0)
         facts_.add_divisible(*l.args[0]->sym, *c);
     }
-    facts_.add_le(*a, *b);
-    facts_.add_le(*b, *a);
+    add_comparison_fact(facts_, BinOp::Eq, *a, *b);
     // `N == 2 * M`: a definition of the dim N, substituted when the
     // other facts do not settle a question.
     if (w.args[0]->kind == ExprKind::Name && w.args[0]->ref == NameRef::Dim)
@@ -174,19 +174,8 @@ void Checker::check_where(Expr &w) {
       facts_.add_definition(w.args[1]->name, *a);
     break;
   }
-  case BinOp::Le:
-    facts_.add_le(*a, *b);
-    break;
-  case BinOp::Lt:
-    facts_.add_le(*a + 1, *b);
-    break;
-  case BinOp::Ge:
-    facts_.add_le(*b, *a);
-    break;
-  case BinOp::Gt:
-    facts_.add_le(*b + 1, *a);
-    break;
   default:
+    add_comparison_fact(facts_, w.bin_op, *a, *b);
     break;
   }
 }

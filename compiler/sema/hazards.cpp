@@ -212,6 +212,10 @@ void add_condition_facts(Facts &f, const Expr &c, bool negated) {
       return;
     op = it->second;
   }
+  add_comparison_fact(f, op, a, b);
+}
+
+void add_comparison_fact(Facts &f, BinOp op, const Sym &a, const Sym &b) {
   switch (op) {
   case BinOp::Eq:
     f.add_le(a, b);

@@ -45,4 +45,7 @@ void mark_task_hazards(TaskDecl &task, const Facts &facts);
 /// reads) adds nothing.
 void add_condition_facts(Facts &f, const Expr &c, bool negated);
 
+/// `a op b` as facts (op one of == <= < >= >; others add nothing).
+void add_comparison_fact(Facts &f, BinOp op, const Sym &a, const Sym &b);
+
 } // namespace etl

@@ -13,6 +13,7 @@
 #include "lower/registers.h"
 #include "target/target.h"
 
+#include "../driver/driver_harness.h"
 #include "../target/ptx_programs.h"
 
 #include <doctest/doctest.h>
@@ -20,7 +21,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -93,11 +93,10 @@ std::string diagnostics(const std::string &file, std::vector<std::string> target
   o.targets = std::move(targets);
   o.emit = "taskgraph";
   o.threads_per_cta = threads;
-  std::ostringstream out, err;
-  int code = compile(o, out, err);
-  INFO(err.str());
-  CHECK(code == 0);
-  return err.str();
+  drivertest::Result r = drivertest::run(o);
+  INFO(r.err);
+  CHECK(r.code == 0);
+  return r.err;
 }
 
 } // namespace
