@@ -158,6 +158,10 @@ int64_t tile_registers(const TaskDecl &t, unsigned threads) {
   return Estimate(t, threads ? threads : 128).run();
 }
 
+int64_t register_need(const TaskDecl &t, unsigned threads) {
+  return tile_registers(t, threads) * 7 / 4;
+}
+
 void warn_register_spills(const KernelDecl &k, unsigned threads,
                           const std::vector<std::string> &targets, Diag &diag) {
   // The smallest register budget of the GPU targets, and whose it is.
@@ -172,11 +176,11 @@ void warn_register_spills(const KernelDecl &k, unsigned threads,
   if (!limit)
     return;
   for (const TaskDecl &t : k.tasks) {
-    int64_t need = tile_registers(t, threads);
+    int64_t tiles = tile_registers(t, threads), need = register_need(t, threads);
     if (need > int64_t(limit))
-      diag.warning(
-          DiagId::RegisterSpill, t.name_range,
-          {t.name, std::to_string(need), std::to_string(threads), std::to_string(limit), which});
+      diag.warning(DiagId::RegisterSpill, t.name_range,
+                   {t.name, std::to_string(need), std::to_string(tiles), std::to_string(threads),
+                    std::to_string(limit), which});
   }
 }
 

@@ -8,8 +8,13 @@
 // registers per thread (two for 8-byte elements), a `let`/`var` is live from
 // its definition to its last use (to the end of a loop that uses it when
 // defined outside), and an expression needs its operands and its result at
-// once. Index arithmetic, addresses and the task loop's own state are not
-// counted: the estimate is a lower bound of what ptxas allocates.
+// once. The need in registers is 7/4 of that: the loads and stores of the
+// elements keep addresses and bounds tests live beside the values
+// (calibrated with `ptxas -v` on sm_90: five live [64, 64] f32 tiles, 160
+// registers a thread at 128 threads, spill; a 128x128 load and its
+// transpose, 128, do not; see grammar/REFERENCE.md section 18). ptxas uses
+// more where it has them (unrolled index arithmetic), so the estimate errs
+// low: it warns only where a spill is all but certain.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -22,11 +27,14 @@
 
 namespace etl {
 
-/// Registers per thread the tiles of task `t` need at the busiest point of
-/// its body, with `threads` threads per CTA.
+/// Registers per thread the tiles of task `t` keep live at the busiest
+/// point of its body, with `threads` threads per CTA.
 int64_t tile_registers(const TaskDecl &t, unsigned threads);
 
-/// A RegisterSpill warning at each task of `k` whose tile_registers exceeds
+/// The registers per thread task `t` needs: tile_registers * 7 / 4.
+int64_t register_need(const TaskDecl &t, unsigned threads);
+
+/// A RegisterSpill warning at each task of `k` whose register_need exceeds
 /// what a thread has on some GPU target of `targets` (target/target.h,
 /// register_limit); sim has no register file and is never warned about.
 void warn_register_spills(const KernelDecl &k, unsigned threads,

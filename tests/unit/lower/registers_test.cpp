@@ -103,6 +103,7 @@ std::string diagnostics(const std::string &file, std::vector<std::string> target
 
 TEST_CASE("registers: live tiles at the busiest statement, per thread") {
   Front f(kSpill);
+  CHECK(register_need(f.task(), 256) == 560);
   // r, s and p live at the store, with r * s and the sum: 3 x 64 + 2 x 64.
   CHECK(tile_registers(f.task(), 256) == 320);
   CHECK(tile_registers(f.task(), 512) == 160);
@@ -133,16 +134,16 @@ TEST_CASE("registers: the budget per thread of each target") {
 TEST_CASE("registers: a task that would spill is warned about on GPU targets only") {
   std::string src = write_program("spill.etl", kSpill);
   std::string gpu = diagnostics(src, {"sm_90", "sim"});
-  CHECK(gpu.find("warning: task 'spill' keeps about 320 registers per thread busy with tile "
-                 "elements (256 threads per CTA), more than the 255 a thread has on sm_90") !=
-        std::string::npos);
+  CHECK(gpu.find("warning: task 'spill' needs about 560 registers per thread (320 for the tile "
+                 "elements it keeps live, plus their addresses; 256 threads per CTA), more than "
+                 "the 255 a thread has on sm_90") != std::string::npos);
   CHECK(gpu.find(":4:8:") != std::string::npos); // at the task's name
   CHECK(diagnostics(src, {"sim"}).empty());
-  // 512 threads: 160 registers needed, 128 available.
+  // 512 threads: 280 registers needed, 128 available.
   CHECK(diagnostics(src, {"sm_80"}, 512)
-            .find("about 160 registers per thread busy with tile "
-                  "elements (512 threads per CTA), more than the 128 "
-                  "a thread has on sm_80") != std::string::npos);
+            .find("needs about 280 registers per thread (160 for the tile elements it keeps "
+                  "live, plus their addresses; 512 threads per CTA), more than the 128 a thread "
+                  "has on sm_80") != std::string::npos);
   std::string loop = write_program("loop.etl", kLoop);
   CHECK(diagnostics(loop, {"sm_90"}).empty());
   fs::remove(src);
@@ -171,4 +172,14 @@ TEST_CASE("registers: a program the compiler warns about spills in ptxas") {
   size_t spills = ptxcheck::spill_bytes(log);
   CHECK(spills > 0);
   fs::remove(src);
+
+  // Half the tile side at 256 threads: 140 registers needed, no warning,
+  // and ptxas does not spill.
+  std::string small_text = kSpill;
+  small_text.replace(small_text.find("T = 128"), 7, "T = 64");
+  std::string small = write_program("nospill_ptx.etl", small_text);
+  CHECK(diagnostics(small, {"sm_90"}, 256).empty());
+  CHECK(ptxcheck::run_ptxas(ptxcheck::compile_ptx(small, "sm_90", 256), "sm_90", log) == 0);
+  CHECK(ptxcheck::spill_bytes(log) == 0);
+  fs::remove(small);
 }
