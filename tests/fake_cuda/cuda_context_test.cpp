@@ -51,6 +51,13 @@ struct Host {
     REQUIRE(get(&c) == 0);
     return c;
   }
+  /// torch's way: the device's primary context, retained and made current.
+  void *primary_current() {
+    void *p = nullptr;
+    REQUIRE(retain(&p, 0) == 0);
+    REQUIRE(set(p) == 0);
+    return p;
+  }
 };
 
 /// rowsum.etl (M = 40, N = 300) loaded and bound on a "cuda" context.
@@ -140,9 +147,7 @@ TEST_CASE("nothing current: the primary context is retained, released, and never
 TEST_CASE("torch's way: the primary context current, a stream of its own, NOT_READY then OK") {
   Fake &f = fake();
   Host host(f);
-  void *primary = nullptr, *stream = nullptr;
-  REQUIRE(host.retain(&primary, 0) == 0);
-  REQUIRE(host.set(primary) == 0);
+  void *primary = host.primary_current(), *stream = nullptr;
   REQUIRE(host.stream_create(&stream, 1) == 0);
   etl_fake_cuda_stats before = f.stats();
   auto caller_current = [&](const char *what) {
@@ -247,9 +252,7 @@ TEST_CASE("one run in flight per context: another program's launch finishes it, 
 TEST_CASE("a failing cuCtxGetDevice is reported and leaves the caller's context as it was") {
   Fake &f = fake();
   Host host(f);
-  void *primary = nullptr;
-  REQUIRE(host.retain(&primary, 0) == 0);
-  REQUIRE(host.set(primary) == 0);
+  void *primary = host.primary_current();
   etl_fake_cuda_stats before = f.stats();
   f.fail("cuCtxGetDevice", 999, 1);
   etlContext ctx = nullptr;
@@ -272,9 +275,8 @@ TEST_CASE("a failing cuCtxGetDevice is reported and leaves the caller's context 
 TEST_CASE("a `= zeros` buffer is cleared on the run's stream, before its launch") {
   Fake &f = fake();
   Host host(f);
-  void *primary = nullptr, *stream = nullptr;
-  REQUIRE(host.retain(&primary, 0) == 0);
-  REQUIRE(host.set(primary) == 0);
+  host.primary_current();
+  void *stream = nullptr;
   REQUIRE(host.stream_create(&stream, 1) == 0);
   etlContext ctx = nullptr;
   etlProgram prog = nullptr;
