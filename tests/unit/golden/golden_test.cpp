@@ -60,6 +60,19 @@ bool front(etl::Compilation &c, const std::string &name, const std::string &text
   return etl::compile_front(c);
 }
 
+/// The tile stage after the front ones (128 threads per CTA): with `ir`
+/// the IR before and after layout assignment, then the diagnostics
+/// (remarks included).
+std::string tile_stage(const std::string &name, const std::string &text, bool ir) {
+  etl::Compilation c;
+  if (!front(c, name, text))
+    return c.diag.render();
+  std::string out, error;
+  if (!etl::emit_tile(c, 128, out, error))
+    return "internal error: " + error + "\n";
+  return (ir ? out : "") + c.diag.render();
+}
+
 /// `--emit=<name>` → what the golden test prints.
 const std::map<std::string, Emitter> &emitters() {
   static const std::map<std::string, Emitter> table = {
@@ -108,28 +121,12 @@ const std::map<std::string, Emitter> &emitters() {
        }},
       // --emit=tile: the IR before and after layout assignment, then the
       // remarks.
-      {"tile",
-       [](const std::string &name, const std::string &text) {
-         etl::Compilation c;
-         if (!front(c, name, text))
-           return c.diag.render();
-         std::string out, error;
-         if (!etl::emit_tile(c, 128, out, error))
-           return "internal error: " + error + "\n";
-         return out + c.diag.render();
-       }},
+      {"tile", [](const std::string &name,
+                  const std::string &text) { return tile_stage(name, text, true); }},
       // The diagnostics after the tile stage (remarks included), without the
       // IR: for tests/diag files of remark kinds.
-      {"remarks",
-       [](const std::string &name, const std::string &text) {
-         etl::Compilation c;
-         if (!front(c, name, text))
-           return c.diag.render();
-         std::string out, error;
-         if (!etl::emit_tile(c, 128, out, error))
-           return "internal error: " + error + "\n";
-         return c.diag.render();
-       }},
+      {"remarks", [](const std::string &name,
+                     const std::string &text) { return tile_stage(name, text, false); }},
       {"dot",
        [](const std::string &name, const std::string &text) {
          etl::Compilation c;
