@@ -21,6 +21,10 @@
 #    SM per clock): a lower bound given the traffic the code really makes,
 #    % of SOL = SOL / model, with the sector efficiency, unique DRAM bytes /
 #    minimum bytes (redundant traffic) and lane utilisation behind it.
+#    decode_layer (no C host) runs through its PyTorch check script.
+# 5. Compile time of the layer programs (decode_layer, and moe_layer when
+#    present): etlc from .etl to sm_90 PTX against ptxas assembling that PTX,
+#    CPU seconds, and their ratio (issue 12 asks etlc <= 0.5 x ptxas).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -82,7 +86,10 @@ echo "== speed of light on h100-sxm (etlc --emit=cost; a lower bound, not a meas
 printf '%-16s %-34s %12s %12s %11s %-8s %s\n' example binding GFLOP "min MB" "SOL us" bound ptxas
 for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12288" \
             "rmsnorm_rope B=16,D2=2048,P=4096,NP=64,MP=4" "decode_attention B=16,NH=32,NP=1024,MP=64" \
-            "moe T=256,H=1024,E=16,K=2" "gemv N=4096,K=4096"; do
+            "moe T=256,H=1024,E=16,K=2" "gemv N=4096,K=4096" \
+            "decode_layer B=1,H=4096,NKV=8,G=4,F=12288,NP=64,MP=64,kv_len=1024" \
+            "decode_layer B=16,H=4096,NKV=8,G=4,F=12288,NP=1024,MP=64,kv_len=1024" \
+            "decode_layer B=128,H=4096,NKV=8,G=4,F=12288,NP=8192,MP=64,kv_len=1024"; do
   set -- $spec
   ex=$1 bind=$2
   src="$root/examples/$ex/$ex.etl"
@@ -113,17 +120,8 @@ print("%.3f %.1f %.2f %s" % (fl / 1e9, by / 1e6, t["sol"]["seconds"] * 1e6, t["s
 done
 
 echo
-echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared wavefronts / (132 SMs x 1.98 GHz)))"
-printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes bank
-for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
-            "rmsnorm_rope 16,64,4 B=16,D2=64,P=64,NP=64,MP=4" "decode_attention 8,4,64,16 B=8,NH=4,NP=64,MP=16" \
-            "gemv 1024,4096 N=1024,K=4096" "moe 256,128,8,2 T=256,H=128,E=8,K=2"; do
-  set -- $spec
-  ex=$1 shape=$2 bind=$3
-  "$build/examples/${ex}_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \
-    --profile "$tmp/prof.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
-  "$etlc" compile "$root/examples/$ex/$ex.etl" --emit=cost --bind "$bind" --format=json \
-    >"$tmp/cost.json" || continue
+# model_row EXAMPLE BINDING COST_JSON PROFILE_JSON: one row of the table below.
+model_row() {
   python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["total"]; p = json.load(open(sys.argv[2]))
@@ -137,5 +135,54 @@ g = p["global"]
 print("%9.2f %9.2f %6.1f%% %7.1f%% %9.2f %6.1f%% %6.2f" % (sol * 1e6, model * 1e6, 100 * sol / model,
       100 * g["efficiency"], p["unique_dram_bytes"] / minb, 100 * g["lane_utilization"],
       sh["bank_conflict_factor"]))
-' "$tmp/cost.json" "$tmp/prof.json" | { read -r a b c d e f h; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' "$ex" "$bind" "$a" "$b" "$c" "$d" "$e" "$f" "$h"; }
+' "$3" "$4" | { read -r a b c d e f h; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' "$1" "$2" "$a" "$b" "$c" "$d" "$e" "$f" "$h"; }
+}
+
+echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared wavefronts / (132 SMs x 1.98 GHz)))"
+printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes bank
+for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
+            "rmsnorm_rope 16,64,4 B=16,D2=64,P=64,NP=64,MP=4" "decode_attention 8,4,64,16 B=8,NH=4,NP=64,MP=16" \
+            "gemv 1024,4096 N=1024,K=4096" "moe 256,128,8,2 T=256,H=128,E=8,K=2"; do
+  set -- $spec
+  ex=$1 shape=$2 bind=$3
+  "$build/examples/${ex}_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \
+    --profile "$tmp/prof.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
+  "$etlc" compile "$root/examples/$ex/$ex.etl" --emit=cost --bind "$bind" --format=json \
+    >"$tmp/cost.json" || continue
+  model_row "$ex" "$bind" "$tmp/cost.json" "$tmp/prof.json"
 done
+# decode_layer has no C host: its PyTorch check runs it (Qwen3-0.6B dims, one
+# request of 208 cached tokens; the script sizes MP = 14 and NP = 17 for that).
+if /usr/bin/python3 -c 'import torch' 2>/dev/null &&
+  /usr/bin/python3 "$root/examples/decode_layer/decode_layer_check.py" "$build/examples/decode_layer.etlb" \
+    --dims 0.6b --case 1:208 --profile "$tmp/prof.json" >/dev/null &&
+  "$etlc" compile "$root/examples/decode_layer/decode_layer.etl" --emit=cost --format=json \
+    --bind B=1,H=1024,NKV=8,G=2,F=3072,NP=17,MP=14,kv_len=208 >"$tmp/cost.json"; then
+  model_row decode_layer "B=1,H=1024,G=2,kv_len=208" "$tmp/cost.json" "$tmp/prof.json"
+else
+  echo "decode_layer: skipped (needs python3-torch and build/examples/decode_layer.etlb)"
+fi
+
+echo
+echo "== compile time: etlc (.etl -> PTX) vs ptxas (that PTX -> SASS), sm_90, CPU seconds (user + sys), median of 3"
+printf '%-16s %9s %9s %7s\n' example etlc ptxas ratio
+px=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$px" ]; then
+  TIMEFORMAT='%U %S'
+  for ex in decode_layer moe_layer; do
+    src="$root/examples/$ex/$ex.etl"
+    [ -f "$src" ] || continue
+    for i in 1 2 3; do
+      { time "$etlc" compile "$src" --emit=ptx --target sm_90 -o "$tmp/k.ptx" 2>/dev/null; } 2>&1 |
+        awk '{print $1 + $2}' >>"$tmp/etlc.t"
+      { time "$px" -arch=sm_90 "$tmp/k.ptx" -o /dev/null 2>/dev/null; } 2>&1 |
+        awk '{print $1 + $2}' >>"$tmp/ptxas.t"
+    done
+    e=$(median <"$tmp/etlc.t") p=$(median <"$tmp/ptxas.t")
+    rm -f "$tmp/etlc.t" "$tmp/ptxas.t"
+    printf '%-16s %9s %9s %7s\n' "$ex" "$e" "$p" "$(awk -v e="$e" -v p="$p" 'BEGIN {printf "%.2f", e / p}')"
+  done
+  unset TIMEFORMAT
+else
+  echo "(ptxas not found: skipped)"
+fi

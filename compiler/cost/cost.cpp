@@ -178,6 +178,8 @@ Sym capped_bytes(const KernelDecl &k, const std::map<int, Sym> &m) {
 std::optional<double> eval(const Sym &s, const std::map<std::string, int64_t> &env) {
   auto v = s.eval([&](const std::string &n) -> std::optional<int64_t> {
     auto it = env.find(n);
+    if (it == env.end()) // an element read from data, `kv_len[b]`: the tensor's value
+      it = env.find(n.substr(0, n.find('[')));
     if (it == env.end())
       return std::nullopt;
     return it->second;

@@ -145,7 +145,9 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
       ->capture_default_str();
   compile->add_option("--bind", opts.bind,
                       "--emit=cost: values of every dim, e.g. M=4096,N=4096 (values and SOL "
-                      "times are printed only with a binding)");
+                      "times are printed only with a binding); an integer tensor parameter "
+                      "may be given one too (kv_len=1024): every element the cost reads "
+                      "from it takes that value");
   compile
       ->add_option("--gpu", opts.gpu,
                    "--emit=cost: the GPU whose peaks give the speed of light: h100-sxm, h200, "

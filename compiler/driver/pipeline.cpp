@@ -85,21 +85,35 @@ int emit_cost(const CompileOptions &opts, const Program &p, std::ostream &out, D
                {"unknown --format '" + opts.format + "'; expected text or json"});
     return kExitUsage;
   }
-  std::string dims;
+  std::string dims, ints;
   for (const DimDecl &d : k.dims)
     dims += (dims.empty() ? "" : " ") + d.name;
+  // An integer tensor parameter may be given a value too: every element the
+  // cost reads from it (a loop or task range over kv_len[b]) is taken as it.
+  auto int_tensor = [&](const std::string &name) {
+    return std::any_of(k.tensors.begin(), k.tensors.end(), [&](const TensorDecl &t) {
+      return !t.is_buffer && t.name == name &&
+             (t.type.elem == ElemType::I32 || t.type.elem == ElemType::I64);
+    });
+  };
+  for (const TensorDecl &t : k.tensors)
+    if (int_tensor(t.name))
+      ints += (ints.empty() ? "" : " ") + t.name;
+  if (!ints.empty())
+    dims += " (or an integer tensor, each element read as VALUE: " + ints + ")";
   std::map<std::string, int64_t> env;
   std::stringstream items(opts.bind);
   std::string item;
   while (std::getline(items, item, ',')) {
     size_t eq = item.find('=');
     std::string name = item.substr(0, eq);
-    bool known =
-        std::any_of(k.dims.begin(), k.dims.end(), [&](const DimDecl &d) { return d.name == name; });
+    bool data = int_tensor(name);
+    bool known = data || std::any_of(k.dims.begin(), k.dims.end(),
+                                     [&](const DimDecl &d) { return d.name == name; });
     int64_t v = 0; // getAsInteger: true on anything but a whole base-10 int64
     bool number =
         eq != std::string::npos && !llvm::StringRef(item).substr(eq + 1).getAsInteger(10, v);
-    if (!known || !number || v < 1) {
+    if (!known || !number || v < (data ? 0 : 1)) {
       diag.error(DiagId::BadBind, none, {item, dims});
       return kExitUsage;
     }

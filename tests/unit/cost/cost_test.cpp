@@ -175,6 +175,43 @@ TEST_CASE("cost: --emit=cost text and JSON through the driver, and bad options")
   CHECK(out6.str().find("give --bind") != std::string::npos);
 }
 
+TEST_CASE("cost: --bind gives an integer tensor a value for the elements the cost reads") {
+  // A loop over data: `for c in 0 .. min(cdiv(len[b], 4), 8)` runs min(cdiv(5, 4), 8) = 2
+  // times per task when every element of len is 5.
+  std::string src = "kernel k<B: dim>(len: tensor<i32>[B], x: tensor<f32>[B, 32]) {\n"
+                    "  task t[b in 0 .. B] {\n"
+                    "    var acc = zeros<f32>[32];\n"
+                    "    for c in 0 .. min(cdiv(len[b], 4), 8) {\n"
+                    "      acc += load(x[b, 0 .. +32]);\n"
+                    "    }\n"
+                    "    store(x[b, 0 .. +32], acc);\n"
+                    "  }\n"
+                    "}\n";
+  auto c = costs(src, {{"B", 3}, {"len", 5}});
+  CHECK(c.back().other == 3.0 * 2 * 32); // the += of each trip
+  // Through the driver: decode_layer reads kv_len[b] in a loop bound.
+  CompileOptions o;
+  o.input = std::string(ETL_SOURCE_DIR) + "/examples/decode_layer/decode_layer.etl";
+  o.emit = "cost";
+  o.bind = "B=1,H=1024,NKV=8,G=2,F=3072,NP=14,MP=14";
+  std::ostringstream out, err;
+  REQUIRE(compile(o, out, err) == 0);
+  CHECK(out.str().find("an expression could not be evaluated") != std::string::npos);
+  o.bind += ",kv_len=208";
+  std::ostringstream out2, err2;
+  REQUIRE(compile(o, out2, err2) == 0);
+  CHECK(out2.str().find("an expression could not be evaluated") == std::string::npos);
+  CHECK(out2.str().find("-bound: memory") != std::string::npos);
+  for (const char *bad : {",kv_len=-1", ",eps=1", ",q=1"}) { // negative; a scalar; a buffer
+    o.bind = std::string("B=1,H=1024,NKV=8,G=2,F=3072,NP=14,MP=14") + bad;
+    std::ostringstream out3, err3;
+    CAPTURE(bad);
+    CHECK(compile(o, out3, err3) == 2);
+    CHECK(err3.str().find("(or an integer tensor, each element read as VALUE: kv_len "
+                          "page_table)") != std::string::npos);
+  }
+}
+
 TEST_CASE("cost: a loop from a nonzero start runs hi - lo times, an empty one none; an if counts "
           "both branches") {
   const char *src = R"(

@@ -8,6 +8,7 @@
 #include "ptx_cfg.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <sstream>
 #include <stdexcept>
@@ -133,6 +134,22 @@ std::set<long> Kernel::slots_of(const std::string &reg) const {
           d.operands.size() == 2) {
         long off = 0;
         std::string base = address_reg(d.operands[1], &off);
+        // LLVM may compute a slot's address ahead of the load, out of a loop
+        // (`add.s64 %rd8, %rd1, 24` ... `ld.global.u64 %rd9, [%rd8]`).
+        for (int hop = 0; hop < 4 && !is_args_pointer(base); ++hop) {
+          auto bd = defs.find(base);
+          if (bd == defs.end() || bd->second.size() != 1)
+            break;
+          const Insn &a = insns[size_t(bd->second[0])];
+          if (!starts_with(a.op, "add.") || a.operands.size() != 3)
+            break;
+          char *end = nullptr;
+          long imm = std::strtol(a.operands[2].c_str(), &end, 10);
+          if (end == a.operands[2].c_str() || *end)
+            break;
+          off += imm;
+          base = a.operands[1];
+        }
         if (is_args_pointer(base)) {
           out.insert(off / 8);
           continue; // a pointer (or value) read from the slot: stop here
