@@ -52,4 +52,11 @@ inline bool is_unary_math_fn(Builtin b) {
   }
 }
 
+/// The atomic read-modify-writes of tensor elements (atomic_add, _max,
+/// _min, _cas): a statement, or a value (the elements' old values).
+inline bool is_atomic_fn(Builtin b) {
+  return b == Builtin::AtomicAdd || b == Builtin::AtomicMax || b == Builtin::AtomicMin ||
+         b == Builtin::AtomicCas;
+}
+
 } // namespace etl

@@ -161,6 +161,10 @@ Moved group_moved(const KernelDecl &k, const TaskGroup &grp) {
     auto &m = a.write ? mv.written : mv.read;
     auto it = m.find(a.tensor);
     m[a.tensor] = it == m.end() ? n : it->second + n;
+    if (a.atomic) { // a read-modify-write reads the elements too
+      auto r = mv.read.find(a.tensor);
+      mv.read[a.tensor] = r == mv.read.end() ? n : r->second + n;
+    }
   }
   return mv;
 }

@@ -173,8 +173,9 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
 bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string &text,
                 std::string &error) {
   const KernelDecl &k = c.program->kernels[0];
-  if (const Stmt *s = first_untiled_stmt(k)) {
-    c.diag.error(DiagId::TileIrUnsupported, s->range, {"if"});
+  std::string what;
+  if (const Stmt *s = first_untiled_stmt(k, what)) {
+    c.diag.error(DiagId::TileIrUnsupported, s->range, {what});
     error = "unsupported statement";
     return false;
   }

@@ -41,7 +41,7 @@ std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a, const std::v
 
 /// The bf16 bits (i16) of an f32 value: round to nearest even, NaN stays a
 /// (quiet) NaN. Plain integer ops, so NVPTX needs no bf16 support.
-static llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v) {
+llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v) {
   llvm::Value *bits = b.CreateBitCast(v, b.getInt32Ty());
   llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
   llvm::Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7FFF))), 16);
@@ -51,7 +51,7 @@ static llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v) {
 }
 
 /// The f32 value of bf16 bits (i16).
-static llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h) {
+llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h) {
   return b.CreateBitCast(b.CreateShl(b.CreateZExt(h, b.getInt32Ty()), 16), b.getFloatTy());
 }
 
@@ -451,12 +451,18 @@ TileVal Lowerer::lower_load(const Expr &call) {
   return r;
 }
 
-void Lowerer::lower_store(const Expr &call) {
-  if (call.args.size() != 2)
-    throw LowerError("store takes a slice and a tile");
+TileVal Lowerer::lower_store(const Expr &call) {
+  const bool atomic = is_atomic_fn(call.builtin);
+  const size_t nvals = call.builtin == Builtin::AtomicCas ? 2 : 1;
+  if (call.args.size() != 1 + nvals)
+    throw LowerError(call.name + ": wrong number of arguments");
   SliceAccess s = slice_access(*this, *call.args[0], call);
   TileVal mk = slice_mask(*this, call, s);
   TileVal v = coerce(value(*call.args[1]), s.shape, s.elem);
+  TileVal desired = nvals == 2 ? coerce(value(*call.args[2]), s.shape, s.elem) : TileVal{};
+  TileVal old; // an atomic's old values (0 where masked off or outside)
+  old.elem = s.elem;
+  old.shape = s.shape;
   if (call.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
     m.barrier(b);
   int64_t numel = v.numel();
@@ -472,6 +478,23 @@ void Lowerer::lower_store(const Expr &call) {
     if (!mk.regs.empty())
       mask = b.CreateAnd(mask, mask_true(*this, mk, k));
     llvm::Value *x = v.regs[k];
+    if (atomic) {
+      llvm::BasicBlock *from = b.GetInsertBlock();
+      auto *ab = llvm::BasicBlock::Create(ctx, "atomic", fn);
+      auto *jb = llvm::BasicBlock::Create(ctx, "atomic.done", fn);
+      b.CreateCondBr(mask, ab, jb);
+      b.SetInsertPoint(ab);
+      llvm::Value *r =
+          atomic_elem(call.builtin, s.elem, p, x, nvals == 2 ? desired.regs[k] : nullptr);
+      llvm::BasicBlock *aend = b.GetInsertBlock();
+      b.CreateBr(jb);
+      b.SetInsertPoint(jb);
+      llvm::PHINode *phi = b.CreatePHI(r->getType(), 2);
+      phi->addIncoming(llvm::Constant::getNullValue(r->getType()), from);
+      phi->addIncoming(r, aend);
+      old.regs.push_back(phi);
+      continue;
+    }
     if_then(mask, [&] {
       if (s.elem == ElemType::F16)
         x = b.CreateFPTrunc(x, b.getHalfTy());
@@ -480,6 +503,9 @@ void Lowerer::lower_store(const Expr &call) {
       m.global_store(b, x, p);
     });
   }
+  if (atomic && s.shape.empty() && call.type.kind != TypeKind::Unknown)
+    old.regs[0] = broadcast_from_thread0(old.regs[0], s.elem);
+  return old;
 }
 
 //===-- Expressions ------------------------------------------------------===//
@@ -581,10 +607,8 @@ TileVal Lowerer::value(const Expr &e) {
   const Builtin f = e.builtin;
   if (f == Builtin::Load)
     return lower_load(e);
-  if (f == Builtin::Store) {
-    lower_store(e);
-    return TileVal{};
-  }
+  if (f == Builtin::Store || is_atomic_fn(f))
+    return lower_store(e);
   auto result_shape = [&](const TileVal &fallback) {
     return e.type.is_tile()                  ? e.type.tile_shape
            : e.type.kind == TypeKind::Scalar ? std::vector<int64_t>{}

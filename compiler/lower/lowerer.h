@@ -116,6 +116,11 @@ struct LocalSlot {
   std::vector<llvm::AllocaInst *> slots;
 };
 
+/// The bf16 bits (i16) of an f32 register, rounded to nearest even, and
+/// back (lower/lower_tile.cpp).
+llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v);
+llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
+
 class Lowerer {
 public:
   Lowerer(const KernelPlan &plan, Machine &m, llvm::Module &mod, unsigned threads);
@@ -223,7 +228,8 @@ public:
 
   // ---- lower_tile.cpp -------------------------------------------------------
   TileVal value(const Expr &e);
-  void lower_store(const Expr &call);
+  /// store, and the atomics (their old values; empty for a store).
+  TileVal lower_store(const Expr &call);
   TileVal lower_load(const Expr &call);
   /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
@@ -245,6 +251,16 @@ public:
   TileVal dot(const TileVal &a, const TileVal &c);
   void assign_local(int index, const TileVal &v);
   TileVal read_local(int index);
+
+  // ---- lower_atomic.cpp -----------------------------------------------------
+  /// One element's atomic `op` (atomic_add, ...) at `p` of a tensor of `t`:
+  /// `v` (and `desired` for cas) in register form; returns the old value in
+  /// register form. f16/bf16: the machine's 16-bit add, else a loop on a
+  /// 16-bit compare-and-swap computing in f32.
+  llvm::Value *atomic_elem(Builtin op, ElemType t, llvm::Value *p, llvm::Value *v,
+                           llvm::Value *desired);
+  /// Thread 0's `v` (register form of `t`) in every thread, through scratch.
+  llvm::Value *broadcast_from_thread0(llvm::Value *v, ElemType t);
 
   // ---- lower_math.cpp -------------------------------------------------------
   /// A float math builtin (is_unary_math_fn, pow) at the call's checked

@@ -131,6 +131,8 @@ bool check_group_races(const TaskGraph &g, Diag &diag) {
         for (const Access &y : acc[gb]) {
           if (x.tensor != y.tensor || (!x.write && !y.write) || reported.count(x.tensor))
             continue;
+          if (x.atomic && y.atomic)
+            continue; // concurrent atomics are the point (split-K, histograms)
           Side a{&g.groups[ga], &x, "'"}, b{&g.groups[gb], &y, ""};
           Overlap o = overlap(k.facts, a, b);
           if (o == Overlap::None)

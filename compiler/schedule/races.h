@@ -12,6 +12,10 @@
 //   group and neither is masked (a certain overlap): an error;
 // - otherwise (a gather, a data-dependent index, a box the prover cannot
 //   separate): a warning.
+// Two atomics (atomic_add, _max, _min, _cas; sema/access.h) never race
+// with each other: accumulating from concurrent tasks without an event is
+// what they are for; an atomic and a plain load or store of the same
+// elements are compared like a store and that access.
 // Each report names both groups, the tensor and both accesses, and suggests
 // the event that orders them. Order is at the level of groups: a chain from
 // one group to the other counts even if it orders only some of their tasks

@@ -36,7 +36,8 @@ int tensor_of(const Expr &base) {
 }
 
 bool is_access_call(const Expr &e) {
-  return e.kind == ExprKind::Call && (e.builtin == Builtin::Load || e.builtin == Builtin::Store) &&
+  return e.kind == ExprKind::Call &&
+         (e.builtin == Builtin::Load || e.builtin == Builtin::Store || is_atomic_fn(e.builtin)) &&
          !e.args.empty();
 }
 
@@ -51,7 +52,8 @@ Access access_of(const Expr &e, const std::vector<AccessLoop> &loops) {
       a.box.push_back(box_of(*e.args[i]));
     return a;
   }
-  a.write = e.builtin == Builtin::Store;
+  a.atomic = is_atomic_fn(e.builtin);
+  a.write = e.builtin == Builtin::Store || a.atomic;
   const Expr &slice = *e.args[0];
   if (slice.kind == ExprKind::Index) {
     a.tensor = tensor_of(*slice.args[0]);

@@ -34,11 +34,14 @@ struct AccessLoop {
   std::optional<Sym> lo, hi, trips;
 };
 
-/// A load, store or element read of a task body.
+/// A load, store, atomic or element read of a task body.
 struct Access {
   const Expr *node = nullptr; ///< the load/store call or the element read
   int tensor = -1;            ///< index into KernelDecl::tensors
   bool write = false;
+  /// An atomic read-modify-write (atomic_add, ...; also `write`): atomics of
+  /// concurrent tasks on the same elements are no race (schedule/races.h).
+  bool atomic = false;
   /// Rank 0: a load or element read is done by every thread, a store by
   /// thread 0 alone.
   bool rank0 = false;

@@ -219,6 +219,8 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
                   {spelling(v.elem), e.args[0]->args[0]->name, spelling(s.elem)});
     return set(e, Type());
   }
+  if (is_atomic_fn(fn))
+    return check_atomic(e, std::exchange(stmt_call_, nullptr) == &e);
   if (fn == Builtin::Zeros || fn == Builtin::Full) {
     bool full = fn == Builtin::Full;
     if (!arity(e, full ? 1 : 0, full ? "1 argument (the value)" : "no arguments"))
@@ -324,6 +326,73 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
   for (auto &a : e.args)
     check_value(*a);
   return set(e, Type());
+}
+
+/// atomic_add/max/min(slice, v, mask=) and atomic_cas(slice, expected,
+/// desired, mask=): each value is a tile of the tensor's element type whose
+/// shape broadcasts to the slice's (a one-element tile also fits a rank-0
+/// slice), or a scalar, index or literal that broadcasts; cas needs an
+/// integer tensor. As a statement the call has no type; as a value it is the
+/// elements' old values, a tile of the slice's shape.
+Type Checker::check_atomic(Expr &e, bool statement) {
+  const Builtin fn = e.builtin;
+  const bool cas = fn == Builtin::AtomicCas;
+  if (!arity(e, cas ? 3 : 2,
+             cas ? "3 arguments (a tensor slice, the expected and the desired values)"
+                 : "2 arguments (a tensor slice and a value)",
+             {"mask"}))
+    return set(e, Type());
+  slice_arg_ = true;
+  Type s = check_value(*e.args[0]);
+  bool ok = s.kind != TypeKind::Unknown;
+  if (ok && s.kind != TypeKind::Slice) {
+    diag_.error(DiagId::ExpectedIndex, e.args[0]->range, {describe(s)});
+    ok = false;
+  }
+  std::vector<Type> vals;
+  for (size_t i = 1; i < e.args.size(); ++i)
+    vals.push_back(check_value(*e.args[i]));
+  if (!ok)
+    return set(e, Type());
+  const std::string &tensor = e.args[0]->args.empty() ? e.name : e.args[0]->args[0]->name;
+  if (cas && !is_integer(s.elem)) {
+    diag_.error(DiagId::AtomicCasNotInteger, e.args[0]->range, {tensor, spelling(s.elem)});
+    return set(e, Type());
+  }
+  Type target = tile_type(s.elem, s.tile_shape);
+  for (size_t i = 0; i < vals.size(); ++i) {
+    const Type &v = vals[i];
+    const Expr &arg = *e.args[i + 1];
+    if (v.kind == TypeKind::Unknown)
+      return set(e, Type());
+    if (v.kind != TypeKind::Tile && v.kind != TypeKind::Scalar && v.kind != TypeKind::Index) {
+      diag_.error(DiagId::ExpectedTile, arg.range, {describe(v)});
+      return set(e, Type());
+    }
+    if (float_into_int(v, target, arg.range))
+      return set(e, Type());
+    if (v.kind == TypeKind::Index || (v.kind == TypeKind::Scalar && is_literal(arg)))
+      continue; // converted to the tensor's type, like a literal in `x * 2`
+    bool one = s.tile_shape.empty() && numel(v.tile_shape) == 1;
+    auto b = broadcast(v.tile_shape, s.tile_shape);
+    if (!one && (!b || *b != s.tile_shape)) {
+      diag_.error(DiagId::AtomicShapeMismatch, arg.range,
+                  {e.name, shape_str(v.tile_shape), shape_str(s.tile_shape)});
+      return set(e, Type());
+    }
+    if (v.elem != s.elem) {
+      diag_.error(DiagId::AtomicElemMismatch, arg.range,
+                  {e.name, describe(v), tensor, spelling(s.elem)});
+      return set(e, Type());
+    }
+    // A smaller tile is broadcast through shared scratch.
+    if (v.kind == TypeKind::Tile && !one && numel(v.tile_shape) != numel(s.tile_shape) &&
+        !scratch_fits(e.name, v, arg.range))
+      return set(e, Type());
+  }
+  if (!check_mask(e, s.tile_shape))
+    return set(e, Type());
+  return set(e, statement ? Type() : target);
 }
 
 /// A tile operand of a compute builtin; reports anything else.

@@ -122,7 +122,7 @@ void Checker::check_stmt(Stmt &s) {
   }
   case StmtKind::ExprStmt: {
     Expr &e = *s.value;
-    if (e.kind == ExprKind::Call && e.name == "store") {
+    if (e.kind == ExprKind::Call && (e.name == "store" || is_atomic_fn(find_builtin(e.name)))) {
       stmt_call_ = &e;
       check_value(e);
       return;

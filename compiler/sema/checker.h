@@ -267,6 +267,9 @@ private:
   std::optional<int64_t> axis_arg(Expr &e, size_t limit, size_t rank);
 
   Type check_call(Expr &e, IndexCtx ctx);
+  /// atomic_add/_max/_min/_cas; `statement`: the call is an expression
+  /// statement (no value).
+  Type check_atomic(Expr &e, bool statement);
 
   //===-- Compute builtins: select, arange, cumsum, dot, transpose, argmax --===//
 

@@ -148,6 +148,9 @@ private:
       return false;
     if (s.write && a.write && s.rank0 && a.rank0)
       return false; // both by thread 0
+    if (s.atomic && a.atomic && s.node->builtin == a.node->builtin && !s.node->type.is_tile() &&
+        !a.node->type.is_tile())
+      return false; // the same atomic op, results unused: the order does not matter
     return !same_mapping(p, a) && !disjoint(p, a);
   }
 

@@ -19,6 +19,10 @@
 //   facts, task ranges, loop bounds, the condition of each enclosing `if`
 //   branch; a loop-carried pair compares an earlier iteration `j'` with
 //   `j' < j`).
+// - both are the same atomic operation (atomic_add twice, ...) used as
+//   statements: the order between threads cannot change the result (an
+//   atomic whose old values are used, or two different atomics, keep
+//   program order like a store).
 // Anything else (gathers, element reads, unprovable ranges) gets the barrier.
 // A barrier orders everything before it, so the accesses pending against
 // later ones start afresh after each one placed. Barriers the lowering adds

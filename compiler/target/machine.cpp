@@ -1,7 +1,7 @@
 //===- target/machine.cpp - A target's machine ----------------------------===//
 //
 // What this owns: make_machine, the one place a target's kind picks the
-// Machine implementation.
+// Machine implementation, and the relaxed tensor atomics both machines emit.
 //
 //===----------------------------------------------------------------------===//
 #include "target/machine.h"
@@ -18,6 +18,21 @@ std::unique_ptr<Machine> make_machine(const TargetDesc &t, const MachineOptions 
   }
   error = std::string("no machine for target '") + t.name + "'";
   return nullptr;
+}
+
+llvm::Value *emit_relaxed_atomic(Builder &b, AtomicOp op, llvm::Value *p, llvm::Value *v,
+                                 llvm::Value *desired) {
+  const auto order = llvm::AtomicOrdering::Monotonic;
+  if (op == AtomicOp::Cas) {
+    llvm::Value *pair = b.CreateAtomicCmpXchg(p, v, desired, llvm::MaybeAlign(), order, order);
+    return b.CreateExtractValue(pair, 0);
+  }
+  using RMW = llvm::AtomicRMWInst::BinOp;
+  bool fl = v->getType()->isFloatingPointTy();
+  RMW kind = op == AtomicOp::Add   ? (fl ? RMW::FAdd : RMW::Add)
+             : op == AtomicOp::Max ? (fl ? RMW::FMax : RMW::Max)
+                                   : (fl ? RMW::FMin : RMW::Min);
+  return b.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), order);
 }
 
 } // namespace etl

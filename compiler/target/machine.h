@@ -55,6 +55,9 @@ enum class MathFn {
   Log2
 };
 
+/// The relaxed read-modify-writes of tensor elements (atomic_add, ...).
+enum class AtomicOp { Add, Max, Min, Cas };
+
 /// Warp shuffle modes (PTX `shfl.sync`); the values are etl_shfl_mode's
 /// (runtime/abi/etl_abi.h), which the sim machine passes on.
 enum class ShflMode : unsigned { Up = 0, Down = 1, Bfly = 2, Idx = 3 };
@@ -104,6 +107,20 @@ public:
   virtual llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *ptr) = 0;
   virtual void global_store(Builder &b, llvm::Value *v, llvm::Value *ptr) = 0;
 
+  /// A relaxed (monotonic), gpu-scope atomic on the tensor element at `ptr`
+  /// (sim: check_access first, as an atomic): Add/Max/Min of `v` (i32, i64:
+  /// signed max/min; float: fadd, maxnum/minnum), or Cas of expected `v` and
+  /// `desired` (i16, i32, i64). Returns the old value.
+  virtual llvm::Value *global_atomic(Builder &b, AtomicOp op, llvm::Value *ptr, llvm::Value *v,
+                                     llvm::Value *desired) = 0;
+  /// A hardware add of a 16-bit float (`bits`: its f16 or bf16 bits, i16)
+  /// to the tensor element at `ptr`, returning the old bits; null when the
+  /// machine has none (the lowering then loops on a 16-bit Cas).
+  virtual llvm::Value *atomic_add16(Builder &b, llvm::Value *ptr, llvm::Value *bits, bool bf16) {
+    (void)b, (void)ptr, (void)bits, (void)bf16;
+    return nullptr;
+  }
+
   // -- Event protocol --------------------------------------------------------
   /// atom.release.gpu.add.u32; returns the old value (i32).
   virtual llvm::Value *atomic_add_release(Builder &b, llvm::Value *ptr, llvm::Value *v) = 0;
@@ -140,6 +157,11 @@ public:
   /// bytes). Returns false with `error` set on failure.
   virtual bool emit(llvm::Module &m, std::string &code, std::string &error) = 0;
 };
+
+/// `atomicrmw`/`cmpxchg` with monotonic ordering for Machine::global_atomic
+/// (target/machine.cpp), on a pointer of any address space.
+llvm::Value *emit_relaxed_atomic(Builder &b, AtomicOp op, llvm::Value *ptr, llvm::Value *v,
+                                 llvm::Value *desired);
 
 /// The machine for `t` (target/targets.def). Null with `error` set if LLVM
 /// cannot provide it.

@@ -28,6 +28,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 namespace etl {
@@ -62,6 +63,8 @@ public:
       : sm_(std::move(sm)), tm_(std::move(tm)) {}
 
   const std::string &target() const override { return sm_; }
+  /// 80 for "sm_80".
+  int sm_number() const { return std::atoi(sm_.c_str() + 3); }
   llvm::TargetMachine &target_machine() override { return *tm_; }
 
   void init_module(llvm::Module &m) override {
@@ -121,6 +124,26 @@ public:
     return b.CreateLoad(ty, p);
   }
   void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override { b.CreateStore(v, p); }
+  /// atom.global.{add,max,min,cas}: LLVM 16 selects the relaxed forms (no
+  /// ordering qualifier, i.e. .relaxed.gpu) and expands what PTX lacks
+  /// (f32 max/min) to a 32-bit cas loop.
+  llvm::Value *global_atomic(Builder &b, AtomicOp op, llvm::Value *p, llvm::Value *v,
+                             llvm::Value *desired) override {
+    return emit_relaxed_atomic(b, op, b.CreateAddrSpaceCast(p, b.getPtrTy(1)), v, desired);
+  }
+  /// atom.global.add.noftz.f16 (sm_70+) and .bf16 (sm_90+): inline PTX,
+  /// LLVM 16 has no selection for either.
+  llvm::Value *atomic_add16(Builder &b, llvm::Value *p, llvm::Value *bits, bool bf16) override {
+    if (bf16 && sm_number() < 90)
+      return nullptr;
+    llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));
+    auto *fty = llvm::FunctionType::get(b.getInt16Ty(), {b.getPtrTy(1), b.getInt16Ty()}, false);
+    auto *asm_ = llvm::InlineAsm::get(fty,
+                                      bf16 ? "atom.global.add.noftz.bf16 $0, [$1], $2;"
+                                           : "atom.global.add.noftz.f16 $0, [$1], $2;",
+                                      "=h,l,h,~{memory}", /*hasSideEffects=*/true);
+    return b.CreateCall(fty, asm_, {g, bits});
+  }
 
   llvm::Value *atomic_add_release(Builder &b, llvm::Value *p, llvm::Value *v) override {
     llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));

@@ -87,12 +87,22 @@ public:
   }
 
   llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
-    check(b, p, ty, false);
+    check(b, p, ty, 0);
     return b.CreateLoad(ty, p);
   }
   void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override {
-    check(b, p, v->getType(), true);
+    check(b, p, v->getType(), 1);
     b.CreateStore(v, p);
+  }
+  /// x86 `lock` instructions (cmpxchg loops for the float ops) on the host
+  /// memory the tensors are bound to, so CTAs on different host threads
+  /// really update each element atomically; check_access sees it as an
+  /// atomic (is_store 2: bounds-checked like a store, and the race check
+  /// lets atomics of unordered tasks meet).
+  llvm::Value *global_atomic(Builder &b, AtomicOp op, llvm::Value *p, llvm::Value *v,
+                             llvm::Value *desired) override {
+    check(b, p, v->getType(), kAccessAtomic);
+    return emit_relaxed_atomic(b, op, p, v, desired);
   }
   llvm::Value *atomic_add_release(Builder &b, llvm::Value *p, llvm::Value *v) override {
     return call(b, kOp_atomic_add_release, b.getInt32Ty(), {p, v});
@@ -175,9 +185,11 @@ private:
     llvm::Value *f = b.CreateLoad(b.getPtrTy(), slot);
     return b.CreateCall(fty, f, args);
   }
-  void check(Builder &b, llvm::Value *p, llvm::Type *ty, bool store) {
+  /// check_access's is_store: 0 a load, 1 a store, ETL_SIM_ACCESS_ATOMIC.
+  static constexpr unsigned kAccessAtomic = ETL_SIM_ACCESS_ATOMIC;
+  void check(Builder &b, llvm::Value *p, llvm::Type *ty, unsigned kind) {
     uint64_t bytes = tm_->createDataLayout().getTypeStoreSize(ty);
-    call(b, kOp_check_access, b.getVoidTy(), {p, b.getInt64(bytes), b.getInt32(store ? 1 : 0)});
+    call(b, kOp_check_access, b.getVoidTy(), {p, b.getInt64(bytes), b.getInt32(kind)});
   }
 
   std::string name_ = "sim";

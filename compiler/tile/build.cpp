@@ -471,19 +471,40 @@ private:
 
 } // namespace
 
-static const Stmt *first_untiled(const std::vector<StmtPtr> &body) {
+/// The first atomic call (atomic_add, ...) in `e`, or null.
+static const Expr *first_atomic(const Expr *e) {
+  if (!e)
+    return nullptr;
+  if (e->kind == ExprKind::Call && is_atomic_fn(e->builtin))
+    return e;
+  for (const ExprPtr &a : e->args)
+    if (const Expr *x = first_atomic(a.get()))
+      return x;
+  for (const KwArg &k : e->kwargs)
+    if (const Expr *x = first_atomic(k.value.get()))
+      return x;
+  return nullptr;
+}
+
+static const Stmt *first_untiled(const std::vector<StmtPtr> &body, std::string &what) {
   for (const StmtPtr &s : body) {
-    if (s->kind == StmtKind::If)
+    if (s->kind == StmtKind::If) {
+      what = "if";
       return s.get();
-    if (const Stmt *in = first_untiled(s->body))
+    }
+    if (const Expr *a = first_atomic(s->value.get())) {
+      what = a->name;
+      return s.get();
+    }
+    if (const Stmt *in = first_untiled(s->body, what))
       return in;
   }
   return nullptr;
 }
 
-const Stmt *first_untiled_stmt(const KernelDecl &k) {
+const Stmt *first_untiled_stmt(const KernelDecl &k, std::string &what) {
   for (const TaskDecl &t : k.tasks)
-    if (const Stmt *s = first_untiled(t.body))
+    if (const Stmt *s = first_untiled(t.body, what))
       return s;
   return nullptr;
 }

@@ -137,9 +137,10 @@ struct TaskGraph;
 TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program &p,
                          unsigned threads);
 /// The first statement of `k`'s task bodies the tile IR has no op for yet
-/// (an `if`: the lowering compiles it, --emit=tile refuses it with
-/// TileIrUnsupported); nullptr when build_tile_ir covers every statement.
-const Stmt *first_untiled_stmt(const KernelDecl &k);
+/// (an `if` or an atomic_add/_max/_min/_cas call: the lowering compiles
+/// them, --emit=tile refuses them with TileIrUnsupported), with `what` set
+/// to its spelling; nullptr when build_tile_ir covers every statement.
+const Stmt *first_untiled_stmt(const KernelDecl &k, std::string &what);
 /// Warps tile ops use.
 unsigned tile_warps(unsigned threads);
 

@@ -281,7 +281,7 @@ typedef struct etl_timeline_record {
   X(ctaid, uint32_t, (void))     /* CTA index in the grid */                                       \
   X(barrier, void, (void))       /* bar.sync 0 over the CTA */                                     \
   X(shared_base, void *, (void)) /* this CTA's shared memory */                                    \
-  X(check_access, void,          /* before every global load/store */                              \
+  X(check_access, void,          /* before every global load/store/atomic (is_store: below) */     \
     (const void *ptr, uint64_t bytes, uint32_t is_store))                                          \
   X(atomic_add_release, uint32_t, /* returns the old value */                                      \
     (uint32_t * ptr, uint32_t value))                                                              \
@@ -312,6 +312,12 @@ typedef struct etl_timeline_record {
  * that needed it (diagnostics only). A lane of the mask that never arrives
  * (it exited, or waits at a barrier) or that calls with other operands is
  * ETL_ERROR_DIVERGENCE. */
+/* check_access(ptr, bytes, is_store): 0 before a load, 1 before a store,
+ * ETL_SIM_ACCESS_ATOMIC before a tensor atomic (atomic_add, ...: checked
+ * like a store; the race check lets atomics of unordered tasks meet). A
+ * runtime that predates it treats the atomic as a store. */
+#define ETL_SIM_ACCESS_ATOMIC 2u
+
 enum etl_shfl_mode { ETL_SHFL_UP = 0, ETL_SHFL_DOWN = 1, ETL_SHFL_BFLY = 2, ETL_SHFL_IDX = 3 };
 
 /* In C++ every field defaults to null, so a host table written as a

@@ -394,7 +394,7 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
         check_race(c, i, a - g->base, bytes, is_store);
       if (r->prof)
         etl_profile_global(r->prof, c->cta, c->cur->tid, c->cur->prof_group,
-                           (uintptr_t)__builtin_return_address(0), a, bytes, (int)is_store);
+                           (uintptr_t)__builtin_return_address(0), a, bytes, is_store != 0);
       return;
     }
   }
@@ -433,8 +433,10 @@ static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) 
   char msg[1024];
   snprintf(msg, sizeof msg,
            "sim: out-of-bounds %s of %llu bytes at %p in task %s, thread (cta %u, tid %u): %s",
-           is_store ? "store" : "load", (unsigned long long)bytes, ptr, task, c->cta, c->cur->tid,
-           where);
+           is_store == ETL_SIM_ACCESS_ATOMIC ? "atomic"
+           : is_store                        ? "store"
+                                             : "load",
+           (unsigned long long)bytes, ptr, task, c->cta, c->cur->tid, where);
   run_fail(r, ETL_ERROR_MEMORY_VIOLATION, msg);
   stop_cta(c);
 }

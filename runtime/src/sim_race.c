@@ -18,6 +18,7 @@ enum { NO_TASK = UINT32_MAX };
 
 typedef struct race_shadow {
   uint32_t writer, reader; /* task id + 1; 0 = none */
+  uint32_t atomic;         /* 1: the writer's last access was an atomic */
 } race_shadow;
 
 typedef struct race_cta {
@@ -240,16 +241,25 @@ int etl_race_access(etl_race *r, uint32_t cur, uint32_t tensor, uint64_t elem, i
   race_shadow *s = &r->shadow[tensor][elem];
   uint32_t other = NO_TASK;
   const char *what = NULL;
-  if (s->writer && s->writer - 1 != cur && !set_has(mine, s->writer - 1)) {
+  int atomic = is_store == ETL_RACE_ATOMIC;
+  if (atomic && s->atomic) {
+    /* atomics of unordered tasks may meet; an unordered plain read before
+       is still a race */
+  } else if (s->writer && s->writer - 1 != cur && !set_has(mine, s->writer - 1)) {
     other = s->writer - 1;
     what = "wrote";
   } else if (is_store && s->reader && s->reader - 1 != cur && !set_has(mine, s->reader - 1)) {
     other = s->reader - 1;
     what = "read";
   }
+  if (atomic && s->reader && s->reader - 1 != cur && !set_has(mine, s->reader - 1)) {
+    other = s->reader - 1;
+    what = "read";
+  }
   if (is_store) {
     s->writer = cur + 1;
     s->reader = 0;
+    s->atomic = (uint32_t)atomic;
   } else {
     s->reader = cur + 1;
   }
@@ -263,7 +273,10 @@ int etl_race_access(etl_race *r, uint32_t cur, uint32_t tensor, uint64_t elem, i
              "sim race check: task %s %s element %llu of '%s' and task %s then %s it, but no "
              "chain of events orders %s before %s",
              a, what, (unsigned long long)elem, r->meta->tensors[tensor].name, b,
-             is_store ? "wrote" : "read", a, b);
+             atomic     ? "updated (atomically)"
+             : is_store ? "wrote"
+                        : "read",
+             a, b);
   }
   pthread_mutex_unlock(&r->mu);
   return race;

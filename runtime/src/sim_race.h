@@ -17,7 +17,8 @@
  *   - shadow memory keeps, per element of every tensor and buffer, the last
  *     task that wrote it and the last that read it. A load of an element
  *     whose writer is not ordered before the loading task, or a store over
- *     a writer or reader that is not, is a race.
+ *     a writer or reader that is not, is a race. Atomics (atomic_add, ...)
+ *     count as stores, but two of them on one element never race.
  * The first race found fails the run with ETL_ERROR_RACE and a message
  * naming the tensor, the element, both tasks and what each did. Threads of
  * one task never race with each other here (the compiler orders them, see
@@ -54,5 +55,9 @@ uint32_t etl_race_task_id(const etl_race *r, uint32_t group, uint32_t linear);
  * while other threads of the CTA still run its body. */
 int etl_race_access(etl_race *r, uint32_t task, uint32_t tensor, uint64_t elem, int is_store,
                     char *msg, size_t msg_size);
+/* is_store of an atomic (atomic_add, ...; ETL_SIM_ACCESS_ATOMIC): a store,
+ * except that an atomic over an element whose last writer also updated it
+ * atomically is no race, whatever the order of the two tasks. */
+#define ETL_RACE_ATOMIC 2
 
 #endif

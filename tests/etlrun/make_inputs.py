@@ -43,6 +43,15 @@ elif ex == "gemv":
     tensors = dict(w16=w16, w32=w32, x=x, y16=np.zeros(40, np.float32),
                    y32=np.zeros(40, np.float32))
     refs = dict(y16=w16.astype(np.float32) @ x, y32=w32 @ x)
+elif ex == "gemv_atomic":
+    # small integers: the atomic sums are exact in any order, so the two
+    # runs (1 and 3 workers) agree bit for bit
+    w32 = rng.integers(-3, 4, (40, 300)).astype(np.float32)
+    x = rng.integers(-2, 3, 300).astype(np.float32)
+    w16 = w32.astype(np.float16)
+    tensors = dict(w16=w16, w32=w32, x=x, y16=np.zeros(40, np.float32),
+                   y32=np.zeros(40, np.float32))
+    refs = dict(y16=w32 @ x, y32=w32 @ x)
 elif ex == "moe":
     t, h, e, k = 20, 64, 4, 2
     x, wr, w = f32(t, h), f32(h, e), f32(e, h, h, scale=0.125)

@@ -101,3 +101,20 @@ TEST_CASE("etlc --help lists --emit=tile") {
   pclose(f);
   CHECK(out.find("tile: the tile IR") != std::string::npos);
 }
+
+TEST_CASE("--emit=tile refuses a task body with an atomic, naming it") {
+  std::string path = (fs::temp_directory_path() / "etl_emit_tile_atomic.etl").string();
+  std::ofstream(path) << "kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) {\n"
+                         "  task t[i in 0 .. N] {\n"
+                         "    atomic_add(y[0], load(x[i]));\n"
+                         "  }\n"
+                         "}\n";
+  CompileOptions o;
+  o.input = path;
+  o.emit = "tile";
+  Result r = run(o);
+  std::remove(path.c_str());
+  CHECK(r.code != 0);
+  CHECK(r.err.find("3:5: error: --emit=tile cannot show a task body with `atomic_add` yet") !=
+        std::string::npos);
+}

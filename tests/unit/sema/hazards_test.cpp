@@ -188,3 +188,18 @@ TEST_CASE("hazards: an `if` condition is a fact inside its branch, its negation 
                "      store(z[i * 64 .. +64], load(y[i * 64 .. +64]));\n"
                "    }") == L{3});
 }
+
+TEST_CASE("hazards: the same atomic twice needs nothing; a use of its old values or a load does") {
+  // Two atomic_adds through a gather: other threads may hit the same
+  // elements, but the sums do not depend on the order.
+  CHECK(marked("    atomic_add(c[(63 - arange<i32>[64]) + i * 64], 1);\n"
+               "    atomic_add(c[i * 64 .. +64], 2);") == L{});
+  // A load after an atomic of other threads' elements waits for it.
+  CHECK(marked("    atomic_add(y[(63 - arange<i32>[64]) + i * 64], 1.0);\n"
+               "    store(z[i * 64 .. +64], load(y[i * 64 .. +64]));") == L{2});
+  // Different atomics, or old values used, keep program order.
+  CHECK(marked("    atomic_add(y[(63 - arange<i32>[64]) + i * 64], 1.0);\n"
+               "    atomic_max(y[i * 64 .. +64], 0.5);") == L{2});
+  CHECK(marked("    atomic_add(c[(63 - arange<i32>[64]) + i * 64], 1);\n"
+               "    store(c[i * 64 .. +64], atomic_add(c[i * 64 .. +64], 1));") == L{2});
+}
