@@ -23,6 +23,20 @@ uint32_t abi_elem(ElemType t) {
     return ETL_ELEM_I64;
   case ElemType::BF16:
     return ETL_ELEM_BF16;
+  case ElemType::I8:
+    return ETL_ELEM_I8;
+  case ElemType::U8:
+    return ETL_ELEM_U8;
+  case ElemType::I16:
+    return ETL_ELEM_I16;
+  case ElemType::U16:
+    return ETL_ELEM_U16;
+  case ElemType::U32:
+    return ETL_ELEM_U32;
+  case ElemType::I4:
+    return ETL_ELEM_I4;
+  case ElemType::U4:
+    return ETL_ELEM_U4;
   case ElemType::Bool: // sema rejects bool tensors (BoolTensor)
     break;
   }

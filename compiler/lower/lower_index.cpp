@@ -43,8 +43,17 @@ TileVal Lowerer::scalar_param(const Expr &e) {
   case ElemType::I64:
     v = bits;
     break;
+  case ElemType::I8:
+  case ElemType::U8:
+  case ElemType::I16:
+  case ElemType::U16:
+  case ElemType::U32: // the value's low bits, extended into the i32 register
+    v = wrap_int(b.CreateTrunc(bits, i32), r.elem);
+    break;
   case ElemType::Bool:
-    throw LowerError("scalar parameter '" + e.name + "' is bool");
+  case ElemType::I4:
+  case ElemType::U4:
+    throw LowerError("scalar parameter '" + e.name + "' is " + spelling(r.elem));
   }
   r.regs = {v};
   return r;

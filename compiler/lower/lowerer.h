@@ -21,7 +21,9 @@
 // by the largest need of one re-layout (4 bytes per element, 8 for i64).
 //
 // Element types in registers: f32 and f16 are f32 (f16 results are rounded
-// to half precision after each op), i32 is i32, and bool is an i32 holding 0
+// to half precision after each op), i32 is i32, i8/i16/u8/u16/u32 are an i32
+// holding the value sign- or zero-extended (wrap_int after each op; u32 uses
+// the unsigned forms of `/ % >>` and comparisons), and bool is an i32 holding 0
 // or 1 (so bool tiles spill to scratch, select and reduce like i32 ones;
 // comparisons zero-extend their i1). Reductions and scans combine within a
 // thread, then across lanes with warp shuffles, then across warps through
@@ -228,7 +230,10 @@ public:
   /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
   /// `& | ^ << >>` of two integer registers (shift amounts modulo the width).
-  llvm::Value *bit_op(BinOp op, llvm::Value *l, llvm::Value *r);
+  llvm::Value *bit_op(BinOp op, llvm::Value *l, llvm::Value *r, ElemType t);
+  /// An integer register wrapped to the width of `t` (i8/u8/i16/u16), the
+  /// canonical form every op leaves; other types unchanged.
+  llvm::Value *wrap_int(llvm::Value *v, ElemType t);
   /// Element-wise `a op b` (Add/Sub/Mul/Div/Mod and the bit operators) at the given result
   /// shape/elem.
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
@@ -273,6 +278,8 @@ public:
 
   // ---- helpers (lower_kernel.cpp) -------------------------------------------
   llvm::Type *reg_type(ElemType t) const;
+  /// The signed integer predicate `p` made unsigned for an unsigned `t`.
+  static llvm::CmpInst::Predicate int_predicate(llvm::CmpInst::Predicate p, ElemType t);
   llvm::AllocaInst *entry_alloca(llvm::Type *ty, const char *name = "");
   void if_then(llvm::Value *cond, const std::function<void()> &then);
   /// for (iv = lo; iv < hi; iv += step) body(iv); all i64, step > 0.
@@ -301,7 +308,7 @@ public:
   /// offsets the elements (dot spills both operands side by side).
   void spill_to_scratch(const TileVal &v, int64_t at = 0);
   /// Integer floor division / modulo of two registers (0 for a zero divisor).
-  llvm::Value *int_div(llvm::Value *l, llvm::Value *r, bool mod);
+  llvm::Value *int_div(llvm::Value *l, llvm::Value *r, bool mod, bool is_unsigned = false);
 
   const KernelPlan &plan;
   Machine &m;
