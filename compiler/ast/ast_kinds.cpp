@@ -84,7 +84,8 @@ std::optional<ElemType> parse_elem_type(const std::string &s) {
 }
 
 bool is_float(ElemType t) {
-  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16;
+  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16 ||
+         t == ElemType::F8E4M3 || t == ElemType::F8E5M2;
 }
 
 bool is_integer(ElemType t) { return !is_float(t) && t != ElemType::Bool; }

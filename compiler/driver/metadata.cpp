@@ -37,6 +37,10 @@ uint32_t abi_elem(ElemType t) {
     return ETL_ELEM_I4;
   case ElemType::U4:
     return ETL_ELEM_U4;
+  case ElemType::F8E4M3:
+    return ETL_ELEM_F8E4M3;
+  case ElemType::F8E5M2:
+    return ETL_ELEM_F8E5M2;
   case ElemType::Bool: // sema rejects bool tensors (BoolTensor)
     break;
   }

@@ -53,6 +53,8 @@ TileVal Lowerer::scalar_param(const Expr &e) {
   case ElemType::Bool:
   case ElemType::I4:
   case ElemType::U4:
+  case ElemType::F8E4M3: // sema refuses FP8 scalars (ScalarParamFp8)
+  case ElemType::F8E5M2:
     throw LowerError("scalar parameter '" + e.name + "' is " + spelling(r.elem));
   }
   r.regs = {v};

@@ -2,9 +2,9 @@
 //
 // What this owns: lowering of tile- and scalar-valued expressions (see the
 // layout in lower/lowerer.h): masked `load`/`store` of tensor slices (with
-// gather/scatter components and `mask =`), the element types' register and
-// memory forms (f16/bf16 in f32 registers, bf16 rounding done with integer
-// ops), element-wise arithmetic with numpy broadcasting, math calls, cast,
+// gather/scatter components and `mask =`; the element types' register and
+// memory forms and conversions are lower/lower_convert.cpp), element-wise
+// arithmetic with numpy broadcasting, math calls, cast,
 // zeros, full, expand, and the storage of `let`/`var` locals. Broadcasts of
 // smaller operands go through the shared scratch area. Reductions and scans
 // (sum/max/min, argmax/argmin, cumsum) are dispatched from value() to
@@ -77,75 +77,7 @@ static std::optional<int64_t> static_int(const Program &p, const Expr &e) {
   }
 }
 
-//===-- Conversions and broadcasting -------------------------------------===//
-
-/// The bf16 bits (i16) of an f32 value: round to nearest even, NaN stays a
-/// (quiet) NaN. Plain integer ops, so NVPTX needs no bf16 support.
-static llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v) {
-  llvm::Value *bits = b.CreateBitCast(v, b.getInt32Ty());
-  llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
-  llvm::Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7FFF))), 16);
-  llvm::Value *nan = b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40));
-  llvm::Value *r = b.CreateSelect(b.CreateFCmpUNO(v, v), nan, rounded);
-  return b.CreateTrunc(r, b.getInt16Ty());
-}
-
-/// The f32 value of bf16 bits (i16).
-static llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h) {
-  return b.CreateBitCast(b.CreateShl(b.CreateZExt(h, b.getInt32Ty()), 16), b.getFloatTy());
-}
-
-/// Rounds an f32 register to the precision of `t` (f16, bf16); others as is.
-static llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t) {
-  if (t == ElemType::F16)
-    return b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), b.getFloatTy());
-  if (t == ElemType::BF16)
-    return bf16_bits_to_f32(b, f32_to_bf16_bits(b, v));
-  return v;
-}
-
-/// An integer register (i32, or i64 for i64) wrapped to the width of `t`:
-/// i8, i16, u8, u16 keep their low bits, sign- or zero-extended back to the
-/// i32 register; the other types are as they are.
-llvm::Value *Lowerer::wrap_int(llvm::Value *v, ElemType t) {
-  unsigned w = elem_bits(t);
-  if (!is_integer(t) || w >= 32 || v->getType() != i32)
-    return v;
-  llvm::Value *low = b.CreateTrunc(v, b.getIntNTy(w));
-  return is_unsigned(t) ? b.CreateZExt(low, i32) : b.CreateSExt(low, i32);
-}
-
-/// Conversions (`cast`, mixed operands): integer to integer keeps the low
-/// bits (two's complement wrap; a signed source is sign-extended, an
-/// unsigned one zero-extended first); float to integer rounds toward zero and
-/// saturates to the target's range, NaN giving 0 (llvm.fpto[su]i.sat, the
-/// same on sim and NVPTX); integer to float rounds to nearest even (then to
-/// f16/bf16 precision); to bool is `x != 0`.
-llvm::Value *Lowerer::convert_scalar(llvm::Value *v, const TileVal &from, ElemType to) {
-  if (to == ElemType::Bool && (from.is_index || from.elem != ElemType::Bool)) { // x != 0
-    llvm::Value *nz = is_float(from.elem) && !from.is_index
-                          ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(f32, 0.0))
-                          : b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
-    return b.CreateZExt(nz, i32);
-  }
-  bool from_int = from.is_index || !is_float(from.elem);
-  bool from_unsigned = !from.is_index && is_unsigned(from.elem);
-  if (!is_float(to)) {
-    llvm::Type *rt = reg_type(to);
-    if (from_int)
-      return wrap_int(from_unsigned ? b.CreateZExtOrTrunc(v, rt) : b.CreateSExtOrTrunc(v, rt), to);
-    unsigned w = std::max(elem_bits(to), 8u);
-    llvm::Value *x = b.CreateIntrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat
-                                                       : llvm::Intrinsic::fptosi_sat,
-                                       {b.getIntNTy(w), f32}, {v});
-    return is_unsigned(to) ? b.CreateZExtOrTrunc(x, rt) : b.CreateSExtOrTrunc(x, rt);
-  }
-  if (from_int)
-    v = from_unsigned ? b.CreateUIToFP(v, f32) : b.CreateSIToFP(v, f32);
-  if (from_int || from.elem != to) // round to half / bfloat precision
-    v = round_to(b, v, to);
-  return v;
-}
+//===-- Broadcasting ----------------------------------------------------===//
 
 TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem) {
   TileVal r;
@@ -472,18 +404,6 @@ static TileVal slice_mask(Lowerer &L, const Expr &call, const SliceAccess &s) {
   return L.coerce(m, s.shape, m.is_index ? ElemType::I64 : m.elem);
 }
 
-/// The type a tensor element has in memory (bf16: its 16 bits; i4/u4: the
-/// byte that holds it).
-static llvm::Type *mem_type(Lowerer &L, ElemType t) {
-  if (t == ElemType::F16)
-    return L.b.getHalfTy();
-  if (t == ElemType::BF16)
-    return L.b.getInt16Ty();
-  if (is_integer(t) && t != ElemType::I64)
-    return L.b.getIntNTy(std::max(elem_bits(t), 8u));
-  return L.reg_type(t);
-}
-
 TileVal Lowerer::lower_load(const Expr &call) {
   if (call.args.size() != 1)
     throw LowerError("load takes one slice");
@@ -498,7 +418,7 @@ TileVal Lowerer::lower_load(const Expr &call) {
     TileVal pv = value(*kp->value);
     pad = convert_scalar(pv.regs[0], pv, r.elem);
   }
-  llvm::Type *mem_ty = mem_type(*this, s.elem);
+  llvm::Type *mem_ty = memory_type(s.elem);
   if (call.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
     m.barrier(b);
   unsigned nregs = s.shape.empty() ? 1 : regs_for(r.numel());
@@ -515,17 +435,7 @@ TileVal Lowerer::lower_load(const Expr &call) {
     auto *jb = llvm::BasicBlock::Create(ctx, "load.done", fn);
     b.CreateCondBr(mask, lb, jb);
     b.SetInsertPoint(lb);
-    llvm::Value *v = m.global_load(b, mem_ty, p);
-    if (s.elem == ElemType::F16)
-      v = b.CreateFPExt(v, f32);
-    else if (s.elem == ElemType::BF16)
-      v = bf16_bits_to_f32(b, v);
-    else if (is_packed(s.elem)) { // nibble lin % 2 of the byte: low first
-      llvm::Value *sh = b.CreateTrunc(b.CreateShl(b.CreateAnd(lin, b.getInt64(1)), 2), i32);
-      llvm::Value *nib = b.CreateAnd(b.CreateLShr(b.CreateZExt(v, i32), sh), b.getInt32(0xF));
-      v = is_unsigned(s.elem) ? nib : b.CreateSub(b.CreateXor(nib, b.getInt32(8)), b.getInt32(8));
-    } else if (v->getType() != ty) // i8 .. u16: extended into the i32 register
-      v = is_unsigned(s.elem) ? b.CreateZExt(v, ty) : b.CreateSExt(v, ty);
+    llvm::Value *v = from_memory(m.global_load(b, mem_ty, p), s.elem, lin);
     llvm::BasicBlock *lend = b.GetInsertBlock();
     b.CreateBr(jb);
     b.SetInsertPoint(jb);
@@ -560,15 +470,7 @@ void Lowerer::lower_store(const Expr &call) {
     if (!mk.regs.empty())
       mask = b.CreateAnd(mask, mask_true(*this, mk, k));
     llvm::Value *x = v.regs[k];
-    if_then(mask, [&] {
-      if (s.elem == ElemType::F16)
-        x = b.CreateFPTrunc(x, b.getHalfTy());
-      else if (s.elem == ElemType::BF16)
-        x = f32_to_bf16_bits(b, x);
-      else if (x->getType() != mem_type(*this, s.elem)) // i8 .. u16: the low bits
-        x = b.CreateTrunc(x, mem_type(*this, s.elem));
-      m.global_store(b, x, p);
-    });
+    if_then(mask, [&] { m.global_store(b, to_memory(x, s.elem), p); });
   }
 }
 

@@ -118,6 +118,10 @@ struct LocalSlot {
   std::vector<llvm::AllocaInst *> slots;
 };
 
+/// Rounds an f32 register to the precision of `t` (f16, bf16, FP8); other
+/// types as they are (lower_convert.cpp).
+llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
+
 class Lowerer {
 public:
   Lowerer(const KernelPlan &plan, Machine &m, llvm::Module &mod, unsigned threads);
@@ -238,7 +242,16 @@ public:
   /// shape/elem.
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
                 ElemType elem);
+  // ---- lower_convert.cpp ----------------------------------------------------
   llvm::Value *convert_scalar(llvm::Value *v, const TileVal &from, ElemType to);
+  /// The type an element of `t` has in memory (bf16: i16; FP8, i4/u4: i8).
+  llvm::Type *memory_type(ElemType t);
+  /// A loaded element (of memory_type) in its register form; `lin`: its
+  /// linear index in the tensor (a packed type's nibble is its low bit).
+  llvm::Value *from_memory(llvm::Value *v, ElemType t, llvm::Value *lin);
+  /// A register in its memory form (not for packed types).
+  llvm::Value *to_memory(llvm::Value *x, ElemType t);
+  // ---- lower_tile.cpp (continued) --------------------------------------------
   /// Comparisons (bool result) and `&&`/`||` of bool operands, broadcast to `shape`.
   TileVal compare(BinOp op, const TileVal &a, const TileVal &c, const std::vector<int64_t> &shape);
   /// select(cond, a, b) at the result shape/elem.

@@ -92,6 +92,8 @@ void Checker::check_kernel(KernelDecl &k) {
     ScalarDecl &sc = k.scalars[i];
     if (sc.elem == ElemType::Bool)
       diag_.error(DiagId::ScalarParamBool, sc.elem_range, {sc.name});
+    else if (sc.elem == ElemType::F8E4M3 || sc.elem == ElemType::F8E5M2)
+      diag_.error(DiagId::ScalarParamFp8, sc.elem_range, {sc.name, spelling(sc.elem)});
     else if (is_packed(sc.elem))
       diag_.error(DiagId::PackedNotTensor, sc.elem_range,
                   {spelling(sc.elem), spelling(loaded_elem(sc.elem))});

@@ -138,7 +138,9 @@ enum {
   ETL_ELEM_U32 = 10,
   ETL_ELEM_I4 = 11,
   ETL_ELEM_U4 = 12,
-  ETL_ELEM_LAST = ETL_ELEM_U4
+  ETL_ELEM_F8E4M3 = 13, /* OCP FP8 E4M3 (bias 7, no inf, NaN 0x7F/0xFF) */
+  ETL_ELEM_F8E5M2 = 14, /* OCP FP8 E5M2 (bias 15, the top byte of an f16) */
+  ETL_ELEM_LAST = ETL_ELEM_F8E5M2
 };
 
 /*===-- 2. Expression bytecode ---------------------------------------------===

@@ -41,6 +41,10 @@ const char *etlDTypeName(etlDType dtype) {
     return "i4";
   case ETL_ELEM_U4:
     return "u4";
+  case ETL_ELEM_F8E4M3:
+    return "f8e4m3";
+  case ETL_ELEM_F8E5M2:
+    return "f8e5m2";
   default:
     return "?";
   }

@@ -29,6 +29,8 @@ size_t etl_elem_size(uint32_t elem) {
   switch (elem) {
   case ETL_ELEM_I8:
   case ETL_ELEM_U8:
+  case ETL_ELEM_F8E4M3:
+  case ETL_ELEM_F8E5M2:
   case ETL_ELEM_I4: /* packed: the byte that holds two elements */
   case ETL_ELEM_U4:
     return 1;

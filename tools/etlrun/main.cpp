@@ -354,11 +354,17 @@ int main(int argc, char **argv) {
       fail(2, "--dim " + d + ": " + api_error(st));
     bound[name] = v;
   }
-  for (const std::string &n : order)
-    if (params[n].info.dtype == ETL_I4 || params[n].info.dtype == ETL_U4)
-      fail(2, "tensor '" + n + "' is packed " + etlDTypeName(params[n].info.dtype) +
+  for (const std::string &n : order) {
+    etlDType t = params[n].info.dtype;
+    if (t == ETL_I4 || t == ETL_U4)
+      fail(2, "tensor '" + n + "' is packed " + etlDTypeName(t) +
                   " (two per byte): etlrun cannot read, fill or write it (.npy has no 4-bit "
                   "type); bind it from a host program (see examples/gemv_int4)");
+    if (t == ETL_F8E4M3 || t == ETL_F8E5M2)
+      fail(2, "tensor '" + n + "' is " + etlDTypeName(t) +
+                  ": etlrun cannot read, fill or write FP8 tensors yet (.npy has no standard "
+                  "FP8 type); bind it from a host program");
+  }
   std::map<std::string, bool> given;
   for (const std::string &s : ins) {
     auto [name, path] = split_eq(s, "--in");

@@ -67,6 +67,8 @@ size_t dtype_size(etlDType dtype) {
   switch (dtype) {
   case ETL_I8:
   case ETL_U8:
+  case ETL_F8E4M3:
+  case ETL_F8E5M2:
   case ETL_I4: // packed: etlrun refuses them (main.cpp)
   case ETL_U4:
     return 1;
@@ -235,6 +237,8 @@ double npy_get(const NpyArray &a, size_t i) {
   case ETL_U8:
   case ETL_I4:
   case ETL_U4:
+  case ETL_F8E4M3: // etlrun refuses FP8 tensors (main.cpp)
+  case ETL_F8E5M2:
     return p[0];
   case ETL_I16: {
     int16_t v;

@@ -117,7 +117,9 @@ typedef enum etlDType {
   ETL_U16 = 9,
   ETL_U32 = 10,
   ETL_I4 = 11,
-  ETL_U4 = 12
+  ETL_U4 = 12,
+  ETL_F8E4M3 = 13, ///< OCP FP8 E4M3: bias 7, no infinities, max 448
+  ETL_F8E5M2 = 14  ///< OCP FP8 E5M2: bias 15, the top byte of an IEEE half
 } etlDType;
 
 /// A device (sim or CUDA) with its memory; owns programs loaded into it.

@@ -2,8 +2,9 @@
 //
 // What this covers: tests/unit/target/quant_ops.etl (u8/i8/u16/u32 tensors,
 // packed i4/u4 loads, the logical `>>`, unsigned division and comparisons,
-// saturating float-to-integer casts) compiled for sm_80 and sm_90: the PTX
-// has byte loads and stores, unsigned shifts, compares and conversions, and
+// saturating float-to-integer casts, FP8 in software) compiled for sm_80 and
+// sm_90: the PTX has byte loads and stores, unsigned shifts, compares and
+// conversions, the FP8 rounding, and
 // ptxas accepts it (skipped with a message when ptxas is absent).
 //
 //===----------------------------------------------------------------------===//
@@ -40,6 +41,8 @@ TEST_CASE("narrow and unsigned integers: PTX has u8 memory ops, unsigned shr/set
              R"(setp\.(gt|lt|ge|le|hi|lo)\.u32\s)", // u32 comparisons are unsigned
              R"(cvt\.rzi\.u32\.f32\s)",             // cast<u32>(f32): toward zero, saturating
              R"(cvt\.rn\.f32\.u32\s)",              // cast<f32>(u32): unsigned source
+             R"(cvt\.rni\.f32\.f32\s)",             // FP8 encoding: round to nearest even
+             R"(cvt\.f32\.f16\s)",                  // f8e5m2 decoding: the top byte of an f16
          })
       CHECK_MESSAGE(std::regex_search(ptx, std::regex(re)), "no match for " << re << " in the PTX");
     if (std::string(ETL_PTXAS).empty()) {
