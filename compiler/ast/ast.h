@@ -69,6 +69,8 @@ unsigned elem_bits(ElemType t);
 /// Parses an element type's spelling ("f32", "u8", "i4", ...); nullopt otherwise.
 std::optional<ElemType> parse_elem_type(const std::string &s);
 bool is_float(ElemType t);
+/// `& | ^ << >>`.
+bool is_bit_op(BinOp op);
 /// Any integer type, signed or unsigned, packed or not (not bool).
 bool is_integer(ElemType t);
 /// u4, u8, u16, u32: `>>` is logical, `/ %` and comparisons unsigned,

@@ -84,14 +84,19 @@ std::optional<ElemType> parse_elem_type(const std::string &s) {
 }
 
 bool is_float(ElemType t) {
-  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16 ||
-         t == ElemType::F8E4M3 || t == ElemType::F8E5M2;
+  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F8E4M3 ||
+         t == ElemType::F8E5M2;
 }
 
 bool is_integer(ElemType t) { return !is_float(t) && t != ElemType::Bool; }
 
 bool is_unsigned(ElemType t) {
   return t == ElemType::U4 || t == ElemType::U8 || t == ElemType::U16 || t == ElemType::U32;
+}
+
+bool is_bit_op(BinOp op) {
+  return op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor || op == BinOp::Shl ||
+         op == BinOp::Shr;
 }
 
 bool is_packed(ElemType t) { return t == ElemType::I4 || t == ElemType::U4; }

@@ -73,10 +73,18 @@ void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
     }
     internal_error("name '" + e.name + "' cannot appear in runtime metadata");
   case ExprKind::Unary:
+    if (e.un_op == UnOp::BitNot && e.sym && e.sym->as_constant()) { // folded by sema
+      out.insert(out.end(), {ETL_XOP_CONST, *e.sym->as_constant()});
+      return;
+    }
     emit(*e.args[0], p, vars, out);
     out.push_back(e.un_op == UnOp::Neg ? ETL_XOP_NEG : ETL_XOP_NOT);
     return;
   case ExprKind::Binary: {
+    if (is_bit_op(e.bin_op) && e.sym && e.sym->as_constant()) { // constants, folded by sema
+      out.insert(out.end(), {ETL_XOP_CONST, *e.sym->as_constant()});
+      return;
+    }
     emit(*e.args[0], p, vars, out);
     emit(*e.args[1], p, vars, out);
     switch (e.bin_op) {

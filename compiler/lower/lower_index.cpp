@@ -160,8 +160,13 @@ llvm::Value *Lowerer::index(const Expr &e) {
   case ExprKind::Unary:
     if (e.un_op == UnOp::Neg)
       return b.CreateNeg(index(*e.args[0]));
+    if (e.un_op == UnOp::BitNot && e.sym && e.sym->as_constant()) // folded by sema
+      return b.getInt64(uint64_t(*e.sym->as_constant()));
     break;
   case ExprKind::Binary: {
+    if (e.sym) // a bit operator of constants, folded by sema
+      if (auto c = e.sym->as_constant(); c && is_bit_op(e.bin_op))
+        return b.getInt64(uint64_t(*c));
     llvm::Value *l = index(*e.args[0]), *r = index(*e.args[1]);
     switch (e.bin_op) {
     case BinOp::Add:

@@ -46,6 +46,9 @@ const KwArg *kwarg(const Expr &call, const char *name) {
 
 /// A compile-time integer (IntLit, const names, + - *), for axes and extents.
 static std::optional<int64_t> static_int(const Program &p, const Expr &e) {
+  if (e.sym && ((e.kind == ExprKind::Binary && is_bit_op(e.bin_op)) ||
+                (e.kind == ExprKind::Unary && e.un_op == UnOp::BitNot))) // folded by sema
+    return e.sym->as_constant();
   switch (e.kind) {
   case ExprKind::IntLit:
     return e.int_value;

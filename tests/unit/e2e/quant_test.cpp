@@ -194,6 +194,39 @@ kernel narrow<N: dim>(a: tensor<u8>[N], b: tensor<u8>[N], c: tensor<i8>[N], d: t
   }
 }
 
+TEST_CASE("bit operators on constant indices fold: consts, shapes, extents, tile operands") {
+  const char *src = R"(
+const G = 1 << 5;
+const MASK = (1 << 8) - 1;
+const HI = ~MASK & 65535;
+kernel cb<N: dim>(x: tensor<i32>[N], y: tensor<i32>[N], z: tensor<i32>[G | 16])
+    where N % 32 == 0 {
+  task t[i in 0 .. N / G] {
+    let v = load(x[i * G .. +(G >> 1) * 2]);
+    store(y[i * G .. +G], (v & MASK) + (v & HI) + (3 ^ 1) + (-1 >> 70));
+  }
+  task u[j in 0 .. 1] {
+    store(z[0 .. +(G | 16)], arange<i32>[G | 16] << 1);
+  }
+}
+)";
+  const int64_t n = 64;
+  std::vector<int32_t> x(n), y(n, 7), z(48, 7);
+  for (int64_t k = 0; k < n; ++k)
+    x[size_t(k)] = int32_t(uint32_t(k) * 2654435761u);
+  std::string err = compile_and_run(src, "quant_const_bits", {{"N", n}},
+                                    {{"x", x.data(), ETL_I32, {n}},
+                                     {"y", y.data(), ETL_I32, {n}},
+                                     {"z", z.data(), ETL_I32, {48}}});
+  REQUIRE_MESSAGE(err.empty(), err);
+  for (int64_t k = 0; k < n; ++k) {
+    int32_t v = x[size_t(k)];
+    CHECK(y[size_t(k)] == (v & 255) + (v & 65280) + 2 - 1); // -1 >> (70 % 64) is -1
+  }
+  for (int32_t k = 0; k < 48; ++k)
+    CHECK(z[size_t(k)] == k * 2);
+}
+
 TEST_CASE("cast: float to integer truncates and saturates (NaN -> 0), integer to float rounds") {
   const char *src = R"(
 const TN = 32;
