@@ -5,7 +5,8 @@
 // compiler/ast/ast.h. See grammar/README.md for a syntax reference.
 //
 // Decisions:
-//  - Element types (f32, f16, bf16, i32, i64) are plain identifiers here; the
+//  - Element types (f32, f16, bf16, f8e4m3, f8e5m2, i8 .. i64, u8 .. u32, i4,
+//    u4) are plain identifiers here; the
 //    AST builder reports UnknownElemType, which gives a better message than a
 //    syntax error.
 //  - `name<T>` starts a generic call only when followed by `[` or `(`:

@@ -14,6 +14,10 @@
 #    when ptxas is installed, the registers, spills and shared memory per CTA
 #    of its sm_90 kernel and the CTAs of its .maxntid threads per SM they allow
 #    (ptxas does not see the dynamic shared memory the launch adds).
+# 3b. gemv_int4 vs its f16 twin in the same program: the minimum DRAM bytes
+#    and SOL time of the u4-weight groups (dequantised per group of 128 with
+#    f16 scale and zero point) against the f16-weight groups, from
+#    `etlc --emit=cost` (packed tensors count half a byte per element).
 # 4. The modelled time from the sim profile at a binding the simulator runs
 #    in seconds: model = max(unique DRAM bytes / HBM bandwidth, FLOPs_tc /
 #    tensor peak + FLOPs_other / FP32 peak, shared wavefronts / (SMs x
@@ -67,7 +71,8 @@ echo "== etlRun wall time (ms, median of $runs), one artifact per example"
 printf '%-16s %-14s %10s  %s\n' example shape etlRun device
 for spec in "rowsum 256,4096" "rowsum_dyn 256,4096" "rowsum 1024,1024" "rowsum_dyn 1024,1024" \
             "softmax 64,4096" "softmax 512,512" "mlp 64,256,512" "rmsnorm_rope 16,64,4" \
-            "decode_attention 8,4,64,16" "moe 256,128,8,2" "gemv 1024,4096" "gemv_atomic 1024,4096"; do
+            "decode_attention 8,4,64,16" "moe 256,128,8,2" "gemv 1024,4096" "gemv_atomic 1024,4096" \
+            "gemv_int4 1024,4096"; do
   set -- $spec
   ex=$1 shape=$2
   host=${ex%_dyn}
@@ -87,6 +92,7 @@ printf '%-16s %-34s %12s %12s %11s %-8s %s\n' example binding GFLOP "min MB" "SO
 for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12288" \
             "rmsnorm_rope B=16,D2=2048,P=4096,NP=64,MP=4" "decode_attention B=16,NH=32,NP=1024,MP=64" \
             "moe T=256,H=1024,E=16,K=2" "gemv N=4096,K=4096" "gemv_atomic N=4096,K=4096" \
+            "gemv_int4 N=4096,K=4096" \
             "decode_layer B=1,H=4096,NKV=8,G=4,F=12288,NP=64,MP=64,kv_len=1024" \
             "decode_layer B=16,H=4096,NKV=8,G=4,F=12288,NP=1024,MP=64,kv_len=1024" \
             "decode_layer B=128,H=4096,NKV=8,G=4,F=12288,NP=8192,MP=64,kv_len=1024"; do
@@ -120,6 +126,26 @@ print("%.3f %.1f %.2f %s" % (fl / 1e9, by / 1e6, t["sol"]["seconds"] * 1e6, t["s
 done
 
 echo
+echo "== gemv_int4: u4 weights (group 128, f16 scale + zero) vs f16 weights, one program (etlc --emit=cost)"
+printf '%-22s %12s %12s %10s %10s %8s\n' binding "u4 MB" "f16 MB" "u4 us" "f16 us" "bytes"
+for bind in "N=4096,K=4096" "N=14336,K=4096" "N=4096,K=14336"; do
+  "$etlc" compile "$root/examples/gemv_int4/gemv_int4.etl" --emit=cost --bind "$bind" --format=json \
+    >"$tmp/cost.json" || continue
+  python3 -c '
+import json, sys
+gs = json.load(open(sys.argv[1]))["groups"]
+def side(suffix):
+    g = [x for x in gs if x["name"].endswith(suffix)]
+    by = sum(x["bytes_read"]["value"] + x["bytes_written"]["value"] for x in g)
+    return by, sum(x["sol"]["seconds"] for x in g)
+b4, t4 = side("4")
+b16, t16 = side("16")
+print("%-22s %12.2f %12.2f %10.2f %10.2f %7.2fx" % (sys.argv[2], b4 / 1e6, b16 / 1e6, t4 * 1e6,
+      t16 * 1e6, b16 / b4))
+' "$tmp/cost.json" "$bind"
+done
+
+echo
 # model_row EXAMPLE BINDING COST_JSON PROFILE_JSON: one row of the table below.
 model_row() {
   python3 -c '
@@ -143,7 +169,7 @@ printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' example binding "SOL us" "mod
 for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
             "rmsnorm_rope 16,64,4 B=16,D2=64,P=64,NP=64,MP=4" "decode_attention 8,4,64,16 B=8,NH=4,NP=64,MP=16" \
             "gemv 1024,4096 N=1024,K=4096" "gemv_atomic 1024,4096 N=1024,K=4096" \
-            "moe 256,128,8,2 T=256,H=128,E=8,K=2"; do
+            "gemv_int4 1024,4096 N=1024,K=4096" "moe 256,128,8,2 T=256,H=128,E=8,K=2"; do
   set -- $spec
   ex=$1 shape=$2 bind=$3
   "$build/examples/${ex}_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \

@@ -52,7 +52,7 @@ enum class UnOp {
 };
 /// Element types of tensors, tiles and scalars.
 enum class ElemType {
-#define ETL_ELEM(K, SPELLING, BYTES) K,
+#define ETL_ELEM(K, SPELLING, BITS) K,
 #include "ast/kinds.def"
 };
 
@@ -62,12 +62,25 @@ const char *kind_name(DeclKind k);
 const char *spelling(BinOp op);
 const char *spelling(UnOp op);
 const char *spelling(ElemType t);
+/// Bytes of one element in memory; a packed 4-bit type counts its byte (1).
 unsigned byte_size(ElemType t);
-/// Parses "f32", "f16", "bf16", "i32", "i64"; nullopt otherwise.
+/// Bits of one element in memory (4 for i4/u4).
+unsigned elem_bits(ElemType t);
+/// Parses an element type's spelling ("f32", "u8", "i4", ...); nullopt otherwise.
 std::optional<ElemType> parse_elem_type(const std::string &s);
 bool is_float(ElemType t);
-/// i32 or i64 (gather indices, integer arithmetic).
+/// `& | ^ << >>`.
+bool is_bit_op(BinOp op);
+/// Any integer type, signed or unsigned, packed or not (not bool).
 bool is_integer(ElemType t);
+/// u4, u8, u16, u32: `>>` is logical, `/ %` and comparisons unsigned,
+/// conversions zero-extend.
+bool is_unsigned(ElemType t);
+/// i4, u4: two elements per byte, low nibble first; tensors only.
+bool is_packed(ElemType t);
+/// The tile element type a load of a tensor of `t` gives (i4 -> i8, u4 -> u8;
+/// others unchanged).
+ElemType loaded_elem(ElemType t);
 
 //===-- Types (filled by sema) -------------------------------------------===//
 

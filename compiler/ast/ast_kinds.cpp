@@ -63,7 +63,7 @@ const char *spelling(ElemType t) {
   return "?";
 }
 
-unsigned byte_size(ElemType t) {
+unsigned elem_bits(ElemType t) {
   switch (t) {
 #define ETL_ELEM(K, S, B)                                                                          \
   case ElemType::K:                                                                                \
@@ -72,6 +72,8 @@ unsigned byte_size(ElemType t) {
   }
   return 0;
 }
+
+unsigned byte_size(ElemType t) { return (elem_bits(t) + 7) / 8; }
 
 std::optional<ElemType> parse_elem_type(const std::string &s) {
 #define ETL_ELEM(K, S, B)                                                                          \
@@ -82,9 +84,25 @@ std::optional<ElemType> parse_elem_type(const std::string &s) {
 }
 
 bool is_float(ElemType t) {
-  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16;
+  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F8E4M3 ||
+         t == ElemType::F8E5M2;
 }
 
-bool is_integer(ElemType t) { return t == ElemType::I32 || t == ElemType::I64; }
+bool is_integer(ElemType t) { return !is_float(t) && t != ElemType::Bool; }
+
+bool is_unsigned(ElemType t) {
+  return t == ElemType::U4 || t == ElemType::U8 || t == ElemType::U16 || t == ElemType::U32;
+}
+
+bool is_bit_op(BinOp op) {
+  return op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor || op == BinOp::Shl ||
+         op == BinOp::Shr;
+}
+
+bool is_packed(ElemType t) { return t == ElemType::I4 || t == ElemType::U4; }
+
+ElemType loaded_elem(ElemType t) {
+  return t == ElemType::I4 ? ElemType::I8 : t == ElemType::U4 ? ElemType::U8 : t;
+}
 
 } // namespace etl

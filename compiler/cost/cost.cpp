@@ -169,12 +169,16 @@ Moved group_moved(const KernelDecl &k, const TaskGroup &grp) {
   return mv;
 }
 
-/// Bytes of `m`: each tensor's moved elements, at most its size.
+/// Bytes of `m`: each tensor's moved elements, at most its size (a packed
+/// i4/u4 tensor: half a byte each, its rows being even).
 Sym capped_bytes(const KernelDecl &k, const std::map<int, Sym> &m) {
   Sym total(0);
   for (auto &[t, n] : m) {
     const TensorDecl &td = k.tensors[size_t(t)];
-    total = total + Sym::min(n, numel(td.shape)) * Sym(int64_t(byte_size(td.type.elem)));
+    Sym elems = Sym::min(n, numel(td.shape));
+    total = total + (is_packed(td.type.elem)
+                         ? Sym::floordiv(elems * Sym(int64_t(elem_bits(td.type.elem))), Sym(8))
+                         : elems * Sym(int64_t(byte_size(td.type.elem))));
   }
   return total;
 }

@@ -23,6 +23,24 @@ uint32_t abi_elem(ElemType t) {
     return ETL_ELEM_I64;
   case ElemType::BF16:
     return ETL_ELEM_BF16;
+  case ElemType::I8:
+    return ETL_ELEM_I8;
+  case ElemType::U8:
+    return ETL_ELEM_U8;
+  case ElemType::I16:
+    return ETL_ELEM_I16;
+  case ElemType::U16:
+    return ETL_ELEM_U16;
+  case ElemType::U32:
+    return ETL_ELEM_U32;
+  case ElemType::I4:
+    return ETL_ELEM_I4;
+  case ElemType::U4:
+    return ETL_ELEM_U4;
+  case ElemType::F8E4M3:
+    return ETL_ELEM_F8E4M3;
+  case ElemType::F8E5M2:
+    return ETL_ELEM_F8E5M2;
   case ElemType::Bool: // sema rejects bool tensors (BoolTensor)
     break;
   }
@@ -55,10 +73,18 @@ void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
     }
     internal_error("name '" + e.name + "' cannot appear in runtime metadata");
   case ExprKind::Unary:
+    if (e.un_op == UnOp::BitNot && e.sym && e.sym->as_constant()) { // folded by sema
+      out.insert(out.end(), {ETL_XOP_CONST, *e.sym->as_constant()});
+      return;
+    }
     emit(*e.args[0], p, vars, out);
     out.push_back(e.un_op == UnOp::Neg ? ETL_XOP_NEG : ETL_XOP_NOT);
     return;
   case ExprKind::Binary: {
+    if (is_bit_op(e.bin_op) && e.sym && e.sym->as_constant()) { // constants, folded by sema
+      out.insert(out.end(), {ETL_XOP_CONST, *e.sym->as_constant()});
+      return;
+    }
     emit(*e.args[0], p, vars, out);
     emit(*e.args[1], p, vars, out);
     switch (e.bin_op) {

@@ -63,16 +63,18 @@ TileVal Lowerer::compare(BinOp op, const TileVal &a, const TileVal &c,
   auto pred = comparison_predicates(op);
   if (!pred)
     throw LowerError(std::string("operator '") + spelling(op) + "' is not a comparison");
+  // An index or a literal scalar takes the tile operand's type (as in sema).
+  ElemType elem = a.is_index || (a.scalar() && !c.scalar() && !c.is_index) ? c.elem : a.elem;
+  ElemType cmp_elem = a.is_index && c.is_index ? ElemType::I64 : elem; // u32: unsigned compares
   auto cmp = [&](llvm::Value *l, llvm::Value *rr, bool fl) -> llvm::Value * {
-    return b.CreateZExt(fl ? b.CreateFCmp(pred->first, l, rr) : b.CreateICmp(pred->second, l, rr),
+    return b.CreateZExt(fl ? b.CreateFCmp(pred->first, l, rr)
+                           : b.CreateICmp(int_predicate(pred->second, cmp_elem), l, rr),
                         i32);
   };
   if (a.is_index && c.is_index) { // two i64 indices: a uniform bool scalar
     r.regs.assign(shape.empty() ? 1 : regs_for(r.numel()), cmp(a.regs[0], c.regs[0], false));
     return r;
   }
-  // An index or a literal scalar takes the tile operand's type (as in sema).
-  ElemType elem = a.is_index || (a.scalar() && !c.scalar() && !c.is_index) ? c.elem : a.elem;
   TileVal x = coerce(a, shape, elem), y = coerce(c, shape, elem);
   for (size_t k = 0; k < x.regs.size(); ++k)
     r.regs.push_back(cmp(x.regs[k], y.regs[k], is_float(elem)));
@@ -96,7 +98,8 @@ TileVal Lowerer::arange(int64_t n, ElemType elem) {
   r.shape = {n};
   for (unsigned k = 0; k < regs_for(n); ++k) {
     llvm::Value *e = elem_index(k);
-    llvm::Value *v = is_float(elem) ? b.CreateSIToFP(e, f32) : b.CreateTrunc(e, i32);
+    llvm::Value *v =
+        is_float(elem) ? b.CreateSIToFP(e, f32) : wrap_int(b.CreateTrunc(e, i32), elem);
     if (elem == ElemType::F16)
       v = b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), f32);
     r.regs.push_back(v);

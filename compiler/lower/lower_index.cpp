@@ -43,8 +43,19 @@ TileVal Lowerer::scalar_param(const Expr &e) {
   case ElemType::I64:
     v = bits;
     break;
+  case ElemType::I8:
+  case ElemType::U8:
+  case ElemType::I16:
+  case ElemType::U16:
+  case ElemType::U32: // the value's low bits, extended into the i32 register
+    v = wrap_int(b.CreateTrunc(bits, i32), r.elem);
+    break;
   case ElemType::Bool:
-    throw LowerError("scalar parameter '" + e.name + "' is bool");
+  case ElemType::I4:
+  case ElemType::U4:
+  case ElemType::F8E4M3: // sema refuses FP8 scalars (ScalarParamFp8)
+  case ElemType::F8E5M2:
+    throw LowerError("scalar parameter '" + e.name + "' is " + spelling(r.elem));
   }
   r.regs = {v};
   return r;
@@ -149,8 +160,13 @@ llvm::Value *Lowerer::index(const Expr &e) {
   case ExprKind::Unary:
     if (e.un_op == UnOp::Neg)
       return b.CreateNeg(index(*e.args[0]));
+    if (e.un_op == UnOp::BitNot && e.sym && e.sym->as_constant()) // folded by sema
+      return b.getInt64(uint64_t(*e.sym->as_constant()));
     break;
   case ExprKind::Binary: {
+    if (e.sym) // a bit operator of constants, folded by sema
+      if (auto c = e.sym->as_constant(); c && is_bit_op(e.bin_op))
+        return b.getInt64(uint64_t(*c));
     llvm::Value *l = index(*e.args[0]), *r = index(*e.args[1]);
     switch (e.bin_op) {
     case BinOp::Add:

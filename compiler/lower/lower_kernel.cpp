@@ -47,11 +47,15 @@ unsigned Lowerer::smem_bytes() const { return unsigned(kSmemScratch + max_scratc
 //===-- Helpers ----------------------------------------------------------===//
 
 llvm::Type *Lowerer::reg_type(ElemType t) const {
-  if (t == ElemType::I32 || t == ElemType::Bool) // bool: an i32 holding 0 or 1
-    return i32;
   if (t == ElemType::I64)
     return i64;
+  if (is_integer(t) || t == ElemType::Bool) // bool: an i32 holding 0 or 1; i8 .. u32 extended
+    return i32;
   return f32; // f16 and bf16 are computed in f32
+}
+
+llvm::CmpInst::Predicate Lowerer::int_predicate(llvm::CmpInst::Predicate p, ElemType t) {
+  return is_unsigned(t) ? llvm::ICmpInst::getUnsignedPredicate(p) : p;
 }
 
 llvm::AllocaInst *Lowerer::entry_alloca(llvm::Type *ty, const char *name) {

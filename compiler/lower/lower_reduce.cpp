@@ -305,16 +305,24 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, Builtin op) {
     init = llvm::ConstantFP::getInfinity(f32, op == Builtin::Max);
   else {
     unsigned bits = ty->getIntegerBitWidth();
-    init = llvm::ConstantInt::get(ty, op == Builtin::Max ? llvm::APInt::getSignedMinValue(bits)
-                                                         : llvm::APInt::getSignedMaxValue(bits));
+    bool u = is_unsigned(v.elem);
+    init = llvm::ConstantInt::get(
+        ty, op == Builtin::Max
+                ? (u ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits))
+                : (u ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits)));
   }
-  auto combine = [this, op, fl](llvm::Value *a, llvm::Value *x) -> llvm::Value * {
+  ElemType elem = v.elem;
+  auto combine = [this, op, fl, elem](llvm::Value *a, llvm::Value *x) -> llvm::Value * {
     if (op == Builtin::Sum)
       return fl ? b.CreateFAdd(a, x) : b.CreateAdd(a, x);
     if (fl)
       return b.CreateBinaryIntrinsic(
           op == Builtin::Max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, x);
-    return b.CreateSelect(op == Builtin::Max ? b.CreateICmpSGT(a, x) : b.CreateICmpSLT(a, x), a, x);
+    return b.CreateSelect(b.CreateICmp(int_predicate(op == Builtin::Max ? llvm::CmpInst::ICMP_SGT
+                                                                        : llvm::CmpInst::ICMP_SLT,
+                                                     elem),
+                                       a, x),
+                          a, x);
   };
   if (v.shape[size_t(axis)] == 1 && !r.shape.empty()) { // the linear order is unchanged
     r.regs = v.regs;
@@ -369,9 +377,13 @@ TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
     worst = llvm::ConstantFP::getInfinity(f32, is_max);
   else {
     unsigned bits = ty->getIntegerBitWidth();
-    worst = llvm::ConstantInt::get(ty, is_max ? llvm::APInt::getSignedMinValue(bits)
-                                              : llvm::APInt::getSignedMaxValue(bits));
+    bool u = is_unsigned(v.elem);
+    worst = llvm::ConstantInt::get(
+        ty, is_max ? (u ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits))
+                   : (u ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits)));
   }
+  llvm::CmpInst::Predicate gt = int_predicate(llvm::CmpInst::ICMP_SGT, v.elem),
+                           lt = int_predicate(llvm::CmpInst::ICMP_SLT, v.elem);
   llvm::Value *none = b.getInt32(INT32_MAX); // the index of a dead element: loses every tie
   // q beats p: a NaN at index 0 beats everything (the serial walk starts
   // there and no comparison with a NaN succeeds); other NaNs lose to every
@@ -380,7 +392,7 @@ TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
     llvm::Value *lower = b.CreateICmpULT(q[1], p[1]);
     llvm::Value *eq = fl ? b.CreateFCmpOEQ(q[0], p[0]) : b.CreateICmpEQ(q[0], p[0]);
     llvm::Value *better = fl ? (is_max ? b.CreateFCmpOGT(q[0], p[0]) : b.CreateFCmpOLT(q[0], p[0]))
-                             : (is_max ? b.CreateICmpSGT(q[0], p[0]) : b.CreateICmpSLT(q[0], p[0]));
+                             : b.CreateICmp(is_max ? gt : lt, q[0], p[0]);
     llvm::Value *wins = b.CreateOr(better, b.CreateAnd(eq, lower));
     if (!fl)
       return wins;
@@ -650,7 +662,10 @@ TileVal Lowerer::arg_reduce_serial(const TileVal &v, int axis, bool is_max) {
             llvm::Value *cur = b.CreateLoad(ty, best);
             // Strict comparison: the first extremum wins ties.
             llvm::Value *better = fl ? (is_max ? b.CreateFCmpOGT(x, cur) : b.CreateFCmpOLT(x, cur))
-                                     : (is_max ? b.CreateICmpSGT(x, cur) : b.CreateICmpSLT(x, cur));
+                                     : b.CreateICmp(int_predicate(is_max ? llvm::CmpInst::ICMP_SGT
+                                                                         : llvm::CmpInst::ICMP_SLT,
+                                                                  v.elem),
+                                                    x, cur);
             b.CreateStore(b.CreateSelect(better, x, cur), best);
             b.CreateStore(b.CreateSelect(better, j, b.CreateLoad(i64, at)), at);
           });

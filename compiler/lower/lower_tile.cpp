@@ -2,9 +2,9 @@
 //
 // What this owns: lowering of tile- and scalar-valued expressions (see the
 // layout in lower/lowerer.h): masked `load`/`store` of tensor slices (with
-// gather/scatter components and `mask =`), the element types' register and
-// memory forms (f16/bf16 in f32 registers, bf16 rounding done with integer
-// ops), element-wise arithmetic with numpy broadcasting, math calls, cast,
+// gather/scatter components and `mask =`; the element types' register and
+// memory forms and conversions are lower/lower_convert.cpp), element-wise
+// arithmetic with numpy broadcasting, math calls, cast,
 // zeros, full, expand, and the storage of `let`/`var` locals. Broadcasts of
 // smaller operands go through the shared scratch area. Reductions and scans
 // (sum/max/min, argmax/argmin, cumsum) are dispatched from value() to
@@ -37,49 +37,7 @@ std::vector<int64_t> broadcast_shape(const std::vector<int64_t> &a, const std::v
 
 } // namespace
 
-//===-- Conversions and broadcasting -------------------------------------===//
-
-/// The bf16 bits (i16) of an f32 value: round to nearest even, NaN stays a
-/// (quiet) NaN. Plain integer ops, so NVPTX needs no bf16 support.
-llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v) {
-  llvm::Value *bits = b.CreateBitCast(v, b.getInt32Ty());
-  llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
-  llvm::Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7FFF))), 16);
-  llvm::Value *nan = b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40));
-  llvm::Value *r = b.CreateSelect(b.CreateFCmpUNO(v, v), nan, rounded);
-  return b.CreateTrunc(r, b.getInt16Ty());
-}
-
-/// The f32 value of bf16 bits (i16).
-llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h) {
-  return b.CreateBitCast(b.CreateShl(b.CreateZExt(h, b.getInt32Ty()), 16), b.getFloatTy());
-}
-
-/// Rounds an f32 register to the precision of `t` (f16, bf16); others as is.
-static llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t) {
-  if (t == ElemType::F16)
-    return b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), b.getFloatTy());
-  if (t == ElemType::BF16)
-    return bf16_bits_to_f32(b, f32_to_bf16_bits(b, v));
-  return v;
-}
-
-llvm::Value *Lowerer::convert_scalar(llvm::Value *v, const TileVal &from, ElemType to) {
-  if (to == ElemType::Bool && (from.is_index || from.elem != ElemType::Bool)) { // x != 0
-    llvm::Value *nz = is_float(from.elem) && !from.is_index
-                          ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(f32, 0.0))
-                          : b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
-    return b.CreateZExt(nz, i32);
-  }
-  bool from_int = from.is_index || !is_float(from.elem);
-  if (!is_float(to)) // to an integer type: truncate towards zero, or resize
-    return from_int ? b.CreateSExtOrTrunc(v, reg_type(to)) : b.CreateFPToSI(v, reg_type(to));
-  if (from_int)
-    v = b.CreateSIToFP(v, f32);
-  if (from_int || from.elem != to) // round to half / bfloat precision
-    v = round_to(b, v, to);
-  return v;
-}
+//===-- Broadcasting ----------------------------------------------------===//
 
 TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem) {
   TileVal r;
@@ -131,11 +89,13 @@ TileVal Lowerer::coerce(const TileVal &v, const std::vector<int64_t> &shape, Ele
 /// Integer tile `/` and `%` round like index arithmetic: floor division and
 /// a modulo with the divisor's sign. A zero divisor gives 0 (no trap, on any
 /// target).
-llvm::Value *Lowerer::int_div(llvm::Value *l, llvm::Value *r, bool mod) {
+llvm::Value *Lowerer::int_div(llvm::Value *l, llvm::Value *r, bool mod, bool is_unsigned) {
   llvm::Value *zero = llvm::Constant::getNullValue(r->getType());
   llvm::Value *one = llvm::ConstantInt::get(r->getType(), 1);
   llvm::Value *is0 = b.CreateICmpEQ(r, zero);
   llvm::Value *d = b.CreateSelect(is0, one, r);
+  if (is_unsigned) // no rounding question
+    return b.CreateSelect(is0, zero, mod ? b.CreateURem(l, d) : b.CreateUDiv(l, d));
   llvm::Value *q = b.CreateSDiv(l, d), *m = b.CreateSRem(l, d);
   // The remainder is non-zero and its sign differs from the divisor's.
   llvm::Value *adjust = b.CreateAnd(
@@ -148,18 +108,22 @@ llvm::Value *Lowerer::int_div(llvm::Value *l, llvm::Value *r, bool mod) {
 /// `& | ^ << >>` of two integer registers. A shift amount is taken modulo
 /// the bit width (`x << 33` on i32 is `x << 1`; a negative amount uses its
 /// low bits), the same on every target: LLVM leaves an amount >= width
-/// poison and PTX clamps it, so the mask makes sim and NVPTX agree. `>>` is
-/// arithmetic (i32 and i64 are signed).
-llvm::Value *Lowerer::bit_op(BinOp op, llvm::Value *l, llvm::Value *r) {
+/// poison and PTX clamps it, so the mask makes sim and NVPTX agree. The
+/// width is the type's (8 for i8/u8, 16 for i16/u16). `>>` is arithmetic for
+/// signed types and logical for unsigned ones (whose registers hold the value
+/// zero-extended, so a logical shift of the register is the type's).
+llvm::Value *Lowerer::bit_op(BinOp op, llvm::Value *l, llvm::Value *r, ElemType t) {
   if (op == BinOp::BitAnd)
     return b.CreateAnd(l, r);
   if (op == BinOp::BitOr)
     return b.CreateOr(l, r);
   if (op == BinOp::BitXor)
     return b.CreateXor(l, r);
-  unsigned w = l->getType()->getIntegerBitWidth();
+  unsigned w = std::min(elem_bits(t), l->getType()->getIntegerBitWidth());
   llvm::Value *amount = b.CreateAnd(r, llvm::ConstantInt::get(r->getType(), w - 1));
-  return op == BinOp::Shl ? b.CreateShl(l, amount) : b.CreateAShr(l, amount);
+  if (op == BinOp::Shl)
+    return b.CreateShl(l, amount);
+  return is_unsigned(t) ? b.CreateLShr(l, amount) : b.CreateAShr(l, amount);
 }
 
 TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
@@ -182,12 +146,12 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
       v = fl ? b.CreateFMul(l, rr) : b.CreateMul(l, rr);
       break;
     case BinOp::Div:
-      v = fl ? b.CreateFDiv(l, rr) : int_div(l, rr, /*mod=*/false);
+      v = fl ? b.CreateFDiv(l, rr) : int_div(l, rr, /*mod=*/false, is_unsigned(elem));
       break;
     case BinOp::Mod:
       if (fl)
         throw LowerError("'%' on a float tile");
-      v = int_div(l, rr, /*mod=*/true);
+      v = int_div(l, rr, /*mod=*/true, is_unsigned(elem));
       break;
     case BinOp::BitAnd:
     case BinOp::BitOr:
@@ -196,12 +160,12 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
     case BinOp::Shr:
       if (fl)
         throw LowerError(std::string("'") + spelling(op) + "' on a float tile");
-      v = bit_op(op, l, rr);
+      v = bit_op(op, l, rr, elem);
       break;
     default:
       throw LowerError(std::string("operator '") + spelling(op) + "' is not supported on tiles");
     }
-    r.regs.push_back(round_to(b, v, elem));
+    r.regs.push_back(fl ? round_to(b, v, elem) : wrap_int(v, elem));
   }
   return r;
 }
@@ -369,9 +333,11 @@ static SliceAccess slice_access(Lowerer &L, const Expr &ix, const Expr &call) {
 }
 
 /// Address and in-bounds mask of tile element `e` (i64), held in register
-/// `k` of this thread, of a slice.
+/// `k` of this thread, of a slice; `lin`, when given, receives the tensor
+/// element's linear index (a packed type's nibble is its low bit).
 static std::pair<llvm::Value *, llvm::Value *> slice_elem(Lowerer &L, const SliceAccess &s,
-                                                          llvm::Value *e, unsigned k) {
+                                                          llvm::Value *e, unsigned k,
+                                                          llvm::Value **lin_out = nullptr) {
   std::vector<llvm::Value *> tc = L.coords(e, s.shape);
   llvm::Value *lin = L.b.getInt64(0), *mask = L.b.getTrue();
   for (size_t d = 0; d < s.dims.size(); ++d) {
@@ -381,9 +347,11 @@ static std::pair<llvm::Value *, llvm::Value *> slice_elem(Lowerer &L, const Slic
     mask = L.b.CreateAnd(mask, L.b.CreateICmpULT(c, s.dims[d]));
     lin = L.b.CreateAdd(lin, L.b.CreateMul(c, s.strides[d]));
   }
-  llvm::Value *p =
-      L.b.CreateGEP(L.b.getInt8Ty(), s.base, L.b.CreateMul(lin, L.b.getInt64(byte_size(s.elem))));
-  return {p, mask};
+  if (lin_out)
+    *lin_out = lin;
+  llvm::Value *off = is_packed(s.elem) ? L.b.CreateLShr(lin, 1) // two elements per byte
+                                       : L.b.CreateMul(lin, L.b.getInt64(byte_size(s.elem)));
+  return {L.b.CreateGEP(L.b.getInt8Ty(), s.base, off), mask};
 }
 
 /// The `mask = m` of a load/store broadcast to the slice's shape, or an
@@ -396,36 +364,28 @@ static TileVal slice_mask(Lowerer &L, const Expr &call, const SliceAccess &s) {
   return L.coerce(m, s.shape, m.is_index ? ElemType::I64 : m.elem);
 }
 
-/// The type a tensor element has in memory (bf16: its 16 bits).
-static llvm::Type *mem_type(Lowerer &L, ElemType t) {
-  if (t == ElemType::F16)
-    return L.b.getHalfTy();
-  if (t == ElemType::BF16)
-    return L.b.getInt16Ty();
-  return L.reg_type(t);
-}
-
 TileVal Lowerer::lower_load(const Expr &call) {
   if (call.args.size() != 1)
     throw LowerError("load takes one slice");
   SliceAccess s = slice_access(*this, *call.args[0], call);
   TileVal mk = slice_mask(*this, call, s);
   TileVal r;
-  r.elem = s.elem;
+  r.elem = loaded_elem(s.elem); // i4 -> i8, u4 -> u8
   r.shape = s.shape;
-  llvm::Type *ty = reg_type(s.elem);
+  llvm::Type *ty = reg_type(r.elem);
   llvm::Value *pad = llvm::Constant::getNullValue(ty);
   if (const KwArg *kp = find_kwarg(call, "pad")) {
     TileVal pv = value(*kp->value);
-    pad = convert_scalar(pv.regs[0], pv, s.elem);
+    pad = convert_scalar(pv.regs[0], pv, r.elem);
   }
-  llvm::Type *mem_ty = mem_type(*this, s.elem);
+  llvm::Type *mem_ty = memory_type(s.elem);
   if (call.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
     m.barrier(b);
   unsigned nregs = s.shape.empty() ? 1 : regs_for(r.numel());
   for (unsigned k = 0; k < nregs; ++k) {
     llvm::Value *e = s.shape.empty() ? b.getInt64(0) : elem_index(k);
-    auto [p, mask] = slice_elem(*this, s, e, k);
+    llvm::Value *lin = nullptr;
+    auto [p, mask] = slice_elem(*this, s, e, k, &lin);
     if (llvm::Value *alive = s.shape.empty() ? nullptr : elem_alive(k, r.numel()))
       mask = b.CreateAnd(mask, alive);
     if (!mk.regs.empty())
@@ -435,11 +395,7 @@ TileVal Lowerer::lower_load(const Expr &call) {
     auto *jb = llvm::BasicBlock::Create(ctx, "load.done", fn);
     b.CreateCondBr(mask, lb, jb);
     b.SetInsertPoint(lb);
-    llvm::Value *v = m.global_load(b, mem_ty, p);
-    if (s.elem == ElemType::F16)
-      v = b.CreateFPExt(v, f32);
-    else if (s.elem == ElemType::BF16)
-      v = bf16_bits_to_f32(b, v);
+    llvm::Value *v = from_memory(m.global_load(b, mem_ty, p), s.elem, lin);
     llvm::BasicBlock *lend = b.GetInsertBlock();
     b.CreateBr(jb);
     b.SetInsertPoint(jb);
@@ -457,6 +413,8 @@ TileVal Lowerer::lower_store(const Expr &call) {
   if (call.args.size() != 1 + nvals)
     throw LowerError(call.name + ": wrong number of arguments");
   SliceAccess s = slice_access(*this, *call.args[0], call);
+  if (is_packed(s.elem)) // sema reports it (PackedStore)
+    throw LowerError("a store into a packed " + std::string(spelling(s.elem)) + " tensor");
   TileVal mk = slice_mask(*this, call, s);
   TileVal v = coerce(value(*call.args[1]), s.shape, s.elem);
   TileVal desired = nvals == 2 ? coerce(value(*call.args[2]), s.shape, s.elem) : TileVal{};
@@ -495,13 +453,7 @@ TileVal Lowerer::lower_store(const Expr &call) {
       old.regs.push_back(phi);
       continue;
     }
-    if_then(mask, [&] {
-      if (s.elem == ElemType::F16)
-        x = b.CreateFPTrunc(x, b.getHalfTy());
-      else if (s.elem == ElemType::BF16)
-        x = f32_to_bf16_bits(b, x);
-      m.global_store(b, x, p);
-    });
+    if_then(mask, [&] { m.global_store(b, to_memory(x, s.elem), p); });
   }
   if (atomic && s.shape.empty() && call.type.kind != TypeKind::Unknown)
     old.regs[0] = broadcast_from_thread0(old.regs[0], s.elem);
@@ -527,7 +479,9 @@ TileVal Lowerer::value(const Expr &e) {
   switch (e.kind) {
   case ExprKind::IntLit:
     if (!is_float(want))
-      return scalar(llvm::ConstantInt::get(reg_type(want), uint64_t(e.int_value), true), want);
+      return scalar(
+          wrap_int(llvm::ConstantInt::get(reg_type(want), uint64_t(e.int_value), true), want),
+          want);
     return scalar(llvm::ConstantFP::get(f32, double(e.int_value)), want);
   case ExprKind::FloatLit:
     if (!is_float(want))
@@ -560,7 +514,7 @@ TileVal Lowerer::value(const Expr &e) {
     }
     if (e.un_op == UnOp::BitNot && !a.is_index && !is_float(a.elem)) {
       for (auto &r : a.regs)
-        r = b.CreateNot(r);
+        r = wrap_int(b.CreateNot(r), a.elem);
       return a;
     }
     if (e.un_op != UnOp::Neg)
@@ -571,7 +525,7 @@ TileVal Lowerer::value(const Expr &e) {
       return a;
     }
     for (auto &r : a.regs)
-      r = is_float(a.elem) ? b.CreateFNeg(r) : b.CreateNeg(r);
+      r = is_float(a.elem) ? b.CreateFNeg(r) : wrap_int(b.CreateNeg(r), a.elem);
     return a;
   }
   case ExprKind::Binary: {
@@ -654,14 +608,20 @@ TileVal Lowerer::value(const Expr &e) {
     if (!axis)
       throw LowerError(e.name + " needs a static axis");
     cur_line = e.range.begin.line;
-    return reduce(a, int(*axis), f);
+    TileVal r = reduce(a, int(*axis), f);
+    for (auto &x : r.regs) // a sum of u8 wraps to u8 (cast to i32 first for the full sum)
+      x = wrap_int(x, r.elem);
+    return r;
   }
   if (f == Builtin::Sum && e.args.size() == 1) { // full reduction: of the flattened tile
     TileVal a = value(*e.args[0]);
     if (!a.scalar())
       a.shape = {a.numel()}; // the row-major order, and so each element's owner, is unchanged
     cur_line = e.range.begin.line;
-    return reduce(a, 0, Builtin::Sum);
+    TileVal r = reduce(a, 0, Builtin::Sum);
+    for (auto &x : r.regs)
+      x = wrap_int(x, r.elem);
+    return r;
   }
   if ((f == Builtin::Max || f == Builtin::Min) && e.args.size() == 2) {
     TileVal a = value(*e.args[0]), c = value(*e.args[1]);
@@ -679,7 +639,11 @@ TileVal Lowerer::value(const Expr &e) {
             f == Builtin::Max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l, r);
       else
         x.regs[k] =
-            b.CreateSelect(f == Builtin::Max ? b.CreateICmpSGT(l, r) : b.CreateICmpSLT(l, r), l, r);
+            b.CreateSelect(b.CreateICmp(int_predicate(f == Builtin::Max ? llvm::CmpInst::ICMP_SGT
+                                                                        : llvm::CmpInst::ICMP_SLT,
+                                                      want),
+                                        l, r),
+                           l, r);
     }
     return x;
   }
@@ -689,17 +653,23 @@ TileVal Lowerer::value(const Expr &e) {
     TileVal a = value(*e.args[0]);
     if (a.is_index || is_float(a.elem))
       throw LowerError("popc of a non-integer");
-    for (auto &r : a.regs)
-      r = b.CreateSExtOrTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, r), i32);
+    unsigned w = elem_bits(a.elem);
+    for (auto &r : a.regs) {
+      llvm::Value *x = w < 32 ? b.CreateAnd(r, b.getInt32((1u << w) - 1)) : r; // the type's bits
+      r = b.CreateSExtOrTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, x), i32);
+    }
     a.elem = ElemType::I32;
     return a;
   }
   if (e.args.size() == 1 && f == Builtin::Abs) {
     TileVal a = value(*e.args[0]);
     if (!a.is_index && !is_float(a.elem)) {
-      for (auto &r : a.regs)
-        r = b.CreateSelect(b.CreateICmpSLT(r, llvm::Constant::getNullValue(r->getType())),
-                           b.CreateNeg(r), r);
+      if (!is_unsigned(a.elem)) // abs(-128) of an i8 wraps to -128, as in C
+        for (auto &r : a.regs)
+          r = wrap_int(
+              b.CreateSelect(b.CreateICmpSLT(r, llvm::Constant::getNullValue(r->getType())),
+                             b.CreateNeg(r), r),
+              a.elem);
       return a;
     }
     ElemType t = is_float(want) ? want : ElemType::F32;
@@ -726,8 +696,12 @@ TileVal Lowerer::value(const Expr &e) {
     if (!axis)
       throw LowerError(e.name + " needs a static axis");
     cur_line = e.range.begin.line;
-    if (f == Builtin::Cumsum)
-      return cumsum(a, int(*axis));
+    if (f == Builtin::Cumsum) {
+      TileVal r = cumsum(a, int(*axis));
+      for (auto &x : r.regs)
+        x = wrap_int(x, r.elem);
+      return r;
+    }
     return arg_reduce(a, int(*axis), f == Builtin::Argmax);
   }
   if (f == Builtin::Transpose)

@@ -21,7 +21,9 @@
 // by the largest need of one re-layout (4 bytes per element, 8 for i64).
 //
 // Element types in registers: f32 and f16 are f32 (f16 results are rounded
-// to half precision after each op), i32 is i32, and bool is an i32 holding 0
+// to half precision after each op), i32 is i32, i8/i16/u8/u16/u32 are an i32
+// holding the value sign- or zero-extended (wrap_int after each op; u32 uses
+// the unsigned forms of `/ % >>` and comparisons), and bool is an i32 holding 0
 // or 1 (so bool tiles spill to scratch, select and reduce like i32 ones;
 // comparisons zero-extend their i1). Reductions and scans combine within a
 // thread, then across lanes with warp shuffles, then across warps through
@@ -120,6 +122,9 @@ struct LocalSlot {
 /// back (lower/lower_tile.cpp).
 llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v);
 llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
+/// Rounds an f32 register to the precision of `t` (f16, bf16, FP8); other
+/// types as they are (lower_convert.cpp).
+llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
 
 class Lowerer {
 public:
@@ -234,12 +239,24 @@ public:
   /// Broadcasts (numpy rules) and converts `v` to `shape`/`elem`.
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
   /// `& | ^ << >>` of two integer registers (shift amounts modulo the width).
-  llvm::Value *bit_op(BinOp op, llvm::Value *l, llvm::Value *r);
+  llvm::Value *bit_op(BinOp op, llvm::Value *l, llvm::Value *r, ElemType t);
+  /// An integer register wrapped to the width of `t` (i8/u8/i16/u16), the
+  /// canonical form every op leaves; other types unchanged.
+  llvm::Value *wrap_int(llvm::Value *v, ElemType t);
   /// Element-wise `a op b` (Add/Sub/Mul/Div/Mod and the bit operators) at the given result
   /// shape/elem.
   TileVal arith(BinOp op, const TileVal &a, const TileVal &b, const std::vector<int64_t> &shape,
                 ElemType elem);
+  // ---- lower_convert.cpp ----------------------------------------------------
   llvm::Value *convert_scalar(llvm::Value *v, const TileVal &from, ElemType to);
+  /// The type an element of `t` has in memory (bf16: i16; FP8, i4/u4: i8).
+  llvm::Type *memory_type(ElemType t);
+  /// A loaded element (of memory_type) in its register form; `lin`: its
+  /// linear index in the tensor (a packed type's nibble is its low bit).
+  llvm::Value *from_memory(llvm::Value *v, ElemType t, llvm::Value *lin);
+  /// A register in its memory form (not for packed types).
+  llvm::Value *to_memory(llvm::Value *x, ElemType t);
+  // ---- lower_tile.cpp (continued) --------------------------------------------
   /// Comparisons (bool result) and `&&`/`||` of bool operands, broadcast to `shape`.
   TileVal compare(BinOp op, const TileVal &a, const TileVal &c, const std::vector<int64_t> &shape);
   /// select(cond, a, b) at the result shape/elem.
@@ -289,6 +306,8 @@ public:
 
   // ---- helpers (lower_kernel.cpp) -------------------------------------------
   llvm::Type *reg_type(ElemType t) const;
+  /// The signed integer predicate `p` made unsigned for an unsigned `t`.
+  static llvm::CmpInst::Predicate int_predicate(llvm::CmpInst::Predicate p, ElemType t);
   llvm::AllocaInst *entry_alloca(llvm::Type *ty, const char *name = "");
   void if_then(llvm::Value *cond, const std::function<void()> &then);
   /// for (iv = lo; iv < hi; iv += step) body(iv); all i64, step > 0.
@@ -317,7 +336,7 @@ public:
   /// offsets the elements (dot spills both operands side by side).
   void spill_to_scratch(const TileVal &v, int64_t at = 0);
   /// Integer floor division / modulo of two registers (0 for a zero divisor).
-  llvm::Value *int_div(llvm::Value *l, llvm::Value *r, bool mod);
+  llvm::Value *int_div(llvm::Value *l, llvm::Value *r, bool mod, bool is_unsigned = false);
 
   const KernelPlan &plan;
   Machine &m;

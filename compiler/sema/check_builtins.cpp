@@ -157,6 +157,11 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     }
     return not_in_shape(e);
   }
+  if (e.type_arg && is_packed(*e.type_arg)) {
+    diag_.error(DiagId::PackedNotTensor, e.range,
+                {spelling(*e.type_arg), spelling(loaded_elem(*e.type_arg))});
+    return set(e, Type());
+  }
   if (fn == Builtin::Load) {
     if (!arity(e, 1, "1 argument (a tensor slice)", {"pad", "mask"}))
       return set(e, Type());
@@ -179,7 +184,7 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     }
     if (!check_mask(e, s.tile_shape))
       return set(e, Type());
-    return set(e, tile_type(s.elem, s.tile_shape));
+    return set(e, tile_type(loaded_elem(s.elem), s.tile_shape)); // i4 -> i8, u4 -> u8
   }
   if (fn == Builtin::Store) {
     if (std::exchange(stmt_call_, nullptr) != &e) {
@@ -199,6 +204,11 @@ Type Checker::check_call(Expr &e, IndexCtx ctx) {
     }
     if (v.kind != TypeKind::Tile) {
       diag_.error(DiagId::ExpectedTile, e.args[1]->range, {describe(v)});
+      return set(e, Type());
+    }
+    if (is_packed(s.elem)) {
+      diag_.error(DiagId::PackedStore, e.args[0]->range,
+                  {e.args[0]->args[0]->name, spelling(s.elem), spelling(loaded_elem(s.elem))});
       return set(e, Type());
     }
     if (!check_mask(e, s.tile_shape))

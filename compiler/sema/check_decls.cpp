@@ -93,6 +93,11 @@ void Checker::check_kernel(KernelDecl &k) {
     ScalarDecl &sc = k.scalars[i];
     if (sc.elem == ElemType::Bool)
       diag_.error(DiagId::ScalarParamBool, sc.elem_range, {sc.name});
+    else if (sc.elem == ElemType::F8E4M3 || sc.elem == ElemType::F8E5M2)
+      diag_.error(DiagId::ScalarParamFp8, sc.elem_range, {sc.name, spelling(sc.elem)});
+    else if (is_packed(sc.elem))
+      diag_.error(DiagId::PackedNotTensor, sc.elem_range,
+                  {spelling(sc.elem), spelling(loaded_elem(sc.elem))});
     declare(sc.name, sc.name_range, NameRef::Scalar, int(i));
   }
   in_where_ = true;
@@ -107,6 +112,11 @@ void Checker::check_kernel(KernelDecl &k) {
       t.shape.push_back(check_extent(*e, IndexCtx::Shape, "the extent").value_or(Sym(1)));
     if (t.type.elem == ElemType::Bool)
       diag_.error(DiagId::BoolTensor, t.type.elem_range, {t.name});
+    // Packed rows start on a byte: then a row-major [.., K] tensor is the
+    // common packed layout (K/2 bytes per row) and its byte size is exact.
+    if (is_packed(t.type.elem) && !t.shape.empty() && !facts_.divisible(t.shape.back(), 2))
+      diag_.error(DiagId::PackedOddRow, t.type.shape.back()->range,
+                  {t.name, spelling(t.type.elem), t.shape.back().str()});
     declare(t.name, t.name_range, NameRef::Tensor, int(i));
   }
   event_ok_.assign(k.events.size(), true);

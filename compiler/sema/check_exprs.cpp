@@ -186,6 +186,10 @@ Type Checker::check_unary(Expr &e, IndexCtx ctx) {
   }
   if (e.un_op == UnOp::BitNot) {
     if (t.kind == TypeKind::Index) {
+      if (auto c = e.args[0]->sym ? e.args[0]->sym->as_constant() : std::nullopt) { // `~0xF`
+        e.sym = Sym(~*c);
+        return set(e, t);
+      }
       diag_.error(DiagId::TileOpUnsupported, e.range, {"~", kIndexBitsNote});
       return set(e, Type());
     }
@@ -236,8 +240,15 @@ Type Checker::check_binary(Expr &e, IndexCtx ctx) {
       if (ctx == IndexCtx::Body && is_comparison(e.bin_op))
         return set(e, scalar_type(ElemType::Bool));
       if (is_bit_op(e.bin_op)) {
-        diag_.error(DiagId::TileOpUnsupported, e.range, {spelling(e.bin_op), kIndexBitsNote});
-        return set(e, Type());
+        // Constant operands fold (`1 << 7`, `MASK & 0xF0`: consts, shapes);
+        // others have no symbolic form for the prover.
+        auto cx = x.as_constant(), cy = y.as_constant();
+        if (!cx || !cy) {
+          diag_.error(DiagId::TileOpUnsupported, e.range, {spelling(e.bin_op), kIndexBitsNote});
+          return set(e, Type());
+        }
+        e.sym = Sym(fold_bits(e.bin_op, *cx, *cy));
+        return set(e, index_type());
       }
       diag_.error(DiagId::TileOpUnsupported, e.range,
                   {spelling(e.bin_op), "index expressions outside `where`"});
@@ -260,14 +271,27 @@ Type Checker::check_binary(Expr &e, IndexCtx ctx) {
   return set(e, r ? *r : Type());
 }
 
+/// `a op b` of two constant indices (i64): shift amounts modulo 64, `>>`
+/// arithmetic, as on an i64 tile.
+int64_t Checker::fold_bits(BinOp op, int64_t a, int64_t b) {
+  uint64_t ua = uint64_t(a), s = uint64_t(b) & 63u;
+  switch (op) {
+  case BinOp::BitAnd:
+    return a & b;
+  case BinOp::BitOr:
+    return a | b;
+  case BinOp::BitXor:
+    return a ^ b;
+  case BinOp::Shl:
+    return int64_t(ua << s);
+  default: // Shr
+    return a >> s;
+  }
+}
+
 bool Checker::is_comparison(BinOp op) {
   return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt || op == BinOp::Le ||
          op == BinOp::Gt || op == BinOp::Ge;
-}
-
-bool Checker::is_bit_op(BinOp op) {
-  return op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor || op == BinOp::Shl ||
-         op == BinOp::Shr;
 }
 
 /// `& | ^ << >>` of integer tiles and scalars (an index or integer literal

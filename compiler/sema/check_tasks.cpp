@@ -128,10 +128,12 @@ Type Checker::check_element_read(Expr &e, IndexCtx ctx) {
   Type base = check_expr(*e.args[0], ctx);
   if (base.kind == TypeKind::Unknown)
     return set(e, Type());
-  if (base.kind != TypeKind::Tensor || !is_integer(base.elem)) {
+  if (base.kind != TypeKind::Tensor || (base.elem != ElemType::I32 && base.elem != ElemType::I64)) {
     diag_.error(DiagId::ExpectedIndex, e.range,
-                {base.kind == TypeKind::Tensor ? "an element of a non-integer tensor (load it)"
-                                               : describe(base)});
+                {base.kind != TypeKind::Tensor ? describe(base)
+                 : is_integer(base.elem) ? "an element of a " + std::string(spelling(base.elem)) +
+                                               " tensor (only i32 and i64 tensors index; load it)"
+                                         : "an element of a non-integer tensor (load it)"});
     return set(e, Type());
   }
   const TensorDecl &td = kernel_->tensors[size_t(e.args[0]->ref_index)];

@@ -190,11 +190,12 @@ private:
   Type check_binary(Expr &e, IndexCtx ctx);
 
   static bool is_comparison(BinOp op);
-  static bool is_bit_op(BinOp op);
+  /// A bit operator of two constant indices, folded (i64 semantics).
+  static int64_t fold_bits(BinOp op, int64_t a, int64_t b);
   /// Why `&`, `~`, ... reject two index operands (dims, task and loop indices).
   static constexpr const char *kIndexBitsNote =
       "index expressions (dims, task and loop indices); bit operations apply to integer tiles "
-      "and scalars";
+      "and scalars, and to constants (`1 << 7`)";
 
   /// Comparisons (numeric operands, broadcast, bool result) and `&&`/`||`
   /// (bool operands) of tiles and scalars.

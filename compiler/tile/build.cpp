@@ -324,7 +324,8 @@ private:
       }
       op.parts.push_back(part);
     }
-    ElemType elem = op.tensor >= 0 ? k_.tensors[size_t(op.tensor)].type.elem : ElemType::F32;
+    ElemType elem =
+        op.tensor >= 0 ? loaded_elem(k_.tensors[size_t(op.tensor)].type.elem) : ElemType::F32;
     if (const KwArg *m = find_kwarg(call, "mask")) {
       int mv = value(*m->value);
       op.mask = coerce(mv, shape, val(mv).index ? ElemType::I64 : val(mv).elem, m->value->range);

@@ -117,7 +117,7 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
   Geometry g = geometry(td);
   int v = op.kind == TileOpKind::Store ? op.operands[0] : op.results[0];
   const TValue &tv = c.f.values[size_t(v)];
-  unsigned bits = byte_size(td.type.elem) * 8;
+  unsigned bits = elem_bits(td.type.elem); // 4 for a packed i4/u4
   m.non_coherent = op.kind == TileOpKind::Load && !c.written.count(op.tensor);
   m.vec_bits = bits;
   Sym numel(1);

@@ -3,7 +3,7 @@ etlBindScalar takes for the parameter's dtype.
 
 Floats (f32, f16, bf16) accept int and float values (and numpy/torch
 scalars, through ``.item()``); f16 and bf16 are rounded to nearest even and
-passed as their 16 bits. Integers (i32, i64) accept ints only: a float for
+passed as their 16 bits. Integers (i8 .. i64, u8 .. u32) accept ints only: a float for
 an integer parameter is a DTypeError rather than a silent truncation, and a
 value out of range is an InvalidValueError. bool is refused for both.
 """
@@ -14,7 +14,12 @@ import struct
 
 from . import _tensors, errors
 
-_INT_RANGE = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1)}
+_INT_RANGE = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1), "i8": (-2**7, 2**7 - 1),
+              "u8": (0, 2**8 - 1), "i16": (-2**15, 2**15 - 1), "u16": (0, 2**16 - 1),
+              "u32": (0, 2**32 - 1)}
+_INT_CTYPE = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "i8": ctypes.c_int8,
+              "u8": ctypes.c_uint8, "i16": ctypes.c_int16, "u16": ctypes.c_uint16,
+              "u32": ctypes.c_uint32}
 
 
 def _plain(value):
@@ -50,7 +55,7 @@ def encode(name, dtype, value):
         if not lo <= int(v) <= hi:
             raise errors.InvalidValueError("scalar '%s' = %d does not fit in %s" %
                                            (name, int(v), dtype))
-        return (ctypes.c_int32 if dtype == "i32" else ctypes.c_int64)(int(v)), code
+        return _INT_CTYPE[dtype](int(v)), code
     x = float(v)
     try:
         if dtype == "f32":

@@ -10,16 +10,26 @@ import ctypes
 
 from . import errors
 
+# The runtime's etlDType codes (etl.h). I4/U4 are packed two to a byte: no
+# array library has them, so such a tensor cannot be bound from Python yet.
 F32, F16, I32, I64, BF16 = 0, 1, 2, 3, 4
-NAMES = {F32: "f32", F16: "f16", I32: "i32", I64: "i64", BF16: "bf16"}
-_NUMPY = {"float32": F32, "float16": F16, "int32": I32, "int64": I64, "bfloat16": BF16}
+I8, U8, I16, U16, U32, I4, U4, F8E4M3, F8E5M2 = 6, 7, 8, 9, 10, 11, 12, 13, 14
+NAMES = {F32: "f32", F16: "f16", I32: "i32", I64: "i64", BF16: "bf16", I8: "i8", U8: "u8",
+         I16: "i16", U16: "u16", U32: "u32", I4: "i4", U4: "u4", F8E4M3: "f8e4m3",
+         F8E5M2: "f8e5m2"}
+_NUMPY = {"float32": F32, "float16": F16, "int32": I32, "int64": I64, "bfloat16": BF16,
+          "int8": I8, "uint8": U8, "int16": I16, "uint16": U16, "uint32": U32}
 _TORCH = {"torch.float32": F32, "torch.float16": F16, "torch.int32": I32, "torch.int64": I64,
-          "torch.bfloat16": BF16}
+          "torch.bfloat16": BF16, "torch.int8": I8, "torch.uint8": U8, "torch.int16": I16,
+          "torch.uint16": U16, "torch.uint32": U32, "torch.float8_e4m3fn": F8E4M3,
+          "torch.float8_e5m2": F8E5M2}
 # DLPack: (type code, bits) -> dtype; device types
-_DL = {(2, 32): F32, (2, 16): F16, (0, 32): I32, (0, 64): I64, (4, 16): BF16}
+_DL = {(2, 32): F32, (2, 16): F16, (0, 32): I32, (0, 64): I64, (4, 16): BF16, (0, 8): I8,
+       (1, 8): U8, (0, 16): I16, (1, 16): U16, (1, 32): U32}
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
 # __cuda_array_interface__ typestr -> dtype (bfloat16 has no standard typestr)
-_CAI = {"<f4": F32, "<f2": F16, "<i4": I32, "<i8": I64}
+_CAI = {"<f4": F32, "<f2": F16, "<i4": I32, "<i8": I64, "|i1": I8, "|u1": U8, "<i2": I16,
+        "<u2": U16, "<u4": U32}
 
 
 class View:
@@ -64,7 +74,7 @@ def _from_numpy(name, a):
     dt = _NUMPY.get(a.dtype.name)
     if dt is None:
         raise errors.DTypeError("tensor '%s': numpy dtype %s is not an ETL element type "
-                                "(float32, float16, int32, int64, bfloat16)" % (name, a.dtype))
+                                "(float32, float16, bfloat16, int8 .. int64, uint8 .. uint32)" % (name, a.dtype))
     if not a.flags["C_CONTIGUOUS"]:
         raise _layout_error(name, "numpy array")
     return View(name, a.__array_interface__["data"][0], dt, a.shape, "cpu", keep=a,
@@ -75,7 +85,7 @@ def _from_torch(name, t):
     dt = _TORCH.get(str(t.dtype))
     if dt is None:
         raise errors.DTypeError("tensor '%s': torch dtype %s is not an ETL element type "
-                                "(float32, float16, bfloat16, int32, int64)" % (name, t.dtype))
+                                "(float32, float16, bfloat16, int8 .. int64, uint8 .. uint32)" % (name, t.dtype))
     if not t.is_contiguous():
         raise _layout_error(name, "torch tensor")
     dev = t.device.type

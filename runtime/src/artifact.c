@@ -244,7 +244,7 @@ static void parse_meta(rd *r, etl_meta *m) {
     t->rank = rd_u32(r);
     if (r->bad)
       break;
-    if (t->elem > ETL_ELEM_BF16)
+    if (!etl_elem_valid(t->elem))
       rd_fail(r, "unknown element type");
     if (t->is_buffer > ETL_TENSOR_BUFFER_ZEROS)
       rd_fail(r, "unknown tensor kind (not a parameter, buffer or zeros buffer)");
@@ -268,7 +268,8 @@ static void parse_meta(rd *r, etl_meta *m) {
     if (!r->bad)
       snprintf(r->where, sizeof r->where, "scalar '%s'", s->name);
     s->elem = rd_u32(r);
-    if (!r->bad && s->elem > ETL_ELEM_BF16)
+    if (!r->bad && (!etl_elem_valid(s->elem) || etl_elem_packed(s->elem) ||
+                    s->elem == ETL_ELEM_F8E4M3 || s->elem == ETL_ELEM_F8E5M2))
       rd_fail(r, "unknown element type");
     s->slot = rd_u32(r);
     rd_slot(r, m, s->slot, used);

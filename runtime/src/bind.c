@@ -149,6 +149,14 @@ etlStatus etlBindTensor(etlProgram h, const char *name, void *dptr, etlDType dty
 }
 
 /* "eps (f32), n (i32)" or "none". */
+/* The etlDType enumerator of an element code, e.g. "ETL_U8". */
+static const char *dtype_enum_name(uint32_t elem) {
+  static const char *const names[] = {"ETL_F32", "ETL_F16", "ETL_I32", "ETL_I64",    "ETL_BF16",
+                                      "?",       "ETL_I8",  "ETL_U8",  "ETL_I16",    "ETL_U16",
+                                      "ETL_U32", "ETL_I4",  "ETL_U4",  "ETL_F8E4M3", "ETL_F8E5M2"};
+  return elem < sizeof names / sizeof names[0] ? names[elem] : "?";
+}
+
 static void list_scalars(const etl_meta *m, char *buf, size_t n) {
   size_t len = 0;
   buf[0] = 0;
@@ -173,14 +181,9 @@ etlStatus etlBindScalar(etlProgram h, const char *name, etlDType dtype, const vo
     if ((uint32_t)dtype != s->elem)
       return etl_error(ETL_ERROR_BINDING,
                        "etlBindScalar: scalar '%s' has dtype %s, bound as %s (pass a pointer "
-                       "to a %s value with dtype ETL_%s)",
+                       "to a %s value with dtype %s)",
                        name, etlDTypeName((etlDType)s->elem), etlDTypeName(dtype),
-                       etlDTypeName((etlDType)s->elem),
-                       s->elem == ETL_ELEM_F32    ? "F32"
-                       : s->elem == ETL_ELEM_F16  ? "F16"
-                       : s->elem == ETL_ELEM_BF16 ? "BF16"
-                       : s->elem == ETL_ELEM_I32  ? "I32"
-                                                  : "I64");
+                       etlDTypeName((etlDType)s->elem), dtype_enum_name(s->elem));
     uint64_t bits = 0;
     memcpy(&bits, value, etl_elem_size(s->elem)); /* little-endian: the low bytes */
     p->scalar_bits[i] = bits;

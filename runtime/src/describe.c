@@ -27,6 +27,24 @@ const char *etlDTypeName(etlDType dtype) {
     return "i64";
   case ETL_ELEM_BF16:
     return "bf16";
+  case ETL_ELEM_I8:
+    return "i8";
+  case ETL_ELEM_U8:
+    return "u8";
+  case ETL_ELEM_I16:
+    return "i16";
+  case ETL_ELEM_U16:
+    return "u16";
+  case ETL_ELEM_U32:
+    return "u32";
+  case ETL_ELEM_I4:
+    return "i4";
+  case ETL_ELEM_U4:
+    return "u4";
+  case ETL_ELEM_F8E4M3:
+    return "f8e4m3";
+  case ETL_ELEM_F8E5M2:
+    return "f8e5m2";
   default:
     return "?";
   }

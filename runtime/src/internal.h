@@ -200,7 +200,13 @@ void etl_plan_task_name(const etl_meta *m, const etl_plan *p, uint32_t g, uint32
 /// Print "E[i, j]" for counter `offset`.
 void etl_plan_counter_name(const etl_meta *m, const etl_plan *p, uint64_t offset, char *buf,
                            size_t n);
+/* Bytes of one element (a packed i4/u4 type: 1, the byte of two elements). */
 size_t etl_elem_size(uint32_t elem);
+/* Whether `elem` is an ETL_ELEM_* code; whether it is packed (i4, u4). */
+int etl_elem_valid(uint32_t elem);
+int etl_elem_packed(uint32_t elem);
+/* Bytes of `n` elements (packed: ceil(n / 2)). */
+uint64_t etl_elems_bytes(uint32_t elem, uint64_t n);
 
 #ifdef __cplusplus
 }

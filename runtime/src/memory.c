@@ -52,10 +52,12 @@ int etl_alloc_find(etl_context *c, uint64_t addr, etl_alloc *out) {
 
 int etl_tensor_bytes(uint32_t elem, int rank, const int64_t *shape, uint64_t dptr,
                      uint64_t *bytes) {
-  uint64_t n = etl_elem_size(elem);
+  uint64_t n = etl_elem_packed(elem) ? 1 : etl_elem_size(elem);
   for (int k = 0; k < rank; ++k)
     if (shape[k] < 0 || __builtin_mul_overflow(n, (uint64_t)shape[k], &n))
       return -1;
+  if (etl_elem_packed(elem)) /* two elements per byte */
+    n = etl_elems_bytes(elem, n);
   uint64_t end;
   if (n > (uint64_t)INT64_MAX || __builtin_add_overflow(dptr, n, &end))
     return -1;

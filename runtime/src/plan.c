@@ -27,14 +27,31 @@
 
 size_t etl_elem_size(uint32_t elem) {
   switch (elem) {
+  case ETL_ELEM_I8:
+  case ETL_ELEM_U8:
+  case ETL_ELEM_F8E4M3:
+  case ETL_ELEM_F8E5M2:
+  case ETL_ELEM_I4: /* packed: the byte that holds two elements */
+  case ETL_ELEM_U4:
+    return 1;
   case ETL_ELEM_F16:
   case ETL_ELEM_BF16:
+  case ETL_ELEM_I16:
+  case ETL_ELEM_U16:
     return 2;
   case ETL_ELEM_I64:
     return 8;
   default:
     return 4;
   }
+}
+
+int etl_elem_valid(uint32_t elem) { return elem <= ETL_ELEM_LAST && elem != 5; }
+
+int etl_elem_packed(uint32_t elem) { return elem == ETL_ELEM_I4 || elem == ETL_ELEM_U4; }
+
+uint64_t etl_elems_bytes(uint32_t elem, uint64_t n) {
+  return etl_elem_packed(elem) ? n / 2 + n % 2 : n * etl_elem_size(elem);
 }
 
 void etl_plan_free_host(etl_plan *p) {
@@ -362,7 +379,7 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
       st = etl_error(ETL_ERROR_BINDING, "buffer '%s' has a negative or too large shape", tm->name);
       goto fail;
     }
-    p->buffer_bytes[t] = elems * etl_elem_size(tm->elem);
+    p->buffer_bytes[t] = etl_elems_bytes(tm->elem, elems);
   }
 
   /* events */

@@ -39,6 +39,10 @@ void etl_sim_poison_buffers(const etl_program *p, const etl_plan *plan) {
       pattern = 0x7E00u;
     else if (t->elem == ETL_ELEM_BF16)
       pattern = 0x7FC0u;
+    else if (t->elem == ETL_ELEM_F8E4M3)
+      pattern = 0x7Fu;
+    else if (t->elem == ETL_ELEM_F8E5M2)
+      pattern = 0x7Eu;
     for (uint64_t off = 0; off + es <= bytes; off += es)
       memcpy(b + off, &pattern, es); /* little-endian: the low bytes */
   }

@@ -375,6 +375,49 @@ class Scalars(unittest.TestCase):
         np.testing.assert_array_equal(a["y"], -1)
 
 
+NARROW_ETL = """
+kernel narrow<N: dim>(a: tensor<u8>[N], b: tensor<i8>[N], h: tensor<u16>[N], w: tensor<u32>[N],
+                      ya: tensor<u8>[N], yb: tensor<i8>[N], yh: tensor<u16>[N],
+                      yw: tensor<u32>[N], add: u8) where N % 16 == 0 {
+  task t[i in 0 .. N / 16] {
+    store(ya[i * 16 .. +16], load(a[i * 16 .. +16]) + add);
+    store(yb[i * 16 .. +16], load(b[i * 16 .. +16]) >> 1);
+    store(yh[i * 16 .. +16], load(h[i * 16 .. +16]) * 3);
+    store(yw[i * 16 .. +16], load(w[i * 16 .. +16]) >> 4);
+  }
+}
+"""
+
+
+class NarrowTypes(unittest.TestCase):
+    """numpy int8/uint8/uint16/uint32 arrays and a u8 scalar bind to i8/u8/u16/u32."""
+
+    def test_numpy_narrow_dtypes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "narrow.etl")
+            with open(src, "w") as f:
+                f.write(NARROW_ETL)
+            prog = etl.compile(src, targets=["sim"], device="sim")
+        self.assertIn(etl.Param("add", "u8", 0, (), "scalar"), prog.params)
+        n = 32
+        a = np.arange(n, dtype=np.uint8) * 9
+        b = (np.arange(n) * 37 - 500).astype(np.int8)
+        h = (np.arange(n) * 4099).astype(np.uint16)
+        w = (np.arange(n, dtype=np.uint64) * 2654435761 % 2 ** 32).astype(np.uint32)
+        ya, yb = np.zeros(n, np.uint8), np.zeros(n, np.int8)
+        yh, yw = np.zeros(n, np.uint16), np.zeros(n, np.uint32)
+        prog(a=a, b=b, h=h, w=w, ya=ya, yb=yb, yh=yh, yw=yw, add=200)
+        np.testing.assert_array_equal(ya, (a.astype(np.int64) + 200) % 256)  # wraps
+        np.testing.assert_array_equal(yb, b >> 1)  # arithmetic
+        np.testing.assert_array_equal(yh, (h.astype(np.int64) * 3) % 65536)
+        np.testing.assert_array_equal(yw, w >> 4)  # logical
+        with self.assertRaisesRegex(etl.InvalidValueError, "'add' = 256 does not fit in u8"):
+            prog(a=a, b=b, h=h, w=w, ya=ya, yb=yb, yh=yh, yw=yw, add=256)
+        with self.assertRaisesRegex(etl.DTypeError, "tensor 'a'"):
+            prog(a=a.astype(np.int8), b=b, h=h, w=w, ya=ya, yb=yb, yh=yh, yw=yw, add=1)
+        prog.close()
+
+
 if __name__ == "__main__":
     print("etl from %s, runtime %s, numpy %s, torch %s" %
           (os.path.dirname(etl.__file__), etl._lib.path, np.__version__,

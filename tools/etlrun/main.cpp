@@ -112,23 +112,30 @@ uint16_t bf16_bits(double v) {
 bool parse_scalar(etlDType dtype, const std::string &text, uint8_t out[8], std::string &err) {
   char *end = nullptr;
   errno = 0;
-  if (dtype == ETL_I32 || dtype == ETL_I64) {
+  if (dtype != ETL_F32 && dtype != ETL_F16 && dtype != ETL_BF16) { // an integer type
     long long v = std::strtoll(text.c_str(), &end, 10);
     if (*end || text.empty()) {
       err = "'" + text + "' is not an integer";
       return false;
     }
-    if (errno == ERANGE || (dtype == ETL_I32 && (v < INT32_MIN || v > INT32_MAX))) {
+    long long lo = dtype == ETL_I32   ? INT32_MIN
+                   : dtype == ETL_I8  ? INT8_MIN
+                   : dtype == ETL_I16 ? INT16_MIN
+                   : dtype == ETL_I64 ? INT64_MIN
+                                      : 0;
+    long long hi = dtype == ETL_I32   ? INT32_MAX
+                   : dtype == ETL_I8  ? INT8_MAX
+                   : dtype == ETL_U8  ? UINT8_MAX
+                   : dtype == ETL_I16 ? INT16_MAX
+                   : dtype == ETL_U16 ? UINT16_MAX
+                   : dtype == ETL_U32 ? (long long)UINT32_MAX
+                                      : INT64_MAX;
+    if (errno == ERANGE || v < lo || v > hi) {
       err = "'" + text + "' does not fit in " + etlDTypeName(dtype);
       return false;
     }
-    if (dtype == ETL_I32) {
-      int32_t x = (int32_t)v;
-      std::memcpy(out, &x, 4);
-    } else {
-      int64_t x = v;
-      std::memcpy(out, &x, 8);
-    }
+    int64_t x = v;
+    std::memcpy(out, &x, 8); // little-endian: the low bytes are the value
     return true;
   }
   double v = std::strtod(text.c_str(), &end);
@@ -163,9 +170,9 @@ void fill_random(NpyArray &a, std::mt19937_64 &rng, int64_t lo, int64_t hi) {
   std::uniform_int_distribution<int64_t> ui(lo, hi - 1);
   for (size_t i = 0; i < n; ++i) {
     uint8_t *p = a.data.data() + i * etlrun::dtype_size(a.dtype);
-    if (a.dtype == ETL_I32) {
-      int32_t v = (int32_t)ui(rng);
-      std::memcpy(p, &v, 4);
+    if (a.dtype != ETL_F32 && a.dtype != ETL_F16 && a.dtype != ETL_BF16 && a.dtype != ETL_I64) {
+      int64_t v = ui(rng); // the low bytes of the value (i8 .. u32)
+      std::memcpy(p, &v, etlrun::dtype_size(a.dtype));
     } else if (a.dtype == ETL_I64) {
       int64_t v = ui(rng);
       std::memcpy(p, &v, 8);
@@ -346,6 +353,17 @@ int main(int argc, char **argv) {
     if ((st = etlBindDim(prog, name.c_str(), v)))
       fail(2, "--dim " + d + ": " + api_error(st));
     bound[name] = v;
+  }
+  for (const std::string &n : order) {
+    etlDType t = params[n].info.dtype;
+    if (t == ETL_I4 || t == ETL_U4)
+      fail(2, "tensor '" + n + "' is packed " + etlDTypeName(t) +
+                  " (two per byte): etlrun cannot read, fill or write it (.npy has no 4-bit "
+                  "type); bind it from a host program (see examples/gemv_int4)");
+    if (t == ETL_F8E4M3 || t == ETL_F8E5M2)
+      fail(2, "tensor '" + n + "' is " + etlDTypeName(t) +
+                  ": etlrun cannot read, fill or write FP8 tensors yet (.npy has no standard "
+                  "FP8 type); bind it from a host program");
   }
   std::map<std::string, bool> given;
   for (const std::string &s : ins) {

@@ -20,8 +20,9 @@ struct Descr {
   const char *text;
   etlDType dtype;
 };
-const Descr kDescrs[] = {{"<f4", ETL_F32}, {"<f2", ETL_F16},  {"<i4", ETL_I32},
-                         {"<i8", ETL_I64}, {"|V2", ETL_BF16}, {"<V2", ETL_BF16}};
+const Descr kDescrs[] = {{"<f4", ETL_F32},  {"<f2", ETL_F16},  {"<i4", ETL_I32}, {"<i8", ETL_I64},
+                         {"|V2", ETL_BF16}, {"<V2", ETL_BF16}, {"|i1", ETL_I8},  {"|u1", ETL_U8},
+                         {"<i2", ETL_I16},  {"<u2", ETL_U16},  {"<u4", ETL_U32}};
 
 // The value of `key` in the header dict: the text after "'key':" up to the
 // next top-level comma or the closing brace.
@@ -64,8 +65,17 @@ float half_to_float(uint16_t h) {
 
 size_t dtype_size(etlDType dtype) {
   switch (dtype) {
+  case ETL_I8:
+  case ETL_U8:
+  case ETL_F8E4M3:
+  case ETL_F8E5M2:
+  case ETL_I4: // packed: etlrun refuses them (main.cpp)
+  case ETL_U4:
+    return 1;
   case ETL_F16:
   case ETL_BF16:
+  case ETL_I16:
+  case ETL_U16:
     return 2;
   case ETL_I64:
     return 8;
@@ -121,7 +131,8 @@ bool npy_read(const std::string &path, NpyArray &out, std::string &err) {
       d = &c;
   if (!d) {
     err = path + ": element type '" + descr +
-          "' is not one etlrun reads (<f4 f32, <f2 f16, <i4 i32, <i8 i64, |V2 bf16)";
+          "' is not one etlrun reads (<f4 f32, <f2 f16, <i4 i32, <i8 i64, |V2 bf16, |i1 i8, "
+          "|u1 u8, <i2 i16, <u2 u16, <u4 u32)";
     return false;
   }
   if (fortran != "False") {
@@ -220,6 +231,29 @@ double npy_get(const NpyArray &a, size_t i) {
     int64_t v;
     std::memcpy(&v, p, 8);
     return (double)v;
+  }
+  case ETL_I8:
+    return (int8_t)p[0];
+  case ETL_U8:
+  case ETL_I4:
+  case ETL_U4:
+  case ETL_F8E4M3: // etlrun refuses FP8 tensors (main.cpp)
+  case ETL_F8E5M2:
+    return p[0];
+  case ETL_I16: {
+    int16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case ETL_U16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case ETL_U32: {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
   }
   }
   return 0;

@@ -2,8 +2,9 @@
 //
 // The subset of numpy's .npy format (versions 1.0-3.0) etlrun needs: little-
 // endian, C-order arrays of f32 ('<f4'), f16 ('<f2'), i32 ('<i4'), i64
-// ('<i8') and bf16 (two-byte void '|V2', how numpy stores ml_dtypes'
-// bfloat16). Anything else is refused with a message naming the file and
+// ('<i8'), i8/u8 ('|i1' '|u1'), i16/u16 ('<i2' '<u2'), u32 ('<u4') and bf16
+// (two-byte void '|V2', how numpy stores ml_dtypes' bfloat16). Packed 4-bit
+// types have no .npy form. Anything else is refused with a message naming the file and
 // what it holds. No Debian package reads .npy from C++, hence this file.
 //
 //===----------------------------------------------------------------------===//

@@ -102,8 +102,25 @@ typedef enum etlStatus {
   ETL_ERROR_DIVERGENCE           ///< sim: the lanes of a warp did not all reach one warp shuffle
 } etlStatus;
 
-/// Element types of tensors (the artifact's ETL_ELEM_* codes).
-typedef enum etlDType { ETL_F32 = 0, ETL_F16 = 1, ETL_I32 = 2, ETL_I64 = 3, ETL_BF16 = 4 } etlDType;
+/// Element types of tensors (the artifact's ETL_ELEM_* codes; 5 is unused).
+/// ETL_I4 / ETL_U4 are packed two to a byte, element 2k in the low nibble of
+/// byte k: a tensor of n elements takes ceil(n / 2) bytes (tensors only).
+typedef enum etlDType {
+  ETL_F32 = 0,
+  ETL_F16 = 1,
+  ETL_I32 = 2,
+  ETL_I64 = 3,
+  ETL_BF16 = 4,
+  ETL_I8 = 6,
+  ETL_U8 = 7,
+  ETL_I16 = 8,
+  ETL_U16 = 9,
+  ETL_U32 = 10,
+  ETL_I4 = 11,
+  ETL_U4 = 12,
+  ETL_F8E4M3 = 13, ///< OCP FP8 E4M3: bias 7, no infinities, max 448
+  ETL_F8E5M2 = 14  ///< OCP FP8 E5M2: bias 15, the top byte of an IEEE half
+} etlDType;
 
 /// A device (sim or CUDA) with its memory; owns programs loaded into it.
 typedef struct etlContext_st *etlContext;

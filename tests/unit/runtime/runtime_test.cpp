@@ -451,6 +451,18 @@ TEST_CASE("runtime: element sizes of every element type") {
   CHECK(etl_elem_size(ETL_ELEM_I32) == 4);
   CHECK(etl_elem_size(ETL_ELEM_I64) == 8);
   CHECK(etl_elem_size(ETL_ELEM_BF16) == 2);
+  CHECK(etl_elem_size(ETL_ELEM_I8) == 1);
+  CHECK(etl_elem_size(ETL_ELEM_U8) == 1);
+  CHECK(etl_elem_size(ETL_ELEM_I16) == 2);
+  CHECK(etl_elem_size(ETL_ELEM_U16) == 2);
+  CHECK(etl_elem_size(ETL_ELEM_U32) == 4);
+  // packed: two elements per byte, an odd count rounds up
+  CHECK(etl_elems_bytes(ETL_ELEM_I4, 10) == 5);
+  CHECK(etl_elems_bytes(ETL_ELEM_U4, 7) == 4);
+  CHECK(etl_elems_bytes(ETL_ELEM_U16, 7) == 14);
+  CHECK(!etl_elem_valid(5));
+  CHECK(!etl_elem_valid(ETL_ELEM_LAST + 1));
+  CHECK(etl_elem_valid(ETL_ELEM_U4));
   // The public dtype codes are the artifact's element codes.
   CHECK(int(ETL_I64) == ETL_ELEM_I64);
   CHECK(int(ETL_BF16) == ETL_ELEM_BF16);

@@ -12,11 +12,15 @@ TEST_CASE("artifact reader: the scalar table's element type and slot are checked
     return;
   Ctx ctx;
   etlProgram prog = nullptr;
-  std::string bad_elem = artifact(test_meta(0, 9), {{"sim", k}});
-  CHECK(etlProgramLoadMemory(ctx.ctx, bad_elem.data(), bad_elem.size(), &prog) ==
-        ETL_ERROR_INVALID_ARTIFACT);
-  CHECK(has(last_error(), "scalar 'eps'"));
-  CHECK(has(last_error(), "unknown element type"));
+  // 5 (the compiler's bool), past the last code, and a packed type (tensor-only)
+  for (uint32_t code : {5u, 99u, uint32_t(ETL_ELEM_U4)}) {
+    INFO("element code " << code);
+    std::string bad_elem = artifact(test_meta(0, code), {{"sim", k}});
+    CHECK(etlProgramLoadMemory(ctx.ctx, bad_elem.data(), bad_elem.size(), &prog) ==
+          ETL_ERROR_INVALID_ARTIFACT);
+    CHECK(has(last_error(), "scalar 'eps'"));
+    CHECK(has(last_error(), "unknown element type"));
+  }
   std::string clash = artifact(test_meta(0, ETL_ELEM_F32, 9), {{"sim", k}}); // x's slot
   CHECK(etlProgramLoadMemory(ctx.ctx, clash.data(), clash.size(), &prog) ==
         ETL_ERROR_INVALID_ARTIFACT);
