@@ -369,6 +369,14 @@ Type Checker::check_atomic(Expr &e, bool statement) {
     diag_.error(DiagId::AtomicCasNotInteger, e.args[0]->range, {tensor, spelling(s.elem)});
     return set(e, Type());
   }
+  // The types with a hardware atomic or a cas loop (lower/lower_atomic.cpp);
+  // packed, narrow and fp8 elements share a word with their neighbours.
+  const ElemType el = s.elem;
+  if (el != ElemType::F32 && el != ElemType::F16 && el != ElemType::BF16 && el != ElemType::I32 &&
+      el != ElemType::I64) {
+    diag_.error(DiagId::AtomicElemType, e.args[0]->range, {e.name, tensor, spelling(el)});
+    return set(e, Type());
+  }
   Type target = tile_type(s.elem, s.tile_shape);
   for (size_t i = 0; i < vals.size(); ++i) {
     const Type &v = vals[i];
