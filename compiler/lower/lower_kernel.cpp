@@ -355,7 +355,10 @@ llvm::Function *Lowerer::lower_group(int g) {
   }
   emit_data_notify_release(gp);
   timeline_mark(/*start=*/true);
-  lower_stmts(task->body);
+  if (gp.tile)
+    lower_tile_body(*gp.tile); // lower_tile_control.cpp
+  else
+    lower_stmts(task->body);
   if (!gp.notifies.empty()) {
     m.barrier(b); // every thread's stores are done
     timeline_mark(/*start=*/false);

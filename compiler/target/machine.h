@@ -101,8 +101,16 @@ public:
 
   // -- Global memory ---------------------------------------------------------
   /// A load/store of tensor data (sim: check_access first).
+  /// `ty` may be a vector (`<4 x float>`, ...): one access of all of its
+  /// bytes, aligned to its size (the caller proved it; sim accepts any
+  /// element-aligned address).
   virtual llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *ptr) = 0;
   virtual void global_store(Builder &b, llvm::Value *v, llvm::Value *ptr) = 0;
+  /// A load of a tensor the kernel never writes (NVPTX: ld.global.nc,
+  /// through the read-only data cache).
+  virtual llvm::Value *global_load_nc(Builder &b, llvm::Type *ty, llvm::Value *ptr) {
+    return global_load(b, ty, ptr);
+  }
 
   // -- Event protocol --------------------------------------------------------
   /// atom.release.gpu.add.u32; returns the old value (i32).

@@ -117,10 +117,20 @@ public:
     return b.CreateAddrSpaceCast(smem_, b.getPtrTy(0));
   }
 
+  // Tensor data is global memory: ld.global / st.global, not generic.
   llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
-    return b.CreateLoad(ty, p);
+    return b.CreateLoad(ty, b.CreateAddrSpaceCast(p, b.getPtrTy(1)));
   }
-  void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override { b.CreateStore(v, p); }
+  void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override {
+    b.CreateStore(v, b.CreateAddrSpaceCast(p, b.getPtrTy(1)));
+  }
+  // !invariant.load on a global load selects ld.global.nc
+  // (shared/design/GPU-CODEGEN.md section 5).
+  llvm::Value *global_load_nc(Builder &b, llvm::Type *ty, llvm::Value *p) override {
+    llvm::LoadInst *l = b.CreateLoad(ty, b.CreateAddrSpaceCast(p, b.getPtrTy(1)));
+    l->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b.getContext(), {}));
+    return l;
+  }
 
   llvm::Value *atomic_add_release(Builder &b, llvm::Value *p, llvm::Value *v) override {
     llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));

@@ -88,11 +88,16 @@ public:
 
   llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
     check(b, p, ty, false);
-    return b.CreateLoad(ty, p);
+    llvm::LoadInst *l = b.CreateLoad(ty, p);
+    if (ty->isVectorTy()) // x86 takes any element-aligned vector (movups)
+      l->setAlignment(llvm::Align(ty->getScalarSizeInBits() / 8));
+    return l;
   }
   void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override {
     check(b, p, v->getType(), true);
-    b.CreateStore(v, p);
+    llvm::StoreInst *s = b.CreateStore(v, p);
+    if (v->getType()->isVectorTy())
+      s->setAlignment(llvm::Align(v->getType()->getScalarSizeInBits() / 8));
   }
   llvm::Value *atomic_add_release(Builder &b, llvm::Value *p, llvm::Value *v) override {
     return call(b, kOp_atomic_add_release, b.getInt32Ty(), {p, v});
