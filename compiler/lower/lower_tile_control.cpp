@@ -89,6 +89,19 @@ struct PortCheck {
     case TileOpKind::Wait:
     case TileOpKind::Notify:
       return;
+    case TileOpKind::Reshape: { // a renaming only: to a scalar, or bases kept
+      const TValue &a = f.values[size_t(op.operands[0])], &r = f.values[size_t(op.results[0])];
+      if (!r.is_tile()) {
+        if (a.numel() != 1)
+          fail("reshape");
+        return;
+      }
+      std::optional<Layout> l =
+          a.layout >= 0 ? reshape_layout(f.layouts[size_t(a.layout)], r.shape) : std::nullopt;
+      if (!l || r.layout < 0 || *l != f.layouts[size_t(r.layout)])
+        fail("reshape through scratch");
+      return;
+    }
     case TileOpKind::Arange:
       if (f.values[size_t(op.results[0])].shape.size() != 1)
         fail("arange");

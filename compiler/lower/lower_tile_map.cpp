@@ -5,6 +5,8 @@
 // layout, so a map works register by register (the arithmetic is the AST
 // path's: Lowerer::arith, compare, select, convert_scalar, math_reg). A
 // splat fills every register; `arange` converts the register's coordinate;
+// a `reshape` that keeps the layout's bases (or makes a one-element tile a
+// scalar: every thread holds it in register 0) renames registers;
 // `expand` and `broadcast` only rename registers (their operand layouts are
 // built so that the register holding coordinate c of the result holds the
 // operand's element at c with the broadcast dims at 0). `convert_layout`
@@ -169,6 +171,13 @@ void Lowerer::tile_shape_op(const TOp &op) {
                          ": no operand register for a result register");
       res.push_back(it->second);
     }
+    return;
+  }
+  case TileOpKind::Reshape: { // same bases (tile_unported checked): same registers
+    const std::vector<llvm::Value *> &in = tregs[size_t(op.operands[0])];
+    if (in.empty() || (out.is_tile() && in.size() != nregs))
+      throw LowerError("tile IR reshape that is not a renaming");
+    res = out.is_tile() ? in : std::vector<llvm::Value *>{in[0]};
     return;
   }
   default:

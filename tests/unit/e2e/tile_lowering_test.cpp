@@ -284,3 +284,44 @@ TEST_CASE("tile lowering: --tile-lowering=false takes the AST path for every bod
   CHECK(count(tile, "ld.global.nc.v4.") >= 1);
   CHECK(count(ast, "ld.global.nc.") == 0); // the AST path has no .nc loads
 }
+
+TEST_CASE("tile lowering: reductions across warps, padded tiles, rank-0 stores") {
+  // [4, 96] over 128 threads: rows on warps, the padded 128 columns on lanes
+  // and registers; sum(.., axis = 0) crosses the warps (scratch step), the
+  // full sum reaches a rank-0 store, max sees padded elements as -inf.
+  const char *src = R"(
+kernel k<N: dim>(x: tensor<f32>[4, 96], c: tensor<f32>[96], s: tensor<f32>[1], m: tensor<f32>[4]) {
+  task t[u in 0 .. 1] {
+    let a = load(x[0 .. +4, 0 .. +96]);
+    store(c[0 .. +96], sum(a, axis = 0));
+    store(s[0], sum(sum(a, axis = 1), axis = 0));
+    store(m[0 .. +4], max(a - 10.0, axis = 1));
+  }
+}
+)";
+  std::vector<float> x = random_floats(4 * 96, 11), c(96), s(1), m(4);
+  RunOptions run;
+  run.threads_per_cta = 128;
+  std::string err = compile_and_run(src, "tile_reduce", {{"N", 1}},
+                                    {{"x", x.data(), ETL_F32, {4, 96}},
+                                     {"c", c.data(), ETL_F32, {96}},
+                                     {"s", s.data(), ETL_F32, {1}},
+                                     {"m", m.data(), ETL_F32, {4}}},
+                                    run);
+  REQUIRE_MESSAGE(err.empty(), err);
+  double total = 0;
+  for (int j = 0; j < 96; ++j) {
+    double col = 0;
+    for (int i = 0; i < 4; ++i)
+      col += x[size_t(i * 96 + j)];
+    CHECK(std::fabs(col - c[size_t(j)]) < 1e-5);
+    total += col;
+  }
+  CHECK(std::fabs(total - s[0]) < 1e-4);
+  for (int i = 0; i < 4; ++i) {
+    float best = -INFINITY;
+    for (int j = 0; j < 96; ++j)
+      best = std::max(best, x[size_t(i * 96 + j)] - 10.0f);
+    CHECK(m[size_t(i)] == best);
+  }
+}
