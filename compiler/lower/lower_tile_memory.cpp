@@ -9,10 +9,12 @@
 // a fixed component is tested too. Element offsets are 32-bit where every
 // offset of the tensor fits in 31 bits (`idx32`). Loads of tensors the
 // kernel never writes take the non-coherent path (Machine::global_load_nc:
-// ld.global.nc on NVPTX). A store is done by one thread per replica group
-// (lanes or warps whose layout basis is 0 hold the same element) and skips
-// registers that repeat lower ones. Out-of-bounds and masked-off elements
-// are neither read (they get `pad`) nor written, as on the AST path.
+// ld.global.nc on NVPTX). The offsets' alignment is proven; the tensor's
+// base is tested once per access (uniform, hoisted): a base that is not a
+// multiple of the vector's size takes scalar accesses. A store is done by one thread per replica
+// group (lanes or warps whose layout basis is 0 hold the same element) and skips registers that
+// repeat lower ones. Out-of-bounds and masked-off elements are neither read (they get `pad`) nor
+// written, as on the AST path.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -120,6 +122,15 @@ std::pair<llvm::Value *, llvm::Value *> element_at(Lowerer &L, const Slice &s, c
   return {p, ok};
 }
 
+/// i1, uniform: the tensor's base address is a multiple of `n` elements
+/// (tensors from etlMalloc / cuMemAlloc are; a binding of a pointer into
+/// the middle of an allocation may not be).
+llvm::Value *aligned_base_of(Lowerer &L, const Slice &s, unsigned n) {
+  llvm::Value *a = L.b.CreatePtrToInt(s.base, L.b.getInt64Ty());
+  return L.b.CreateICmpEQ(L.b.CreateAnd(a, L.b.getInt64(uint64_t(n) * s.bytes - 1)),
+                          L.b.getInt64(0));
+}
+
 double pad_number(const std::string &s) {
   if (s.empty())
     return 0;
@@ -133,6 +144,7 @@ double pad_number(const std::string &s) {
 } // namespace
 
 void Lowerer::tile_load(const TOp &op) {
+  auto aligned_base = [this](const Slice &sl, unsigned n) { return aligned_base_of(*this, sl, n); };
   int rv = op.results[0];
   const TValue &tv = tf->values[size_t(rv)];
   Slice s = slice_of(*this, op);
@@ -155,10 +167,41 @@ void Lowerer::tile_load(const TOp &op) {
     ok = and_of(*this, ok, in);
     llvm::Type *ty = n > 1 ? llvm::FixedVectorType::get(ety, n) : ety;
     auto load = [&] {
-      llvm::Value *v = op.mem.non_coherent ? m.global_load_nc(b, ty, p) : m.global_load(b, ty, p);
+      auto one = [&](llvm::Type *t, llvm::Value *at) {
+        return op.mem.non_coherent ? m.global_load_nc(b, t, at) : m.global_load(b, t, at);
+      };
       std::vector<llvm::Value *> r;
+      if (n == 1) {
+        r.push_back(widen(one(ety, p)));
+        return r;
+      }
+      // The prover aligned the offsets; the tensor's base is checked here
+      // (uniform): a base off the vector size takes n scalar accesses.
+      auto *vb = llvm::BasicBlock::Create(ctx, "tload.vec", fn);
+      auto *sb = llvm::BasicBlock::Create(ctx, "tload.scalar", fn);
+      auto *jb = llvm::BasicBlock::Create(ctx, "tload.join", fn);
+      b.CreateCondBr(aligned_base(s, n), vb, sb);
+      b.SetInsertPoint(vb);
+      llvm::Value *v = one(ty, p);
+      std::vector<llvm::Value *> fast;
       for (unsigned e = 0; e < n; ++e)
-        r.push_back(widen(n > 1 ? b.CreateExtractElement(v, uint64_t(e)) : v));
+        fast.push_back(widen(b.CreateExtractElement(v, uint64_t(e))));
+      llvm::BasicBlock *vend = b.GetInsertBlock();
+      b.CreateBr(jb);
+      b.SetInsertPoint(sb);
+      std::vector<llvm::Value *> slow;
+      for (unsigned e = 0; e < n; ++e)
+        slow.push_back(
+            widen(one(ety, b.CreateGEP(b.getInt8Ty(), p, b.getInt64(uint64_t(e) * s.bytes)))));
+      llvm::BasicBlock *send = b.GetInsertBlock();
+      b.CreateBr(jb);
+      b.SetInsertPoint(jb);
+      for (unsigned e = 0; e < n; ++e) {
+        llvm::PHINode *phi = b.CreatePHI(rty, 2);
+        phi->addIncoming(fast[e], vend);
+        phi->addIncoming(slow[e], send);
+        r.push_back(phi);
+      }
       return r;
     };
     if (!ok) {
@@ -203,6 +246,7 @@ void Lowerer::tile_load(const TOp &op) {
 }
 
 void Lowerer::tile_store(const TOp &op) {
+  auto aligned_base = [this](const Slice &sl, unsigned n) { return aligned_base_of(*this, sl, n); };
   int vv = op.operands[0];
   const TValue &tv = tf->values[size_t(vv)];
   Slice s = slice_of(*this, op);
@@ -221,15 +265,26 @@ void Lowerer::tile_store(const TOp &op) {
     llvm::Value *p = addr;
     ok = and_of(*this, ok, in);
     auto store = [&] {
-      llvm::Value *v;
       if (xs.size() == 1) {
-        v = narrow(xs[0]);
-      } else {
-        v = llvm::PoisonValue::get(llvm::FixedVectorType::get(ety, unsigned(xs.size())));
-        for (size_t e = 0; e < xs.size(); ++e)
-          v = b.CreateInsertElement(v, narrow(xs[e]), uint64_t(e));
+        m.global_store(b, narrow(xs[0]), p);
+        return;
       }
+      auto *vb = llvm::BasicBlock::Create(ctx, "tstore.vec", fn);
+      auto *sb = llvm::BasicBlock::Create(ctx, "tstore.scalar", fn);
+      auto *jb = llvm::BasicBlock::Create(ctx, "tstore.join", fn);
+      b.CreateCondBr(aligned_base(s, unsigned(xs.size())), vb, sb);
+      b.SetInsertPoint(vb);
+      llvm::Value *v = llvm::PoisonValue::get(llvm::FixedVectorType::get(ety, unsigned(xs.size())));
+      for (size_t e = 0; e < xs.size(); ++e)
+        v = b.CreateInsertElement(v, narrow(xs[e]), uint64_t(e));
       m.global_store(b, v, p);
+      b.CreateBr(jb);
+      b.SetInsertPoint(sb);
+      for (size_t e = 0; e < xs.size(); ++e)
+        m.global_store(b, narrow(xs[e]),
+                       b.CreateGEP(b.getInt8Ty(), p, b.getInt64(uint64_t(e) * s.bytes)));
+      b.CreateBr(jb);
+      b.SetInsertPoint(jb);
     };
     if (ok)
       if_then(ok, store);

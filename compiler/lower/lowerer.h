@@ -5,7 +5,12 @@
 // register-tile value, and the Lowerer that walks one kernel and emits LLVM IR
 // against a Machine. Not included outside compiler/lower.
 //
-// Tile layout: a tile of static shape S (rank 0..3, numel elements) is spread
+// Two paths: a task body whose tile IR (compiler/tile) has only ported ops
+// is lowered from it (lower_tile_control/memory/map/reduce.cpp: registers
+// per the IR's layouts, see lower_tile_control.cpp); every other body is
+// lowered from the AST with the implicit layout below.
+//
+// AST path tile layout: a tile of static shape S (rank 0..3, numel elements) is spread
 // over the CTA's T threads; thread `tid` owns the row-major linear elements
 // e = tid + k*T for k = 0 .. ceil(numel/T)-1 (e >= numel: dead). Every thread
 // keeps its elements as SSA values (`TileVal::regs[k]`); locals live in

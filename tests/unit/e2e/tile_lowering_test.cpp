@@ -5,7 +5,8 @@
 // from the tile IR (lower/lower_tile_*.cpp):
 //
 //   sim      the results are right (rowsum, also under the race check, which
-//            sees 16-byte accesses); the profile shows >= 90 % of global
+//            sees 16-byte accesses, and with a base address off 16 bytes,
+//            which takes the scalar fallback); the profile shows >= 90 % of global
 //            bytes moved by 128-bit lane accesses (rowsum, softmax; gemv's
 //            weights all, the whole program >= 80 %: its x vector and the
 //            partial sums are 32-bit), sector efficiency >= 90 % (the
@@ -154,18 +155,22 @@ TEST_CASE("tile lowering: the PTX of rowsum, softmax and gemv loads with ld.glob
     }
 }
 
-TEST_CASE("tile lowering: rowsum on sim with 128-bit loads is right, also under the race check") {
+TEST_CASE("tile lowering: rowsum on sim with 128-bit loads is right, also under the race check "
+          "and with a tensor base off 16 bytes (the scalar fallback)") {
   std::string src = with_where("rowsum", "N % 4 == 0");
-  for (bool race : {false, true}) {
+  for (int mode = 0; mode < 3; ++mode) {
+    bool race = mode == 1, offset = mode == 2;
     CAPTURE(race);
+    CAPTURE(offset);
     const int64_t M = 40, N = 388; // ragged: neither is a multiple of the tile
-    std::vector<float> x = random_floats(size_t(M * N), 7), y(size_t(M), 0.0f);
+    std::vector<float> buf = random_floats(size_t(M * N) + 1, 7), y(static_cast<size_t>(M), 0.0f);
+    float *x = buf.data() + (offset ? 1 : 0);
     RunOptions run;
     run.threads_per_cta = 0; // as etlc picks
     run.race_check = race;
     std::string err =
         compile_and_run(src, "tile_rowsum", {{"M", M}, {"N", N}},
-                        {{"x", x.data(), ETL_F32, {M, N}}, {"y", y.data(), ETL_F32, {M}}}, run);
+                        {{"x", x, ETL_F32, {M, N}}, {"y", y.data(), ETL_F32, {M}}}, run);
     REQUIRE_MESSAGE(err.empty(), err);
     double worst = 0;
     for (int64_t m = 0; m < M; ++m) {
