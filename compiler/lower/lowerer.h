@@ -139,7 +139,10 @@ public:
 
   // ---- lower_kernel.cpp -----------------------------------------------------
 private:
+  /// Group g's function, from its tile IR when the plan has one (falling
+  /// back to the AST path if that throws LowerError), else from the AST.
   llvm::Function *lower_group(int g);
+  llvm::Function *lower_group(int g, const TileFunc *tile);
   void emit_event_ops(const GroupPlan &gp, bool wait);
   /// One notification of element `off` (absolute counter index) of `event`,
   /// firing it for dynamic consumers when it reaches zero.
