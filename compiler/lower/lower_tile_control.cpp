@@ -7,7 +7,8 @@
 // of lower_tile.cpp. The port, op family by op family, is described in
 // docs/ARCHITECTURE.md ("Porting the lowering to the tile IR").
 //
-//   Scalar   `index` from its Sym (dims, task and loop variables), `const`;
+//   Scalar   `index` from its Sym (dims, task and loop variables), `const`
+//            (a number, or `$name`: a scalar parameter's argument slot);
 //   Control  `for` with iter_args as phis, `yield`;
 //   Event    `ev.wait` / `ev.notify` are the group's event protocol, which
 //            lower_kernel.cpp emits around the body (waits open it,
@@ -295,6 +296,15 @@ void Lowerer::tile_op(const TOp &op) {
     if (op.kind == TileOpKind::Index) {
       tregs[size_t(op.results[0])] = {sym_value(*op.sym)};
       return;
+    }
+    if (!op.attr.empty() && op.attr[0] == '$') { // a scalar parameter
+      const auto &sc = plan.kernel->scalars;
+      for (size_t i = 0; i < sc.size(); ++i)
+        if ("$" + sc[i].name == op.attr) {
+          tregs[size_t(op.results[0])] = scalar_param(int(i)).regs;
+          return;
+        }
+      throw LowerError("tile IR names an unknown scalar parameter " + op.attr);
     }
     double v = parse_number(op.attr);
     llvm::Value *c = rv.index || rv.elem == ElemType::I64

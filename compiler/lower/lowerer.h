@@ -237,6 +237,7 @@ public:
   /// A scalar parameter's value, read from its argument slot (the value's
   /// bits in the slot's low bytes) into its register type.
   TileVal scalar_param(const Expr &e);
+  TileVal scalar_param(int index); ///< kernel scalar `index`
 
   // ---- lower_tile.cpp -------------------------------------------------------
   TileVal value(const Expr &e);

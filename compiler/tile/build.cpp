@@ -300,6 +300,10 @@ private:
         return locals_[size_t(e.ref_index)];
       if (e.ref == NameRef::Builtin)
         return constant(INFINITY, ElemType::F32, e.range);
+      if (e.ref == NameRef::Scalar && e.ref_index >= 0 &&
+          size_t(e.ref_index) < k_.scalars.size()) // a scalar parameter: `const $name`
+        return emit(make(TileOpKind::Const, e.range, {}, "$" + e.name),
+                    k_.scalars[size_t(e.ref_index)].elem, {});
       if (e.ref == NameRef::Const)
         return constant(p_.consts[size_t(e.ref_index)].float_folded, want, e.range);
       return index_value(e);
