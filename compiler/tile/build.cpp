@@ -278,7 +278,7 @@ private:
     TOp op = make(TileOpKind::Index, e.range, {}, e.sym ? e.sym->str() : "?");
     op.sym = e.sym;
     if (!e.sym)
-      untiled("an index that reads data or a scalar parameter");
+      untiled("an index that reads data");
     return emit(op, ElemType::I64, {}, true);
   }
 
