@@ -165,6 +165,12 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
                    "Contract multiply-add into fused fma on GPU targets (true or false; sim "
                    "never fuses)")
       ->capture_default_str();
+  // Hidden: `--tile-lowering=false` lowers every task body from the AST (the
+  // pre-tile-IR path), for comparisons; so does ETL_TILE_LOWERING=0.
+  compile
+      ->add_option("--tile-lowering", opts.tile_lowering,
+                   "Lower task bodies from the tile IR where every op is ported")
+      ->group("");
 
   // clang spells these with one dash; CLI11 takes multi-letter options with
   // two.

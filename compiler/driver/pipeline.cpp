@@ -27,8 +27,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iomanip>
+#include <iostream>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -199,6 +202,21 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
   return true;
 }
 
+/// The tile IR the back end lowers from (after layout assignment), or
+/// nullopt when it does not verify (every body then takes the AST path).
+/// Remarks go nowhere: --emit=tile reports them.
+std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads) {
+  const KernelDecl &k = c.program->kernels[0];
+  TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
+  if (!verify_tile(m).empty())
+    return std::nullopt;
+  Diag quiet(c.sm);
+  assign_layouts(m, k, c.graph, quiet);
+  if (!verify_tile(m).empty())
+    return std::nullopt;
+  return m;
+}
+
 } // namespace
 
 bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error) {
@@ -340,8 +358,18 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   BackendOptions bopts;
   bopts.threads_per_cta = threads;
   bopts.fmad = opts.fmad;
+  std::optional<TileModule> tiles;
+  const char *env_tiles = std::getenv("ETL_TILE_LOWERING");
+  if (opts.tile_lowering && !(env_tiles && std::string(env_tiles) == "0")) {
+    tiles = timer.run("tile", [&] { return lowering_tiles(c, threads); });
+    if (tiles)
+      bopts.tiles = &*tiles;
+  }
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
+  if (std::getenv("ETL_TILE_DEBUG"))
+    for (const auto &[grp, path] : be.lowering)
+      std::cerr << "lowering " << grp << ": " << path << "\n";
   if (!be.ok && be.resource_limit) {
     c.diag.error(DiagId::ResourceLimit, none, {be.error});
     return kExitProgramError;

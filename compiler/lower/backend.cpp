@@ -147,6 +147,7 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
         u.idx.push_back(x.get());
     return u;
   };
+  std::vector<std::pair<std::string, std::string>> paths;
   for (const TaskGroup &tg : g.groups) {
     GroupPlan gp;
     gp.name = tg.name;
@@ -158,9 +159,19 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
     }
     for (int n : tg.notifies)
       gp.notifies.push_back(edge_use(n));
+    if (opts.tiles)
+      for (const TileFunc &f : opts.tiles->funcs)
+        if (f.name == tg.name && tg.decl) {
+          std::string why = tile_unported(f, k, *tg.decl, opts.threads_per_cta);
+          if (why.empty())
+            gp.tile = &f;
+          paths.emplace_back(tg.name, why.empty() ? "tile IR" : "AST (" + why + ")");
+        }
     plan.groups.push_back(std::move(gp));
   }
-  return run_plan(plan, targets, opts);
+  BackendResult res = run_plan(plan, targets, opts);
+  res.lowering = std::move(paths);
+  return res;
 }
 
 } // namespace etl

@@ -16,6 +16,7 @@
 
 #include "ast/ast.h"
 #include "taskgraph/taskgraph.h"
+#include "tile/ir.h"
 
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ struct BackendOptions {
   int opt_level = 2;
   /// Multiply-add contraction on NVPTX (target/machine.h, MachineOptions).
   bool fmad = true;
+  /// The kernel's tile IR after layout assignment (tile/passes.h), or null.
+  /// A task body whose ops are all ported is lowered from it
+  /// (lower/lower_tile_*.cpp), every other one from the AST.
+  const TileModule *tiles = nullptr;
 };
 
 struct TargetOutput {
@@ -44,6 +49,9 @@ struct BackendResult {
   unsigned threads_per_cta = 0;
   unsigned smem_bytes = 0; ///< dynamic shared memory the kernel needs per CTA
   std::vector<TargetOutput> outputs;
+  /// Per task group: "tile IR" or "AST (why)", the path its body took
+  /// (empty when no tile IR was given).
+  std::vector<std::pair<std::string, std::string>> lowering;
 };
 
 /// The most elements of any tile value in `k`'s task bodies (sema's types).

@@ -22,9 +22,15 @@ TileVal Lowerer::scalar_param(const Expr &e) {
   if (e.ref_index < 0 || size_t(e.ref_index) >= scalars.size() ||
       scalars[size_t(e.ref_index)].name != e.name)
     throw LowerError("unknown scalar parameter '" + e.name + "'");
+  return scalar_param(e.ref_index);
+}
+
+TileVal Lowerer::scalar_param(int index) {
+  const auto &scalars = plan.kernel->scalars;
+  const std::string &name = scalars.at(size_t(index)).name;
   TileVal r;
-  r.elem = scalars[size_t(e.ref_index)].elem;
-  llvm::Value *bits = arg_slot_i64(scalar_slot(e.ref_index));
+  r.elem = scalars[size_t(index)].elem;
+  llvm::Value *bits = arg_slot_i64(scalar_slot(index));
   llvm::Value *v = nullptr;
   switch (r.elem) {
   case ElemType::F32:
@@ -55,7 +61,7 @@ TileVal Lowerer::scalar_param(const Expr &e) {
   case ElemType::U4:
   case ElemType::F8E4M3: // sema refuses FP8 scalars (ScalarParamFp8)
   case ElemType::F8E5M2:
-    throw LowerError("scalar parameter '" + e.name + "' is " + spelling(r.elem));
+    throw LowerError("scalar parameter '" + name + "' is " + spelling(r.elem));
   }
   r.regs = {v};
   return r;

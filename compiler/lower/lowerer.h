@@ -5,7 +5,12 @@
 // register-tile value, and the Lowerer that walks one kernel and emits LLVM IR
 // against a Machine. Not included outside compiler/lower.
 //
-// Tile layout: a tile of static shape S (rank 0..3, numel elements) is spread
+// Two paths: a task body whose tile IR (compiler/tile) has only ported ops
+// is lowered from it (lower_tile_control/memory/map/reduce.cpp: registers
+// per the IR's layouts, see lower_tile_control.cpp); every other body is
+// lowered from the AST with the implicit layout below.
+//
+// AST path tile layout: a tile of static shape S (rank 0..3, numel elements) is spread
 // over the CTA's T threads; thread `tid` owns the row-major linear elements
 // e = tid + k*T for k = 0 .. ceil(numel/T)-1 (e >= numel: dead). Every thread
 // keeps its elements as SSA values (`TileVal::regs[k]`); locals live in
@@ -39,6 +44,7 @@
 #include "ast/ast.h"
 #include "target/machine.h"
 #include "taskgraph/taskgraph.h"
+#include "tile/ir.h"
 
 #include <functional>
 #include <map>
@@ -69,6 +75,9 @@ struct GroupPlan {
   /// Parallel to `waits` for dynamic groups; an empty solved_by means
   /// "enumerate every variable" (always correct, just slower).
   std::vector<EdgeInverse> wait_inverse;
+  /// The body's tile IR when every op of it is ported (lower_tile_*.cpp);
+  /// null: the body is lowered from the AST.
+  const TileFunc *tile = nullptr;
 };
 
 struct KernelPlan {
@@ -95,6 +104,11 @@ constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
 /// every this many tasks, or after this many nanoseconds (lower_kernel.cpp).
 constexpr uint32_t kPollEveryTasks = 16;
 constexpr uint64_t kPollEveryNs = 1000000;
+
+/// Why `f` (the tile IR of task `t`'s body) cannot take the tile lowering
+/// path with `threads` threads per CTA; empty when it can.
+std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
+                          unsigned threads);
 
 /// A register tile (or a uniform scalar when `shape` is empty).
 struct TileVal {
@@ -135,7 +149,10 @@ public:
 
   // ---- lower_kernel.cpp -----------------------------------------------------
 private:
+  /// Group g's function, from its tile IR when the plan has one (falling
+  /// back to the AST path if that throws LowerError), else from the AST.
   llvm::Function *lower_group(int g);
+  llvm::Function *lower_group(int g, const TileFunc *tile);
   void emit_event_ops(const GroupPlan &gp, bool wait);
   /// One notification of element `off` (absolute counter index) of `event`,
   /// firing it for dynamic consumers when it reaches zero.
@@ -230,6 +247,7 @@ public:
   /// A scalar parameter's value, read from its argument slot (the value's
   /// bits in the slot's low bytes) into its register type.
   TileVal scalar_param(const Expr &e);
+  TileVal scalar_param(int index); ///< kernel scalar `index`
 
   // ---- lower_tile.cpp -------------------------------------------------------
   TileVal value(const Expr &e);
@@ -303,6 +321,43 @@ public:
   TileVal arg_reduce_serial(const TileVal &v, int axis, bool is_max);
   /// Source line of the reduction being lowered (sim's divergence report).
   unsigned cur_line = 0;
+
+  // ---- lower_tile_control.cpp, lower_tile_memory.cpp, lower_tile_map.cpp,
+  //      lower_tile_reduce.cpp: the tile IR path ---------------------------
+  /// The body of a task from its tile IR (every op ported): a value's
+  /// registers hold the elements its layout gives the thread, register r at
+  /// hardware index (r, lane, warp).
+  void lower_tile_body(const TileFunc &f);
+  void tile_ops(const std::vector<TOp> &ops);
+  void tile_op(const TOp &op);
+  void tile_for(const TOp &op);
+  /// A uniform i64 from a symbolic expression (dims, task and loop vars).
+  llvm::Value *sym_value(const Sym &s);
+  /// The registers of value `v` (one for a scalar) as a TileVal.
+  TileVal tval(int v) const;
+  const Layout &layout_of(int v) const;
+  /// Per dim, the coordinate (i64) this thread's lane and warp bits
+  /// contribute; register r adds its field of Layout::apply(r, 0, 0) (XOR).
+  const std::vector<llvm::Value *> &thread_dims(const Layout &l);
+  /// Per dim, the coordinate (i64) of register `r` of layout `l`.
+  std::vector<llvm::Value *> reg_coords(const Layout &l, uint32_t r);
+  /// i1: the element of register r lies inside the logical shape (null:
+  /// always), for shapes padded to powers of two.
+  llvm::Value *reg_alive(const Layout &l, uint32_t r);
+  /// i1: this thread writes for its replica group (null: every thread).
+  llvm::Value *replica_writer(const Layout &l);
+  /// Does register r repeat a lower register (a zero register basis)?
+  static bool reg_replica(const Layout &l, uint32_t r);
+  void tile_load(const TOp &op);
+  void tile_store(const TOp &op);
+  void tile_elementwise(const TOp &op);
+  void tile_shape_op(const TOp &op);
+  void tile_convert(const TOp &op);
+  void tile_reduce(const TOp &op);
+  const TileFunc *tf = nullptr;
+  std::vector<std::vector<llvm::Value *>> tregs; ///< per value id
+  std::map<std::string, llvm::Value *> tile_loop_vars;
+  std::map<const Layout *, std::vector<llvm::Value *>> tcoord_cache;
 
   // ---- helpers (lower_kernel.cpp) -------------------------------------------
   llvm::Type *reg_type(ElemType t) const;

@@ -385,4 +385,31 @@ Sym::eval(const std::function<std::optional<int64_t>(const std::string &)> &env)
   return sum;
 }
 
+void *Sym::emit(const EmitOps &ops) const {
+  if (node_->overflow)
+    return nullptr;
+  static const char *names[] = {"", "cdiv", "floordiv", "mod", "min", "max"};
+  void *sum = nullptr;
+  for (const auto &[m, c] : terms(*this)) {
+    void *t = m.empty() || c != 1 ? ops.constant(c) : nullptr;
+    for (const auto &[atom, e] : m) {
+      void *v = nullptr;
+      if (atom.kind == AtomKind::Symbol) {
+        v = ops.symbol(atom.name);
+      } else {
+        void *l = atom.lhs.emit(ops), *r = atom.rhs.emit(ops);
+        if (!l || !r)
+          return nullptr;
+        v = ops.binary(names[int(atom.kind)], l, r);
+      }
+      if (!v)
+        return nullptr;
+      for (int64_t k = 0; k < e; ++k)
+        t = t ? ops.binary("mul", t, v) : v;
+    }
+    sum = sum ? ops.binary("add", sum, t) : t;
+  }
+  return sum ? sum : ops.constant(0);
+}
+
 } // namespace etl

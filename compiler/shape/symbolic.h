@@ -81,6 +81,16 @@ public:
   std::optional<int64_t>
   eval(const std::function<std::optional<int64_t>(const std::string &)> &env) const;
 
+  /// Code generation: rebuilds the expression through `ops` (a sum of
+  /// coefficient * product of atoms; `binary` gets "add", "mul", "floordiv",
+  /// "mod", "cdiv", "min" or "max"). Null for the overflow value.
+  struct EmitOps {
+    std::function<void *(int64_t)> constant;
+    std::function<void *(const std::string &)> symbol;
+    std::function<void *(const char *, void *, void *)> binary;
+  };
+  void *emit(const EmitOps &ops) const;
+
   const std::shared_ptr<const SymNode> &node() const { return node_; }
 
 private:

@@ -104,8 +104,16 @@ public:
 
   // -- Global memory ---------------------------------------------------------
   /// A load/store of tensor data (sim: check_access first).
+  /// `ty` may be a vector (`<4 x float>`, ...): one access of all of its
+  /// bytes, aligned to its size (the caller proved it; sim accepts any
+  /// element-aligned address).
   virtual llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *ptr) = 0;
   virtual void global_store(Builder &b, llvm::Value *v, llvm::Value *ptr) = 0;
+  /// A load of a tensor the kernel never writes (NVPTX: ld.global.nc,
+  /// through the read-only data cache).
+  virtual llvm::Value *global_load_nc(Builder &b, llvm::Type *ty, llvm::Value *ptr) {
+    return global_load(b, ty, ptr);
+  }
 
   /// A relaxed (monotonic), gpu-scope atomic on the tensor element at `ptr`
   /// (sim: check_access first, as an atomic): Add/Max/Min of `v` (i32, i64:

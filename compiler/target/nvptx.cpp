@@ -120,10 +120,35 @@ public:
     return b.CreateAddrSpaceCast(smem_, b.getPtrTy(0));
   }
 
+  // Tensor data is global memory: ld.global / st.global, not generic.
   llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
-    return b.CreateLoad(ty, p);
+    return b.CreateLoad(ty, b.CreateAddrSpaceCast(p, b.getPtrTy(1)));
   }
-  void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override { b.CreateStore(v, p); }
+  void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override {
+    b.CreateStore(v, b.CreateAddrSpaceCast(p, b.getPtrTy(1)));
+  }
+  // ld.global.nc through llvm.nvvm.ldg.global.{f,i} (shared/design/
+  // GPU-CODEGEN.md section 5): `!invariant.load` would do too, but the
+  // optimiser scalarises a vector load and drops it. Half elements travel
+  // as i32 (or i16) words.
+  llvm::Value *global_load_nc(Builder &b, llvm::Type *ty, llvm::Value *p) override {
+    llvm::Value *g = b.CreateAddrSpaceCast(p, b.getPtrTy(1));
+    llvm::Type *el = ty->getScalarType();
+    unsigned bits = unsigned(ty->getPrimitiveSizeInBits());
+    llvm::Type *as = ty;
+    bool fl = el->isFloatTy();
+    if (el->isHalfTy()) {
+      if (bits > 32)
+        as = llvm::FixedVectorType::get(b.getInt32Ty(), bits / 32);
+      else
+        as = bits == 32 ? b.getInt32Ty() : b.getInt16Ty();
+      fl = false;
+    }
+    llvm::Value *v = b.CreateIntrinsic(fl ? llvm::Intrinsic::nvvm_ldg_global_f
+                                          : llvm::Intrinsic::nvvm_ldg_global_i,
+                                       {as, b.getPtrTy(1)}, {g, b.getInt32(bits / 8)});
+    return as == ty ? v : b.CreateBitCast(v, ty);
+  }
   /// atom.global.{add,max,min,cas}: LLVM 16 selects the relaxed forms (no
   /// ordering qualifier, i.e. .relaxed.gpu) and expands what PTX lacks
   /// (f32 max/min) to a 32-bit cas loop.

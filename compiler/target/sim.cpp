@@ -88,11 +88,16 @@ public:
 
   llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
     check(b, p, ty, 0);
-    return b.CreateLoad(ty, p);
+    llvm::LoadInst *l = b.CreateLoad(ty, p);
+    if (ty->isVectorTy()) // x86 takes any element-aligned vector (movups)
+      l->setAlignment(llvm::Align(ty->getScalarSizeInBits() / 8));
+    return l;
   }
   void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override {
     check(b, p, v->getType(), 1);
-    b.CreateStore(v, p);
+    llvm::StoreInst *s = b.CreateStore(v, p);
+    if (v->getType()->isVectorTy())
+      s->setAlignment(llvm::Align(v->getType()->getScalarSizeInBits() / 8));
   }
   /// x86 `lock` instructions (cmpxchg loops for the float ops) on the host
   /// memory the tensors are bound to, so CTAs on different host threads

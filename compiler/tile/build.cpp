@@ -240,8 +240,16 @@ private:
     return emit(make(TileOpKind::Compare, loc, {a, c}, name), ElemType::Bool, shape);
   }
 
+  void untiled(const std::string &what) {
+    if (f_.untiled.empty())
+      f_.untiled = what;
+  }
+
   int index_value(const Expr &e) {
     TOp op = make(TileOpKind::Index, e.range, {}, e.sym ? e.sym->str() : "?");
+    op.sym = e.sym;
+    if (!e.sym)
+      untiled("an index that reads data");
     return emit(op, ElemType::I64, {}, true);
   }
 
@@ -263,6 +271,10 @@ private:
         return locals_[size_t(e.ref_index)];
       if (e.ref == NameRef::Builtin)
         return constant(INFINITY, ElemType::F32, e.range);
+      if (e.ref == NameRef::Scalar && e.ref_index >= 0 &&
+          size_t(e.ref_index) < k_.scalars.size()) // a scalar parameter: `const $name`
+        return emit(make(TileOpKind::Const, e.range, {}, "$" + e.name),
+                    k_.scalars[size_t(e.ref_index)].elem, {});
       if (e.ref == NameRef::Const)
         return constant(p_.consts[size_t(e.ref_index)].float_folded, want, e.range);
       return index_value(e);
@@ -286,6 +298,7 @@ private:
     case ExprKind::Call:
       return call(e, want);
     default:
+      untiled("an expression the tile IR has no op for");
       return constant(0, want, e.range);
     }
   }
@@ -299,7 +312,9 @@ private:
     op.tensor = tn.ref_index;
     op.tensor_name = tn.name;
     std::vector<int64_t> shape = stored ? ix.type.tile_shape : shape_of(call);
+    op.barrier_before = call.barrier_before;
     if (ix.kind != ExprKind::Index) { // a whole tensor named as a slice: not reached
+      untiled("a slice that is not x[...]");
       op.tensor = -1;
       return stored ? -1 : constant(0, ElemType::F32, call.range);
     }
@@ -355,6 +370,7 @@ private:
       const ConstDecl &c = p_.consts[size_t(e.ref_index)];
       return c.is_float ? number(c.float_folded) : std::to_string(c.folded);
     }
+    untiled("a pad that is not a constant");
     return e.sym ? e.sym->str() : "?";
   }
 
@@ -465,6 +481,7 @@ private:
     case Builtin::Reshape:
       return emit(make(TileOpKind::Reshape, e.range, {arg(0)}), want, shape);
     default:
+      untiled(std::string("builtin ") + builtin_name(f));
       return constant(0, want, e.range);
     }
   }
@@ -501,6 +518,10 @@ static const Stmt *first_untiled(const std::vector<StmtPtr> &body, std::string &
       return in;
   }
   return nullptr;
+}
+
+const Stmt *first_untiled_stmt(const TaskDecl &t, std::string &what) {
+  return first_untiled(t.body, what);
 }
 
 const Stmt *first_untiled_stmt(const KernelDecl &k, std::string &what) {

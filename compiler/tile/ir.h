@@ -15,8 +15,9 @@
 //   verify.cpp the structural, shape and layout rules of every op
 //
 // `etlc --emit=tile` prints a kernel's IR before and after layout
-// assignment. The LLVM lowering (compiler/lower) does not consume it yet:
-// docs/ARCHITECTURE.md has the plan for porting it op family by op family.
+// assignment. The LLVM lowering (compiler/lower/lower_tile_*.cpp) consumes
+// it for every task body whose ops are all ported (docs/ARCHITECTURE.md has
+// the plan and the state of the port, op family by op family).
 // Design: shared/design/TILE-IR.md.
 //
 //===----------------------------------------------------------------------===//
@@ -92,7 +93,8 @@ struct TOp {
   TileOpKind kind = TileOpKind::Const;
   std::vector<int> operands;
   std::vector<int> results;
-  std::string attr; ///< op name (add, exp, sum, ...), constant, event ...
+  std::string attr;       ///< op name (add, exp, sum, ...), constant, event ...
+  std::optional<Sym> sym; ///< Index: the expression (nullopt: reads data)
   int axis = -1;
   SourceRange loc;
   // Memory:
@@ -101,6 +103,9 @@ struct TOp {
   std::vector<SlicePart> parts;
   int mask = -1;   ///< operand id of mask=, or -1
   std::string pad; ///< load pad= (printed), empty: 0
+  /// A CTA barrier goes before the access: an earlier access of the task
+  /// may conflict (sema/hazards.h, Expr::barrier_before).
+  bool barrier_before = false;
   MemFacts mem;
   // Control: for var in lo .. hi step s; `block_args` are the iter_args
   // inside `body` (operands: the initial values; results: the final ones).
@@ -122,6 +127,10 @@ struct TileFunc {
   std::vector<TOp> body;
   std::vector<Layout> layouts; ///< after assignment: #L0, #L1, ...
   bool assigned = false;
+  /// The first construct of the body the IR does not express (a builtin or
+  /// expression build_tile_ir has no op for); empty when it expresses all.
+  /// The LLVM lowering keeps such a body on its AST path.
+  std::string untiled;
 };
 
 struct TileModule {
@@ -141,6 +150,8 @@ TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program 
 /// them, --emit=tile refuses them with TileIrUnsupported), with `what` set
 /// to its spelling; nullptr when build_tile_ir covers every statement.
 const Stmt *first_untiled_stmt(const KernelDecl &k, std::string &what);
+/// The same for one task body.
+const Stmt *first_untiled_stmt(const TaskDecl &t, std::string &what);
 /// Warps tile ops use.
 unsigned tile_warps(unsigned threads);
 

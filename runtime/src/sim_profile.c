@@ -98,8 +98,9 @@ typedef struct prof_request {
   int shared;       /* a shared-memory request: words, not sectors */
   uint32_t n_words; /* shared: distinct 4-byte words (offset / 4) */
   uint64_t words[64];
-  uint32_t lanes; /* mask */
-  uint64_t bytes; /* distinct bytes: lanes reading one address (a broadcast) count once */
+  uint32_t lanes;    /* mask */
+  uint64_t bytes;    /* distinct bytes: lanes reading one address (a broadcast) count once */
+  uint64_t bytes128; /* of them, moved by 16-byte (128-bit) lane accesses */
   uint32_t n_addrs;
   uint64_t addrs[32];
   uint32_t n_sectors;
@@ -110,7 +111,7 @@ typedef struct prof_site {
   uint64_t site;
   uint32_t group;
   int is_store, shared;
-  uint64_t requests, lanes, bytes, sectors, wavefronts;
+  uint64_t requests, lanes, bytes, sectors, wavefronts, bytes128;
 } prof_site;
 
 typedef struct prof_cta {
@@ -246,8 +247,11 @@ static void record(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, u
     r->shared = shared;
   }
   r->lanes |= 1u << (tid % 32);
-  if (add_unique(r->addrs, &r->n_addrs, 32, addr))
+  if (add_unique(r->addrs, &r->n_addrs, 32, addr)) {
     r->bytes += bytes; /* lanes reading one address count it once */
+    if (bytes >= 16)
+      r->bytes128 += bytes;
+  }
   if (shared) {
     for (uint64_t w = addr / 4; w <= (addr + bytes - 1) / 4; ++w)
       add_unique(r->words, &r->n_words, 64, w);
@@ -308,6 +312,7 @@ void etl_profile_flush(etl_profile *p, uint32_t cta) {
     c->tot_wavefronts += r->shared ? wavefronts(r) : 0;
     s->lanes += (uint64_t)__builtin_popcount(r->lanes);
     s->bytes += r->bytes;
+    s->bytes128 += r->bytes128;
     s->sectors += r->n_sectors;
     if (r->shared)
       s->wavefronts += wavefronts(r);
@@ -356,13 +361,14 @@ etl_profile_sample_t *etl_profile_take_samples(etl_profile *p, size_t *n) {
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 typedef struct totals {
-  uint64_t requests, lanes, bytes, sectors, wavefronts;
+  uint64_t requests, lanes, bytes, sectors, wavefronts, bytes128;
 } totals;
 
 static void add(totals *t, const prof_site *s) {
   t->requests += s->requests;
   t->lanes += s->lanes;
   t->bytes += s->bytes;
+  t->bytes128 += s->bytes128;
   t->sectors += s->sectors;
   t->wavefronts += s->wavefronts;
 }
@@ -378,10 +384,12 @@ static void json_shared(FILE *f, const totals *t) {
 
 static void json_totals(FILE *f, const totals *t) {
   fprintf(f,
-          "{\"requests\": %llu, \"bytes_requested\": %llu, \"sectors\": %llu, "
+          "{\"requests\": %llu, \"bytes_requested\": %llu, \"bytes_128bit\": %llu, "
+          "\"sectors\": %llu, "
           "\"sectors_per_request\": %.4f, \"efficiency\": %.4f, \"lane_utilization\": %.4f}",
           (unsigned long long)t->requests, (unsigned long long)t->bytes,
-          (unsigned long long)t->sectors, ratio((double)t->sectors, (double)t->requests),
+          (unsigned long long)t->bytes128, (unsigned long long)t->sectors,
+          ratio((double)t->sectors, (double)t->requests),
           ratio((double)t->bytes, 32.0 * (double)t->sectors),
           ratio((double)t->lanes, 32.0 * (double)t->requests));
 }
@@ -439,6 +447,7 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
       all[m_rows - 1].requests += all[k].requests;
       all[m_rows - 1].lanes += all[k].lanes;
       all[m_rows - 1].bytes += all[k].bytes;
+      all[m_rows - 1].bytes128 += all[k].bytes128;
       all[m_rows - 1].sectors += all[k].sectors;
       all[m_rows - 1].wavefronts += all[k].wavefronts;
     } else {
@@ -504,7 +513,7 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
       const prof_site *s = &all[k];
       if (!(s->group == g || (g == m->n_groups && s->group >= m->n_groups)))
         continue;
-      totals one = {s->requests, s->lanes, s->bytes, s->sectors, s->wavefronts};
+      totals one = {s->requests, s->lanes, s->bytes, s->sectors, s->wavefronts, s->bytes128};
       const char *space = s->shared ? "shared" : "global";
       fprintf(f, "%s\n       {\"site\": \"0x%llx\", \"kind\": \"%s\", \"space\": \"%s\", \"%s\": ",
               first ? "" : ",", (unsigned long long)(s->site - code_base),

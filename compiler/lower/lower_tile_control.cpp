@@ -1,0 +1,452 @@
+//===- lower/lower_tile_control.cpp - The tile IR path: dispatch, Scalar, Control, Event -===//
+//
+// What this owns: the switch between the two lowering paths and the tile IR
+// ops of the Scalar, Control and Event families. A task body whose tile IR
+// (tile/ir.h, after layout assignment) has only ported ops is lowered from
+// it (tile_unported says which bodies); every other body keeps the AST path
+// of lower_tile.cpp. The port, op family by op family, is described in
+// docs/ARCHITECTURE.md ("Porting the lowering to the tile IR").
+//
+//   Scalar   `index` from its Sym (dims, task and loop variables), `const`
+//            (a number, or `$name`: a scalar parameter's argument slot);
+//   Control  `for` with iter_args as phis, `yield`;
+//   Event    `ev.wait` / `ev.notify` are the group's event protocol, which
+//            lower_kernel.cpp emits around the body (waits open it,
+//            notifies close it, as in the IR), so here they emit nothing.
+//
+// Registers: value v of layout L holds L.num_regs() registers; register r
+// of the thread with lane l and warp w is element L.apply(r, l, w). Scalars
+// (and index values) are one uniform register. The families of the other
+// files: Memory (lower_tile_memory.cpp), Elementwise, Shape and Layout
+// (lower_tile_map.cpp), Reduction (lower_tile_reduce.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include "tile/layout.h"
+
+#include <llvm/IR/Constants.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+namespace etl {
+
+namespace {
+
+bool one_of(const std::string &s, std::initializer_list<const char *> names) {
+  for (const char *n : names)
+    if (s == n)
+      return true;
+  return false;
+}
+
+struct PortCheck {
+  const TileFunc &f;
+  const TaskDecl &t;
+  std::set<std::string> known;
+  std::string why;
+
+  bool sym_ok(const std::optional<Sym> &s) {
+    if (!s)
+      return false;
+    for (const std::string &n : s->symbols())
+      if (!known.count(n))
+        return false;
+    return true;
+  }
+  void fail(const std::string &w) {
+    if (why.empty())
+      why = w;
+  }
+  /// Can every basis of `l` be split into "along axis" and "not along it"?
+  bool separable(const Layout &l, unsigned axis) {
+    uint32_t field = ((1u << l.lg[axis]) - 1u) << l.field_offset(axis);
+    for (const std::vector<uint32_t> *bs : {&l.reg, &l.lane, &l.warp})
+      for (uint32_t x : *bs)
+        if ((x & field) && (x & ~field))
+          return false;
+    return true;
+  }
+  void ops(const std::vector<TOp> &body) {
+    for (const TOp &op : body)
+      one(op);
+  }
+  void one(const TOp &op) {
+    switch (op.kind) {
+    case TileOpKind::Index:
+      if (!sym_ok(op.sym))
+        fail("index " + op.attr);
+      return;
+    case TileOpKind::Const:
+    case TileOpKind::Select:
+    case TileOpKind::Cast:
+    case TileOpKind::Splat:
+    case TileOpKind::Expand:
+    case TileOpKind::Broadcast:
+    case TileOpKind::Convert:
+    case TileOpKind::Yield:
+    case TileOpKind::Wait:
+    case TileOpKind::Notify:
+      return;
+    case TileOpKind::Reshape: { // a renaming only: to a scalar, or bases kept
+      const TValue &a = f.values[size_t(op.operands[0])], &r = f.values[size_t(op.results[0])];
+      if (!r.is_tile()) {
+        if (a.numel() != 1)
+          fail("reshape");
+        return;
+      }
+      std::optional<Layout> l =
+          a.layout >= 0 ? reshape_layout(f.layouts[size_t(a.layout)], r.shape) : std::nullopt;
+      if (!l || r.layout < 0 || *l != f.layouts[size_t(r.layout)])
+        fail("reshape through scratch");
+      return;
+    }
+    case TileOpKind::Arange:
+      if (f.values[size_t(op.results[0])].shape.size() != 1)
+        fail("arange");
+      return;
+    case TileOpKind::Unary:
+      if (!one_of(op.attr, {"neg", "not", "bnot", "exp", "log", "sqrt", "rsqrt", "abs"}))
+        fail("map." + op.attr);
+      return;
+    case TileOpKind::Binary:
+      if (!one_of(op.attr, {"add", "sub", "mul", "div", "mod", "max", "min", "band", "bor", "bxor",
+                            "shl", "shr"}))
+        fail("map." + op.attr);
+      return;
+    case TileOpKind::Compare:
+      if (!one_of(op.attr, {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"}))
+        fail("map." + op.attr);
+      return;
+    case TileOpKind::Load:
+    case TileOpKind::Store: {
+      if (op.tensor < 0)
+        return fail("memory without a tensor");
+      for (const SlicePart &p : op.parts)
+        if (p.kind == SlicePart::Gather || !sym_ok(p.at))
+          return fail("a gather or data-dependent slice");
+      int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
+      ElemType e = f.values[size_t(v)].elem;
+      if (e == ElemType::BF16)
+        return fail("bf16 memory");
+      if (!op.pad.empty() && op.pad != "inf" && op.pad != "-inf") {
+        char *end = nullptr;
+        std::strtod(op.pad.c_str(), &end);
+        if (!end || *end)
+          return fail("pad " + op.pad);
+      }
+      return;
+    }
+    case TileOpKind::Reduce: {
+      if (!one_of(op.attr, {"sum", "max", "min"}))
+        return fail("reduce " + op.attr);
+      const TValue &a = f.values[size_t(op.operands[0])];
+      if (!a.is_tile() || a.elem == ElemType::I64 || a.layout < 0)
+        return fail("reduce of this operand");
+      const Layout &l = f.layouts[size_t(a.layout)];
+      if (op.axis < 0 || unsigned(op.axis) >= l.rank() || !separable(l, unsigned(op.axis)))
+        return fail("reduce over a mixed layout");
+      return;
+    }
+    case TileOpKind::For: {
+      if (!sym_ok(op.lo) || !sym_ok(op.hi) || op.step <= 0)
+        return fail("for with these bounds");
+      bool had = known.count(op.var) != 0;
+      known.insert(op.var);
+      ops(op.body);
+      if (!had)
+        known.erase(op.var);
+      return;
+    }
+    default:
+      return fail(op_spelling(op.kind));
+    }
+  }
+};
+
+} // namespace
+
+std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
+                          unsigned threads) {
+  if (!f.untiled.empty())
+    return f.untiled;
+  std::string what;
+  if (first_untiled_stmt(t, what))
+    return what;
+  if (!f.assigned)
+    return "no layouts";
+  if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
+    return "threads per CTA not 32 times a power of two";
+  PortCheck c{f, t, {}, {}};
+  for (const TaskIndexDecl &d : t.domain)
+    c.known.insert(d.name);
+  for (const DimDecl &d : k.dims)
+    c.known.insert(d.name);
+  c.ops(f.body);
+  return c.why;
+}
+
+//===-- The body -------------------------------------------------------===//
+
+void Lowerer::lower_tile_body(const TileFunc &f) {
+  tf = &f;
+  tregs.assign(f.values.size(), {});
+  tile_loop_vars.clear();
+  tcoord_cache.clear();
+  // Every layout's per-thread coordinate, here where it dominates the body.
+  for (const Layout &l : f.layouts)
+    thread_dims(l);
+  tile_ops(f.body);
+  tf = nullptr;
+}
+
+void Lowerer::tile_ops(const std::vector<TOp> &ops) {
+  for (const TOp &op : ops)
+    tile_op(op);
+}
+
+TileVal Lowerer::tval(int v) const {
+  const TValue &tv = tf->values[size_t(v)];
+  TileVal r;
+  r.elem = tv.elem;
+  r.is_index = tv.index;
+  r.shape = tv.shape;
+  r.regs = tregs[size_t(v)];
+  if (r.regs.empty())
+    throw LowerError("tile IR value %" + std::to_string(v) + " used before it is defined");
+  return r;
+}
+
+const Layout &Lowerer::layout_of(int v) const {
+  const TValue &tv = tf->values[size_t(v)];
+  if (tv.layout < 0 || size_t(tv.layout) >= tf->layouts.size())
+    throw LowerError("tile IR value %" + std::to_string(v) + " has no layout");
+  return tf->layouts[size_t(tv.layout)];
+}
+
+llvm::Value *Lowerer::sym_value(const Sym &s) {
+  Sym::EmitOps ops;
+  ops.constant = [&](int64_t c) -> void * { return b.getInt64(uint64_t(c)); };
+  ops.symbol = [&](const std::string &n) -> void * {
+    auto it = tile_loop_vars.find(n);
+    if (it != tile_loop_vars.end())
+      return it->second;
+    for (size_t d = 0; d < task->domain.size(); ++d)
+      if (task->domain[d].name == n)
+        return task_vars[d];
+    const KernelDecl &k = *plan.kernel;
+    for (size_t i = 0; i < k.dims.size(); ++i)
+      if (k.dims[i].name == n)
+        return arg_slot_i64(dim_slot(int(i)));
+    throw LowerError("tile IR index names an unknown symbol '" + n + "'");
+  };
+  ops.binary = [&](const char *op, void *l, void *r) -> void * {
+    auto *x = static_cast<llvm::Value *>(l), *y = static_cast<llvm::Value *>(r);
+    std::string o = op;
+    if (o == "add")
+      return b.CreateAdd(x, y);
+    if (o == "mul")
+      return b.CreateMul(x, y);
+    if (o == "floordiv")
+      return floordiv(x, y);
+    if (o == "mod")
+      return floormod(x, y);
+    if (o == "cdiv")
+      return cdiv(x, y);
+    if (o == "min")
+      return b.CreateSelect(b.CreateICmpSLT(x, y), x, y);
+    return b.CreateSelect(b.CreateICmpSGT(x, y), x, y);
+  };
+  void *v = s.emit(ops);
+  if (!v)
+    throw LowerError("tile IR index overflows");
+  return static_cast<llvm::Value *>(v);
+}
+
+static double parse_number(const std::string &s) {
+  if (s == "inf")
+    return INFINITY;
+  if (s == "-inf")
+    return -INFINITY;
+  return std::strtod(s.c_str(), nullptr);
+}
+
+void Lowerer::tile_op(const TOp &op) {
+  switch (op_family(op.kind)) {
+  case OpFamily::Memory:
+    return op.kind == TileOpKind::Load ? tile_load(op) : tile_store(op);
+  case OpFamily::Elementwise:
+    return tile_elementwise(op);
+  case OpFamily::Shape:
+    return tile_shape_op(op);
+  case OpFamily::Layout:
+    return tile_convert(op);
+  case OpFamily::Reduction:
+    return tile_reduce(op);
+  case OpFamily::Event: // the group's protocol, around the body (lower_kernel.cpp)
+  case OpFamily::Contraction:
+    break;
+  case OpFamily::Control:
+    if (op.kind == TileOpKind::For)
+      tile_for(op);
+    return; // a yield is read by its loop
+  case OpFamily::Scalar: {
+    const TValue &rv = tf->values[size_t(op.results[0])];
+    if (op.kind == TileOpKind::Index) {
+      tregs[size_t(op.results[0])] = {sym_value(*op.sym)};
+      return;
+    }
+    if (!op.attr.empty() && op.attr[0] == '$') { // a scalar parameter
+      const auto &sc = plan.kernel->scalars;
+      for (size_t i = 0; i < sc.size(); ++i)
+        if ("$" + sc[i].name == op.attr) {
+          tregs[size_t(op.results[0])] = scalar_param(int(i)).regs;
+          return;
+        }
+      throw LowerError("tile IR names an unknown scalar parameter " + op.attr);
+    }
+    double v = parse_number(op.attr);
+    llvm::Value *c = rv.index || rv.elem == ElemType::I64
+                         ? static_cast<llvm::Value *>(b.getInt64(uint64_t(int64_t(v))))
+                     : is_float(rv.elem) ? fconst(v)
+                                         : b.getInt32(uint32_t(int32_t(v)));
+    tregs[size_t(op.results[0])] = {c};
+    return;
+  }
+  }
+  if (op.kind == TileOpKind::Dot)
+    throw LowerError("tile IR op 'dot' is not ported");
+}
+
+void Lowerer::tile_for(const TOp &op) {
+  llvm::Value *lo = sym_value(*op.lo), *hi = sym_value(*op.hi);
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *head = llvm::BasicBlock::Create(ctx, "tfor.head", fn);
+  auto *body = llvm::BasicBlock::Create(ctx, "tfor.body", fn);
+  auto *done = llvm::BasicBlock::Create(ctx, "tfor.end", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode *iv = b.CreatePHI(i64, 2, op.var);
+  iv->addIncoming(lo, pre);
+  std::vector<std::vector<llvm::PHINode *>> phis;
+  for (size_t j = 0; j < op.block_args.size(); ++j) {
+    std::vector<llvm::PHINode *> ps;
+    for (llvm::Value *init : tregs[size_t(op.operands[j])]) {
+      llvm::PHINode *p = b.CreatePHI(init->getType(), 2);
+      p->addIncoming(init, pre);
+      ps.push_back(p);
+    }
+    if (ps.empty())
+      throw LowerError("tile IR loop-carried value without registers");
+    tregs[size_t(op.block_args[j])].assign(ps.begin(), ps.end());
+    phis.push_back(std::move(ps));
+  }
+  b.CreateCondBr(b.CreateICmpSLT(iv, hi), body, done);
+  b.SetInsertPoint(body);
+  llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
+  tile_loop_vars[op.var] = iv;
+  tile_ops(op.body);
+  if (outer)
+    tile_loop_vars[op.var] = outer;
+  else
+    tile_loop_vars.erase(op.var);
+  const TOp &y = op.body.back();
+  if (y.kind != TileOpKind::Yield || y.operands.size() != phis.size())
+    throw LowerError("tile IR loop without its yield");
+  llvm::BasicBlock *latch = b.GetInsertBlock();
+  for (size_t j = 0; j < phis.size(); ++j) {
+    const std::vector<llvm::Value *> &next = tregs[size_t(y.operands[j])];
+    if (next.size() != phis[j].size())
+      throw LowerError("tile IR yield with another register count than its iter_arg");
+    for (size_t k = 0; k < next.size(); ++k)
+      phis[j][k]->addIncoming(next[k], latch);
+  }
+  iv->addIncoming(b.CreateAdd(iv, b.getInt64(uint64_t(op.step))), latch);
+  b.CreateBr(head);
+  b.SetInsertPoint(done);
+  for (size_t j = 0; j < phis.size(); ++j)
+    tregs[size_t(op.results[j])].assign(phis[j].begin(), phis[j].end());
+}
+
+//===-- Layouts: which element each register holds ------------------------===//
+
+const std::vector<llvm::Value *> &Lowerer::thread_dims(const Layout &l) {
+  auto it = tcoord_cache.find(&l);
+  if (it != tcoord_cache.end())
+    return it->second;
+  llvm::Value *lane = b.CreateAnd(tid, b.getInt32(31));
+  llvm::Value *warp = b.CreateLShr(tid, b.getInt32(kLaneBits));
+  llvm::Value *c = b.getInt32(0);
+  auto add_bits = [&](llvm::Value *hw, const std::vector<uint32_t> &bases) {
+    for (size_t k = 0; k < bases.size(); ++k)
+      if (bases[k]) {
+        llvm::Value *bit = b.CreateAnd(b.CreateLShr(hw, b.getInt32(uint32_t(k))), b.getInt32(1));
+        c = b.CreateXor(c, b.CreateMul(bit, b.getInt32(bases[k])));
+      }
+  };
+  add_bits(lane, l.lane);
+  add_bits(warp, l.warp);
+  std::vector<llvm::Value *> dims;
+  for (unsigned d = 0; d < l.rank(); ++d) {
+    llvm::Value *f = b.CreateAnd(b.CreateLShr(c, b.getInt32(l.field_offset(d))),
+                                 b.getInt32((1u << l.lg[d]) - 1u));
+    dims.push_back(b.CreateZExt(f, i64));
+  }
+  return tcoord_cache[&l] = dims;
+}
+
+std::vector<llvm::Value *> Lowerer::reg_coords(const Layout &l, uint32_t r) {
+  const std::vector<llvm::Value *> &t = thread_dims(l);
+  uint32_t rc = l.apply(r, 0, 0), hw = 0;
+  for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
+    for (uint32_t x : *bs)
+      hw |= x;
+  std::vector<llvm::Value *> out;
+  for (unsigned d = 0; d < l.rank(); ++d) {
+    uint32_t mask = (1u << l.lg[d]) - 1u, off = l.field_offset(d);
+    uint32_t rd = (rc >> off) & mask, td = (hw >> off) & mask;
+    // Disjoint bits: XOR is an add, which folds into addresses.
+    out.push_back(rd == 0          ? t[d]
+                  : (rd & td) == 0 ? b.CreateAdd(t[d], b.getInt64(rd))
+                                   : b.CreateXor(t[d], b.getInt64(rd)));
+  }
+  return out;
+}
+
+llvm::Value *Lowerer::reg_alive(const Layout &l, uint32_t r) {
+  llvm::Value *alive = nullptr;
+  std::vector<llvm::Value *> c;
+  for (unsigned d = 0; d < l.rank(); ++d) {
+    if ((int64_t(1) << l.lg[d]) == l.shape[d])
+      continue;
+    if (c.empty())
+      c = reg_coords(l, r);
+    llvm::Value *in = b.CreateICmpULT(c[d], b.getInt64(uint64_t(l.shape[d])));
+    alive = alive ? b.CreateAnd(alive, in) : in;
+  }
+  return alive;
+}
+
+llvm::Value *Lowerer::replica_writer(const Layout &l) {
+  uint32_t mask = 0;
+  for (size_t k = 0; k < l.lane.size(); ++k)
+    if (!l.lane[k])
+      mask |= 1u << k;
+  for (size_t k = 0; k < l.warp.size(); ++k)
+    if (!l.warp[k])
+      mask |= 1u << (k + kLaneBits);
+  if (!mask)
+    return nullptr;
+  return b.CreateICmpEQ(b.CreateAnd(tid, b.getInt32(mask)), b.getInt32(0));
+}
+
+bool Lowerer::reg_replica(const Layout &l, uint32_t r) {
+  for (size_t k = 0; k < l.reg.size(); ++k)
+    if ((r >> k & 1u) && !l.reg[k])
+      return true;
+  return false;
+}
+
+} // namespace etl

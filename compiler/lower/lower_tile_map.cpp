@@ -1,0 +1,243 @@
+//===- lower/lower_tile_map.cpp - The tile IR path: map, shape, convert ---===//
+//
+// What this owns: the Elementwise, Shape and Layout families of the tile
+// IR. The layout pass gives an elementwise op's operands its result's
+// layout, so a map works register by register (the arithmetic is the AST
+// path's: Lowerer::arith, compare, select, convert_scalar, math_reg). A
+// splat fills every register; `arange` converts the register's coordinate;
+// a `reshape` that keeps the layout's bases (or makes a one-element tile a
+// scalar: every thread holds it in register 0) renames registers;
+// `expand` and `broadcast` only rename registers (their operand layouts are
+// built so that the register holding coordinate c of the result holds the
+// operand's element at c with the broadcast dims at 0). `convert_layout`
+// renames registers when only the register bases differ, and otherwise goes
+// through the shared scratch area: every thread writes its elements (one
+// writer per replica group) at their row-major index, a barrier, every
+// thread reads the elements of the new layout, a barrier.
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <map>
+
+namespace etl {
+
+namespace {
+
+BinOp binop_of(const std::string &a) {
+  static const std::pair<const char *, BinOp> names[] = {
+      {"add", BinOp::Add}, {"sub", BinOp::Sub},     {"mul", BinOp::Mul},   {"div", BinOp::Div},
+      {"mod", BinOp::Mod}, {"band", BinOp::BitAnd}, {"bor", BinOp::BitOr}, {"bxor", BinOp::BitXor},
+      {"shl", BinOp::Shl}, {"shr", BinOp::Shr},     {"eq", BinOp::Eq},     {"ne", BinOp::Ne},
+      {"lt", BinOp::Lt},   {"le", BinOp::Le},       {"gt", BinOp::Gt},     {"ge", BinOp::Ge},
+      {"and", BinOp::And}, {"or", BinOp::Or}};
+  for (const auto &[n, op] : names)
+    if (a == n)
+      return op;
+  throw LowerError("tile IR op 'map." + a + "' is not ported");
+}
+
+/// The coordinate register `r` of `l` contributes, with the dims in `zero`
+/// set to 0, packed as `to` packs it (same rank).
+uint32_t reg_key(const Layout &l, uint32_t r, const std::vector<bool> &zero, const Layout &to) {
+  std::vector<int64_t> c = l.unpack(l.apply(r, 0, 0));
+  for (size_t d = 0; d < c.size(); ++d)
+    if (d < zero.size() && zero[d])
+      c[d] = 0;
+  return to.pack(c);
+}
+
+} // namespace
+
+void Lowerer::tile_elementwise(const TOp &op) {
+  int rv = op.results[0];
+  const TValue &out = tf->values[size_t(rv)];
+  std::vector<llvm::Value *> &res = tregs[size_t(rv)];
+  TileVal r;
+  switch (op.kind) {
+  case TileOpKind::Binary:
+    if (op.attr == "max" || op.attr == "min") {
+      TileVal a = tval(op.operands[0]), c = tval(op.operands[1]);
+      bool mx = op.attr == "max";
+      for (size_t k = 0; k < a.regs.size(); ++k) {
+        llvm::Value *l = a.regs[k], *x = c.regs.at(k);
+        res.push_back(
+            is_float(out.elem)
+                ? b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l,
+                                          x)
+                : b.CreateSelect(mx ? b.CreateICmpSGT(l, x) : b.CreateICmpSLT(l, x), l, x));
+      }
+      return;
+    }
+    r = arith(binop_of(op.attr), tval(op.operands[0]), tval(op.operands[1]), out.shape, out.elem);
+    break;
+  case TileOpKind::Compare:
+    r = compare(binop_of(op.attr), tval(op.operands[0]), tval(op.operands[1]), out.shape);
+    break;
+  case TileOpKind::Select:
+    r = select(tval(op.operands[0]), tval(op.operands[1]), tval(op.operands[2]), out.shape,
+               out.elem);
+    break;
+  case TileOpKind::Cast: {
+    TileVal a = tval(op.operands[0]);
+    for (llvm::Value *x : a.regs)
+      res.push_back(convert_scalar(x, a, out.elem));
+    return;
+  }
+  case TileOpKind::Unary: {
+    TileVal a = tval(op.operands[0]);
+    TileVal f;
+    f.elem = ElemType::F32;
+    bool fl = is_float(a.elem) && !a.is_index;
+    for (llvm::Value *x : a.regs) {
+      llvm::Value *y = nullptr;
+      if (op.attr == "neg")
+        y = fl ? b.CreateFNeg(x) : b.CreateNeg(x);
+      else if (op.attr == "not")
+        y = b.CreateXor(x, b.getInt32(1)); // bool: an i32 holding 0 or 1
+      else if (op.attr == "bnot")
+        y = b.CreateNot(x);
+      else if (op.attr == "abs")
+        y = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
+               : b.CreateSelect(b.CreateICmpSLT(x, llvm::Constant::getNullValue(x->getType())),
+                                b.CreateNeg(x), x);
+      else {
+        MathFn fn = op.attr == "exp"    ? MathFn::Exp
+                    : op.attr == "log"  ? MathFn::Log
+                    : op.attr == "sqrt" ? MathFn::Sqrt
+                                        : MathFn::Rsqrt;
+        llvm::Value *xf = fl ? x : convert_scalar(x, a, ElemType::F32);
+        y = convert_scalar(math_reg(fn, xf, nullptr), f, out.elem); // rounds f16 once
+      }
+      res.push_back(y);
+    }
+    return;
+  }
+  default:
+    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' is not elementwise");
+  }
+  res = r.regs;
+}
+
+void Lowerer::tile_shape_op(const TOp &op) {
+  int rv = op.results[0];
+  const TValue &out = tf->values[size_t(rv)];
+  std::vector<llvm::Value *> &res = tregs[size_t(rv)];
+  unsigned nregs = out.is_tile() ? layout_of(rv).num_regs() : 1;
+  switch (op.kind) {
+  case TileOpKind::Splat: {
+    TileVal a = tval(op.operands[0]);
+    res.assign(nregs, convert_scalar(a.regs[0], a, out.elem));
+    return;
+  }
+  case TileOpKind::Arange: {
+    const Layout &l = layout_of(rv);
+    TileVal idx;
+    idx.elem = ElemType::I64;
+    idx.is_index = true;
+    for (uint32_t r = 0; r < nregs; ++r)
+      res.push_back(convert_scalar(reg_coords(l, r)[0], idx, out.elem));
+    return;
+  }
+  case TileOpKind::Expand:
+  case TileOpKind::Broadcast: {
+    int av = op.operands[0];
+    const TValue &a = tf->values[size_t(av)];
+    if (!a.is_tile()) {
+      res.assign(nregs, tregs[size_t(av)].at(0));
+      return;
+    }
+    const Layout &lo = layout_of(rv), &la = layout_of(av);
+    // Operand coordinates in the result's rank: expand inserts op.axis.
+    std::vector<bool> zero(out.shape.size(), false);
+    if (op.kind == TileOpKind::Broadcast)
+      for (size_t d = 0; d < a.shape.size(); ++d)
+        zero[d] = a.shape[d] == 1 && out.shape[d] != 1;
+    std::map<uint32_t, llvm::Value *> by_key;
+    const std::vector<llvm::Value *> &in = tregs[size_t(av)];
+    for (uint32_t r = 0; r < la.num_regs(); ++r) {
+      std::vector<int64_t> c = la.unpack(la.apply(r, 0, 0));
+      if (op.kind == TileOpKind::Expand)
+        c.insert(c.begin() + op.axis, 0);
+      by_key.emplace(lo.pack(c), in.at(r));
+    }
+    for (uint32_t r = 0; r < nregs; ++r) {
+      auto it = by_key.find(reg_key(lo, r, zero, lo));
+      if (it == by_key.end())
+        throw LowerError(std::string("tile IR ") + op_spelling(op.kind) +
+                         ": no operand register for a result register");
+      res.push_back(it->second);
+    }
+    return;
+  }
+  case TileOpKind::Reshape: { // same bases (tile_unported checked): same registers
+    const std::vector<llvm::Value *> &in = tregs[size_t(op.operands[0])];
+    if (in.empty() || (out.is_tile() && in.size() != nregs))
+      throw LowerError("tile IR reshape that is not a renaming");
+    res = out.is_tile() ? in : std::vector<llvm::Value *>{in[0]};
+    return;
+  }
+  default:
+    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' is not ported");
+  }
+}
+
+void Lowerer::tile_convert(const TOp &op) {
+  int rv = op.results[0], av = op.operands[0];
+  const TValue &out = tf->values[size_t(rv)];
+  const Layout &ld = layout_of(rv), &ls = layout_of(av);
+  const std::vector<llvm::Value *> &in = tregs[size_t(av)];
+  std::vector<llvm::Value *> &res = tregs[size_t(rv)];
+  if (ld.lane == ls.lane && ld.warp == ls.warp) { // registers only: rename
+    std::map<uint32_t, llvm::Value *> by_coord;
+    for (uint32_t r = 0; r < ls.num_regs(); ++r)
+      by_coord.emplace(ls.apply(r, 0, 0), in.at(r));
+    bool all = true;
+    std::vector<llvm::Value *> got;
+    for (uint32_t r = 0; r < ld.num_regs() && all; ++r) {
+      auto it = by_coord.find(ld.apply(r, 0, 0));
+      all = it != by_coord.end();
+      if (all)
+        got.push_back(it->second);
+    }
+    if (all) {
+      res = got;
+      return;
+    }
+  }
+  unsigned bytes = scratch_bytes(out.elem);
+  note_scratch(out.numel() * bytes / 4);
+  auto linear = [&](const std::vector<llvm::Value *> &c) {
+    llvm::Value *lin = b.getInt64(0);
+    for (size_t d = 0; d < c.size(); ++d)
+      lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(uint64_t(out.shape[d]))), c[d]);
+    return lin;
+  };
+  llvm::Value *writer = replica_writer(ls);
+  for (uint32_t r = 0; r < ls.num_regs(); ++r) {
+    if (reg_replica(ls, r))
+      continue;
+    llvm::Value *ok = reg_alive(ls, r);
+    ok = !writer ? ok : !ok ? writer : b.CreateAnd(ok, writer);
+    llvm::Value *lin = linear(reg_coords(ls, r));
+    llvm::Value *x = in.at(r);
+    if (ok)
+      if_then(ok, [&] { scratch_store(x, lin, bytes); });
+    else
+      scratch_store(x, lin, bytes);
+  }
+  m.barrier(b);
+  llvm::Type *ty = reg_type(out.elem);
+  for (uint32_t r = 0; r < ld.num_regs(); ++r) {
+    llvm::Value *lin = linear(reg_coords(ld, r));
+    if (llvm::Value *alive = reg_alive(ld, r)) // a padded element reads element 0
+      lin = b.CreateSelect(alive, lin, b.getInt64(0));
+    res.push_back(scratch_load(ty, lin, bytes));
+  }
+  m.barrier(b);
+}
+
+} // namespace etl

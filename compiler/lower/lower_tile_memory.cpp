@@ -1,0 +1,315 @@
+//===- lower/lower_tile_memory.cpp - The tile IR path: loads and stores ---===//
+//
+// What this owns: the Memory family of the tile IR. A load or store moves
+// `vec` elements per access (tile/memory.cpp proved the alignment and that
+// each vector lies wholly inside or outside the tensor; the layout's first
+// register bases are the contiguous run): register r, r+1, .., r+vec-1 of
+// the thread are one `<vec x T>` access at the coordinates of register r.
+// One bounds test per vector, none along dims memory.cpp proved in bounds;
+// a fixed component is tested too. Element offsets are 32-bit where every
+// offset of the tensor fits in 31 bits (`idx32`). Loads of tensors the
+// kernel never writes take the non-coherent path (Machine::global_load_nc:
+// ld.global.nc on NVPTX). The offsets' alignment is proven; the tensor's
+// base is tested once per access (uniform, hoisted): a base that is not a
+// multiple of the vector's size takes scalar accesses. A store is done by one thread per replica
+// group (lanes or warps whose layout basis is 0 hold the same element) and skips registers that
+// repeat lower ones. Out-of-bounds and masked-off elements are neither read (they get `pad`) nor
+// written, as on the AST path.
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include <llvm/IR/Constants.h>
+
+#include <cmath>
+#include <cstdlib>
+
+namespace etl {
+
+namespace {
+
+/// The type a tensor element has in memory (bf16 is not ported).
+llvm::Type *mem_elem_type(Lowerer &L, ElemType t) {
+  if (t == ElemType::F16)
+    return L.b.getHalfTy();
+  return L.reg_type(t);
+}
+
+/// i1: a mask register is on.
+llvm::Value *truthy(Lowerer &L, llvm::Value *v) {
+  if (v->getType()->isIntegerTy(1))
+    return v;
+  if (v->getType()->isFloatingPointTy())
+    return L.b.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+  return L.b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+}
+
+llvm::Value *and_of(Lowerer &L, llvm::Value *a, llvm::Value *c) {
+  if (!a)
+    return c;
+  if (!c)
+    return a;
+  return L.b.CreateAnd(a, c);
+}
+
+/// The slice of a load or store: per tensor dim its extent, the uniform
+/// part of its index (fixed component or range start) and the tile dim it
+/// feeds (-1: fixed).
+struct Slice {
+  llvm::Value *base = nullptr;
+  std::vector<llvm::Value *> dims, at, strides;
+  std::vector<int> tile_dim;
+  std::vector<bool> checked; ///< per tensor dim: needs a bounds test
+  ElemType elem = ElemType::F32;
+  unsigned bytes = 4;
+};
+
+Slice slice_of(Lowerer &L, const TOp &op) {
+  const KernelDecl &k = *L.plan.kernel;
+  if (op.tensor < 0 || size_t(op.tensor) >= k.tensors.size())
+    throw LowerError("tile IR access of an unknown tensor");
+  const TensorDecl &td = k.tensors[size_t(op.tensor)];
+  if (td.type.shape.size() != op.parts.size())
+    throw LowerError("tile IR slice of '" + td.name + "' has the wrong rank");
+  Slice s;
+  s.elem = td.type.elem;
+  s.bytes = unsigned(byte_size(s.elem));
+  s.base = L.arg_slot_ptr(L.tensor_slot(op.tensor));
+  for (const ExprPtr &d : td.type.shape)
+    s.dims.push_back(L.index(*d));
+  size_t rank = s.dims.size();
+  s.strides.assign(rank, nullptr);
+  llvm::Value *st = L.b.getInt64(1);
+  for (size_t d = rank; d-- > 0;) {
+    s.strides[d] = st;
+    st = L.b.CreateMul(st, s.dims[d]);
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    const SlicePart &p = op.parts[d];
+    s.at.push_back(L.sym_value(*p.at));
+    s.tile_dim.push_back(p.kind == SlicePart::Range ? p.tile_dim : -1);
+    bool proven = p.kind == SlicePart::Range && p.tile_dim >= 0 &&
+                  size_t(p.tile_dim) < op.mem.in_bounds.size() &&
+                  op.mem.in_bounds[size_t(p.tile_dim)];
+    s.checked.push_back(!proven);
+  }
+  return s;
+}
+
+/// Address and in-bounds test (null: none needed) of the element at tile
+/// coordinates `c` (empty for a rank-0 access).
+std::pair<llvm::Value *, llvm::Value *> element_at(Lowerer &L, const Slice &s, const TOp &op,
+                                                   const std::vector<llvm::Value *> &c) {
+  Builder &b = L.b;
+  llvm::Value *ok = nullptr;
+  bool i32 = op.mem.index32;
+  llvm::Type *ity = i32 ? b.getInt32Ty() : b.getInt64Ty();
+  llvm::Value *off = llvm::ConstantInt::get(ity, 0);
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    llvm::Value *x = s.at[d];
+    if (s.tile_dim[d] >= 0)
+      x = b.CreateAdd(x, c.at(size_t(s.tile_dim[d])));
+    if (s.checked[d])
+      ok = and_of(L, ok, b.CreateICmpULT(x, s.dims[d]));
+    // In bounds, every offset fits in 31 bits when idx32 holds.
+    llvm::Value *xs = i32 ? b.CreateTrunc(x, ity) : x;
+    llvm::Value *st = i32 ? b.CreateTrunc(s.strides[d], ity) : s.strides[d];
+    off = b.CreateAdd(off, b.CreateMul(xs, st));
+  }
+  if (i32)
+    off = b.CreateZExt(off, b.getInt64Ty());
+  llvm::Value *p = b.CreateGEP(b.getInt8Ty(), s.base, b.CreateMul(off, b.getInt64(s.bytes)));
+  return {p, ok};
+}
+
+/// i1, uniform: the tensor's base address is a multiple of `n` elements
+/// (tensors from etlMalloc / cuMemAlloc are; a binding of a pointer into
+/// the middle of an allocation may not be).
+llvm::Value *aligned_base_of(Lowerer &L, const Slice &s, unsigned n) {
+  llvm::Value *a = L.b.CreatePtrToInt(s.base, L.b.getInt64Ty());
+  return L.b.CreateICmpEQ(L.b.CreateAnd(a, L.b.getInt64(uint64_t(n) * s.bytes - 1)),
+                          L.b.getInt64(0));
+}
+
+double pad_number(const std::string &s) {
+  if (s.empty())
+    return 0;
+  if (s == "inf")
+    return INFINITY;
+  if (s == "-inf")
+    return -INFINITY;
+  return std::strtod(s.c_str(), nullptr);
+}
+
+} // namespace
+
+void Lowerer::tile_load(const TOp &op) {
+  auto aligned_base = [this](const Slice &sl, unsigned n) { return aligned_base_of(*this, sl, n); };
+  int rv = op.results[0];
+  const TValue &tv = tf->values[size_t(rv)];
+  Slice s = slice_of(*this, op);
+  if (op.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
+    m.barrier(b);
+  llvm::Type *ety = mem_elem_type(*this, s.elem), *rty = reg_type(s.elem);
+  TileVal f64;
+  f64.elem = ElemType::F32;
+  double pv = pad_number(op.pad);
+  llvm::Value *pad = is_float(s.elem)
+                         ? convert_scalar(fconst(pv), f64, s.elem)
+                         : llvm::ConstantInt::get(rty, uint64_t(int64_t(pv)), /*signed=*/true);
+  auto widen = [&](llvm::Value *x) { return s.elem == ElemType::F16 ? b.CreateFPExt(x, f32) : x; };
+  // One access of `n` elements at coordinates `c` (i1 `ok`, null: always),
+  // its registers appended to `out`.
+  auto access = [&](const std::vector<llvm::Value *> &c, llvm::Value *ok, unsigned n,
+                    std::vector<llvm::Value *> &out) {
+    auto [addr, in] = element_at(*this, s, op, c);
+    llvm::Value *p = addr;
+    ok = and_of(*this, ok, in);
+    llvm::Type *ty = n > 1 ? llvm::FixedVectorType::get(ety, n) : ety;
+    auto load = [&] {
+      auto one = [&](llvm::Type *t, llvm::Value *at) {
+        return op.mem.non_coherent ? m.global_load_nc(b, t, at) : m.global_load(b, t, at);
+      };
+      std::vector<llvm::Value *> r;
+      if (n == 1) {
+        r.push_back(widen(one(ety, p)));
+        return r;
+      }
+      // The prover aligned the offsets; the tensor's base is checked here
+      // (uniform): a base off the vector size takes n scalar accesses.
+      auto *vb = llvm::BasicBlock::Create(ctx, "tload.vec", fn);
+      auto *sb = llvm::BasicBlock::Create(ctx, "tload.scalar", fn);
+      auto *jb = llvm::BasicBlock::Create(ctx, "tload.join", fn);
+      b.CreateCondBr(aligned_base(s, n), vb, sb);
+      b.SetInsertPoint(vb);
+      llvm::Value *v = one(ty, p);
+      std::vector<llvm::Value *> fast;
+      for (unsigned e = 0; e < n; ++e)
+        fast.push_back(widen(b.CreateExtractElement(v, uint64_t(e))));
+      llvm::BasicBlock *vend = b.GetInsertBlock();
+      b.CreateBr(jb);
+      b.SetInsertPoint(sb);
+      std::vector<llvm::Value *> slow;
+      for (unsigned e = 0; e < n; ++e)
+        slow.push_back(
+            widen(one(ety, b.CreateGEP(b.getInt8Ty(), p, b.getInt64(uint64_t(e) * s.bytes)))));
+      llvm::BasicBlock *send = b.GetInsertBlock();
+      b.CreateBr(jb);
+      b.SetInsertPoint(jb);
+      for (unsigned e = 0; e < n; ++e) {
+        llvm::PHINode *phi = b.CreatePHI(rty, 2);
+        phi->addIncoming(fast[e], vend);
+        phi->addIncoming(slow[e], send);
+        r.push_back(phi);
+      }
+      return r;
+    };
+    if (!ok) {
+      for (llvm::Value *x : load())
+        out.push_back(x);
+      return;
+    }
+    llvm::BasicBlock *from = b.GetInsertBlock();
+    auto *lb = llvm::BasicBlock::Create(ctx, "tload", fn);
+    auto *jb = llvm::BasicBlock::Create(ctx, "tload.done", fn);
+    b.CreateCondBr(ok, lb, jb);
+    b.SetInsertPoint(lb);
+    std::vector<llvm::Value *> got = load();
+    llvm::BasicBlock *lend = b.GetInsertBlock();
+    b.CreateBr(jb);
+    b.SetInsertPoint(jb);
+    for (llvm::Value *x : got) {
+      llvm::PHINode *phi = b.CreatePHI(rty, 2);
+      phi->addIncoming(pad, from);
+      phi->addIncoming(x, lend);
+      out.push_back(phi);
+    }
+  };
+  std::vector<llvm::Value *> regs;
+  if (!tv.is_tile()) {
+    access({}, nullptr, 1, regs);
+    tregs[size_t(rv)] = regs;
+    return;
+  }
+  const Layout &l = layout_of(rv);
+  unsigned vec = std::max(1u, op.mem.vec);
+  if (op.mem.fast_dim < 0 || l.contiguous_regs(unsigned(op.mem.fast_dim)) < vec)
+    vec = 1;
+  const std::vector<llvm::Value *> *mask = op.mask >= 0 ? &tregs[size_t(op.mask)] : nullptr;
+  for (uint32_t r = 0; r < l.num_regs(); r += vec) {
+    llvm::Value *ok = reg_alive(l, r);
+    if (mask)
+      ok = and_of(*this, ok, truthy(*this, mask->at(r)));
+    access(reg_coords(l, r), ok, vec, regs);
+  }
+  tregs[size_t(rv)] = regs;
+}
+
+void Lowerer::tile_store(const TOp &op) {
+  auto aligned_base = [this](const Slice &sl, unsigned n) { return aligned_base_of(*this, sl, n); };
+  int vv = op.operands[0];
+  const TValue &tv = tf->values[size_t(vv)];
+  Slice s = slice_of(*this, op);
+  const std::vector<llvm::Value *> &val = tregs[size_t(vv)];
+  if (val.empty())
+    throw LowerError("tile IR store of an undefined value");
+  if (op.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
+    m.barrier(b);
+  llvm::Type *ety = mem_elem_type(*this, s.elem);
+  auto narrow = [&](llvm::Value *x) {
+    return s.elem == ElemType::F16 ? b.CreateFPTrunc(x, b.getHalfTy()) : x;
+  };
+  auto access = [&](const std::vector<llvm::Value *> &c, llvm::Value *ok,
+                    const std::vector<llvm::Value *> &xs) {
+    auto [addr, in] = element_at(*this, s, op, c);
+    llvm::Value *p = addr;
+    ok = and_of(*this, ok, in);
+    auto store = [&] {
+      if (xs.size() == 1) {
+        m.global_store(b, narrow(xs[0]), p);
+        return;
+      }
+      auto *vb = llvm::BasicBlock::Create(ctx, "tstore.vec", fn);
+      auto *sb = llvm::BasicBlock::Create(ctx, "tstore.scalar", fn);
+      auto *jb = llvm::BasicBlock::Create(ctx, "tstore.join", fn);
+      b.CreateCondBr(aligned_base(s, unsigned(xs.size())), vb, sb);
+      b.SetInsertPoint(vb);
+      llvm::Value *v = llvm::PoisonValue::get(llvm::FixedVectorType::get(ety, unsigned(xs.size())));
+      for (size_t e = 0; e < xs.size(); ++e)
+        v = b.CreateInsertElement(v, narrow(xs[e]), uint64_t(e));
+      m.global_store(b, v, p);
+      b.CreateBr(jb);
+      b.SetInsertPoint(sb);
+      for (size_t e = 0; e < xs.size(); ++e)
+        m.global_store(b, narrow(xs[e]),
+                       b.CreateGEP(b.getInt8Ty(), p, b.getInt64(uint64_t(e) * s.bytes)));
+      b.CreateBr(jb);
+      b.SetInsertPoint(jb);
+    };
+    if (ok)
+      if_then(ok, store);
+    else
+      store();
+  };
+  if (!tv.is_tile()) { // a rank-0 store: thread 0
+    access({}, b.CreateICmpEQ(tid, b.getInt32(0)), {val[0]});
+    return;
+  }
+  const Layout &l = layout_of(vv);
+  unsigned vec = std::max(1u, op.mem.vec);
+  if (op.mem.fast_dim < 0 || l.contiguous_regs(unsigned(op.mem.fast_dim)) < vec)
+    vec = 1;
+  llvm::Value *writer = replica_writer(l);
+  const std::vector<llvm::Value *> *mask = op.mask >= 0 ? &tregs[size_t(op.mask)] : nullptr;
+  for (uint32_t r = 0; r < l.num_regs(); r += vec) {
+    if (reg_replica(l, r))
+      continue;
+    llvm::Value *ok = and_of(*this, writer, reg_alive(l, r));
+    if (mask)
+      ok = and_of(*this, ok, truthy(*this, mask->at(r)));
+    std::vector<llvm::Value *> xs(val.begin() + r, val.begin() + r + vec);
+    access(reg_coords(l, r), ok, xs);
+  }
+}
+
+} // namespace etl
