@@ -177,6 +177,13 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
     return what;
   if (!f.assigned)
     return "no layouts";
+  // The ported files know f32, f16, i32, i64 and bool registers; narrow
+  // integers (wrapping, unsigned shifts and division), fp8 and packed
+  // elements (lower/lower_convert.cpp) stay on the AST path.
+  for (const TValue &v : f.values)
+    if (v.elem != ElemType::F32 && v.elem != ElemType::F16 && v.elem != ElemType::BF16 &&
+        v.elem != ElemType::I32 && v.elem != ElemType::I64 && v.elem != ElemType::Bool)
+      return std::string("element type ") + spelling(v.elem);
   if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
     return "threads per CTA not 32 times a power of two";
   PortCheck c{f, t, {}, {}};
