@@ -320,6 +320,8 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   bopts.fmad = opts.fmad;
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
+  for (const BackendRemark &r : be.remarks)
+    c.diag.remark(DiagId::DotFmaPath, r.range, r.args);
   if (!be.ok && be.resource_limit) {
     c.diag.error(DiagId::ResourceLimit, none, {be.error});
     return kExitProgramError;

@@ -35,6 +35,13 @@ struct TargetOutput {
   std::string code;    ///< PTX text for "sm_*", ELF .so bytes for "sim"
 };
 
+/// An optimisation remark of the lowering (DiagId::DotFmaPath's arguments),
+/// reported once per source range whatever the number of targets.
+struct BackendRemark {
+  SourceRange range;
+  std::vector<std::string> args;
+};
+
 struct BackendResult {
   bool ok = false;
   std::string error;
@@ -44,6 +51,7 @@ struct BackendResult {
   unsigned threads_per_cta = 0;
   unsigned smem_bytes = 0; ///< dynamic shared memory the kernel needs per CTA
   std::vector<TargetOutput> outputs;
+  std::vector<BackendRemark> remarks;
 };
 
 /// The most elements of any tile value in `k`'s task bodies (sema's types).
