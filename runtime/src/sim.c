@@ -251,9 +251,13 @@ static void settle_warp(sim_cta *c, uint32_t w) {
       if (mode == ETL_WARP_MMA) {
         etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_MMA, 1);
         etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_TC_FLOPS, 2 * 16 * 8 * 16);
+      } else if (mode == ETL_WARP_LDMATRIX) {
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX, 1);
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX_PHASES, wp->ld_phases);
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX_WAVEFRONTS,
+                          wp->ld_wavefronts);
       } else
-        etl_profile_count(c->run->prof, c->cta, grp,
-                          mode == ETL_WARP_LDMATRIX ? ETL_PROF_LDMATRIX : ETL_PROF_SHUFFLE, 1);
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_SHUFFLE, 1);
     }
     for (uint32_t l = 0; l < lanes; ++l)
       if (done & (1u << l))

@@ -387,8 +387,8 @@ static void json_totals(FILE *f, const totals *t) {
 }
 
 static const char *event_names[ETL_PROF_EVENTS] = {
-    "barriers", "atomics",  "fences", "spin_iterations", "wait_ns",
-    "tasks",    "shuffles", "mma",    "ldmatrix",        "tensor_flops"};
+    "barriers", "atomics", "fences",   "spin_iterations", "wait_ns",         "tasks",
+    "shuffles", "mma",     "ldmatrix", "tensor_flops",    "ldmatrix_phases", "ldmatrix_wavefronts"};
 
 /* Merged per-site rows of every CTA, sorted by group then site. */
 static int site_cmp(const void *a, const void *b) {

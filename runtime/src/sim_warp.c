@@ -164,6 +164,24 @@ static int settle_ldmatrix(etl_warp *w, uint32_t variant, uint32_t line, char *m
       return -1;
     }
   }
+  w->ld_phases = n;
+  w->ld_wavefronts = 0;
+  for (uint32_t m = 0; m < n; ++m) { /* bank conflicts of phase m */
+    uint32_t worst = 1;
+    for (uint32_t i = 0; i < 8; ++i) {
+      uint64_t off = (uint64_t)(w->addr[8 * m + i] - w->smem), same = 0;
+      for (uint32_t j = 0; j < 8; ++j) {
+        uint64_t o2 = (uint64_t)(w->addr[8 * m + j] - w->smem);
+        int dup = 0; /* count each distinct row once */
+        for (uint32_t k = 0; k < j; ++k)
+          dup |= w->addr[8 * m + k] == w->addr[8 * m + j];
+        same += !dup && ((o2 >> 4) & 7) == ((off >> 4) & 7);
+      }
+      if (same > worst)
+        worst = (uint32_t)same;
+    }
+    w->ld_wavefronts += worst;
+  }
   for (uint32_t l = 0; l < 32; ++l) {
     uint32_t g = l >> 2, t = l & 3;
     for (uint32_t m = 0; m < n; ++m) {

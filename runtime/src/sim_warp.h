@@ -56,6 +56,10 @@ typedef struct etl_warp {
   /* the CTA's shared memory (ldmatrix reads only inside it) */
   const unsigned char *smem;
   uint64_t smem_bytes;
+  /* the last settled ldmatrix: its 8-row phases (= matrices) and the
+   * shared-memory wavefronts they needed (per phase, the most distinct rows
+   * in one of the 8 16-byte bank groups; 1 = conflict-free) */
+  uint32_t ld_phases, ld_wavefronts;
 } etl_warp;
 
 /* A lane arrives with its operands (the caller parks it afterwards). */

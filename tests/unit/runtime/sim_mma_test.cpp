@@ -74,6 +74,10 @@ TEST_CASE("sim ldmatrix: x4, x4.trans and x2.trans give PTX's fragments") {
       etl_warp_arrive_ldmatrix(&w, l, &op, &smem[(l & 15) * 16 + (l >> 4) * 8]);
     std::string msg;
     REQUIRE(settle(w, 32, waiting, msg) == ETL_WARP_DONE);
+    // Unswizzled 32-byte rows: the 8 rows of a phase fall in 4 of the 8
+    // 16-byte bank groups, two each: 2 wavefronts per phase.
+    CHECK(w.ld_phases == 4);
+    CHECK(w.ld_wavefronts == 8);
     for (uint32_t l = 0; l < 32; ++l) {
       uint32_t g = l >> 2, t = l & 3;
       for (uint32_t m = 0; m < 4; ++m) { // matrix m: rows 8(m & 1), cols 8(m >> 1)
