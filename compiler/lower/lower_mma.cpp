@@ -20,10 +20,12 @@
 //      issues one mma per n8; the accumulators stay in registers over K;
 //   3. back to the register layout of lower/lowerer.h: each warp writes its
 //      accumulators (PTX's C fragment: row g + 8(i >> 1), col 2t + (i & 1))
-//      to an f32 [M, N] area after the staged operands, a barrier, and every
+//      to an f32 [M, N] area (rows padded: result_stride) after the staged
+//      operands as 8-byte pairs, a barrier, and every
 //      thread reads its own elements; a barrier ends it (the scratch is free).
 //
-// Shared memory: 2 (MK + KN) bytes of operands, then 4 MN bytes of result.
+// Shared memory: 2 (MK + KN) bytes of operands, then 4 M result_stride(N)
+// bytes of result.
 // A dot that does not fit the portable budget, or whose shape or types do
 // not qualify, keeps the FMA path of lower_compute.cpp and says why in a
 // remark (DiagId::DotFmaPath).
@@ -52,6 +54,11 @@ struct Swizzle {
   }
 };
 
+/// Row stride (f32 elements) of the result area: N padded to 8 mod 32, so
+/// the 8-byte pair stores of one C fragment (rows g, columns 2t) fill the
+/// 32 banks twice: two wavefronts per 256 bytes, the minimum.
+int64_t result_stride(int64_t n) { return n + ((8 - n % 32) + 32) % 32; }
+
 } // namespace
 
 /// Byte offset (i64) of element (row, col) in the swizzled layout `s`.
@@ -77,7 +84,7 @@ std::string Lowerer::mma_eligible(const TileVal &a, const TileVal &c) const {
            "] is not a multiple of the mma shape (M % 16, K % 16, N % 8)";
   if (T % 32)
     return "the CTA's " + std::to_string(T) + " threads are not whole warps";
-  int64_t bytes = 2 * (M * K + K * N) + 4 * M * N;
+  int64_t bytes = 2 * (M * K + K * N) + 4 * M * result_stride(N);
   int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
   if (bytes > budget)
     return "its staged operands and result need " + std::to_string(bytes) +
@@ -89,8 +96,8 @@ TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line) {
   const bool bf16 = a.elem == ElemType::BF16;
   const int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
   const Swizzle sa(K), sb(N);
-  const int64_t b_base = 2 * M * K, c_base = b_base + 2 * K * N;
-  note_scratch((c_base + 4 * M * N) / 4);
+  const int64_t b_base = 2 * M * K, c_base = b_base + 2 * K * N, cs = result_stride(N);
+  note_scratch((c_base + 4 * M * cs) / 4);
   llvm::Type *i16 = b.getInt16Ty();
 
   // 1. Stage both operands as 16-bit values, swizzled.
@@ -154,15 +161,19 @@ TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line) {
           b.CreateStore(d[i], acc[4 * j + i]);
       }
     });
-    // 3a. The C fragment to the f32 result area.
+    // 3a. The C fragment to the f32 result area: registers (0, 1) and (2, 3)
+    // are adjacent columns, one 8-byte store each.
+    auto *v2 = llvm::FixedVectorType::get(f32, 2);
     for (unsigned j = 0; j < n8; ++j)
-      for (unsigned i = 0; i < 4; ++i) {
+      for (unsigned i = 0; i < 4; i += 2) {
         llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i >> 1))));
-        llvm::Value *col = b.CreateAdd(
-            n0, b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(8 * j + (i & 1))));
-        llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(N)), col);
-        scratch_store(b.CreateLoad(f32, acc[4 * j + i]),
-                      b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base)), 1);
+        llvm::Value *col =
+            b.CreateAdd(n0, b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(8 * j)));
+        llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(cs)), col);
+        llvm::Value *pair = llvm::PoisonValue::get(v2);
+        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i]), uint64_t(0));
+        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i + 1]), uint64_t(1));
+        scratch_store(pair, b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base)), 1);
       }
   });
   m.barrier(b);
@@ -175,7 +186,10 @@ TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line) {
     llvm::AllocaInst *tmp = entry_alloca(f32, "mma.out");
     b.CreateStore(llvm::ConstantFP::get(f32, 0.0), tmp);
     auto read = [&, k] {
-      llvm::Value *off = b.CreateAdd(b.CreateMul(elem_index(k), b.getInt64(4)), b.getInt64(c_base));
+      llvm::Value *e = elem_index(k);
+      e = b.CreateAdd(b.CreateMul(b.CreateUDiv(e, b.getInt64(N)), b.getInt64(cs)),
+                      b.CreateURem(e, b.getInt64(N)));
+      llvm::Value *off = b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base));
       b.CreateStore(scratch_load(f32, off, 1), tmp);
     };
     if (llvm::Value *alive = elem_alive(k, r.numel()))
