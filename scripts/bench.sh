@@ -75,7 +75,7 @@ printf '%-16s %-14s %10s  %s\n' example shape etlRun device
 for spec in "rowsum 256,4096" "rowsum_dyn 256,4096" "rowsum 1024,1024" "rowsum_dyn 1024,1024" \
             "softmax 64,4096" "softmax 512,512" "mlp 64,256,512" "rmsnorm_rope 16,64,4" \
             "decode_attention 8,4,64,16" "moe 256,128,8,2" "gemv 1024,4096" "gemv_atomic 1024,4096" \
-            "gemv_int4 1024,4096"; do
+            "gemv_int4 1024,4096" "gemm 256,256,256"; do
   set -- $spec
   ex=$1 shape=$2
   host=${ex%_dyn}
@@ -95,7 +95,7 @@ printf '%-16s %-34s %12s %12s %11s %-8s %s\n' example binding GFLOP "min MB" "SO
 for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12288" \
             "rmsnorm_rope B=16,D2=2048,P=4096,NP=64,MP=4" "decode_attention B=16,NH=32,NP=1024,MP=64" \
             "moe T=256,H=1024,E=16,K=2" "gemv N=4096,K=4096" "gemv_atomic N=4096,K=4096" \
-            "gemv_int4 N=4096,K=4096" \
+            "gemv_int4 N=4096,K=4096" "gemm M=4096,N=4096,K=4096" \
             "decode_layer B=1,H=4096,NKV=8,G=4,F=12288,NP=64,MP=64,kv_len=1024" \
             "decode_layer B=16,H=4096,NKV=8,G=4,F=12288,NP=1024,MP=64,kv_len=1024" \
             "decode_layer B=128,H=4096,NKV=8,G=4,F=12288,NP=8192,MP=64,kv_len=1024"; do
@@ -161,18 +161,22 @@ sh = p["shared"]
 model = max(p["unique_dram_bytes"] / bw, compute, sh["wavefronts"] / (132 * 1.98e9))
 sol = c["sol"]["seconds"]
 g = p["global"]
-print("%9.2f %9.2f %6.1f%% %7.1f%% %9.2f %6.1f%% %6.2f" % (sol * 1e6, model * 1e6, 100 * sol / model,
+# tensor-core share: tensor-core FLOPs the sim counted (mma) / tensor-eligible FLOPs of the cost model
+tcf = sum(gr["sync"].get("tensor_flops", 0) for gr in p["groups"])
+share = "%.1f%%" % (100 * tcf / c["flops_tc"]["value"]) if c["flops_tc"]["value"] else "-"
+print("%9.2f %9.2f %6.1f%% %7.1f%% %9.2f %6.1f%% %6.2f %s" % (sol * 1e6, model * 1e6, 100 * sol / model,
       100 * g["efficiency"], p["unique_dram_bytes"] / minb, 100 * g["lane_utilization"],
-      sh["bank_conflict_factor"]))
-' "$3" "$4" | { read -r a b c d e f h; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' "$1" "$2" "$a" "$b" "$c" "$d" "$e" "$f" "$h"; }
+      sh["bank_conflict_factor"], share))
+' "$3" "$4" | { read -r a b c d e f h t; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' "$1" "$2" "$a" "$b" "$c" "$d" "$e" "$f" "$h" "$t"; }
 }
 
 echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared wavefronts / (132 SMs x 1.98 GHz)))"
-printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes bank
+printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes bank "TC share"
 for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
             "rmsnorm_rope 16,64,4 B=16,D2=64,P=64,NP=64,MP=4" "decode_attention 8,4,64,16 B=8,NH=4,NP=64,MP=16" \
             "gemv 1024,4096 N=1024,K=4096" "gemv_atomic 1024,4096 N=1024,K=4096" \
-            "gemv_int4 1024,4096 N=1024,K=4096" "moe 256,128,8,2 T=256,H=128,E=8,K=2"; do
+            "gemv_int4 1024,4096 N=1024,K=4096" "moe 256,128,8,2 T=256,H=128,E=8,K=2" \
+            "gemm 256,256,256 M=256,N=256,K=256"; do
   set -- $spec
   ex=$1 shape=$2 bind=$3
   "$build/examples/${ex}_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \

@@ -91,7 +91,8 @@ int main(int argc, char **argv) {
       check_shared(g->getObject("shared"), where);
       const llvm::json::Object *sync = g->getObject("sync");
       for (const char *k :
-           {"barriers", "atomics", "fences", "spin_iterations", "wait_ns", "tasks", "shuffles"})
+           {"barriers", "atomics", "fences", "spin_iterations", "wait_ns", "tasks", "shuffles",
+            "mma", "ldmatrix", "tensor_flops", "ldmatrix_phases", "ldmatrix_wavefronts"})
         if (!sync || !sync->getInteger(k))
           fail(where + ": sync.\"" + k + "\" missing");
       const llvm::json::Array *sites = g->getArray("sites");

@@ -54,6 +54,8 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
       Lowerer L(plan, *m, mod, opts.threads_per_cta);
       llvm::Function *k = L.lower_kernel();
       smem = (L.smem_bytes() + 15u) & ~15u;
+      if (res.remarks.empty())
+        res.remarks = L.remarks; // the same decisions for every target
       m->finish_kernel(mod, k, opts.threads_per_cta, smem);
     } catch (const LowerError &e) {
       res.error = std::string("lowering kernel '") + plan.kernel->name + "': " + e.what();

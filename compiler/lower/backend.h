@@ -40,6 +40,13 @@ struct TargetOutput {
   std::string code;    ///< PTX text for "sm_*", ELF .so bytes for "sim"
 };
 
+/// An optimisation remark of the lowering (DiagId::DotFmaPath's arguments),
+/// reported once per source range whatever the number of targets.
+struct BackendRemark {
+  SourceRange range;
+  std::vector<std::string> args;
+};
+
 struct BackendResult {
   bool ok = false;
   std::string error;
@@ -52,6 +59,7 @@ struct BackendResult {
   /// Per task group: "tile IR" or "AST (why)", the path its body took
   /// (empty when no tile IR was given).
   std::vector<std::pair<std::string, std::string>> lowering;
+  std::vector<BackendRemark> remarks;
 };
 
 /// The most elements of any tile value in `k`'s task bodies (sema's types).

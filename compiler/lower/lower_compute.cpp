@@ -136,10 +136,22 @@ TileVal Lowerer::transpose(const TileVal &v) {
   return r;
 }
 
-TileVal Lowerer::dot(const TileVal &a, const TileVal &c) {
+TileVal Lowerer::dot(const TileVal &a, const TileVal &c, SourceRange where) {
   if (a.shape.empty() || a.shape.size() > 2 || c.shape.size() != 2 ||
       a.shape.back() != c.shape[0] || !is_float(a.elem) || !is_float(c.elem))
     throw LowerError("dot operands must be float [M, K] (or [K]) and [K, N] tiles");
+  std::string mma = mma_eligible(a, c);
+  if (mma == "ok")
+    return dot_mma(a, c, where.begin.line);
+  if (!mma.empty()) {
+    auto type = [](const TileVal &v) {
+      std::string s = std::string(spelling(v.elem)) + "[";
+      for (size_t i = 0; i < v.shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(v.shape[i]);
+      return s + "]";
+    };
+    remarks.push_back({where, {type(a), type(c), mma}});
+  }
   bool gemv = a.shape.size() == 1;
   int64_t M = gemv ? 1 : a.shape[0], K = c.shape[0], N = c.shape[1];
   TileVal r;

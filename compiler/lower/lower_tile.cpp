@@ -712,7 +712,7 @@ TileVal Lowerer::value(const Expr &e) {
     return a;
   }
   if (f == Builtin::Dot)
-    return dot(value(*e.args.at(0)), value(*e.args.at(1)));
+    return dot(value(*e.args.at(0)), value(*e.args.at(1)), e.range);
   throw LowerError("unsupported call '" + e.name + "'");
 }
 

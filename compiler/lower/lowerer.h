@@ -42,6 +42,7 @@
 #pragma once
 
 #include "ast/ast.h"
+#include "lower/backend.h"
 #include "target/machine.h"
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
@@ -282,8 +283,20 @@ public:
                  const std::vector<int64_t> &shape, ElemType elem);
   TileVal arange(int64_t n, ElemType elem);
   TileVal transpose(const TileVal &v);
-  /// a [M, K] (or [K]) times b [K, N]: f32 [M, N] (or [N]), accumulated in f32.
-  TileVal dot(const TileVal &a, const TileVal &c);
+  /// a [M, K] (or [K]) times b [K, N]: f32 [M, N] (or [N]), accumulated in
+  /// f32: on tensor cores where mma_eligible says "ok", else the FMA path
+  /// (with a remark at `where` when the operands are f16/bf16).
+  TileVal dot(const TileVal &a, const TileVal &c, SourceRange where = {});
+
+  // ---- lower_mma.cpp --------------------------------------------------------
+  /// "" when a and c are not both f16 or both bf16, "ok" when the dot runs on
+  /// tensor cores, else why it does not (the remark's text).
+  std::string mma_eligible(const TileVal &a, const TileVal &c) const;
+  /// The tensor-core dot (lower_mma.cpp's banner); `line` names it in sim's
+  /// divergence reports.
+  TileVal dot_mma(const TileVal &a, const TileVal &c, unsigned line);
+  /// Optimisation remarks (DiagId::DotFmaPath), for BackendResult::remarks.
+  std::vector<BackendRemark> remarks;
   void assign_local(int index, const TileVal &v);
   TileVal read_local(int index);
 

@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace etl {
 
@@ -99,6 +100,21 @@ public:
   /// operation, named by sim's divergence report (ETL_ERROR_DIVERGENCE).
   virtual llvm::Value *shuffle(Builder &b, ShflMode mode, llvm::Value *v, llvm::Value *lane,
                                unsigned c, unsigned mask, unsigned line) = 0;
+  /// mma.sync.aligned.m16n8k16.row.col.f32.{bf16|f16}.f32 over the whole
+  /// warp (all 32 lanes, warp-uniform control flow): `a` (4 x i32) and `bf`
+  /// (2 x i32) are the lane's A and B fragments (two 16-bit values each, the
+  /// lower-indexed in bits 0-15), `c` its 4 f32 accumulators; returns D (4
+  /// f32). PTX's fragment layouts (etl_abi.h, `mma`); marked convergent.
+  virtual std::vector<llvm::Value *> mma_m16n8k16(Builder &b, bool bf16,
+                                                  const std::vector<llvm::Value *> &a,
+                                                  const std::vector<llvm::Value *> &bf,
+                                                  const std::vector<llvm::Value *> &c,
+                                                  unsigned line) = 0;
+  /// ldmatrix.sync.aligned.m8n8.x`n`[.trans].shared.b16 (n = 1, 2, 4) over
+  /// the whole warp: `p` (generic, into shared memory, 16-byte aligned) is
+  /// the lane's row address; returns n i32 registers. Marked convergent.
+  virtual std::vector<llvm::Value *> ldmatrix(Builder &b, llvm::Value *p, unsigned n, bool trans,
+                                              unsigned line) = 0;
   /// This CTA's shared memory, a generic pointer to `smem_bytes` bytes.
   virtual llvm::Value *shared_base(Builder &b) = 0;
 

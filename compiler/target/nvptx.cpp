@@ -116,6 +116,46 @@ public:
     return b.CreateIntrinsic(ids[unsigned(mode)][fl ? 1 : 0], {},
                              {b.getInt32(mask), v, lane, b.getInt32(c)});
   }
+  std::vector<llvm::Value *> mma_m16n8k16(Builder &b, bool bf16,
+                                          const std::vector<llvm::Value *> &a,
+                                          const std::vector<llvm::Value *> &bf,
+                                          const std::vector<llvm::Value *> &c, unsigned) override {
+    using namespace llvm;
+    std::vector<Value *> ops;
+    auto *h2 = FixedVectorType::get(b.getHalfTy(), 2);
+    for (const auto *v : {&a, &bf})
+      for (Value *x : *v)
+        ops.push_back(bf16 ? x : b.CreateBitCast(x, h2));
+    ops.insert(ops.end(), c.begin(), c.end());
+    // LLVM 16 does not mark the mma intrinsics convergent: the call site does.
+    CallInst *call = b.CreateIntrinsic(bf16 ? Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
+                                            : Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32,
+                                       {}, ops);
+    call->addFnAttr(Attribute::Convergent);
+    std::vector<Value *> d;
+    for (unsigned i = 0; i < 4; ++i)
+      d.push_back(b.CreateExtractValue(call, i));
+    return d;
+  }
+  std::vector<llvm::Value *> ldmatrix(Builder &b, llvm::Value *p, unsigned n, bool trans,
+                                      unsigned) override {
+    using namespace llvm;
+    Intrinsic::ID id = n == 4   ? (trans ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                                         : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16)
+                       : n == 2 ? (trans ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16
+                                         : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16)
+                                : (trans ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_trans_b16
+                                         : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_b16);
+    Value *s = b.CreateAddrSpaceCast(p, b.getPtrTy(3));
+    CallInst *call = b.CreateIntrinsic(id, {b.getPtrTy(3)}, {s});
+    call->addFnAttr(Attribute::Convergent);
+    if (n == 1)
+      return {call};
+    std::vector<Value *> r;
+    for (unsigned i = 0; i < n; ++i)
+      r.push_back(b.CreateExtractValue(call, i));
+    return r;
+  }
   llvm::Value *shared_base(Builder &b) override {
     return b.CreateAddrSpaceCast(smem_, b.getPtrTy(0));
   }

@@ -82,6 +82,37 @@ public:
         {x, b.getInt32(unsigned(mode)), lane, b.getInt32(c), b.getInt32(mask), b.getInt32(line)});
     return fl ? b.CreateBitCast(r, b.getFloatTy()) : r;
   }
+  std::vector<llvm::Value *> mma_m16n8k16(Builder &b, bool bf16,
+                                          const std::vector<llvm::Value *> &a,
+                                          const std::vector<llvm::Value *> &bf,
+                                          const std::vector<llvm::Value *> &c,
+                                          unsigned line) override {
+    llvm::Type *i32 = b.getInt32Ty();
+    llvm::Value *in = entry_array(b, 10), *out = entry_array(b, 4);
+    unsigned k = 0;
+    for (const auto *v : {&a, &bf, &c})
+      for (llvm::Value *x : *v)
+        b.CreateStore(x->getType()->isFloatTy() ? b.CreateBitCast(x, i32) : x,
+                      b.CreateConstGEP1_32(i32, in, k++));
+    call(b, kOp_mma, b.getVoidTy(),
+         {b.getInt32(bf16 ? ETL_MMA_BF16 : ETL_MMA_F16), in, out, b.getInt32(line)});
+    std::vector<llvm::Value *> d;
+    for (unsigned i = 0; i < 4; ++i)
+      d.push_back(
+          b.CreateBitCast(b.CreateLoad(i32, b.CreateConstGEP1_32(i32, out, i)), b.getFloatTy()));
+    return d;
+  }
+  std::vector<llvm::Value *> ldmatrix(Builder &b, llvm::Value *p, unsigned n, bool trans,
+                                      unsigned line) override {
+    llvm::Type *i32 = b.getInt32Ty();
+    llvm::Value *out = entry_array(b, 4);
+    call(b, kOp_ldmatrix, b.getVoidTy(),
+         {p, b.getInt32(n | (trans ? ETL_LDMATRIX_TRANS : 0u)), out, b.getInt32(line)});
+    std::vector<llvm::Value *> r;
+    for (unsigned i = 0; i < n; ++i)
+      r.push_back(b.CreateLoad(i32, b.CreateConstGEP1_32(i32, out, i)));
+    return r;
+  }
   llvm::Value *shared_base(Builder &b) override {
     return call(b, kOp_shared_base, b.getPtrTy(), {});
   }
@@ -189,6 +220,13 @@ private:
     llvm::Value *slot = b.CreateConstGEP1_64(b.getPtrTy(), table, field);
     llvm::Value *f = b.CreateLoad(b.getPtrTy(), slot);
     return b.CreateCall(fty, f, args);
+  }
+  /// An [n x i32] in the function's entry block (mem2reg-free: its address
+  /// goes to the runtime).
+  llvm::Value *entry_array(Builder &b, unsigned n) {
+    llvm::Function *f = b.GetInsertBlock()->getParent();
+    llvm::IRBuilder<> e(&f->getEntryBlock(), f->getEntryBlock().begin());
+    return e.CreateAlloca(llvm::ArrayType::get(b.getInt32Ty(), n));
   }
   /// check_access's is_store: 0 a load, 1 a store, ETL_SIM_ACCESS_ATOMIC.
   static constexpr unsigned kAccessAtomic = ETL_SIM_ACCESS_ATOMIC;

@@ -228,6 +228,51 @@ Layout uniform_layout(const std::vector<int64_t> &shape, unsigned warps) {
   return l;
 }
 
+Layout mma_layout(MmaOperand which, const std::vector<int64_t> &shape, unsigned warps) {
+  Layout l;
+  l.kind = LayoutKind::Mma;
+  l.shape = shape;
+  l.lg = padded_lg(shape);
+  auto at = [&](uint32_t row, uint32_t col) { return (row << l.lg[1]) | col; };
+  const int64_t ar = 16, ac = which == MmaOperand::A ? 16 : 8;
+  // The atom: element-index bits, then lane bits t0 t1 g0 g1 g2.
+  switch (which) {
+  case MmaOperand::A:
+    l.reg = {at(0, 1), at(8, 0), at(0, 8)};
+    l.lane = {at(0, 2), at(0, 4), at(1, 0), at(2, 0), at(4, 0)};
+    break;
+  case MmaOperand::B:
+    l.reg = {at(1, 0), at(8, 0)};
+    l.lane = {at(2, 0), at(4, 0), at(0, 1), at(0, 2), at(0, 4)};
+    break;
+  case MmaOperand::Acc:
+    l.reg = {at(0, 1), at(8, 0)};
+    l.lane = {at(0, 2), at(0, 4), at(1, 0), at(2, 0), at(4, 0)};
+    break;
+  }
+  // Atom rows and columns beyond the first: warps take row blocks (the
+  // highest row bits first), registers take the rest, columns first.
+  std::vector<uint32_t> row_bits, col_bits;
+  for (unsigned b = ceil_log2(ar); b < l.lg[0]; ++b)
+    row_bits.push_back(at(1u << b, 0));
+  for (unsigned b = ceil_log2(ac); b < l.lg[1]; ++b)
+    col_bits.push_back(at(0, 1u << b));
+  unsigned wb = ceil_log2(std::max(1u, warps));
+  for (unsigned k = 0; k < wb; ++k) {
+    if (!row_bits.empty()) {
+      l.warp.insert(l.warp.begin(), row_bits.back());
+      row_bits.pop_back();
+    } else
+      l.warp.push_back(0);
+  }
+  l.reg.insert(l.reg.end(), col_bits.begin(), col_bits.end());
+  l.reg.insert(l.reg.end(), row_bits.begin(), row_bits.end());
+  l.origin = std::string("mma m16n8k16 ") + (which == MmaOperand::A   ? "A"
+                                             : which == MmaOperand::B ? "B"
+                                                                      : "acc");
+  return l;
+}
+
 /// Rewrites every basis through `f` (old packed coord -> new packed coord).
 template <class F> static void remap(Layout &l, F f, bool drop_zero_regs) {
   std::vector<uint32_t> regs;

@@ -20,8 +20,9 @@
 //   uniform  every thread holds every element (a broadcast tile);
 //   shared   an offset -> coordinate map of shared memory with an XOR
 //            swizzle (SmemLayout: `offset` bits instead of reg/lane/warp);
-//   mma      reserved for the tensor-core operand/accumulator layouts of
-//            the next issue (same mechanism, no constructor yet).
+//   mma      the fragments of mma.sync.m16n8k16 (mma_layout): one 16-bit
+//            (A, B) or f32 (accumulator) element per register index, PTX's
+//            maps, atoms repeated over registers and warps.
 //
 // Conversions, vector widths and bank conflicts are computed from the maps
 // (tile/assign.cpp), never from the kind, which is kept for printing.
@@ -37,7 +38,7 @@
 
 namespace etl {
 
-enum class LayoutKind { Blocked, Slice, Uniform, Shared, Mma /* reserved: tensor-core issue */ };
+enum class LayoutKind { Blocked, Slice, Uniform, Shared, Mma };
 const char *layout_kind_name(LayoutKind k);
 
 /// Lanes per warp (the lane field always has 5 bases).
@@ -113,6 +114,22 @@ std::optional<Layout> reshape_layout(const Layout &l, const std::vector<int64_t>
 /// result has layout `c`: the M (or N) bits as in c, the other result dim
 /// replicated, every K element in registers.
 Layout dot_operand_layout(const Layout &c, unsigned which, const std::vector<int64_t> &shape);
+
+/// The operands of mma.sync.aligned.m16n8k16 (PTX ISA "Matrix Fragments
+/// for mma.m16n8k16 with floating point type"; g = lane >> 2, t = lane & 3).
+enum class MmaOperand {
+  A,  ///< [16, 16] f16/bf16: element i (reg i >> 1, half i & 1) at
+      ///< (g + 8((i >> 1) & 1), 2t + (i & 1) + 8(i >> 2))
+  B,  ///< [16 (k), 8 (n)]: element i at (2t + (i & 1) + 8(i >> 1), g)
+  Acc ///< [16, 8] f32: element i at (g + 8(i >> 1), 2t + (i & 1))
+};
+/// The layout of operand `which` for a [R, C] tile (R, C powers of two,
+/// multiples of the atom: 16 x 16 for A, 16 x 8 for B and Acc). The atom's
+/// element index takes the lowest register bits (the 16-bit halves of a
+/// packed register for A and B), then the `warps` (power of two) split the
+/// rows in atom-sized blocks (slowest first; warps left over are
+/// replicas), then the remaining atoms go to registers, columns first.
+Layout mma_layout(MmaOperand which, const std::vector<int64_t> &shape, unsigned warps);
 
 /// How a conversion from `src` to `dst` moves data (TILE-IR.md (d)).
 enum class ConvertPath { None, Registers, Shuffle, Scratch };

@@ -320,7 +320,11 @@ typedef struct etl_timeline_record {
   X(shared_access, void, /* before a scratch (shared memory) access; profile only */               \
     (const void *ptr, uint64_t bytes, uint32_t is_store))                                          \
   X(shuffle, uint32_t, /* shfl.sync: a per-warp rendezvous (etl_shfl_mode, below) */               \
-    (uint32_t value, uint32_t mode, uint32_t b, uint32_t c, uint32_t mask, uint32_t line))
+    (uint32_t value, uint32_t mode, uint32_t b, uint32_t c, uint32_t mask, uint32_t line))         \
+  X(mma, void, /* mma.sync m16n8k16 (etl_mma_kind): a per-warp rendezvous */                       \
+    (uint32_t kind, const uint32_t *in, uint32_t *out, uint32_t line))                             \
+  X(ldmatrix, void, /* ldmatrix.sync m8n8: a per-warp rendezvous */                                \
+    (const void *addr, uint32_t variant, uint32_t *out, uint32_t line))
 
 /* shuffle(value, mode, b, c, mask, line) is PTX `shfl.sync.MODE.b32 d, value,
  * b, c, mask`: every lane of `mask` (bits = lanes of the caller's warp, which
@@ -340,6 +344,27 @@ typedef struct etl_timeline_record {
 #define ETL_SIM_ACCESS_ATOMIC 2u
 
 enum etl_shfl_mode { ETL_SHFL_UP = 0, ETL_SHFL_DOWN = 1, ETL_SHFL_BFLY = 2, ETL_SHFL_IDX = 3 };
+
+/* mma(kind, in, out, line) is PTX `mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32`
+ * (T = f16 or bf16 by `kind`): every lane of a full 32-lane warp calls it with
+ * the same kind and line; in[0..3] are its A fragment registers, in[4..5] its
+ * B ones (two 16-bit values each, the lower-indexed in bits 0-15), in[6..9]
+ * its C accumulators (f32 bits); out[0..3] receive D (f32 bits). Fragment
+ * layouts are PTX's (g = lane >> 2, t = lane & 3): A reg j holds row
+ * g + 8(j & 1), cols 2t + 8(j >> 1) and +1; B reg j holds rows k = 2t + 8j
+ * and +1 of column g; C/D reg i holds row g + 8(i >> 1), col 2t + (i & 1).
+ * Products are exact; D = C + the 16 products summed in f32 in k order
+ * (sim_warp.h, etl_mma_m16n8k16_ref; hardware order is unspecified).
+ *
+ * ldmatrix(addr, variant, out, line) is PTX `ldmatrix.sync.aligned.m8n8.xN
+ * [.trans].shared.b16`, N = variant & 7 (1, 2 or 4), .trans if variant &
+ * ETL_LDMATRIX_TRANS: lane l gives the 16-byte-aligned shared address of row
+ * l & 7 of matrix l >> 3 (lanes >= 8N: ignored); out[m] (m < N) of lane l
+ * receives {M_m[l>>2][2(l&3)], M_m[l>>2][2(l&3)+1]}, transposed
+ * {M_m[2(l&3)][l>>2], M_m[2(l&3)+1][l>>2]}. A lane that never arrives or
+ * arrives elsewhere is ETL_ERROR_DIVERGENCE, as for shuffles. */
+enum etl_mma_kind { ETL_MMA_F16 = 0, ETL_MMA_BF16 = 1 };
+#define ETL_LDMATRIX_TRANS 16u
 
 /* In C++ every field defaults to null, so a host table written as a
  * positional initializer before an op was appended stays warning-free

@@ -246,8 +246,19 @@ static void settle_warp(sim_cta *c, uint32_t w) {
   int rc = etl_warp_settle(wp, lanes, state, &done, why, sizeof why);
   if (rc == ETL_WARP_DONE) {
     uint32_t first = w * 32 + (uint32_t)__builtin_ctz(done);
-    if (c->run->prof)
-      etl_profile_count(c->run->prof, c->cta, c->fibers[first].prof_group, ETL_PROF_SHUFFLE, 1);
+    if (c->run->prof) {
+      uint32_t mode = wp->op[first - w * 32].mode, grp = c->fibers[first].prof_group;
+      if (mode == ETL_WARP_MMA) {
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_MMA, 1);
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_TC_FLOPS, 2 * 16 * 8 * 16);
+      } else if (mode == ETL_WARP_LDMATRIX) {
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX, 1);
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX_PHASES, wp->ld_phases);
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX_WAVEFRONTS,
+                          wp->ld_wavefronts);
+      } else
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_SHUFFLE, 1);
+    }
     for (uint32_t l = 0; l < lanes; ++l)
       if (done & (1u << l))
         c->fibers[w * 32 + l].state = FIBER_RUNNABLE;
@@ -350,6 +361,31 @@ static uint32_t op_shuffle(uint32_t value, uint32_t mode, uint32_t b, uint32_t c
   f->state = FIBER_AT_SHUFFLE;
   yield_fiber(c, 0); /* back once settle_warp has filled in the results */
   return w->out[f->tid % 32];
+}
+
+/* The tensor-core collectives: the same rendezvous as op_shuffle, with a
+ * full warp and several words per lane (sim_warp.h). */
+static void op_mma(uint32_t kind, const uint32_t *in, uint32_t *out, uint32_t line) {
+  sim_cta *c = tls_cta;
+  sim_fiber *f = c->cur;
+  etl_warp *w = &c->warps[f->tid / 32];
+  etl_warp_op op = {ETL_WARP_MMA, kind, 0xFFFFFFFFu, line};
+  etl_warp_arrive_mma(w, f->tid % 32, &op, in);
+  f->state = FIBER_AT_SHUFFLE;
+  yield_fiber(c, 0);
+  memcpy(out, w->vout[f->tid % 32], 4 * sizeof(uint32_t));
+}
+
+static void op_ldmatrix(const void *addr, uint32_t variant, uint32_t *out, uint32_t line) {
+  sim_cta *c = tls_cta;
+  sim_fiber *f = c->cur;
+  etl_warp *w = &c->warps[f->tid / 32];
+  etl_warp_op op = {ETL_WARP_LDMATRIX, variant, 0xFFFFFFFFu, line};
+  etl_warp_arrive_ldmatrix(w, f->tid % 32, &op, addr);
+  f->state = FIBER_AT_SHUFFLE;
+  yield_fiber(c, 0);
+  uint32_t n = variant & 7u;
+  memcpy(out, w->vout[f->tid % 32], (n <= 4 ? n : 4) * sizeof(uint32_t));
 }
 
 static void op_shared_access(const void *ptr, uint64_t bytes, uint32_t is_store) {
@@ -678,6 +714,10 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
     if (!c->fibers || !c->smem || !c->warps) {
       run_fail(&r, ETL_ERROR_OUT_OF_MEMORY, "sim: out of memory");
       break;
+    }
+    for (uint32_t w = 0; w < (r.tpc + 31) / 32; ++w) {
+      c->warps[w].smem = c->smem;
+      c->warps[w].smem_bytes = m->smem_bytes;
     }
   }
   if (r.status == ETL_SUCCESS) {

@@ -395,7 +395,8 @@ static void json_totals(FILE *f, const totals *t) {
 }
 
 static const char *event_names[ETL_PROF_EVENTS] = {
-    "barriers", "atomics", "fences", "spin_iterations", "wait_ns", "tasks", "shuffles"};
+    "barriers", "atomics", "fences",   "spin_iterations", "wait_ns",         "tasks",
+    "shuffles", "mma",     "ldmatrix", "tensor_flops",    "ldmatrix_phases", "ldmatrix_wavefronts"};
 
 /* Merged per-site rows of every CTA, sorted by group then site. */
 static int site_cmp(const void *a, const void *b) {
@@ -543,11 +544,12 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
     if (gt.requests || ev[ETL_PROF_TASK] || ev[ETL_PROF_SPIN])
       fprintf(t,
               "%-20s tasks %llu, barriers %llu, shuffles %llu, atomics %llu, fences %llu, "
-              "spin-wait iterations %llu (%.3f ms)\n",
+              "spin-wait iterations %llu (%.3f ms), mma %llu, ldmatrix %llu\n",
               name, (unsigned long long)ev[ETL_PROF_TASK], (unsigned long long)ev[ETL_PROF_BARRIER],
               (unsigned long long)ev[ETL_PROF_SHUFFLE], (unsigned long long)ev[ETL_PROF_ATOMIC],
               (unsigned long long)ev[ETL_PROF_FENCE], (unsigned long long)ev[ETL_PROF_SPIN],
-              (double)ev[ETL_PROF_WAIT_NS] / 1e6);
+              (double)ev[ETL_PROF_WAIT_NS] / 1e6, (unsigned long long)ev[ETL_PROF_MMA],
+              (unsigned long long)ev[ETL_PROF_LDMATRIX]);
   }
   fprintf(f, "\n  ]\n}\n");
   int bad = ferror(f) | ferror(t);

@@ -92,6 +92,19 @@ elif ex == "rmsnorm_rope":
     c, s = t["cos_t"][t["pos"]], t["sin_t"][t["pos"]]
     refs = dict(q_out=np.stack([q[..., 0] * c - q[..., 1] * s, q[..., 0] * s + q[..., 1] * c],
                                axis=-1))
+elif ex == "gemm":
+    m, n, k = 40, 24, 56
+
+    def bf16(x):  # bf16 bits (round to nearest even), saved as raw |V2 values
+        u = x.view(np.uint32).astype(np.uint64)
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+    def widen(u):
+        return (u.astype(np.uint32) << 16).view(np.float32)
+
+    a, b = bf16(f32(m, k)), bf16(f32(k, n))
+    tensors = dict(a=a.view("V2"), b=b.view("V2"), c=np.zeros((m, n), np.float32))
+    refs = dict(c=widen(a).astype(np.float64) @ widen(b))
 else:
     sys.exit("make_inputs.py: no inputs for example '%s'" % ex)
 

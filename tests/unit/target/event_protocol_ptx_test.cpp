@@ -286,7 +286,8 @@ TEST_CASE("every program's PTX keeps the release/acquire event protocol") {
       all += e + "\n";
     INFO(all);
     CHECK(f.errors.empty());
-    // a program without events (examples/gemv_atomic: atomics, no join)
+    // a program without events (examples/gemv_atomic: atomics, no join;
+    // examples/gemm and the tensor-core test program: independent tasks)
     // has no protocol of its own to check
     std::ifstream in(src);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -196,3 +196,36 @@ TEST_CASE("swizzled shared memory: a bijection without bank conflicts on column 
     row.push_back(7u << 5 | c);
   CHECK(smem_wavefronts(swizzled_smem_layout({32, 32}, 4, 1), row, 1, 4) == 1);
 }
+
+TEST_CASE("mma m16n8k16 layouts: PTX's fragment maps, exactly") {
+  // Element i of lane `ln` (PTX ISA, "Matrix Fragments for mma.m16n8k16").
+  for (uint32_t ln = 0; ln < 32; ++ln) {
+    int64_t g = ln >> 2, t = ln & 3;
+    Layout a = mma_layout(MmaOperand::A, {16, 16}, 1);
+    Layout b = mma_layout(MmaOperand::B, {16, 8}, 1);
+    Layout c = mma_layout(MmaOperand::Acc, {16, 8}, 1);
+    for (uint32_t i = 0; i < 8; ++i)
+      CHECK(a.unpack(a.apply(i, ln, 0)) ==
+            std::vector<int64_t>{g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)});
+    for (uint32_t i = 0; i < 4; ++i) {
+      CHECK(b.unpack(b.apply(i, ln, 0)) == std::vector<int64_t>{2 * t + (i & 1) + 8 * (i >> 1), g});
+      CHECK(c.unpack(c.apply(i, ln, 0)) == std::vector<int64_t>{g + 8 * (i >> 1), 2 * t + (i & 1)});
+    }
+  }
+  // A 64x64 accumulator over 4 warps: each element once; warp w owns rows
+  // 16w .. 16w+15, and its registers hold the 8 n-atoms.
+  Layout acc = mma_layout(MmaOperand::Acc, {64, 64}, 4);
+  CHECK(acc.kind == LayoutKind::Mma);
+  CHECK(acc.injective());
+  CHECK(acc.surjective());
+  CHECK(acc.num_regs() == 32);
+  for (uint32_t w = 0; w < 4; ++w)
+    for (uint32_t r = 0; r < 32; ++r) {
+      std::vector<int64_t> rc = acc.unpack(acc.apply(r, 5, w));
+      CHECK(rc[0] / 16 == w);
+    }
+  // More warps than row blocks: the extra warps are replicas.
+  Layout rep = mma_layout(MmaOperand::A, {16, 32}, 2);
+  CHECK(rep.has_replicas());
+  CHECK(rep.surjective());
+}

@@ -1,0 +1,205 @@
+//===- lower/lower_mma.cpp - `dot` of f16/bf16 tiles on tensor cores ------===//
+//
+// What this owns: the tensor-core path of `dot` (Lowerer::dot_mma) and the
+// test that picks it (Lowerer::mma_eligible). A dot of two f16 (or two bf16)
+// tiles [M, K] x [K, N] with M % 16 == 0, N % 8 == 0, K % 16 == 0 runs as
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32 with f32
+// accumulation (Machine::mma_m16n8k16; sim: the warp rendezvous of
+// runtime/src/sim_warp.c, products exact, summed in k order, so its results
+// equal the FMA path's bit for bit):
+//
+//   1. staging: every thread writes its elements of both operands as 16-bit
+//      values into the scratch area, row-major with a 16-byte-chunk XOR
+//      swizzle (swizzled_offset below: the chunk of row r is chunk ^
+//      ((r / perPhase) % maxPhase), Triton's #shared / CUTLASS's swizzle),
+//      then a barrier;
+//   2. warp tiles: the output is cut into m16 x n16 units (n8 when N % 16 !=
+//      0); warp w runs units w, w + W, ... (warp-uniform loops). Per k16 it
+//      loads the A fragment with ldmatrix.x4 and the B fragments with
+//      ldmatrix.x4.trans (x2.trans for n8: B is row-major [K, N]) and
+//      issues one mma per n8; the accumulators stay in registers over K;
+//   3. back to the register layout of lower/lowerer.h: each warp writes its
+//      accumulators (PTX's C fragment: row g + 8(i >> 1), col 2t + (i & 1))
+//      to an f32 [M, N] area (rows padded: result_stride) after the staged
+//      operands as 8-byte pairs, a barrier, and every
+//      thread reads its own elements; a barrier ends it (the scratch is free).
+//
+// Shared memory: 2 (MK + KN) bytes of operands, then 4 M result_stride(N)
+// bytes of result.
+// A dot that does not fit the portable budget, or whose shape or types do
+// not qualify, keeps the FMA path of lower_compute.cpp and says why in a
+// remark (DiagId::DotFmaPath).
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include <llvm/IR/Constants.h>
+
+namespace etl {
+
+namespace {
+
+/// The staging layout of a row-major [rows, cols] tile of 16-bit values
+/// (cols % 8 == 0): rows of cols * 2 bytes cut into 16-byte chunks; the
+/// chunk index is XORed with a per-row phase so that the 8 row addresses of
+/// one ldmatrix phase hit 8 different 16-byte bank groups.
+struct Swizzle {
+  int64_t cols, row_bytes, per_phase, max_phase;
+  explicit Swizzle(int64_t c) : cols(c), row_bytes(c * 2) {
+    int64_t chunks = row_bytes / 16;
+    max_phase = 1; // the largest power of two dividing chunks, at most 8: the XOR stays in the row
+    while (max_phase < 8 && chunks % (max_phase * 2) == 0)
+      max_phase *= 2;
+    per_phase = row_bytes >= 128 ? 1 : 128 / row_bytes;
+  }
+};
+
+/// Row stride (f32 elements) of the result area: N padded to 8 mod 32, so
+/// the 8-byte pair stores of one C fragment (rows g, columns 2t) fill the
+/// 32 banks twice: two wavefronts per 256 bytes, the minimum.
+int64_t result_stride(int64_t n) { return n + ((8 - n % 32) + 32) % 32; }
+
+} // namespace
+
+/// Byte offset (i64) of element (row, col) in the swizzled layout `s`.
+static llvm::Value *swizzled_offset(Builder &b, const Swizzle &s, llvm::Value *row,
+                                    llvm::Value *col) {
+  llvm::Value *phase =
+      b.CreateURem(b.CreateUDiv(row, b.getInt64(s.per_phase)), b.getInt64(s.max_phase));
+  llvm::Value *chunk = b.CreateXor(b.CreateUDiv(col, b.getInt64(8)), phase);
+  llvm::Value *off = b.CreateMul(row, b.getInt64(s.row_bytes));
+  off = b.CreateAdd(off, b.CreateMul(chunk, b.getInt64(16)));
+  return b.CreateAdd(off, b.CreateMul(b.CreateURem(col, b.getInt64(8)), b.getInt64(2)));
+}
+
+std::string Lowerer::mma_eligible(const TileVal &a, const TileVal &c) const {
+  if (a.elem != c.elem || (a.elem != ElemType::F16 && a.elem != ElemType::BF16))
+    return "";
+  if (a.shape.size() != 2)
+    return "a one-row (GEMV) dot keeps the memory-bound path";
+  int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
+  if (M % 16 || N % 8 || K % 16)
+    return "its shape [" + std::to_string(M) + ", " + std::to_string(K) + "] x [" +
+           std::to_string(K) + ", " + std::to_string(N) +
+           "] is not a multiple of the mma shape (M % 16, K % 16, N % 8)";
+  if (T % 32)
+    return "the CTA's " + std::to_string(T) + " threads are not whole warps";
+  int64_t bytes = 2 * (M * K + K * N) + 4 * M * result_stride(N);
+  int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
+  if (bytes > budget)
+    return "its staged operands and result need " + std::to_string(bytes) +
+           " bytes of shared memory, more than the " + std::to_string(budget) + " available";
+  return "ok";
+}
+
+TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line) {
+  const bool bf16 = a.elem == ElemType::BF16;
+  const int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
+  const Swizzle sa(K), sb(N);
+  const int64_t b_base = 2 * M * K, c_base = b_base + 2 * K * N, cs = result_stride(N);
+  note_scratch((c_base + 4 * M * cs) / 4);
+  llvm::Type *i16 = b.getInt16Ty();
+
+  // 1. Stage both operands as 16-bit values, swizzled.
+  auto stage = [&](const TileVal &v, const Swizzle &s, int64_t base) {
+    for (unsigned k = 0; k < v.regs.size(); ++k) {
+      auto write = [&, k] {
+        llvm::Value *e = elem_index(k);
+        llvm::Value *row = b.CreateUDiv(e, b.getInt64(s.cols));
+        llvm::Value *col = b.CreateURem(e, b.getInt64(s.cols));
+        llvm::Value *bits;
+        if (bf16) // the register holds a bf16 value exactly: its top 16 bits
+          bits = b.CreateTrunc(b.CreateLShr(b.CreateBitCast(v.regs[k], i32), 16), i16);
+        else
+          bits = b.CreateBitCast(b.CreateFPTrunc(v.regs[k], b.getHalfTy()), i16);
+        scratch_store(bits, b.CreateAdd(swizzled_offset(b, s, row, col), b.getInt64(base)), 1);
+      };
+      if (llvm::Value *alive = elem_alive(k, v.numel()))
+        if_then(alive, write);
+      else
+        write();
+    }
+  };
+  stage(a, sa, 0);
+  stage(c, sb, b_base);
+  m.barrier(b);
+
+  // 2. Warp tiles of m16 x nb, each warp a strided share of them.
+  const int64_t nb = N % 16 == 0 ? 16 : 8, n_units = N / nb, units = (M / 16) * n_units;
+  const unsigned n8 = unsigned(nb / 8);
+  llvm::Value *t64 = b.CreateZExt(tid, i64);
+  llvm::Value *warp = b.CreateUDiv(t64, b.getInt64(32)), *lane = b.CreateURem(t64, b.getInt64(32));
+  llvm::Value *g = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, 3);
+  llvm::Value *lrow = b.CreateAnd(lane, 15),
+              *lhalf = b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(8));
+  std::vector<llvm::AllocaInst *> acc;
+  for (unsigned i = 0; i < 4 * n8; ++i)
+    acc.push_back(entry_alloca(f32, "mma.acc"));
+  auto at = [&](int64_t base, const Swizzle &s, llvm::Value *row, llvm::Value *col) {
+    return scratch_ptr(b.CreateAdd(swizzled_offset(b, s, row, col), b.getInt64(base)), 1);
+  };
+  for_range(warp, b.getInt64(units), b.getInt64(T / 32), [&](llvm::Value *u) {
+    llvm::Value *r0 = b.CreateMul(b.CreateUDiv(u, b.getInt64(n_units)), b.getInt64(16));
+    llvm::Value *n0 = b.CreateMul(b.CreateURem(u, b.getInt64(n_units)), b.getInt64(nb));
+    for (llvm::AllocaInst *x : acc)
+      b.CreateStore(llvm::ConstantFP::get(f32, 0.0), x);
+    for_range(b.getInt64(0), b.getInt64(K), b.getInt64(16), [&](llvm::Value *k0) {
+      // A [r0 .. r0+16) x [k0 .. k0+16): lane l gives row r0 + (l & 15), col k0 + (l >> 4) * 8.
+      std::vector<llvm::Value *> fa =
+          m.ldmatrix(b, at(0, sa, b.CreateAdd(r0, lrow), b.CreateAdd(k0, lhalf)), 4, false, line);
+      // B [k0 .. k0+16) x [n0 .. n0+nb), row-major: transposed 8x8 loads.
+      llvm::Value *bcol = nb == 16 ? b.CreateAdd(n0, lhalf) : n0;
+      std::vector<llvm::Value *> fb =
+          m.ldmatrix(b, at(b_base, sb, b.CreateAdd(k0, lrow), bcol), 2 * n8, true, line);
+      for (unsigned j = 0; j < n8; ++j) {
+        std::vector<llvm::Value *> cc;
+        for (unsigned i = 0; i < 4; ++i)
+          cc.push_back(b.CreateLoad(f32, acc[4 * j + i]));
+        std::vector<llvm::Value *> d =
+            m.mma_m16n8k16(b, bf16, fa, {fb[2 * j], fb[2 * j + 1]}, cc, line);
+        for (unsigned i = 0; i < 4; ++i)
+          b.CreateStore(d[i], acc[4 * j + i]);
+      }
+    });
+    // 3a. The C fragment to the f32 result area: registers (0, 1) and (2, 3)
+    // are adjacent columns, one 8-byte store each.
+    auto *v2 = llvm::FixedVectorType::get(f32, 2);
+    for (unsigned j = 0; j < n8; ++j)
+      for (unsigned i = 0; i < 4; i += 2) {
+        llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i >> 1))));
+        llvm::Value *col =
+            b.CreateAdd(n0, b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(8 * j)));
+        llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(cs)), col);
+        llvm::Value *pair = llvm::PoisonValue::get(v2);
+        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i]), uint64_t(0));
+        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i + 1]), uint64_t(1));
+        scratch_store(pair, b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base)), 1);
+      }
+  });
+  m.barrier(b);
+
+  // 3b. Every thread reads its own elements.
+  TileVal r;
+  r.elem = ElemType::F32;
+  r.shape = {M, N};
+  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
+    llvm::AllocaInst *tmp = entry_alloca(f32, "mma.out");
+    b.CreateStore(llvm::ConstantFP::get(f32, 0.0), tmp);
+    auto read = [&, k] {
+      llvm::Value *e = elem_index(k);
+      e = b.CreateAdd(b.CreateMul(b.CreateUDiv(e, b.getInt64(N)), b.getInt64(cs)),
+                      b.CreateURem(e, b.getInt64(N)));
+      llvm::Value *off = b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base));
+      b.CreateStore(scratch_load(f32, off, 1), tmp);
+    };
+    if (llvm::Value *alive = elem_alive(k, r.numel()))
+      if_then(alive, read);
+    else
+      read();
+    r.regs.push_back(b.CreateLoad(f32, tmp));
+  }
+  m.barrier(b);
+  return r;
+}
+
+} // namespace etl

@@ -1,0 +1,236 @@
+// The simulator's tensor-core collectives (runtime/src/sim_warp.c): ldmatrix
+// (.x4, .x2, .trans) and mma.sync.m16n8k16 (f16, bf16) with PTX's fragment
+// layouts, written out here independently of the runtime; the divergence
+// reports (a lane that never arrives, a partial warp, a misaligned row
+// address); and compiled f16/bf16 dots (programs/mma_dot.etl), which run on
+// the rendezvous and must equal an f32 k-order reference bit for bit.
+#include "sim_warp.h"
+
+#include "etl_abi.h"
+
+#include <etl/etl.h>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::vector<int> waiting(32, ETL_LANE_WAITING);
+
+int settle(etl_warp &w, uint32_t n, const std::vector<int> &state, std::string &msg) {
+  char buf[512] = "";
+  uint32_t done = 0;
+  int rc = etl_warp_settle(&w, n, state.data(), &done, buf, sizeof buf);
+  msg = buf;
+  return rc;
+}
+
+uint16_t bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  return uint16_t(x >> 16); // small integers: exact
+}
+
+uint16_t half(float f) { // normal values with at most 11 significant bits: exact
+  if (f == 0)
+    return 0;
+  uint16_t sign = f < 0 ? 0x8000 : 0;
+  float a = f < 0 ? -f : f;
+  int e = 0;
+  while (a >= 2) {
+    a /= 2;
+    ++e;
+  }
+  while (a < 1) {
+    a *= 2;
+    --e;
+  }
+  return uint16_t(sign | uint16_t((e + 15) << 10) | uint16_t((a - 1) * 1024));
+}
+
+uint32_t pack(uint16_t lo, uint16_t hi) { return uint32_t(lo) | uint32_t(hi) << 16; }
+
+} // namespace
+
+TEST_CASE("sim ldmatrix: x4, x4.trans and x2.trans give PTX's fragments") {
+  // A 16x16 matrix of 16-bit values M[r][c] = r * 16 + c, rows of 32 bytes
+  // at a 16-byte aligned base inside the warp's shared memory.
+  alignas(16) static uint16_t smem[16 * 16 + 64];
+  for (int i = 0; i < 16 * 16; ++i)
+    smem[i] = uint16_t(i);
+  for (bool trans : {false, true}) {
+    etl_warp w;
+    std::memset(&w, 0, sizeof w);
+    w.smem = reinterpret_cast<const unsigned char *>(smem);
+    w.smem_bytes = sizeof smem;
+    etl_warp_op op{ETL_WARP_LDMATRIX, 4u | (trans ? ETL_LDMATRIX_TRANS : 0u), 0xFFFFFFFFu, 9};
+    // Lane l: row (l & 15), column block (l >> 4) * 8.
+    for (uint32_t l = 0; l < 32; ++l)
+      etl_warp_arrive_ldmatrix(&w, l, &op, &smem[(l & 15) * 16 + (l >> 4) * 8]);
+    std::string msg;
+    REQUIRE(settle(w, 32, waiting, msg) == ETL_WARP_DONE);
+    // Unswizzled 32-byte rows: the 8 rows of a phase fall in 4 of the 8
+    // 16-byte bank groups, two each: 2 wavefronts per phase.
+    CHECK(w.ld_phases == 4);
+    CHECK(w.ld_wavefronts == 8);
+    for (uint32_t l = 0; l < 32; ++l) {
+      uint32_t g = l >> 2, t = l & 3;
+      for (uint32_t m = 0; m < 4; ++m) { // matrix m: rows 8(m & 1), cols 8(m >> 1)
+        uint32_t r0 = 8 * (m & 1), c0 = 8 * (m >> 1);
+        uint32_t lo = trans ? (r0 + 2 * t) * 16 + c0 + g : (r0 + g) * 16 + c0 + 2 * t;
+        uint32_t hi = trans ? lo + 16 : lo + 1;
+        CHECK(w.vout[l][m] == pack(uint16_t(lo), uint16_t(hi)));
+      }
+    }
+  }
+  // A misaligned row address is reported, naming the op and its line.
+  etl_warp w;
+  std::memset(&w, 0, sizeof w);
+  w.smem = reinterpret_cast<const unsigned char *>(smem);
+  w.smem_bytes = sizeof smem;
+  etl_warp_op op{ETL_WARP_LDMATRIX, 2u | ETL_LDMATRIX_TRANS, 0xFFFFFFFFu, 12};
+  for (uint32_t l = 0; l < 32; ++l)
+    etl_warp_arrive_ldmatrix(&w, l, &op, &smem[(l & 15) * 16 + (l == 3 ? 1 : 0)]);
+  std::string msg;
+  REQUIRE(settle(w, 32, waiting, msg) == ETL_WARP_DIVERGED);
+  CHECK(msg.find("ldmatrix.sync (line 12): lane 3") != std::string::npos);
+  CHECK(msg.find("not 16-byte aligned") != std::string::npos);
+}
+
+TEST_CASE("sim mma m16n8k16: D = C + A B from PTX's fragments, f16 and bf16") {
+  for (uint32_t kind : {uint32_t(ETL_MMA_F16), uint32_t(ETL_MMA_BF16)}) {
+    CAPTURE(kind);
+    float A[16][16], B[16][8], C[16][8];
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 16; ++k)
+        A[r][k] = float((r * 7 + k * 3) % 7 - 3);
+    for (int k = 0; k < 16; ++k)
+      for (int n = 0; n < 8; ++n)
+        B[k][n] = float((k * 5 + n * 11) % 9 - 4);
+    for (int r = 0; r < 16; ++r)
+      for (int n = 0; n < 8; ++n)
+        C[r][n] = float(r - n) * 0.5f;
+    auto bits = [&](float f) { return kind == ETL_MMA_BF16 ? bf16(f) : half(f); };
+    etl_warp w;
+    std::memset(&w, 0, sizeof w);
+    etl_warp_op op{ETL_WARP_MMA, kind, 0xFFFFFFFFu, 5};
+    for (uint32_t l = 0; l < 32; ++l) {
+      uint32_t g = l >> 2, t = l & 3, in[10];
+      for (uint32_t j = 0; j < 4; ++j) { // A reg j: row g + 8(j & 1), cols 2t + 8(j >> 1), +1
+        uint32_t r = g + 8 * (j & 1), c = 2 * t + 8 * (j >> 1);
+        in[j] = pack(bits(A[r][c]), bits(A[r][c + 1]));
+      }
+      for (uint32_t j = 0; j < 2; ++j) // B reg j: k = 2t + 8j, +1 at n = g
+        in[4 + j] = pack(bits(B[2 * t + 8 * j][g]), bits(B[2 * t + 8 * j + 1][g]));
+      for (uint32_t i = 0; i < 4; ++i)
+        std::memcpy(&in[6 + i], &C[g + 8 * (i >> 1)][2 * t + (i & 1)], 4);
+      etl_warp_arrive_mma(&w, l, &op, in);
+    }
+    std::string msg;
+    REQUIRE(settle(w, 32, waiting, msg) == ETL_WARP_DONE);
+    int bad = 0;
+    for (uint32_t l = 0; l < 32; ++l)
+      for (uint32_t i = 0; i < 4; ++i) {
+        uint32_t r = (l >> 2) + 8 * (i >> 1), n = 2 * (l & 3) + (i & 1);
+        double want = C[r][n];
+        for (int k = 0; k < 16; ++k)
+          want += double(A[r][k]) * B[k][n];
+        float got;
+        std::memcpy(&got, &w.vout[l][i], 4);
+        bad += got != float(want);
+      }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("sim mma: a lane that never arrives, or a partial warp, is a divergence") {
+  uint32_t in[10] = {0};
+  std::string msg;
+  {
+    etl_warp w;
+    std::memset(&w, 0, sizeof w);
+    etl_warp_op op{ETL_WARP_MMA, ETL_MMA_BF16, 0xFFFFFFFFu, 77};
+    for (uint32_t l = 0; l < 32; ++l)
+      if (l != 17)
+        etl_warp_arrive_mma(&w, l, &op, in);
+    std::vector<int> state = waiting;
+    state[17] = ETL_LANE_RUNNING;
+    REQUIRE(settle(w, 32, state, msg) == ETL_WARP_WAIT); // it may still come
+    state[17] = ETL_LANE_GONE;
+    REQUIRE(settle(w, 32, state, msg) == ETL_WARP_DIVERGED);
+    CHECK(msg.find("mma.sync.m16n8k16 (line 77): lane 17 never arrives") != std::string::npos);
+  }
+  {
+    etl_warp w;
+    std::memset(&w, 0, sizeof w);
+    etl_warp_op op{ETL_WARP_MMA, ETL_MMA_F16, 0xFFFFFFFFu, 8};
+    for (uint32_t l = 0; l < 20; ++l)
+      etl_warp_arrive_mma(&w, l, &op, in);
+    REQUIRE(settle(w, 20, waiting, msg) == ETL_WARP_DIVERGED);
+    CHECK(msg.find("mma.sync.m16n8k16") != std::string::npos);
+  }
+}
+
+TEST_CASE("sim mma: compiled f16/bf16 dots equal an f32 k-order reference bit for bit") {
+  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_dot.etlb";
+  if (!std::ifstream(path)) {
+    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    return;
+  }
+  etlContext ctx = nullptr;
+  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
+  etlProgram prog = nullptr;
+  REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
+                  etlGetLastErrorMessage());
+  // Random-ish fractions (not exact sums): the same f32 operations in the
+  // same order give the same bits.
+  auto val = [](size_t i, int salt) {
+    return float(int((i * 2654435761u + salt) % 255) - 127) / 64.0f;
+  };
+  std::vector<float> af(64 * 48), bfv(48 * 24), xf(16 * 32), yf(32 * 32);
+  std::vector<uint16_t> a(af.size()), b(bfv.size()), x(xf.size()), y(yf.size());
+  for (size_t i = 0; i < af.size(); ++i)
+    a[i] = bf16(af[i] = val(i, 1));
+  for (size_t i = 0; i < bfv.size(); ++i)
+    b[i] = bf16(bfv[i] = val(i, 2));
+  for (size_t i = 0; i < xf.size(); ++i)
+    x[i] = half(xf[i] = float(int(val(i, 3) * 8)));
+  for (size_t i = 0; i < yf.size(); ++i)
+    y[i] = half(yf[i] = float(int(val(i, 4) * 8)) / 4);
+  std::vector<float> c(64 * 24, NAN), z(16 * 32, NAN);
+  int64_t sa[2] = {64, 48}, sb[2] = {48, 24}, sc[2] = {64, 24}, sx[2] = {16, 32}, sy[2] = {32, 32};
+  CHECK(etlBindTensor(prog, "a", a.data(), ETL_BF16, 2, sa) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "b", b.data(), ETL_BF16, 2, sb) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "c", c.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "x", x.data(), ETL_F16, 2, sx) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F16, 2, sy) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 2, sx) == ETL_SUCCESS);
+  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+  int bad = 0;
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 24; ++n) {
+      float acc = 0;
+      for (int k = 0; k < 48; ++k) {
+        volatile float p = af[size_t(m * 48 + k)] * bfv[size_t(k * 24 + n)];
+        acc = acc + p;
+      }
+      bad += std::memcmp(&acc, &c[size_t(m * 24 + n)], 4) != 0;
+    }
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 32; ++n) {
+      float acc = 0;
+      for (int k = 0; k < 32; ++k) {
+        volatile float p = xf[size_t(m * 32 + k)] * yf[size_t(k * 32 + n)];
+        acc = acc + p;
+      }
+      bad += std::memcmp(&acc, &z[size_t(m * 32 + n)], 4) != 0;
+    }
+  CHECK(bad == 0);
+  etlProgramDestroy(prog);
+  etlContextDestroy(ctx);
+}
