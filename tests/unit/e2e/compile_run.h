@@ -44,6 +44,7 @@ struct RunOptions {
   bool race_check = false;
   std::string profile, timeline;
   unsigned threads_per_cta = 32; ///< of the compiled kernel
+  bool barrier_events = false;   ///< compile with --events=barrier
 };
 
 /// Compiles `text` for sim and runs it once with `dims`, `binds` and
@@ -62,6 +63,7 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
   o.output = art.string();
   o.targets = {"sim"};
   o.threads_per_cta = run.threads_per_cta;
+  o.barrier_events = run.barrier_events;
   std::ostringstream out, err;
   if (compile(o, out, err) != 0)
     return "compile failed:\n" + err.str();
