@@ -169,7 +169,7 @@ echo "== moe_layer fine-grained events vs --events=barrier on sim (reduced dims 
 echo "   full dims at 128+ tokens take minutes on the simulator); etlRun and wait_ns are host times of"
 echo "   the simulator (compare within one run); model % SOL as in the table above, against the routed SOL"
 printf '%-6s %-8s %10s %12s %9s %9s %7s\n' tokens events "etlRun ms" "wait ms" "SOL us" "model us" "% SOL"
-if [ -x "$build/examples/moe_layer_host" ] && python3 -c 'import torch' 2>/dev/null; then
+if [ -x "$build/examples/moe_layer_host" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   for T in 1 128 1024; do
     ref="$tmp/moe_ref_$T"
     PYTHONPATH="$root/tests/models" /usr/bin/python3 "$root/tests/models/moe_layer_ref.py" "$ref" \
