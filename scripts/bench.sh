@@ -262,3 +262,61 @@ print("%9.2f %6.1f%% %7.1f%% %9.2f %6.1f%% %6.2f %6.1f%%" % (model * 1e6, 100 * 
     done
   done
 done
+
+echo
+echo "== moe_layer (Qwen3-30B-A3B MoE block: E=128, K=8), speed of light on h100-sxm"
+# cost SOL: etlc --emit=cost, where the data-dependent expert ranges count at
+# their bound (every expert gets cdiv(T, 16) full row tiles), an upper bound
+# on the work. routed SOL: what a uniform routing needs: the weights of the
+# E*(1-(1-K/E)^T) experts expected to be used, x, router and output, and
+# 2*T*(H*E + 3*K*H*F) FLOPs at the tensor-core peak (989.4 TFLOP/s, 3.35 TB/s).
+printf '%-6s %-28s %12s %-8s %14s\n' tokens binding "cost SOL us" bound "routed SOL us"
+for T in 1 128 1024; do
+  bind="T=$T,H=2048,E=128,F=768,K=8"
+  "$etlc" compile "$root/examples/moe_layer/moe_layer.etl" --emit=cost --bind "$bind" --format=json \
+    >"$tmp/cost.json" || continue
+  python3 -c '
+import json, sys
+T, H, E, F, K = (int(v) for v in sys.argv[2:7])
+s = json.load(open(sys.argv[1]))["total"]["sol"]
+used = E * (1 - (1 - K / E) ** T)
+by = 2 * (used * 3 * H * F + T * H * 2 + H * E)
+fl = 2 * T * (H * E + 3 * K * H * F)
+print("%-6d %-28s %12.2f %-8s %14.2f" % (T, sys.argv[7], s["seconds"] * 1e6, s["bound"],
+      max(by / 3350e9, fl / 989.4e12) * 1e6))
+' "$tmp/cost.json" "$T" 2048 128 768 8 "$bind"
+done
+
+echo
+echo "== moe_layer fine-grained events vs --events=barrier on sim (reduced dims H=128, F=64, E=128, K=8:"
+echo "   full dims at 128+ tokens take minutes on the simulator); etlRun and wait_ns are host times of"
+echo "   the simulator (compare within one run); model % SOL as in the table above, against the routed SOL"
+printf '%-6s %-8s %10s %12s %9s %9s %7s\n' tokens events "etlRun ms" "wait ms" "SOL us" "model us" "% SOL"
+if [ -x "$build/examples/moe_layer_host" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  for T in 1 128 1024; do
+    ref="$tmp/moe_ref_$T"
+    PYTHONPATH="$root/tests/models" /usr/bin/python3 "$root/tests/models/moe_layer_ref.py" "$ref" \
+      "$T" 128 128 64 8 >/dev/null || continue
+    for ev in fine barrier; do
+      "$build/examples/moe_layer_host" "$build/examples/moe_layer_$ev.etlb" "$ref" --device sim \
+        --profile "$tmp/prof.json" >"$tmp/run.txt" || { echo "moe_layer $ev T=$T failed" >&2; continue; }
+      ms=$(sed -n 's/.*etlRun \([0-9.]*\) ms.*/\1/p' "$tmp/run.txt" | head -1)
+      python3 -c '
+import json, sys
+T, H, E, F, K = (int(v) for v in sys.argv[2:7])
+p = json.load(open(sys.argv[1]))
+used = E * (1 - (1 - K / E) ** T)
+by = 2 * (used * 3 * H * F + T * H * 2 + H * E)
+fl = 2 * T * (H * E + 3 * K * H * F)
+sol = max(by / 3350e9, fl / 989.4e12)
+# the code uses no tensor cores yet: its FLOPs run at the FP32 peak
+model = max(p["unique_dram_bytes"] / 3350e9, fl / 66.9e12, p["shared"]["wavefronts"] / (132 * 1.98e9))
+wait = sum(g["sync"]["wait_ns"] for g in p["groups"]) / 1e6
+print("%-6d %-8s %10s %12.1f %9.2f %9.2f %6.1f%%" % (T, sys.argv[7], sys.argv[8], wait, sol * 1e6,
+      model * 1e6, 100 * sol / model))
+' "$tmp/prof.json" "$T" 128 128 64 8 "$ev" "$ms"
+    done
+  done
+else
+  echo "(skipped: moe_layer_host not built or python3-torch missing)"
+fi

@@ -160,6 +160,15 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
                       "Threads per CTA of the megakernel: a multiple of 32 in 32 .. 1024. "
                       "Default: chosen per target, 256 when the largest tile has at least 2048 "
                       "elements, else 128");
+  std::string events = "fine";
+  compile
+      ->add_option("--events", events,
+                   "fine: event edges as written; barrier: the baseline of the same tile code "
+                   "with every event wait turned into a whole-group barrier (a group's tasks "
+                   "start when every task of each group they wait on is done; a wait on an "
+                   "event the group notifies itself stays as written)")
+      ->check(CLI::IsMember({"fine", "barrier"}))
+      ->capture_default_str();
   compile
       ->add_option("--fmad", opts.fmad,
                    "Contract multiply-add into fused fma on GPU targets (true or false; sim "
@@ -192,6 +201,7 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
     return usage_error(e.what(), early_format, early_color, err);
   }
   opts.diag_format = *parse_diag_format(diag_format);
+  opts.barrier_events = events == "barrier";
   opts.color = use_color(color, err_is_terminal, std::getenv("NO_COLOR"));
   if (compile->count("--threads") &&
       (opts.threads_per_cta % 32 != 0 || opts.threads_per_cta < 32 || opts.threads_per_cta > 1024))

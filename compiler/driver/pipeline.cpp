@@ -12,6 +12,7 @@
 #include "driver/defines.h"
 #include "driver/metadata.h"
 #include "frontend/parser.h"
+#include "inline/barrier.h"
 #include "lower/backend.h"
 #include "lower/registers.h"
 #include "schedule/schedule.h"
@@ -144,6 +145,8 @@ bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &time
     return false;
   if (!timer.run("inline", [&] { return inline_fns(*c.program, c.sm, c.diag, c.inline_sites); }))
     return false;
+  if (c.barrier_events)
+    timer.run("barrier", [&] { return make_barrier_events(*c.program); });
   if (stop_after == "inline")
     return true;
   if (!timer.run("sema", [&] { return check_program(*c.program, c.diag, c.smem_limit); }))
@@ -453,6 +456,7 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   Compilation c;
   c.import_dirs = opts.import_dirs;
   c.defines = opts.defines;
+  c.barrier_events = opts.barrier_events;
   c.smem_limit = smem_limit_for(opts.targets);
   c.diag.set_warning_mode(opts.no_warnings ? Diag::WarningMode::Ignore
                           : opts.werror    ? Diag::WarningMode::AsError

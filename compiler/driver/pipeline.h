@@ -77,6 +77,9 @@ struct CompileOptions {
   /// as prerequisites; to `dep_file`, or `<output>.d` when it is empty.
   bool write_deps = false;
   std::string dep_file;
+  /// `--events=barrier`: every event edge becomes a whole-group barrier
+  /// (inline/barrier.h), the baseline fine-grained events are compared with.
+  bool barrier_events = false;
 };
 
 /// A compilation in progress: the source, its diagnostics and what each
@@ -93,6 +96,8 @@ struct Compilation {
   InlineSites inline_sites; ///< filled by the inline stage
   /// `-D NAME=VALUE`, applied right after parsing.
   std::vector<std::string> defines;
+  /// `--events=barrier`: rewrite the waits into group barriers before sema.
+  bool barrier_events = false;
   /// Shared memory per CTA sema lets a task use: the compilation's targets'
   /// (target/target.h, smem_limit_for); 0: the smallest of every target.
   unsigned smem_limit = 0;

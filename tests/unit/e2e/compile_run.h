@@ -46,6 +46,7 @@ struct RunOptions {
   bool race_check = false;
   std::string profile, timeline;
   unsigned threads_per_cta = 32; ///< of the compiled kernel
+  bool barrier_events = false;   ///< compile with --events=barrier
 };
 
 /// f16 bits of a float that f16 represents exactly (small multiples of 1/4).
@@ -93,6 +94,7 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
   o.output = art.string();
   o.targets = {"sim"};
   o.threads_per_cta = run.threads_per_cta;
+  o.barrier_events = run.barrier_events;
   std::ostringstream out, err;
   if (compile(o, out, err) != 0)
     return "compile failed:\n" + err.str();
