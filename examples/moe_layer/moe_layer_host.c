@@ -24,7 +24,8 @@
 #include "../common/ref_check.h"
 
 static const char *usage =
-    "usage: moe_layer_host ARTIFACT REFDIR... [--device auto|sim|cuda] [--profile FILE]\n";
+    "usage: moe_layer_host ARTIFACT REFDIR... [--device auto|sim|cuda] [--profile FILE]\n"
+    "                      [--race-check]  (sim: fail on any access its events do not order)\n";
 
 static float *load_ref(const char *dir, const char *name, size_t *n, int64_t shape[4]) {
   char path[4096];
@@ -132,12 +133,14 @@ static int run_one(etlContext ctx, etlProgram prog, const char *dir) {
 int main(int argc, char **argv) {
   const char *artifact = NULL, *device = "auto", *profile = NULL;
   const char *dirs[64];
-  int ndirs = 0;
+  int ndirs = 0, race_check = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc)
       device = argv[++i];
     else if (!strcmp(argv[i], "--profile") && i + 1 < argc)
       profile = argv[++i];
+    else if (!strcmp(argv[i], "--race-check"))
+      race_check = 1;
     else if (argv[i][0] != '-' && !artifact)
       artifact = argv[i];
     else if (argv[i][0] != '-' && ndirs < 64)
@@ -157,6 +160,8 @@ int main(int argc, char **argv) {
   CHECK_ETL(etlProgramLoadFile(ctx, artifact, &prog));
   if (profile)
     CHECK_ETL(etlProgramSetProfile(prog, profile));
+  if (race_check)
+    CHECK_ETL(etlProgramSetRaceCheck(prog, 1));
   int failures = 0;
   for (int i = 0; i < ndirs; ++i)
     failures += !run_one(ctx, prog, dirs[i]);

@@ -2,7 +2,7 @@
 # moe_layer vs PyTorch on sim: writes the references, then runs one artifact
 # on all of them (see examples/moe_layer/moe_layer_host.c for the tolerance).
 #
-#   moe_layer_test.sh PYTHON HOST ARTIFACT WORKDIR [--profile FILE] -- T,H,E,F,K...
+#   moe_layer_test.sh PYTHON HOST ARTIFACT WORKDIR [--profile FILE] [--race-check] -- T,H,E,F,K...
 # Exits 77 (skip) when python3-torch is missing.
 set -eu
 py=$1 host=$2 artifact=$3 work=$4
