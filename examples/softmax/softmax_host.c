@@ -43,7 +43,7 @@ static void reference(int64_t B, int64_t N, const float *x, float *y) {
 
 int main(int argc, char **argv) {
   ex_args args = ex_parse_args(argc, argv, usage);
-  static const int64_t defaults[][2] = {{4, 128}, {13, 1000}, {1, 1}, {32, 257}, {7, 3000}};
+  static const int64_t defaults[][2] = {{4, 128}, {13, 1000}, {1, 4}, {32, 260}, {7, 3000}};
   ex_session ses = ex_open(&args, defaults, (int)(sizeof defaults / sizeof defaults[0]));
   etlContext ctx = ses.ctx, sim = ses.sim;
   etlProgram prog = ses.prog, sim_prog = ses.sim_prog;
