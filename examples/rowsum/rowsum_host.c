@@ -1,8 +1,9 @@
 /*===- examples/rowsum/rowsum_host.c - Run rowsum.etl and check it --------===
  *
  * Loads the rowsum artifact once and runs it for several (M, N) bindings,
- * some not multiples of the tile sizes, comparing y = rowsum(x) with a plain
- * C reference. On a GPU each binding also runs on sim and the two must agree.
+ * some not multiples of the tile sizes (N always a multiple of 4, the kernel's
+ * `where` fact), comparing y = rowsum(x) with a plain C reference. On a GPU
+ * each binding also runs on sim and the two must agree.
  *
  *   rowsum_host rowsum.etlb [--device auto|sim|cuda] [--profile FILE] [--shape M,N]...
  *===----------------------------------------------------------------------===*/

@@ -1,7 +1,8 @@
 /*===- examples/softmax/softmax_host.c - Run softmax.etl and check it -----===
  *
  * Loads the softmax artifact once and runs it for several (B, N) bindings,
- * some not multiples of the tile sizes, comparing with a plain C softmax.
+ * some not multiples of the tile sizes (N always a multiple of 4, the kernel's
+ * `where` fact), comparing with a plain C softmax.
  * On a GPU each binding also runs on sim and the two must agree.
  *
  *   softmax_host softmax.etlb [--device auto|sim|cuda] [--profile FILE] [--shape B,N]...
