@@ -25,7 +25,7 @@ def silu(v):
 
 
 if ex == "rowsum":
-    x = f32(20, 150)
+    x = f32(20, 152)
     tensors = dict(x=x, y=np.zeros(20, np.float32))
     refs = dict(y=x.sum(axis=1))
 elif ex == "softmax":
@@ -38,7 +38,7 @@ elif ex == "mlp":
     tensors = dict(x=x, wg=wg, wu=wu, wd=wd, out=np.zeros((8, 32), np.float32))
     refs = dict(out=(silu(x @ wg) * (x @ wu)) @ wd)
 elif ex == "gemv":
-    w32, x = f32(40, 300, scale=0.1), f32(300)
+    w32, x = f32(40, 296, scale=0.1), f32(296)
     w16 = w32.astype(np.float16)
     tensors = dict(w16=w16, w32=w32, x=x, y16=np.zeros(40, np.float32),
                    y32=np.zeros(40, np.float32))

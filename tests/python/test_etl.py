@@ -86,7 +86,7 @@ class Examples(unittest.TestCase):
 
     def test_softmax_numpy(self):
         prog = etl.load(artifact("softmax"), device="sim")
-        x = np.random.default_rng(2).standard_normal((5, 333), dtype=np.float32)
+        x = np.random.default_rng(2).standard_normal((5, 332), dtype=np.float32)
         y = np.zeros_like(x)
         prog(x=x, y=y)
         np.testing.assert_allclose(y, softmax_ref(x), rtol=1e-4, atol=1e-6)
@@ -144,7 +144,7 @@ class Examples(unittest.TestCase):
             def __dlpack__(self, stream=None):
                 return self.a.__dlpack__()
 
-        x = np.arange(12 * 130, dtype=np.float32).reshape(12, 130) / 1000
+        x = np.arange(12 * 132, dtype=np.float32).reshape(12, 132) / 1000
         y = np.zeros(12, np.float32)
         etl.load(artifact("rowsum"), device="sim")(x=Wrapped(x), y=Wrapped(y))
         np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-5)
@@ -165,6 +165,7 @@ class Examples(unittest.TestCase):
         self.assertEqual(prog.params, (etl.Param("x", "f32", 2, ("M", "N")),
                                        etl.Param("y", "f32", 1, ("M",))))
         self.assertEqual(prog.dims, ("M", "N"))
+        self.assertEqual(prog.constraints, ("N % 4 == 0",))
         moe = etl.load(artifact("moe"), device="sim")
         self.assertEqual(moe.dims, ("T", "H", "E", "K"))
         self.assertEqual([p.dims for p in moe.params],

@@ -1,8 +1,8 @@
 //===- tests/unit/e2e/tile_lowering_test.cpp - Bodies lowered from the tile IR -===//
 //
-// What this pins: rowsum, softmax and gemv, with the `where` facts that let
-// tile/memory.cpp prove 128-bit accesses (N % 4, K % 8 for f16), are lowered
-// from the tile IR (lower/lower_tile_*.cpp):
+// What this pins: the shipped rowsum, softmax and gemv examples carry the
+// `where` facts that let tile/memory.cpp prove 128-bit accesses (N % 4, K % 8
+// for f16) and are lowered from the tile IR (lower/lower_tile_*.cpp):
 //
 //   sim      the results are right (rowsum, also under the race check, which
 //            sees 16-byte accesses, and with a base address off 16 bytes,
@@ -12,9 +12,10 @@
 //            partial sums are 32-bit), sector efficiency >= 90 % (the
 //            [16] partial sums and the [B] row statistics are stored by one
 //            lane per warp), no shared bank conflicts in softmax;
-//   PTX      the weights and inputs load with `ld.global.nc.v4`, no 128-bit
-//            load of a read-only tensor skips the .nc path, and ptxas
-//            reports no spills on sm_80 and sm_90;
+//   PTX      by default (no option, the examples as shipped) the weights
+//            and inputs load with `ld.global.nc.v4`, no 128-bit load of a
+//            read-only tensor skips the .nc path, reductions use shfl.sync,
+//            and ptxas reports no spills on sm_80 and sm_90;
 //   switch   --tile-lowering=false takes the AST path (no ld.global.nc).
 //
 //===----------------------------------------------------------------------===//
@@ -38,17 +39,19 @@ using namespace etl::testing;
 
 namespace {
 
-/// The example's source with `where FACT` added to its kernel header.
-std::string with_where(const char *example, const std::string &fact) {
+/// The shipped example's source; its kernel header carries `where FACT`.
+std::string shipped(const char *example, const std::string &fact) {
   std::ifstream in(std::string(ETL_SOURCE_DIR) + "/examples/" + example + "/" + example + ".etl");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string s = ss.str();
   size_t k = s.find("\nkernel ");
   REQUIRE(k != std::string::npos);
-  size_t brace = s.find(") {\n", k);
+  size_t brace = s.find(" {\n", k);
   REQUIRE(brace != std::string::npos);
-  return s.insert(brace + 1, " where " + fact);
+  CAPTURE(example);
+  CHECK(s.substr(k, brace - k).find("where " + fact) != std::string::npos);
+  return s;
 }
 
 std::string ptx_of(const std::string &src, const char *target) {
@@ -135,7 +138,8 @@ std::vector<float> random_floats(size_t n, unsigned seed) {
 
 } // namespace
 
-TEST_CASE("tile lowering: the PTX of rowsum, softmax and gemv loads with ld.global.nc.v4") {
+TEST_CASE("tile lowering: the shipped rowsum, softmax and gemv PTX loads with ld.global.nc.v4 "
+          "by default") {
   struct Case {
     const char *example, *fact;
   } cases[] = {{"rowsum", "N % 4 == 0"}, {"softmax", "N % 4 == 0"}, {"gemv", "K % 8 == 0"}};
@@ -143,10 +147,11 @@ TEST_CASE("tile lowering: the PTX of rowsum, softmax and gemv loads with ld.glob
     for (const char *target : {"sm_90", "sm_80"}) {
       CAPTURE(c.example);
       CAPTURE(target);
-      std::string ptx = ptx_of(with_where(c.example, c.fact), target);
+      std::string ptx = ptx_of(shipped(c.example, c.fact), target);
       size_t nc4 = count(ptx, "ld.global.nc.v4.");
       CHECK(nc4 >= 1);
       CHECK(count(ptx, "ld.global.v4.") == 0); // read-only data takes the .nc path
+      CHECK(count(ptx, "shfl.sync.") >= 1);    // the row reductions
       long sp = spills(ptx, target);
       if (sp < 0)
         MESSAGE("ptxas not found at configure time: spills not checked");
@@ -157,7 +162,7 @@ TEST_CASE("tile lowering: the PTX of rowsum, softmax and gemv loads with ld.glob
 
 TEST_CASE("tile lowering: rowsum on sim with 128-bit loads is right, also under the race check "
           "and with a tensor base off 16 bytes (the scalar fallback)") {
-  std::string src = with_where("rowsum", "N % 4 == 0");
+  std::string src = shipped("rowsum", "N % 4 == 0");
   for (int mode = 0; mode < 3; ++mode) {
     bool race = mode == 1, offset = mode == 2;
     CAPTURE(race);
@@ -191,9 +196,9 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     const int64_t M = 256, N = 4096; // the bench shape
     std::vector<float> x = random_floats(size_t(M * N), 1), y(static_cast<size_t>(M));
     run.profile = dir + "tile_rowsum_prof.json";
-    std::string err = compile_and_run(
-        with_where("rowsum", "N % 4 == 0"), "tile_rowsum_prof", {{"M", M}, {"N", N}},
-        {{"x", x.data(), ETL_F32, {M, N}}, {"y", y.data(), ETL_F32, {M}}}, run);
+    std::string err =
+        compile_and_run(shipped("rowsum", "N % 4 == 0"), "tile_rowsum_prof", {{"M", M}, {"N", N}},
+                        {{"x", x.data(), ETL_F32, {M, N}}, {"y", y.data(), ETL_F32, {M}}}, run);
     REQUIRE_MESSAGE(err.empty(), err);
     Global g = global_of(*read_json(run.profile).getAsObject());
     MESSAGE("rowsum: " << g.bytes128 / g.bytes * 100 << " % of global bytes by 128-bit accesses");
@@ -206,9 +211,9 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     const int64_t B = 32, N = 1024;
     std::vector<float> x = random_floats(size_t(B * N), 2), y(static_cast<size_t>(B * N));
     run.profile = dir + "tile_softmax_prof.json";
-    std::string err = compile_and_run(
-        with_where("softmax", "N % 4 == 0"), "tile_softmax_prof", {{"B", B}, {"N", N}},
-        {{"x", x.data(), ETL_F32, {B, N}}, {"y", y.data(), ETL_F32, {B, N}}}, run);
+    std::string err =
+        compile_and_run(shipped("softmax", "N % 4 == 0"), "tile_softmax_prof", {{"B", B}, {"N", N}},
+                        {{"x", x.data(), ETL_F32, {B, N}}, {"y", y.data(), ETL_F32, {B, N}}}, run);
     REQUIRE_MESSAGE(err.empty(), err);
     llvm::json::Value doc = read_json(run.profile);
     Global g = global_of(*doc.getAsObject());
@@ -227,7 +232,7 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     std::vector<float> y16(static_cast<size_t>(N)), y32(static_cast<size_t>(N));
     run.profile = dir + "tile_gemv_prof.json";
     std::string err =
-        compile_and_run(with_where("gemv", "K % 8 == 0"), "tile_gemv_prof", {{"N", N}, {"K", K}},
+        compile_and_run(shipped("gemv", "K % 8 == 0"), "tile_gemv_prof", {{"N", N}, {"K", K}},
                         {{"w16", w16.data(), ETL_F16, {N, K}},
                          {"w32", w32.data(), ETL_F32, {N, K}},
                          {"x", x.data(), ETL_F32, {K}},
@@ -273,7 +278,7 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
 
 TEST_CASE("tile lowering: --tile-lowering=false takes the AST path for every body") {
   std::string in = "/tmp/etl-tile-ast-" + std::to_string(getpid()) + ".etl";
-  std::ofstream(in) << with_where("rowsum", "N % 4 == 0");
+  std::ofstream(in) << shipped("rowsum", "N % 4 == 0");
   auto ptx = [&](bool tiles) {
     CompileOptions o;
     o.input = in;
