@@ -216,28 +216,72 @@ void Lowerer::tile_convert(const TOp &op) {
       lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(uint64_t(out.shape[d]))), c[d]);
     return lin;
   };
+  llvm::Type *ty = reg_type(out.elem);
+  // Runs of `vw` registers that are consecutive elements of the last dim
+  // move as one 8- or 16-byte shared access (a 4-per-lane layout read
+  // back with scalar loads 4 words apart is a 4-way bank conflict).
+  const unsigned ws = scratch_vec(ls, out.shape, bytes), wd = scratch_vec(ld, out.shape, bytes);
   llvm::Value *writer = replica_writer(ls);
-  for (uint32_t r = 0; r < ls.num_regs(); ++r) {
+  for (uint32_t r = 0; r < ls.num_regs(); r += ws) {
     if (reg_replica(ls, r))
       continue;
-    llvm::Value *ok = reg_alive(ls, r);
+    llvm::Value *ok = reg_alive(ls, r); // null for every register of a vector (scratch_vec)
     ok = !writer ? ok : !ok ? writer : b.CreateAnd(ok, writer);
     llvm::Value *lin = linear(reg_coords(ls, r));
     llvm::Value *x = in.at(r);
+    if (ws > 1) {
+      x = llvm::UndefValue::get(llvm::FixedVectorType::get(ty, ws));
+      for (unsigned j = 0; j < ws; ++j)
+        x = b.CreateInsertElement(x, in.at(r + j), uint64_t(j));
+    }
     if (ok)
       if_then(ok, [&] { scratch_store(x, lin, bytes); });
     else
       scratch_store(x, lin, bytes);
   }
   m.barrier(b);
-  llvm::Type *ty = reg_type(out.elem);
-  for (uint32_t r = 0; r < ld.num_regs(); ++r) {
+  for (uint32_t r = 0; r < ld.num_regs(); r += wd) {
     llvm::Value *lin = linear(reg_coords(ld, r));
     if (llvm::Value *alive = reg_alive(ld, r)) // a padded element reads element 0
       lin = b.CreateSelect(alive, lin, b.getInt64(0));
-    res.push_back(scratch_load(ty, lin, bytes));
+    if (wd == 1) {
+      res.push_back(scratch_load(ty, lin, bytes));
+      continue;
+    }
+    llvm::Value *v = scratch_load(llvm::FixedVectorType::get(ty, wd), lin, bytes);
+    for (unsigned j = 0; j < wd; ++j)
+      res.push_back(b.CreateExtractElement(v, uint64_t(j)));
   }
   m.barrier(b);
+}
+
+/// Registers per shared access of a re-layout through scratch: the run of
+/// leading registers along the last dim (Layout::contiguous_regs), at most
+/// 16 bytes, when every register of the tile is a real element (no
+/// padding) and no other basis moves within a run (so each run starts at a
+/// multiple of its width: an aligned vector).
+unsigned Lowerer::scratch_vec(const Layout &l, const std::vector<int64_t> &shape, unsigned bytes) {
+  if (shape.empty() || bytes > 8)
+    return 1;
+  const unsigned last = unsigned(shape.size() - 1);
+  unsigned w = std::min(l.contiguous_regs(last), 16u / bytes);
+  if (w < 2 || shape[last] % w != 0)
+    return 1;
+  for (unsigned d = 0; d < shape.size(); ++d)
+    if ((int64_t(1) << l.lg[d]) != shape[d]) // padded: reg_alive tests each register
+      return 1;
+  unsigned k = 0;
+  while ((1u << k) < w)
+    ++k;
+  const uint32_t low = ((1u << k) - 1u) << l.field_offset(last);
+  for (size_t i = k; i < l.reg.size(); ++i)
+    if (l.reg[i] & low)
+      return 1;
+  for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
+    for (uint32_t x : *bs)
+      if (x & low)
+        return 1;
+  return w;
 }
 
 } // namespace etl

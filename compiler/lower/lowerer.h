@@ -361,6 +361,8 @@ public:
   llvm::Value *replica_writer(const Layout &l);
   /// Does register r repeat a lower register (a zero register basis)?
   static bool reg_replica(const Layout &l, uint32_t r);
+  /// Registers per shared access of tile_convert (lower/lower_tile_map.cpp).
+  static unsigned scratch_vec(const Layout &l, const std::vector<int64_t> &shape, unsigned bytes);
   void tile_load(const TOp &op);
   void tile_store(const TOp &op);
   void tile_elementwise(const TOp &op);

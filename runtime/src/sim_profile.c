@@ -95,12 +95,12 @@ typedef struct prof_request {
   uint64_t site;
   uint32_t group;
   int is_store;
-  int shared;       /* a shared-memory request: words, not sectors */
-  uint32_t n_words; /* shared: distinct 4-byte words (offset / 4) */
-  uint64_t words[64];
-  uint32_t lanes;    /* mask */
-  uint64_t bytes;    /* distinct bytes: lanes reading one address (a broadcast) count once */
-  uint64_t bytes128; /* of them, moved by 16-byte (128-bit) lane accesses */
+  int shared;          /* a shared-memory request: words, not sectors */
+  uint32_t n_words;    /* shared: distinct 4-byte words (offset / 4) */
+  uint64_t words[128]; /* 32 lanes x 16 bytes */
+  uint32_t lanes;      /* mask */
+  uint64_t bytes;      /* distinct bytes: lanes reading one address (a broadcast) count once */
+  uint64_t bytes128;   /* of them, moved by 16-byte (128-bit) lane accesses */
   uint32_t n_addrs;
   uint64_t addrs[32];
   uint32_t n_sectors;
@@ -112,6 +112,7 @@ typedef struct prof_site {
   uint32_t group;
   int is_store, shared;
   uint64_t requests, lanes, bytes, sectors, wavefronts, bytes128;
+  uint64_t ideal; /* shared: the fewest wavefronts its requests' words need */
 } prof_site;
 
 typedef struct prof_cta {
@@ -254,7 +255,7 @@ static void record(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, u
   }
   if (shared) {
     for (uint64_t w = addr / 4; w <= (addr + bytes - 1) / 4; ++w)
-      add_unique(r->words, &r->n_words, 64, w);
+      add_unique(r->words, &r->n_words, 128, w);
     return;
   }
   for (uint64_t s = addr / 32; s <= (addr + bytes - 1) / 32; ++s) {
@@ -272,6 +273,12 @@ void etl_profile_global(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t gro
 void etl_profile_shared(etl_profile *p, uint32_t cta, uint32_t tid, uint32_t group, uintptr_t site,
                         uint64_t offset, uint64_t bytes, int is_store) {
   record(p, cta, tid, group, site, offset, bytes, is_store, 1);
+}
+
+/* The fewest wavefronts a shared request's words need: 32 banks serve 32
+   words a wavefront, so a 16-byte-per-lane access needs 4 however laid out. */
+static uint32_t ideal_wavefronts(const prof_request *r) {
+  return r->n_words > 32 ? (r->n_words + 31) / 32 : 1;
 }
 
 /* Wavefronts of a shared request: the most distinct words one bank holds. */
@@ -314,8 +321,10 @@ void etl_profile_flush(etl_profile *p, uint32_t cta) {
     s->bytes += r->bytes;
     s->bytes128 += r->bytes128;
     s->sectors += r->n_sectors;
-    if (r->shared)
+    if (r->shared) {
       s->wavefronts += wavefronts(r);
+      s->ideal += ideal_wavefronts(r);
+    }
   }
   c->n_requests = 0;
   ptab_clear(&c->open);
@@ -361,7 +370,7 @@ etl_profile_sample_t *etl_profile_take_samples(etl_profile *p, size_t *n) {
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 typedef struct totals {
-  uint64_t requests, lanes, bytes, sectors, wavefronts, bytes128;
+  uint64_t requests, lanes, bytes, sectors, wavefronts, bytes128, ideal;
 } totals;
 
 static void add(totals *t, const prof_site *s) {
@@ -371,6 +380,7 @@ static void add(totals *t, const prof_site *s) {
   t->bytes128 += s->bytes128;
   t->sectors += s->sectors;
   t->wavefronts += s->wavefronts;
+  t->ideal += s->ideal;
 }
 
 static void json_shared(FILE *f, const totals *t) {
@@ -378,7 +388,7 @@ static void json_shared(FILE *f, const totals *t) {
           "{\"requests\": %llu, \"bytes_requested\": %llu, \"wavefronts\": %llu, "
           "\"bank_conflict_factor\": %.4f, \"lane_utilization\": %.4f}",
           (unsigned long long)t->requests, (unsigned long long)t->bytes,
-          (unsigned long long)t->wavefronts, ratio((double)t->wavefronts, (double)t->requests),
+          (unsigned long long)t->wavefronts, ratio((double)t->wavefronts, (double)t->ideal),
           ratio((double)t->lanes, 32.0 * (double)t->requests));
 }
 
@@ -451,6 +461,7 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
       all[m_rows - 1].bytes128 += all[k].bytes128;
       all[m_rows - 1].sectors += all[k].sectors;
       all[m_rows - 1].wavefronts += all[k].wavefronts;
+      all[m_rows - 1].ideal += all[k].ideal;
     } else {
       all[m_rows++] = all[k];
     }
@@ -514,7 +525,8 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
       const prof_site *s = &all[k];
       if (!(s->group == g || (g == m->n_groups && s->group >= m->n_groups)))
         continue;
-      totals one = {s->requests, s->lanes, s->bytes, s->sectors, s->wavefronts, s->bytes128};
+      totals one = {s->requests,   s->lanes,    s->bytes, s->sectors,
+                    s->wavefronts, s->bytes128, s->ideal};
       const char *space = s->shared ? "shared" : "global";
       fprintf(f, "%s\n       {\"site\": \"0x%llx\", \"kind\": \"%s\", \"space\": \"%s\", \"%s\": ",
               first ? "" : ",", (unsigned long long)(s->site - code_base),
@@ -528,7 +540,7 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
         fprintf(t, "%-20s %-6s 0x%-8llx %10llu %12llu %8.2fw %8s %7.1f%%\n", name,
                 s->is_store ? "st.sh" : "ld.sh", (unsigned long long)(s->site - code_base),
                 (unsigned long long)s->requests, (unsigned long long)s->bytes,
-                ratio((double)s->wavefronts, (double)s->requests), "-",
+                ratio((double)s->wavefronts, (double)s->ideal), "-",
                 100 * ratio((double)s->lanes, 32.0 * (double)s->requests));
       else
         fprintf(t, "%-20s %-6s 0x%-8llx %10llu %12llu %9.2f %7.1f%% %7.1f%%\n", name,
