@@ -13,6 +13,14 @@
 //      swizzle (swizzled_offset below: the chunk of row r is chunk ^
 //      ((r / perPhase) % maxPhase), Triton's #shared / CUTLASS's swizzle),
 //      then a barrier;
+//      A dot whose operands are loads of slices, `dot(load(a[..]),
+//      load(b[..]))` of 16-bit tensors without mask, pad or gather
+//      (dot_async, Lowerer::chunk_load), skips the registers: each thread
+//      copies 16-byte chunks (8 elements of a row) straight from global to
+//      their swizzled place with cp.async (Machine::async_copy), then
+//      commit_group, wait_group 0 and the barrier; a chunk that crosses the
+//      tensor's edge or whose address is not 16-byte aligned is read
+//      element by element (0 outside) and stored as in the register path;
 //   2. warp tiles: the output is cut into m16 x n16 units (n8 when N % 16 !=
 //      0); warp w runs units w, w + W, ... (warp-uniform loops). Per k16 it
 //      loads the A fragment with ldmatrix.x4 and the B fragments with
@@ -92,7 +100,65 @@ std::string Lowerer::mma_eligible(const TileVal &a, const TileVal &c) const {
   return "ok";
 }
 
-TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line) {
+std::optional<TileVal> Lowerer::dot_async(const Expr &call) {
+  if (call.args.size() != 2 || !call.kwargs.empty())
+    return std::nullopt;
+  for (const ExprPtr &x : call.args) // cheap checks before chunk_load emits any IR
+    if (x->kind != ExprKind::Call || x->builtin != Builtin::Load || !x->kwargs.empty())
+      return std::nullopt;
+  std::optional<ChunkLoad> la = chunk_load(*call.args[0]);
+  if (!la)
+    return std::nullopt;
+  std::optional<ChunkLoad> lb = chunk_load(*call.args[1]);
+  if (!lb)
+    return std::nullopt;
+  TileVal a, c;
+  a.elem = la->elem, a.shape = la->shape;
+  c.elem = lb->elem, c.shape = lb->shape;
+  if (a.shape[1] != c.shape[0] || mma_eligible(a, c) != "ok")
+    return std::nullopt;
+  const int64_t M = a.shape[0], K = c.shape[0];
+  // One 16-byte chunk (8 elements of a row) per copy: cp.async where the
+  // chunk lies inside the tensor and its address is 16-byte aligned, else
+  // element by element (0 outside), as lower_load reads them.
+  auto stage = [&](const ChunkLoad &l, const Swizzle &s, int64_t base) {
+    const int64_t cpr = s.cols / 8, chunks = l.shape[0] * cpr;
+    for_range(b.CreateZExt(tid, i64), b.getInt64(chunks), b.getInt64(T), [&](llvm::Value *q) {
+      llvm::Value *row = b.CreateUDiv(q, b.getInt64(cpr));
+      llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(cpr)), b.getInt64(8));
+      llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(s.cols)), col);
+      llvm::Value *off = b.CreateAdd(swizzled_offset(b, s, row, col), b.getInt64(base));
+      auto [src, inside] = l.at(e, 8);
+      llvm::Value *p = src; // a structured binding cannot be captured in C++17 (clang)
+      llvm::Value *aligned =
+          b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p, i64), b.getInt64(15)), b.getInt64(0));
+      llvm::Value *fast = b.CreateAnd(inside, aligned);
+      if_then(fast, [&] { m.async_copy(b, scratch_ptr(off, 1), p, 16); });
+      if_then(b.CreateNot(fast), [&] {
+        for (unsigned j = 0; j < 8; ++j) {
+          auto [pj, in] = l.at(b.CreateAdd(e, b.getInt64(j)), 1);
+          llvm::Value *pp = pj;
+          llvm::AllocaInst *tmp = entry_alloca(b.getInt16Ty(), "mma.edge");
+          b.CreateStore(b.getInt16(0), tmp);
+          if_then(in, [&] { b.CreateStore(m.global_load(b, b.getInt16Ty(), pp), tmp); });
+          scratch_store(b.CreateLoad(b.getInt16Ty(), tmp), b.CreateAdd(off, b.getInt64(2 * j)), 1);
+        }
+      });
+    });
+  };
+  const ChunkLoad &ra = *la, &rb = *lb;
+  return dot_mma(a, c, call.range.begin.line, [&, M, K] {
+    if (ra.barrier_before || rb.barrier_before) // sema/hazards.h, as lower_load
+      m.barrier(b);
+    stage(ra, Swizzle(K), 0);
+    stage(rb, Swizzle(c.shape[1]), 2 * M * K);
+    m.async_commit(b);
+    m.async_wait(b, 0);
+  });
+}
+
+TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line,
+                         const std::function<void()> &stage_async) {
   const bool bf16 = a.elem == ElemType::BF16;
   const int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
   const Swizzle sa(K), sb(N);
@@ -120,8 +186,12 @@ TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line) {
         write();
     }
   };
-  stage(a, sa, 0);
-  stage(c, sb, b_base);
+  if (stage_async)
+    stage_async();
+  else {
+    stage(a, sa, 0);
+    stage(c, sb, b_base);
+  }
   m.barrier(b);
 
   // 2. Warp tiles of m16 x nb, each warp a strided share of them.

@@ -4,8 +4,9 @@
 // (compiler/lower/lower_mma.cpp) compiled for sm_80 and sm_90:
 // examples/gemm (bf16, n16 blocks) and tests/unit/runtime/programs/mma_dot.etl
 // (bf16 with n8 blocks, f16) have mma.sync m16n8k16 with f32 accumulation
-// and ldmatrix (.x4 for A, .trans for the row-major B) in their PTX, and in
-// the LLVM IR every mma/ldmatrix call carries the `convergent` attribute.
+// and ldmatrix (.x4 for A, .trans for the row-major B) in their PTX, their
+// operands (loads of slices) arrive by cp.async (commit_group, wait_group),
+// and in the LLVM IR every mma/ldmatrix call carries the `convergent` attribute.
 // ptxas acceptance and zero spills: all_examples_ptx_test.cpp (gemm is an
 // example).
 //
@@ -45,12 +46,13 @@ TEST_CASE("f16/bf16 dots: the PTX has mma.sync m16n8k16 and ldmatrix") {
       {"examples/gemm/gemm.etl",
        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
-        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}},
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "cp.async.cg.shared.global",
+        "cp.async.commit_group", "cp.async.wait_group 0"}},
       {"tests/unit/runtime/programs/mma_dot.etl",
        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
         "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
-        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}},
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "cp.async.cg.shared.global"}},
   };
   for (const Case &c : cases)
     for (const char *target : {"sm_80", "sm_90"}) {
