@@ -20,7 +20,12 @@
 //      their swizzled place with cp.async (Machine::async_copy), then
 //      commit_group, wait_group 0 and the barrier; a chunk that crosses the
 //      tensor's edge or whose address is not 16-byte aligned is read
-//      element by element (0 outside) and stored as in the register path;
+//      element by element (0 outside) and stored as in the register path.
+//      A `for` loop whose body is `acc += dot(load(..), load(..))`
+//      (lower_pipelined_for) double-buffers this: a prologue group copies
+//      iteration lo into buffer 0, iteration k copies k + 1 into buffer
+//      (k + 1) % 2, commits, waits with wait_group 1 and computes on buffer
+//      k % 2 (the result area follows both buffers);
 //   2. warp tiles: the output is cut into m16 x n16 units (n8 when N % 16 !=
 //      0); warp w runs units w, w + W, ... (warp-uniform loops). Per k16 it
 //      loads the A fragment with ldmatrix.x4 and the B fragments with
@@ -32,8 +37,8 @@
 //      operands as 8-byte pairs, a barrier, and every
 //      thread reads its own elements; a barrier ends it (the scratch is free).
 //
-// Shared memory: 2 (MK + KN) bytes of operands, then 4 M result_stride(N)
-// bytes of result.
+// Shared memory: 2 (MK + KN) bytes of operands (twice in a pipelined
+// loop), then 4 M result_stride(N) bytes of result.
 // A dot that does not fit the portable budget, or whose shape or types do
 // not qualify, keeps the FMA path of lower_compute.cpp and says why in a
 // remark (DiagId::DotFmaPath).
