@@ -573,6 +573,8 @@ void Lowerer::lower_stmt(const Stmt &s) {
     return;
   }
   case StmtKind::For: {
+    if (lower_pipelined_for(s)) // acc += dot(load(..), load(..)): cp.async stages
+      return;
     llvm::Value *lo = index(*s.lo), *hi = index(*s.hi);
     llvm::Value *step = s.step ? index(*s.step) : b.getInt64(1);
     llvm::AllocaInst *slot = entry_alloca(i64, s.name.c_str());

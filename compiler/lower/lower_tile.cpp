@@ -407,6 +407,32 @@ TileVal Lowerer::lower_load(const Expr &call) {
   return r;
 }
 
+std::optional<Lowerer::ChunkLoad> Lowerer::chunk_load(const Expr &call) {
+  if (call.kind != ExprKind::Call || call.builtin != Builtin::Load || call.args.size() != 1 ||
+      !call.kwargs.empty() || call.type.tile_shape.size() != 2)
+    return std::nullopt;
+  const Expr &ix = *call.args[0];
+  if (ix.kind != ExprKind::Index || ix.args.size() < 3 || ix.args.back()->kind != ExprKind::Range)
+    return std::nullopt;
+  for (size_t i = 1; i < ix.args.size(); ++i)
+    if (is_gather(*ix.args[i]))
+      return std::nullopt;
+  SliceAccess s = slice_access(*this, ix, call);
+  if (s.tile_dim.back() != 1 || s.shape.size() != 2 || byte_size(s.elem) != 2)
+    return std::nullopt;
+  ChunkLoad c;
+  c.elem = s.elem;
+  c.shape = s.shape;
+  c.barrier_before = call.barrier_before;
+  c.at = [this, s](llvm::Value *e, unsigned n) {
+    auto [p, mask] = slice_elem(*this, s, e, 0);
+    llvm::Value *col = b.CreateURem(e, b.getInt64(s.shape[1]));
+    llvm::Value *last = b.CreateAdd(s.fixed.back(), b.CreateAdd(col, b.getInt64(n - 1)));
+    return std::make_pair(p, b.CreateAnd(mask, b.CreateICmpULT(last, s.dims.back())));
+  };
+  return c;
+}
+
 TileVal Lowerer::lower_store(const Expr &call) {
   const bool atomic = is_atomic_fn(call.builtin);
   const size_t nvals = call.builtin == Builtin::AtomicCas ? 2 : 1;
@@ -711,8 +737,11 @@ TileVal Lowerer::value(const Expr &e) {
     a.shape = e.type.tile_shape;
     return a;
   }
-  if (f == Builtin::Dot)
+  if (f == Builtin::Dot) {
+    if (std::optional<TileVal> r = dot_async(e))
+      return *r;
     return dot(value(*e.args.at(0)), value(*e.args.at(1)), e.range);
+  }
   throw LowerError("unsupported call '" + e.name + "'");
 }
 

@@ -49,6 +49,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -294,7 +295,36 @@ public:
   std::string mma_eligible(const TileVal &a, const TileVal &c) const;
   /// The tensor-core dot (lower_mma.cpp's banner); `line` names it in sim's
   /// divergence reports.
-  TileVal dot_mma(const TileVal &a, const TileVal &c, unsigned line);
+  /// `stage`, when given, fills the swizzled operand area instead of the
+  /// registers of a and c (dot_async); `op_base` (i64 bytes, null: 0) is
+  /// where that area starts, `stages` how many operand areas precede the
+  /// result area (2: the double buffer of lower_pipelined_for).
+  TileVal dot_mma(const TileVal &a, const TileVal &c, unsigned line,
+                  const std::function<void()> &stage = nullptr, llvm::Value *op_base = nullptr,
+                  int64_t stages = 1);
+  /// `dot(load(a[..]), load(b[..]))` of f16/bf16 tiles on tensor cores with
+  /// the operands copied global -> shared by cp.async (lower_mma.cpp); none
+  /// when the call does not have that form (the caller takes dot()).
+  std::optional<TileVal> dot_async(const Expr &call);
+  /// A load that cp.async can stage (lower_tile.cpp): a 2-D slice of a
+  /// 16-bit tensor, no mask, pad or gather, its columns along the tensor's
+  /// last (contiguous) dim. `at(e, n)`: the address of tile element `e`
+  /// (i64, row-major) and whether elements e .. e + n - 1 of its row all lie
+  /// inside the tensor.
+  struct ChunkLoad {
+    ElemType elem;
+    std::vector<int64_t> shape;
+    bool barrier_before = false;
+    std::function<std::pair<llvm::Value *, llvm::Value *>(llvm::Value *, unsigned)> at;
+  };
+  std::optional<ChunkLoad> chunk_load(const Expr &call);
+  /// cp.async copies of the slice `l` ([rows, cols]) into its swizzled
+  /// staging area at byte offset `base` (i64) of the scratch area.
+  void stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base);
+  /// A `for` loop whose body is `acc += dot(load(a[..]), load(b[..]))` on
+  /// tensor cores, as a two-stage cp.async pipeline (lower_mma.cpp); false
+  /// (nothing emitted that matters) when the loop does not have that form.
+  bool lower_pipelined_for(const Stmt &s);
   /// Optimisation remarks (DiagId::DotFmaPath), for BackendResult::remarks.
   std::vector<BackendRemark> remarks;
   void assign_local(int index, const TileVal &v);

@@ -115,6 +115,18 @@ public:
   /// the lane's row address; returns n i32 registers. Marked convergent.
   virtual std::vector<llvm::Value *> ldmatrix(Builder &b, llvm::Value *p, unsigned n, bool trans,
                                               unsigned line) = 0;
+  /// cp.async.{cg|ca}.shared.global [dst], [src], `bytes` (16: .cg, 4 or 8:
+  /// .ca; sm_80+): an asynchronous copy of `bytes` from global `src` to
+  /// shared `dst` (generic pointers, both aligned to `bytes`), in this
+  /// thread's open group. Its data is there only after async_wait and then
+  /// a barrier for the other threads. sim: a bounds-checked (check_access)
+  /// synchronous copy, reported to the profile as a shared store.
+  virtual void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned bytes) = 0;
+  /// cp.async.commit_group: closes this thread's open group of copies.
+  virtual void async_commit(Builder &b) = 0;
+  /// cp.async.wait_group `pending`: waits until at most `pending` of this
+  /// thread's committed groups are still in flight (sim: nothing to wait for).
+  virtual void async_wait(Builder &b, unsigned pending) = 0;
   /// This CTA's shared memory, a generic pointer to `smem_bytes` bytes.
   virtual llvm::Value *shared_base(Builder &b) = 0;
 

@@ -156,6 +156,23 @@ public:
       r.push_back(b.CreateExtractValue(call, i));
     return r;
   }
+  // cp.async through LLVM 16's intrinsics (GPU-CODEGEN.md section 3): .cg
+  // (L2 only) for 16 bytes, .ca for 4 and 8.
+  void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned bytes) override {
+    using namespace llvm;
+    Intrinsic::ID id = bytes == 16  ? Intrinsic::nvvm_cp_async_cg_shared_global_16
+                       : bytes == 8 ? Intrinsic::nvvm_cp_async_ca_shared_global_8
+                                    : Intrinsic::nvvm_cp_async_ca_shared_global_4;
+    b.CreateIntrinsic(
+        id, {},
+        {b.CreateAddrSpaceCast(dst, b.getPtrTy(3)), b.CreateAddrSpaceCast(src, b.getPtrTy(1))});
+  }
+  void async_commit(Builder &b) override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  }
+  void async_wait(Builder &b, unsigned pending) override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(pending)});
+  }
   llvm::Value *shared_base(Builder &b) override {
     return b.CreateAddrSpaceCast(smem_, b.getPtrTy(0));
   }

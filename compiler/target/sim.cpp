@@ -113,6 +113,17 @@ public:
       r.push_back(b.CreateLoad(i32, b.CreateConstGEP1_32(i32, out, i)));
     return r;
   }
+  // A synchronous copy: check_access on the global read (as global_load),
+  // the shared store reported to the profile; groups need no bookkeeping.
+  void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned bytes) override {
+    llvm::Type *ty = bytes == 4 ? static_cast<llvm::Type *>(b.getInt32Ty())
+                                : llvm::FixedVectorType::get(b.getInt32Ty(), bytes / 4);
+    llvm::Value *v = global_load(b, ty, src);
+    shared_access(b, dst, bytes, true);
+    b.CreateAlignedStore(v, dst, llvm::Align(4));
+  }
+  void async_commit(Builder &) override {}
+  void async_wait(Builder &, unsigned) override {}
   llvm::Value *shared_base(Builder &b) override {
     return call(b, kOp_shared_base, b.getPtrTy(), {});
   }

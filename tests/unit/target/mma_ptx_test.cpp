@@ -4,9 +4,11 @@
 // (compiler/lower/lower_mma.cpp) compiled for sm_80 and sm_90:
 // examples/gemm (bf16, n16 blocks) and tests/unit/runtime/programs/mma_dot.etl
 // (bf16 with n8 blocks, f16) have mma.sync m16n8k16 with f32 accumulation
-// and ldmatrix (.x4 for A, .trans for the row-major B) in their PTX, and in
-// the LLVM IR every mma/ldmatrix call carries the `convergent` attribute.
-// ptxas acceptance and zero spills: all_examples_ptx_test.cpp (gemm is an
+// and ldmatrix (.x4 for A, .trans for the row-major B) in their PTX, their
+// operands (loads of slices) arrive by cp.async (commit_group, wait_group;
+// gemm's K loop double-buffered with wait_group 1), and in the LLVM IR
+// every mma/ldmatrix call carries the `convergent` attribute. ptxas
+// acceptance and zero spills: all_examples_ptx_test.cpp (gemm is an
 // example).
 //
 //===----------------------------------------------------------------------===//
@@ -45,12 +47,13 @@ TEST_CASE("f16/bf16 dots: the PTX has mma.sync m16n8k16 and ldmatrix") {
       {"examples/gemm/gemm.etl",
        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
-        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}},
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "cp.async.cg.shared.global",
+        "cp.async.commit_group", "cp.async.wait_group 0"}},
       {"tests/unit/runtime/programs/mma_dot.etl",
        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
         "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
-        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}},
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "cp.async.cg.shared.global"}},
   };
   for (const Case &c : cases)
     for (const char *target : {"sm_80", "sm_90"}) {
@@ -60,6 +63,26 @@ TEST_CASE("f16/bf16 dots: the PTX has mma.sync m16n8k16 and ldmatrix") {
       for (const char *insn : c.insns)
         CHECK_MESSAGE(ptx.find(insn) != std::string::npos, "no " << insn << " in the PTX");
     }
+}
+
+TEST_CASE("f16/bf16 dots: a K loop of acc += dot(load, load) is a two-stage cp.async pipeline") {
+  for (const char *target : {"sm_80", "sm_90"}) {
+    CAPTURE(target);
+    // gemm's K loop: a prologue group, then per iteration the next
+    // iteration's copies, commit_group and wait_group 1 before the mma.
+    std::string ptx = compile_to("examples/gemm/gemm.etl", target, "ptx");
+    size_t wait1 = ptx.find("cp.async.wait_group 1;");
+    REQUIRE(wait1 != std::string::npos);
+    size_t first_commit = ptx.find("cp.async.commit_group;");
+    REQUIRE(first_commit < wait1);
+    CHECK(ptx.find("cp.async.commit_group;", first_commit + 1) < wait1);
+    CHECK(ptx.find("mma.sync", wait1) != std::string::npos);
+    CHECK(ptx.find("cp.async.wait_group 0;") != std::string::npos); // drained after the loop
+    // mma_dot has no K loop: one group, waited for at once.
+    std::string single = compile_to("tests/unit/runtime/programs/mma_dot.etl", target, "ptx");
+    CHECK(single.find("cp.async.wait_group 0;") != std::string::npos);
+    CHECK(single.find("cp.async.wait_group 1;") == std::string::npos);
+  }
 }
 
 TEST_CASE("f16/bf16 dots: every mma and ldmatrix call is convergent in the LLVM IR") {
