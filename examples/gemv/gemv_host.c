@@ -6,14 +6,21 @@
  * with a plain C reference in double. The f16 weights are multiples of 1/64
  * in [-1, 1), exact in half precision, so both products have the same
  * reference. On a GPU each binding also runs on sim
- * and the two must agree.
+ * and the two must agree. y starts at zero in every run, so the same host
+ * serves examples/gemv_atomic (which adds into y; its host includes this
+ * file with GEMV_NAME "gemv_atomic").
  *
  *   gemv_host gemv.etlb [--device auto|sim|cuda] [--profile FILE] [--shape N,K]...
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 
+#ifndef GEMV_NAME
+#define GEMV_NAME "gemv"
+#endif
+
 static const char *usage =
-    "usage: gemv_host ARTIFACT [--device auto|sim|cuda] [--profile FILE] [--shape N,K]...\n";
+    "usage: " GEMV_NAME "_host ARTIFACT [--device auto|sim|cuda] [--profile FILE] "
+    "[--shape N,K]...\n";
 
 /* IEEE half bits of `f`, which must be 0 or k/64 with |k| < 64 (exact). */
 static uint16_t half_bits(float f) {
@@ -32,7 +39,9 @@ static double run_gemv(etlContext ctx, etlProgram prog, int64_t N, int64_t K, co
   void *dw16 = ex_upload_bytes(ctx, w16, sizeof(uint16_t) * (size_t)(N * K));
   void *dw32 = ex_upload(ctx, w32, (size_t)(N * K));
   void *dx = ex_upload(ctx, x, (size_t)K);
-  void *dy16 = ex_upload(ctx, NULL, (size_t)N), *dy32 = ex_upload(ctx, NULL, (size_t)N);
+  float *zero = calloc((size_t)N, sizeof(float)); /* gemv_atomic adds into y */
+  void *dy16 = ex_upload(ctx, zero, (size_t)N), *dy32 = ex_upload(ctx, zero, (size_t)N);
+  free(zero);
   int64_t ws[2] = {N, K}, xs[1] = {K}, ys[1] = {N};
   CHECK_ETL(etlBindDim(prog, "N", N));
   CHECK_ETL(etlBindDim(prog, "K", K));
@@ -82,7 +91,7 @@ int main(int argc, char **argv) {
     double e16 = ex_max_error(y16, ref, (size_t)N), e32 = ex_max_error(y32, ref, (size_t)N);
     double tol = 1e-5 * (double)K + 1e-5; /* f32 sums of K products of magnitude < 1 */
     int ok = e16 < tol && e32 < tol;
-    printf("gemv N=%-5lld K=%-5lld on %s: max error f16 %.2e, f32 %.2e, etlRun %.2f ms %s\n",
+    printf(GEMV_NAME " N=%-5lld K=%-5lld on %s: max error f16 %.2e, f32 %.2e, etlRun %.2f ms %s\n",
            (long long)N, (long long)K, etlContextDeviceName(ctx), e16, e32, ms, ok ? "OK" : "FAIL");
     if (gpu) {
       float *s16 = malloc(sizeof(float) * (size_t)N), *s32 = malloc(sizeof(float) * (size_t)N);
@@ -101,8 +110,8 @@ int main(int argc, char **argv) {
     free(y32);
     free(ref);
   }
-  printf("gemv: %d of %d bindings correct on %s, from one artifact\n", args.nshapes - failures,
-         args.nshapes, etlContextDeviceName(ctx));
+  printf(GEMV_NAME ": %d of %d bindings correct on %s, from one artifact\n",
+         args.nshapes - failures, args.nshapes, etlContextDeviceName(ctx));
   ex_close(&ses);
   return failures ? 1 : 0;
 }
