@@ -61,7 +61,7 @@ static double run_gemv(etlContext ctx, etlProgram prog, int64_t N, int64_t K, co
 
 int main(int argc, char **argv) {
   ex_args args = ex_parse_args(argc, argv, usage);
-  static const int64_t defaults[][2] = {{64, 512}, {100, 296}, {1, 8}, {33, 1000}, {256, 2048}};
+  static const int64_t defaults[][2] = {{64, 512}, {100, 296}, {1, 8}, {33, 1000}, {160, 2048}};
   ex_session ses = ex_open(&args, defaults, (int)(sizeof defaults / sizeof defaults[0]));
   etlContext ctx = ses.ctx, sim = ses.sim;
   int gpu = sim != NULL;
