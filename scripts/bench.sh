@@ -149,24 +149,34 @@ print("%-22s %12.2f %12.2f %10.2f %10.2f %7.2fx" % (sys.argv[2], b4 / 1e6, b16 /
 done
 
 echo
+# The H100 model of the tables below, once: model(profile, FLOPs_tc,
+# FLOPs_other) in seconds, and stats(cost JSON, profile JSON) -> the columns.
+model_py='
+import json, sys
+BW, FP32, TC, SMEM = 3350e9, 66.9e12, 989.4e12, 132 * 1.98e9
+def model(p, flops_tc, flops_other):
+    return max(p["unique_dram_bytes"] / BW, flops_tc / TC + flops_other / FP32,
+               p["shared"]["wavefronts"] / SMEM)
+def stats(cost_path, prof_path):
+    c = json.load(open(cost_path))["total"]; p = json.load(open(prof_path))
+    m = model(p, c["flops_tc"]["value"], c["flops_other"]["value"])
+    sol = c["sol"]["seconds"]
+    g, sh = p["global"], p["shared"]
+    # tensor-core share: tensor-core FLOPs the sim counted (mma) / tensor-eligible FLOPs of the cost model
+    tcf = sum(gr["sync"].get("tensor_flops", 0) for gr in p["groups"])
+    return {"sol": "%.2f" % (sol * 1e6), "model": "%.2f" % (m * 1e6), "pct": "%.1f%%" % (100 * sol / m),
+            "eff": "%.1f%%" % (100 * g["efficiency"]),
+            "uniq": "%.2f" % (p["unique_dram_bytes"] / (c["bytes_read"]["value"] + c["bytes_written"]["value"])),
+            "lanes": "%.1f%%" % (100 * g["lane_utilization"]), "bank": "%.2f" % sh["bank_conflict_factor"],
+            "share": "%.1f%%" % (100 * tcf / c["flops_tc"]["value"]) if c["flops_tc"]["value"] else "-",
+            "b128": "%.1f%%" % (100 * g.get("bytes_128bit", 0) / max(1, g["bytes_requested"]))}
+'
+
 # model_row EXAMPLE BINDING COST_JSON PROFILE_JSON: one row of the table below.
 model_row() {
-  python3 -c '
-import json, sys
-c = json.load(open(sys.argv[1]))["total"]; p = json.load(open(sys.argv[2]))
-bw, fp32, tc = 3350e9, 66.9e12, 989.4e12
-compute = c["flops_tc"]["value"] / tc + c["flops_other"]["value"] / fp32
-minb = c["bytes_read"]["value"] + c["bytes_written"]["value"]
-sh = p["shared"]
-model = max(p["unique_dram_bytes"] / bw, compute, sh["wavefronts"] / (132 * 1.98e9))
-sol = c["sol"]["seconds"]
-g = p["global"]
-# tensor-core share: tensor-core FLOPs the sim counted (mma) / tensor-eligible FLOPs of the cost model
-tcf = sum(gr["sync"].get("tensor_flops", 0) for gr in p["groups"])
-share = "%.1f%%" % (100 * tcf / c["flops_tc"]["value"]) if c["flops_tc"]["value"] else "-"
-print("%9.2f %9.2f %6.1f%% %7.1f%% %9.2f %6.1f%% %6.2f %s" % (sol * 1e6, model * 1e6, 100 * sol / model,
-      100 * g["efficiency"], p["unique_dram_bytes"] / minb, 100 * g["lane_utilization"],
-      sh["bank_conflict_factor"], share))
+  python3 -c "$model_py"'
+s = stats(sys.argv[1], sys.argv[2])
+print(" ".join(s[k] for k in ("sol", "model", "pct", "eff", "uniq", "lanes", "bank", "share")))
 ' "$3" "$4" | { read -r a b c d e f h t; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' "$1" "$2" "$a" "$b" "$c" "$d" "$e" "$f" "$h" "$t"; }
 }
 
@@ -240,19 +250,9 @@ for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "ge
     "$etlc" compile "$src" -o "$tmp/v.etlb" --target sim --tile-lowering=$flag 2>/dev/null || continue
     "$build/examples/${ex}_host" "$tmp/v.etlb" --device sim --shape "$shape" \
       --profile "$tmp/prof.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
-    python3 -c '
-import json, sys
-c = json.load(open(sys.argv[1]))["total"]; p = json.load(open(sys.argv[2]))
-bw, fp32, tc = 3350e9, 66.9e12, 989.4e12
-compute = c["flops_tc"]["value"] / tc + c["flops_other"]["value"] / fp32
-minb = c["bytes_read"]["value"] + c["bytes_written"]["value"]
-sh = p["shared"]
-model = max(p["unique_dram_bytes"] / bw, compute, sh["wavefronts"] / (132 * 1.98e9))
-sol = c["sol"]["seconds"]
-g = p["global"]
-print("%9.2f %6.1f%% %7.1f%% %9.2f %6.1f%% %6.2f %6.1f%%" % (model * 1e6, 100 * sol / model,
-      100 * g["efficiency"], p["unique_dram_bytes"] / minb, 100 * g["lane_utilization"],
-      sh["bank_conflict_factor"], 100 * g.get("bytes_128bit", 0) / max(1, g["bytes_requested"])))
+    python3 -c "$model_py"'
+s = stats(sys.argv[1], sys.argv[2])
+print(" ".join(s[k] for k in ("model", "pct", "eff", "uniq", "lanes", "bank", "b128")))
 ' "$tmp/cost.json" "$tmp/prof.json" | { read -r a b c d e f h; printf '%-16s %-6s %-26s %9s %7s %8s %9s %7s %6s %7s\n' "$ex" "$path" "$bind" "$a" "$b" "$c" "$d" "$e" "$f" "$h"; }
   done
 done

@@ -201,37 +201,32 @@ bool npy_write(const std::string &path, const NpyArray &a, std::string &err) {
   return true;
 }
 
+namespace {
+/// The `T` stored at `p` (unaligned).
+template <class T> T read_as(const uint8_t *p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+} // namespace
+
 double npy_get(const NpyArray &a, size_t i) {
   const uint8_t *p = a.data.data() + i * dtype_size(a.dtype);
   switch (a.dtype) {
-  case ETL_F32: {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case ETL_F16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return half_to_float(v);
-  }
+  case ETL_F32:
+    return read_as<float>(p);
+  case ETL_F16:
+    return half_to_float(read_as<uint16_t>(p));
   case ETL_BF16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    uint32_t w = (uint32_t)v << 16;
+    uint32_t w = uint32_t(read_as<uint16_t>(p)) << 16;
     float f;
     std::memcpy(&f, &w, 4);
     return f;
   }
-  case ETL_I32: {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case ETL_I64: {
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return (double)v;
-  }
+  case ETL_I32:
+    return read_as<int32_t>(p);
+  case ETL_I64:
+    return (double)read_as<int64_t>(p);
   case ETL_I8:
     return (int8_t)p[0];
   case ETL_U8:
@@ -240,21 +235,12 @@ double npy_get(const NpyArray &a, size_t i) {
   case ETL_F8E4M3: // etlrun refuses FP8 tensors (main.cpp)
   case ETL_F8E5M2:
     return p[0];
-  case ETL_I16: {
-    int16_t v;
-    std::memcpy(&v, p, 2);
-    return v;
-  }
-  case ETL_U16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return v;
-  }
-  case ETL_U32: {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
+  case ETL_I16:
+    return read_as<int16_t>(p);
+  case ETL_U16:
+    return read_as<uint16_t>(p);
+  case ETL_U32:
+    return read_as<uint32_t>(p);
   }
   return 0;
 }
