@@ -295,16 +295,14 @@ if [ -x "$build/examples/moe_layer_host" ] && /usr/bin/python3 -c 'import torch'
       "$build/examples/moe_layer_host" "$build/examples/moe_layer_$ev.etlb" "$ref" --device sim \
         --profile "$tmp/prof.json" >"$tmp/run.txt" || { echo "moe_layer $ev T=$T failed" >&2; continue; }
       ms=$(sed -n 's/.*etlRun \([0-9.]*\) ms.*/\1/p' "$tmp/run.txt" | head -1)
-      python3 -c '
-import json, sys
+      python3 -c "$model_py"'
 T, H, E, F, K = (int(v) for v in sys.argv[2:7])
 p = json.load(open(sys.argv[1]))
 used = E * (1 - (1 - K / E) ** T)
 by = 2 * (used * 3 * H * F + T * H * 2 + H * E)
 fl = 2 * T * (H * E + 3 * K * H * F)
-sol = max(by / 3350e9, fl / 989.4e12)
-# the code uses no tensor cores yet: its FLOPs run at the FP32 peak
-model = max(p["unique_dram_bytes"] / 3350e9, fl / 66.9e12, p["shared"]["wavefronts"] / (132 * 1.98e9))
+sol = max(by / BW, fl / TC)
+model = model(p, fl, 0) # the router and expert GEMMs run on mma.sync (tensor cores)
 wait = sum(g["sync"]["wait_ns"] for g in p["groups"]) / 1e6
 print("%-6d %-8s %10s %12.1f %9.2f %9.2f %6.1f%%" % (T, sys.argv[7], sys.argv[8], wait, sol * 1e6,
       model * 1e6, 100 * sol / model))
