@@ -1,0 +1,163 @@
+//===- lower/lower_mma_tf32.cpp - f32 `dot` on tensor cores as tf32 -------===//
+//
+// What this owns: `dot(a, b, precision = tf32)` of two f32 tiles
+// (Lowerer::dot_tf32, picked in lower_tile.cpp; sema checks the keyword). A
+// dot [M, K] x [K, N] with M % 16 == 0, N % 8 == 0, K % 8 == 0 runs as
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 with f32 accumulation
+// (Machine::mma_m16n8k8_tf32; sim: the warp rendezvous of
+// runtime/src/sim_warp.c, ETL_MMA_TF32: operands rounded as cvt.rna does,
+// products exact, summed in f32 in k order, so a sim result equals an f32
+// k-order sum of tf32-rounded products bit for bit):
+//
+//   1. staging: every thread rounds its elements of both operands with
+//      cvt.rna.tf32.f32 (Machine::to_tf32: 10 mantissa bits, nearest, ties
+//      away from zero) and writes the 32-bit patterns row-major into the
+//      scratch area, rows padded rather than swizzled: A's rows are K + 4
+//      floats (a stride = 4 mod 8), B's rows N or N + 8 floats (a stride =
+//      8 mod 16), then a barrier. ldmatrix moves 16-bit elements, so the
+//      fragments are read with plain 32-bit shared loads instead, and the
+//      padding makes every such warp-wide load hit 32 different banks for
+//      every shape: A's (row g, col t) for g < 8, t < 4 lands in bank
+//      (g * stride + t) mod 32 with g * stride covering the 8 multiples of
+//      4; B's (row t, col g) in (t * stride + g) mod 32 with t * stride
+//      covering 0, 8, 16, 24. (An XOR swizzle of 16-byte chunks, as the
+//      f16 path's, conflicts 2-way on B's 4-row x 8-column access when N / 8
+//      is not a power of two.)
+//   2. warp tiles as dot_mma's: m16 x n16 units (n8 when N % 16 != 0), warp
+//      w runs units w, w + W, ...; per k8 four A loads (PTX's A fragment:
+//      row g + 8(i & 1), col t + 4(i >> 1)) and per n8 two B loads (k = t +
+//      4j, n = g), one mma per n8, the accumulators in registers over K;
+//   3. the write-back of lower_mma.cpp (mma_store_c, mma_read_result).
+//
+// Shared memory: 4 (M (K + 4) + K Nb) bytes of operands (Nb = N or N + 8),
+// then 4 M mma_result_stride(N) bytes of result. A tf32 dot that is one
+// row, of another shape, or too large keeps the exact f32 FMA path of
+// lower_compute.cpp and says why in a remark (DiagId::DotFmaPath). Not done:
+// cp.async staging of `dot(load, load, precision = tf32)` and the pipelined
+// K loop of lower_mma.cpp (such a loop runs each dot as here).
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include <llvm/IR/Constants.h>
+
+namespace etl {
+
+namespace {
+
+/// Row strides (f32 elements) of the staged A [M, K] and B [K, N] (banner).
+int64_t a_stride(int64_t k) { return k % 8 == 4 ? k : k + 4; }
+int64_t b_stride(int64_t n) { return (n / 8) % 2 == 1 ? n : n + 8; }
+
+std::string type_str(const TileVal &v) {
+  std::string s = std::string(spelling(v.elem)) + "[";
+  for (size_t i = 0; i < v.shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v.shape[i]);
+  return s + "]";
+}
+
+} // namespace
+
+bool dot_wants_tf32(const Expr &call) {
+  const KwArg *k = find_kwarg(call, "precision");
+  return k && k->value && k->value->kind == ExprKind::Name && k->value->name == "tf32";
+}
+
+std::string Lowerer::tf32_eligible(const TileVal &a, const TileVal &c) const {
+  if (a.shape.size() != 2)
+    return "a one-row (GEMV) dot keeps the memory-bound path";
+  int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
+  if (M % 16 || N % 8 || K % 8)
+    return "its shape [" + std::to_string(M) + ", " + std::to_string(K) + "] x [" +
+           std::to_string(K) + ", " + std::to_string(N) +
+           "] is not a multiple of the tf32 mma shape (M % 16, K % 8, N % 8)";
+  if (T % 32)
+    return "the CTA's " + std::to_string(T) + " threads are not whole warps";
+  int64_t bytes = 4 * (M * a_stride(K) + K * b_stride(N)) + 4 * M * mma_result_stride(N);
+  int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
+  if (bytes > budget)
+    return "its staged operands and result need " + std::to_string(bytes) +
+           " bytes of shared memory, more than the " + std::to_string(budget) + " available";
+  return "ok";
+}
+
+TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where) {
+  if (a.elem != ElemType::F32 || c.elem != ElemType::F32 || a.shape.empty() || a.shape.size() > 2 ||
+      c.shape.size() != 2 || a.shape.back() != c.shape[0])
+    throw LowerError("dot(precision = tf32) needs f32 [M, K] (or [K]) and [K, N] tiles");
+  std::string why = tf32_eligible(a, c);
+  if (why != "ok") {
+    remarks.push_back({where, {type_str(a), type_str(c), why}});
+    return dot(a, c, where); // f32 operands: no second remark there
+  }
+  const int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
+  const int64_t sa = a_stride(K), sb = b_stride(N), cs = mma_result_stride(N);
+  const int64_t b_base = 4 * M * sa, c_base = b_base + 4 * K * sb;
+  note_scratch((c_base + 4 * M * cs) / 4);
+  const unsigned line = where.begin.line;
+  auto offset = [&](int64_t base, int64_t stride, llvm::Value *row, llvm::Value *col) {
+    llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(stride)), col);
+    return b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(base));
+  };
+
+  // 1. Stage both operands as tf32 bit patterns, rows padded.
+  auto stage = [&](const TileVal &v, int64_t cols, int64_t stride, int64_t base) {
+    for (unsigned k = 0; k < v.regs.size(); ++k) {
+      auto write = [&, k] {
+        llvm::Value *e = elem_index(k);
+        llvm::Value *row = b.CreateUDiv(e, b.getInt64(cols)),
+                    *col = b.CreateURem(e, b.getInt64(cols));
+        scratch_store(m.to_tf32(b, v.regs[k]), offset(base, stride, row, col), 1);
+      };
+      if (llvm::Value *alive = elem_alive(k, v.numel()))
+        if_then(alive, write);
+      else
+        write();
+    }
+  };
+  stage(a, K, sa, 0);
+  stage(c, N, sb, b_base);
+  m.barrier(b);
+
+  // 2. Warp tiles of m16 x nb, each warp a strided share of them.
+  const int64_t nb = N % 16 == 0 ? 16 : 8, n_units = N / nb, units = (M / 16) * n_units;
+  const unsigned n8 = unsigned(nb / 8);
+  llvm::Value *t64 = b.CreateZExt(tid, i64);
+  llvm::Value *warp = b.CreateUDiv(t64, b.getInt64(32)), *lane = b.CreateURem(t64, b.getInt64(32));
+  llvm::Value *g = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, 3);
+  std::vector<llvm::AllocaInst *> acc;
+  for (unsigned i = 0; i < 4 * n8; ++i)
+    acc.push_back(entry_alloca(f32, "tf32.acc"));
+  for_range(warp, b.getInt64(units), b.getInt64(T / 32), [&](llvm::Value *u) {
+    llvm::Value *r0 = b.CreateMul(b.CreateUDiv(u, b.getInt64(n_units)), b.getInt64(16));
+    llvm::Value *n0 = b.CreateMul(b.CreateURem(u, b.getInt64(n_units)), b.getInt64(nb));
+    for (llvm::AllocaInst *x : acc)
+      b.CreateStore(llvm::ConstantFP::get(f32, 0.0), x);
+    for_range(b.getInt64(0), b.getInt64(K), b.getInt64(8), [&](llvm::Value *k0) {
+      std::vector<llvm::Value *> fa;
+      for (unsigned i = 0; i < 4; ++i) {
+        llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i & 1))));
+        llvm::Value *col = b.CreateAdd(k0, b.CreateAdd(t, b.getInt64(4 * (i >> 1))));
+        fa.push_back(scratch_load(i32, offset(0, sa, row, col), 1));
+      }
+      for (unsigned j = 0; j < n8; ++j) {
+        std::vector<llvm::Value *> fb, cc;
+        for (unsigned i = 0; i < 2; ++i) {
+          llvm::Value *row = b.CreateAdd(k0, b.CreateAdd(t, b.getInt64(4 * i)));
+          llvm::Value *col = b.CreateAdd(n0, b.CreateAdd(g, b.getInt64(8 * j)));
+          fb.push_back(scratch_load(i32, offset(b_base, sb, row, col), 1));
+        }
+        for (unsigned i = 0; i < 4; ++i)
+          cc.push_back(b.CreateLoad(f32, acc[4 * j + i]));
+        std::vector<llvm::Value *> d = m.mma_m16n8k8_tf32(b, fa, fb, cc, line);
+        for (unsigned i = 0; i < 4; ++i)
+          b.CreateStore(d[i], acc[4 * j + i]);
+      }
+    });
+    mma_store_c(acc, r0, n0, lane, cs, c_base); // 3a
+  });
+  m.barrier(b);
+  return mma_read_result(M, N, cs, c_base); // 3b
+}
+
+} // namespace etl
