@@ -12,24 +12,24 @@
 //   1. staging: every thread rounds its elements of both operands with
 //      cvt.rna.tf32.f32 (Machine::to_tf32: 10 mantissa bits, nearest, ties
 //      away from zero) and writes the 32-bit patterns row-major into the
-//      scratch area, rows padded rather than swizzled: A's rows are K + 4
-//      floats (a stride = 4 mod 8), B's rows N or N + 8 floats (a stride =
-//      8 mod 16), then a barrier. ldmatrix moves 16-bit elements, so the
-//      fragments are read with plain 32-bit shared loads instead, and the
-//      padding makes every such warp-wide load hit 32 different banks for
-//      every shape: A's (row g, col t) for g < 8, t < 4 lands in bank
-//      (g * stride + t) mod 32 with g * stride covering the 8 multiples of
-//      4; B's (row t, col g) in (t * stride + g) mod 32 with t * stride
-//      covering 0, 8, 16, 24. (An XOR swizzle of 16-byte chunks, as the
-//      f16 path's, conflicts 2-way on B's 4-row x 8-column access when N / 8
-//      is not a power of two.)
+//      scratch area, then a barrier. ldmatrix moves 16-bit elements, so the
+//      fragments are read with plain 32-bit shared loads, laid out so that
+//      each warp-wide load hits 32 different banks: A's (row g, col t), g <
+//      8, t < 4, and B's (row t, col g). Rows of a multiple of 32 floats are
+//      XOR-swizzled in 16-byte chunks (A: chunk ^ row % 8; B: chunk ^ 2 (row
+//      % 4)), which also keeps the staging stores (32 consecutive elements of
+//      a row per warp) conflict-free; other rows are padded instead, A's to
+//      K + 4 floats (a stride = 4 mod 8: g * stride covers the 8 multiples
+//      of 4 mod 32), B's to N or N + 8 (= 8 mod 16: t * stride covers 0, 8,
+//      16, 24), where a warp's staging store that crosses a row may take two
+//      wavefronts (a one-off cost next to the repeated fragment loads);
 //   2. warp tiles as dot_mma's: m16 x n16 units (n8 when N % 16 != 0), warp
 //      w runs units w, w + W, ...; per k8 four A loads (PTX's A fragment:
 //      row g + 8(i & 1), col t + 4(i >> 1)) and per n8 two B loads (k = t +
 //      4j, n = g), one mma per n8, the accumulators in registers over K;
 //   3. the write-back of lower_mma.cpp (mma_store_c, mma_read_result).
 //
-// Shared memory: 4 (M (K + 4) + K Nb) bytes of operands (Nb = N or N + 8),
+// Shared memory: 4 (M Ka + K Nb) bytes of operands (the strides above),
 // then 4 M mma_result_stride(N) bytes of result. A tf32 dot that is one
 // row, of another shape, or too large keeps the exact f32 FMA path of
 // lower_compute.cpp and says why in a remark (DiagId::DotFmaPath). Not done:
@@ -45,9 +45,12 @@ namespace etl {
 
 namespace {
 
-/// Row strides (f32 elements) of the staged A [M, K] and B [K, N] (banner).
-int64_t a_stride(int64_t k) { return k % 8 == 4 ? k : k + 4; }
-int64_t b_stride(int64_t n) { return (n / 8) % 2 == 1 ? n : n + 8; }
+/// Row strides (f32 elements) of the staged A [M, K] and B [K, N], and the
+/// rows of their XOR phase (0: padded rows instead; banner).
+int64_t a_stride(int64_t k) { return k % 32 == 0 || k % 8 == 4 ? k : k + 4; }
+int64_t b_stride(int64_t n) { return n % 32 == 0 || (n / 8) % 2 == 1 ? n : n + 8; }
+unsigned a_xor(int64_t k) { return k % 32 == 0 ? 8 : 0; }
+unsigned b_xor(int64_t n) { return n % 32 == 0 ? 4 : 0; }
 
 std::string type_str(const TileVal &v) {
   std::string s = std::string(spelling(v.elem)) + "[";
@@ -95,19 +98,29 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
   const int64_t b_base = 4 * M * sa, c_base = b_base + 4 * K * sb;
   note_scratch((c_base + 4 * M * cs) / 4);
   const unsigned line = where.begin.line;
-  auto offset = [&](int64_t base, int64_t stride, llvm::Value *row, llvm::Value *col) {
-    llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(stride)), col);
-    return b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(base));
+  // Byte offset of (row, col): rows of `stride` floats, the 16-byte chunk
+  // XORed with (row % 8) * `mul` when `xor_rows` (A: mul 1, B: mul 2).
+  auto offset = [&](int64_t base, int64_t stride, unsigned xor_rows, llvm::Value *row,
+                    llvm::Value *col) {
+    llvm::Value *off = b.CreateMul(row, b.getInt64(4 * stride));
+    llvm::Value *chunk = b.CreateLShr(col, 2);
+    if (xor_rows)
+      chunk = b.CreateXor(
+          chunk, b.CreateMul(b.CreateURem(row, b.getInt64(xor_rows)), b.getInt64(8 / xor_rows)));
+    off = b.CreateAdd(off, b.CreateMul(chunk, b.getInt64(16)));
+    off = b.CreateAdd(off, b.CreateMul(b.CreateAnd(col, 3), b.getInt64(4)));
+    return b.CreateAdd(off, b.getInt64(base));
   };
+  const unsigned xa = a_xor(K), xb = b_xor(N);
 
   // 1. Stage both operands as tf32 bit patterns, rows padded.
-  auto stage = [&](const TileVal &v, int64_t cols, int64_t stride, int64_t base) {
+  auto stage = [&](const TileVal &v, int64_t cols, int64_t stride, unsigned x, int64_t base) {
     for (unsigned k = 0; k < v.regs.size(); ++k) {
       auto write = [&, k] {
         llvm::Value *e = elem_index(k);
         llvm::Value *row = b.CreateUDiv(e, b.getInt64(cols)),
                     *col = b.CreateURem(e, b.getInt64(cols));
-        scratch_store(m.to_tf32(b, v.regs[k]), offset(base, stride, row, col), 1);
+        scratch_store(m.to_tf32(b, v.regs[k]), offset(base, stride, x, row, col), 1);
       };
       if (llvm::Value *alive = elem_alive(k, v.numel()))
         if_then(alive, write);
@@ -115,8 +128,8 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
         write();
     }
   };
-  stage(a, K, sa, 0);
-  stage(c, N, sb, b_base);
+  stage(a, K, sa, xa, 0);
+  stage(c, N, sb, xb, b_base);
   m.barrier(b);
 
   // 2. Warp tiles of m16 x nb, each warp a strided share of them.
@@ -138,14 +151,14 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
       for (unsigned i = 0; i < 4; ++i) {
         llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i & 1))));
         llvm::Value *col = b.CreateAdd(k0, b.CreateAdd(t, b.getInt64(4 * (i >> 1))));
-        fa.push_back(scratch_load(i32, offset(0, sa, row, col), 1));
+        fa.push_back(scratch_load(i32, offset(0, sa, xa, row, col), 1));
       }
       for (unsigned j = 0; j < n8; ++j) {
         std::vector<llvm::Value *> fb, cc;
         for (unsigned i = 0; i < 2; ++i) {
           llvm::Value *row = b.CreateAdd(k0, b.CreateAdd(t, b.getInt64(4 * i)));
           llvm::Value *col = b.CreateAdd(n0, b.CreateAdd(g, b.getInt64(8 * j)));
-          fb.push_back(scratch_load(i32, offset(b_base, sb, row, col), 1));
+          fb.push_back(scratch_load(i32, offset(b_base, sb, xb, row, col), 1));
         }
         for (unsigned i = 0; i < 4; ++i)
           cc.push_back(b.CreateLoad(f32, acc[4 * j + i]));

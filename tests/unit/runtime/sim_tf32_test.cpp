@@ -5,7 +5,8 @@
 // dots of programs/mma_tf32.etl: `precision = tf32` equals an f32 k-order
 // sum of tf32-rounded products bit for bit (ties rounded away from zero
 // included), the default precision stays the exact f32 product, and the
-// profile counts 2 M N K tensor FLOPs for the tf32 dots.
+// profile counts 2 M N K tensor FLOPs for the tf32 dots and no shared-memory
+// bank conflict where the rows are XOR-swizzled.
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -132,7 +133,13 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   for (size_t i = 0; i < y.size(); ++i)
     y[i] = float(int(i * 5 % 13) - 6);
   a[0] = kTie, a[1] = -kTie, b[0] = 1.0f, b[16] = 1.0f; // c[0][0] sees two ties
-  std::vector<float> c(64 * 16, NAN), e(64 * 16, NAN), z(16 * 40, NAN), w(16 * 16, NAN);
+  std::vector<float> f(32 * 64), g(64 * 32);
+  for (size_t i = 0; i < f.size(); ++i)
+    f[i] = frac(i, 5);
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = frac(i, 6);
+  std::vector<float> c(64 * 16, NAN), e(64 * 16, NAN), z(16 * 40, NAN), w(16 * 16, NAN),
+      o(32 * 32, NAN);
   int64_t sa[2] = {64, 24}, sb[2] = {24, 16}, sc[2] = {64, 16}, sx[2] = {16, 16}, sy[2] = {16, 40};
   CHECK(etlBindTensor(prog, "a", a.data(), ETL_F32, 2, sa) == ETL_SUCCESS);
   CHECK(etlBindTensor(prog, "b", b.data(), ETL_F32, 2, sb) == ETL_SUCCESS);
@@ -142,6 +149,10 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, sy) == ETL_SUCCESS);
   CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 2, sy) == ETL_SUCCESS);
   CHECK(etlBindTensor(prog, "w", w.data(), ETL_F32, 2, sx) == ETL_SUCCESS);
+  int64_t sf[2] = {32, 64}, sg[2] = {64, 32}, so[2] = {32, 32};
+  CHECK(etlBindTensor(prog, "f", f.data(), ETL_F32, 2, sf) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "g", g.data(), ETL_F32, 2, sg) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "o", o.data(), ETL_F32, 2, so) == ETL_SUCCESS);
   REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
   // sum_{k in [k0, k1)} of (round(a) * round(b)) from `init`, in k order.
   auto ksum = [](const float *p, const float *q, int64_t K, int64_t N, int64_t m, int64_t n,
@@ -189,8 +200,14 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
         acc = acc + ksum(a.data(), b.data(), 24, 16, m, n, k0, k0 + 8, true);
       bad_w += bits(w[size_t(m * 16 + n)]) != bits(acc);
     }
+  int bad_o = 0;
+  for (int64_t m = 0; m < 32; ++m)
+    for (int64_t n = 0; n < 32; ++n)
+      bad_o +=
+          bits(o[size_t(m * 32 + n)]) != bits(ksum(f.data(), g.data(), 64, 32, m, n, 0, 64, true));
   CHECK(bad_z == 0);
   CHECK(bad_w == 0);
+  CHECK(bad_o == 0);
   etlProgramDestroy(prog);
   etlContextDestroy(ctx);
   // Every tf32 dot ran on tensor cores: 2 M N K FLOPs each, 2048 per mma.
@@ -204,7 +221,14 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
     flops += std::stoll(json.substr(at + 16));
   for (size_t at = 0; (at = json.find("\"mma\": ", at)) != std::string::npos; ++at)
     mma += std::stoll(json.substr(at + 7));
-  const long long want = 2LL * (2 * 32 * 16 * 24 + 16 * 40 * 16 + 3 * 16 * 16 * 8);
+  const long long want = 2LL * (2 * 32 * 16 * 24 + 16 * 40 * 16 + 3 * 16 * 16 * 8 + 32 * 32 * 64);
   CHECK(flops == want);
   CHECK(mma * 2048 == want);
+  // Task r (rows of 32 and 64 floats: the XOR-swizzled staging): no shared
+  // access of it, staging stores, fragment loads or write-back, conflicts.
+  size_t group_r = json.find("\"name\": \"r\"");
+  REQUIRE(group_r != std::string::npos);
+  size_t factor = json.find("\"bank_conflict_factor\": ", json.find("\"shared\": ", group_r));
+  REQUIRE(factor != std::string::npos);
+  CHECK(std::stod(json.substr(factor + 24)) <= 1.0);
 }
