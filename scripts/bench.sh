@@ -32,6 +32,12 @@
 # 6. The tile-IR lowering against the AST lowering (--tile-lowering=false)
 #    on the same model, for the examples whose `where` facts prove 128-bit
 #    accesses, with the share of global bytes those accesses move.
+# 7. moe_layer: speed of light at Qwen3-30B-A3B dims, and fine-grained events
+#    against --events=barrier on sim.
+# 8. prefill_attention (causal attention, 8 heads x S=4096 x D=128 and GQA):
+#    the cost model's SOL (the code's tiles, its causal trip count averaged
+#    over the query tiles) next to the causal minimum, ptxas registers and
+#    spills, and the modelled time from the sim profile at S=256.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -311,4 +317,80 @@ print("%-6d %-8s %10s %12.1f %9.2f %9.2f %6.1f%%" % (T, sys.argv[7], sys.argv[8]
   done
 else
   echo "(skipped: moe_layer_host not built or python3-torch missing)"
+fi
+
+echo
+echo "== prefill_attention (causal attention, D=128, bf16 q/k/v/out), speed of light on h100-sxm"
+# cost SOL: etlc --emit=cost, the work the code's tiles do (a diagonal tile's
+# masked half and the rows past S included). Its loop over KV tiles stops at
+# the causal limit, a trip count that depends on the query tile i, which the
+# cost model leaves as an expression in i (the JSON has no value): it is
+# averaged here over i in 0 .. cdiv(S, 32) (the expression is the task count
+# times one task's count). causal SOL: the minimum work, 4 H D S (S + 1) / 2
+# tensor FLOPs (QK^T and PV over the causal triangle) and q, k, v, out moved
+# once, at the tensor-core peak and HBM bandwidth (989.4 TFLOP/s, 3.35 TB/s).
+# ptxas: registers and spills of the sm_90 kernel.
+pa_py='
+import json, re, sys
+def cdiv(a, b): return -(-a // b)
+def value(field, env):
+    if "value" in field: return field["value"]
+    e = field["expr"]
+    if set(re.findall(r"[A-Za-z_]+", e)) - set(env) - {"cdiv", "min", "max", "i"}:
+        raise SystemExit("unexpected symbol in " + e)
+    n = cdiv(env["S"], 32)
+    return sum(eval(e, {"cdiv": cdiv, "min": min, "max": max, "i": i}, dict(env)) for i in range(n)) / n
+def costs(path, env):
+    t = json.load(open(path))["total"]
+    return tuple(value(t[k], env) for k in ("flops_tc", "flops_other", "bytes_read", "bytes_written"))
+def causal(env):
+    S, NKV, G, D = env["S"], env["NKV"], env["G"], 128
+    return 4 * NKV * G * D * S * (S + 1) / 2, 2 * S * D * (2 * NKV * G + 2 * NKV)
+'
+printf '%-24s %10s %10s %12s %12s %12s  %s\n' binding "cost GFLOP" "min GFLOP" "cost SOL us" "causal SOL us" bound ptxas
+pa_src="$root/examples/prefill_attention/prefill_attention.etl"
+pa_ptx="-"
+if [ -x "$px" ] && "$etlc" compile "$pa_src" --emit=ptx --target sm_90 >"$tmp/pa.ptx" 2>/dev/null; then
+  pa_ptx=$("$px" -arch=sm_90 -v "$tmp/pa.ptx" -o /dev/null 2>&1 | awk '
+    /spill stores/ { for (i = 1; i <= NF; ++i) if ($i == "spill" && $(i+1) == "stores,") sp += $(i-2) }
+    /Used [0-9]+ registers/ { for (i = 1; i <= NF; ++i) if ($i == "registers,") r = $(i-1) }
+    END { printf "%d regs, %d B spill", r, sp }')
+fi
+for bind in "S=4096,NKV=8,G=1" "S=4096,NKV=8,G=4" "S=16384,NKV=8,G=4"; do
+  "$etlc" compile "$pa_src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
+  python3 -c "$pa_py"'
+env = dict((k, int(v)) for k, v in (kv.split("=") for kv in sys.argv[2].split(",")))
+tc, other, rd, wr = costs(sys.argv[1], env)
+cost_s = max((rd + wr) / 3350e9, tc / 989.4e12 + other / 66.9e12)
+fl, by = causal(env)
+mem, comp = by / 3350e9, fl / 989.4e12
+print("%-24s %10.1f %10.1f %12.2f %12.2f %12s  %s" % (sys.argv[2], (tc + other) / 1e9, fl / 1e9, cost_s * 1e6,
+      max(mem, comp) * 1e6, "memory" if mem >= comp else "compute", sys.argv[3]))
+' "$tmp/cost.json" "$bind" "$pa_ptx"
+done
+echo "-- modelled time from the sim profile (as in the model table above; FLOPs the code runs, % of the causal SOL)"
+printf '%-24s %12s %9s %7s %8s %6s %8s\n' binding "causal SOL us" "model us" "% SOL" "sect.eff" bank "TC share"
+if [ -x "$build/examples/prefill_attention_host" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  for dims in "256,2,2,128"; do
+    ref="$tmp/pa_ref"
+    PYTHONPATH="$root/tests/models" /usr/bin/python3 "$root/tests/models/prefill_attention_ref.py" "$ref" \
+      $(echo "$dims" | tr ',' ' ') >/dev/null || continue
+    "$build/examples/prefill_attention_host" "$build/examples/prefill_attention.etlb" "$ref" --device sim \
+      --profile "$tmp/prof.json" >/dev/null || { echo "prefill_attention $dims failed" >&2; continue; }
+    bind=$(echo "$dims" | awk -F, '{printf "S=%s,NKV=%s,G=%s", $1, $2, $3}')
+    "$etlc" compile "$pa_src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
+    python3 -c "$model_py$pa_py"'
+env = dict((k, int(v)) for k, v in (kv.split("=") for kv in sys.argv[3].split(",")))
+tc, other, rd, wr = costs(sys.argv[1], env)
+p = json.load(open(sys.argv[2]))
+m = model(p, tc, other)
+fl, by = causal(env)
+sol = max(by / BW, fl / TC)
+tcf = sum(g["sync"].get("tensor_flops", 0) for g in p["groups"])
+print("%-24s %12.2f %9.2f %6.1f%% %7.1f%% %6.2f %7.1f%%" % (sys.argv[3], sol * 1e6, m * 1e6, 100 * sol / m,
+      100 * p["global"]["efficiency"], p["shared"]["bank_conflict_factor"], 100 * tcf / tc))
+' "$tmp/cost.json" "$tmp/prof.json" "$bind"
+  done
+else
+  echo "(skipped: prefill_attention_host not built or python3-torch missing)"
 fi
