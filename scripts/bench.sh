@@ -35,9 +35,9 @@
 # 7. moe_layer: speed of light at Qwen3-30B-A3B dims, and fine-grained events
 #    against --events=barrier on sim.
 # 8. prefill_attention (causal attention, 8 heads x S=4096 x D=128 and GQA):
-#    the cost model's SOL (the code's tiles, its causal trip count averaged
-#    over the query tiles) next to the causal minimum, ptxas registers and
-#    spills, and the modelled time from the sim profile at S=256.
+#    the cost model's SOL (the code's tiles) next to the causal minimum,
+#    ptxas registers and spills, and the modelled time from the sim profile
+#    at S=256.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -101,7 +101,7 @@ printf '%-16s %-34s %12s %12s %11s %-8s %s\n' example binding GFLOP "min MB" "SO
 for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12288" \
             "rmsnorm_rope B=16,D2=2048,P=4096,NP=64,MP=4" "decode_attention B=16,NH=32,NP=1024,MP=64" \
             "moe T=256,H=1024,E=16,K=2" "gemv N=4096,K=4096" "gemv_atomic N=4096,K=4096" \
-            "gemv_int4 N=4096,K=4096" "gemm M=4096,N=4096,K=4096" \
+            "gemv_int4 N=4096,K=4096" "gemm M=4096,N=4096,K=4096" "prefill_attention S=4096,NKV=8,G=1" \
             "decode_layer B=1,H=4096,NKV=8,G=4,F=12288,NP=64,MP=64,kv_len=1024" \
             "decode_layer B=16,H=4096,NKV=8,G=4,F=12288,NP=1024,MP=64,kv_len=1024" \
             "decode_layer B=128,H=4096,NKV=8,G=4,F=12288,NP=8192,MP=64,kv_len=1024"; do
@@ -322,27 +322,17 @@ fi
 echo
 echo "== prefill_attention (causal attention, D=128, bf16 q/k/v/out), speed of light on h100-sxm"
 # cost SOL: etlc --emit=cost, the work the code's tiles do (a diagonal tile's
-# masked half and the rows past S included). Its loop over KV tiles stops at
-# the causal limit, a trip count that depends on the query tile i, which the
-# cost model leaves as an expression in i (the JSON has no value): it is
-# averaged here over i in 0 .. cdiv(S, 32) (the expression is the task count
-# times one task's count). causal SOL: the minimum work, 4 H D S (S + 1) / 2
-# tensor FLOPs (QK^T and PV over the causal triangle) and q, k, v, out moved
-# once, at the tensor-core peak and HBM bandwidth (989.4 TFLOP/s, 3.35 TB/s).
+# masked half and the rows past S included; the loop up to the causal limit
+# is summed over the query tiles: sum[attn](...) in its expressions).
+# causal SOL: the minimum work, 4 H D S (S + 1) / 2 tensor FLOPs (QK^T and
+# PV over the causal triangle) and q, k, v, out moved once, at the
+# tensor-core peak and HBM bandwidth (989.4 TFLOP/s, 3.35 TB/s).
 # ptxas: registers and spills of the sm_90 kernel.
 pa_py='
-import json, re, sys
-def cdiv(a, b): return -(-a // b)
-def value(field, env):
-    if "value" in field: return field["value"]
-    e = field["expr"]
-    if set(re.findall(r"[A-Za-z_]+", e)) - set(env) - {"cdiv", "min", "max", "i"}:
-        raise SystemExit("unexpected symbol in " + e)
-    n = cdiv(env["S"], 32)
-    return sum(eval(e, {"cdiv": cdiv, "min": min, "max": max, "i": i}, dict(env)) for i in range(n)) / n
-def costs(path, env):
+import json, sys
+def costs(path):
     t = json.load(open(path))["total"]
-    return tuple(value(t[k], env) for k in ("flops_tc", "flops_other", "bytes_read", "bytes_written"))
+    return tuple(t[k]["value"] for k in ("flops_tc", "flops_other", "bytes_read", "bytes_written"))
 def causal(env):
     S, NKV, G, D = env["S"], env["NKV"], env["G"], 128
     return 4 * NKV * G * D * S * (S + 1) / 2, 2 * S * D * (2 * NKV * G + 2 * NKV)
@@ -360,7 +350,7 @@ for bind in "S=4096,NKV=8,G=1" "S=4096,NKV=8,G=4" "S=16384,NKV=8,G=4"; do
   "$etlc" compile "$pa_src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
   python3 -c "$pa_py"'
 env = dict((k, int(v)) for k, v in (kv.split("=") for kv in sys.argv[2].split(",")))
-tc, other, rd, wr = costs(sys.argv[1], env)
+tc, other, rd, wr = costs(sys.argv[1])
 cost_s = max((rd + wr) / 3350e9, tc / 989.4e12 + other / 66.9e12)
 fl, by = causal(env)
 mem, comp = by / 3350e9, fl / 989.4e12
@@ -381,7 +371,7 @@ if [ -x "$build/examples/prefill_attention_host" ] && /usr/bin/python3 -c 'impor
     "$etlc" compile "$pa_src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
     python3 -c "$model_py$pa_py"'
 env = dict((k, int(v)) for k, v in (kv.split("=") for kv in sys.argv[3].split(",")))
-tc, other, rd, wr = costs(sys.argv[1], env)
+tc, other, rd, wr = costs(sys.argv[1])
 p = json.load(open(sys.argv[2]))
 m = model(p, tc, other)
 fl, by = causal(env)
