@@ -3,7 +3,7 @@
 # artifact on all of them (see examples/prefill_attention/
 # prefill_attention_host.c for the tolerance).
 #
-#   prefill_attention_test.sh PYTHON HOST ARTIFACT WORKDIR [--profile FILE] [--race-check] -- S,NKV,G,D...
+#   prefill_attention_test.sh PYTHON HOST ARTIFACT WORKDIR [--profile FILE] [--race-check] -- S,NKV,G,D,HID...
 # Exits 77 (skip) when python3-torch is missing.
 set -eu
 py=$1 host=$2 artifact=$3 work=$4
