@@ -6,6 +6,8 @@
 // async_wait or wait for one group fewer. With the waits as the compiler
 // wrote them the results are exact; without them the run fails with
 // ETL_ERROR_RACE naming the shared-memory read that met a copy in flight.
+// A copy issued just before a task ends (and never waited for) fails the
+// run as well, naming the task.
 #include "compile_run.h"
 
 #include "target/machine.h"
@@ -22,10 +24,13 @@ using etl::testing::RunOptions;
 
 namespace {
 
-enum class Waits { Keep, Drop, Weaker };
+/// Keep: as compiled; Drop: no wait_group at all; Weaker: wait_group N + 1
+/// for N; Leftover: as compiled, plus one 16-byte copy per thread (from the
+/// task's argument block to shared memory) right before each task_end.
+enum class Waits { Keep, Drop, Weaker, Leftover };
 
-/// Forwards every operation to `in`; async_wait as `mode` says. Counts the
-/// waits the lowering asked for.
+/// Forwards every operation to `in`; async_wait and task_end as `mode`
+/// says. Counts the waits the lowering asked for.
 class WaitDecorator : public etl::Machine {
 public:
   WaitDecorator(std::unique_ptr<etl::Machine> in, Waits mode, int *waits)
@@ -36,7 +41,7 @@ public:
 
   void async_wait(Builder &b, unsigned pending) override {
     ++*waits_;
-    if (mode_ == Waits::Keep)
+    if (mode_ == Waits::Keep || mode_ == Waits::Leftover)
       in_->async_wait(b, pending);
     else if (mode_ == Waits::Weaker)
       in_->async_wait(b, pending + 1);
@@ -106,7 +111,16 @@ public:
   void task_begin(Builder &b, llvm::Value *g, llvm::Value *lin) override {
     in_->task_begin(b, g, lin);
   }
-  void task_end(Builder &b) override { in_->task_end(b); }
+  void task_end(Builder &b) override {
+    if (mode_ == Waits::Leftover) { // the task function's argument 0 is the argument block
+      llvm::Value *args = b.GetInsertBlock()->getParent()->getArg(0);
+      llvm::Value *tid = b.CreateZExt(in_->thread_id(b), b.getInt64Ty());
+      llvm::Value *dst =
+          b.CreateGEP(b.getInt8Ty(), in_->shared_base(b), b.CreateMul(tid, b.getInt64(16)));
+      in_->async_copy(b, dst, args, 16);
+    }
+    in_->task_end(b);
+  }
   llvm::Value *clock_ns(Builder &b) override { return in_->clock_ns(b); }
   llvm::Value *sm_id(Builder &b) override { return in_->sm_id(b); }
   llvm::Value *math(Builder &b, etl::MathFn fn, llvm::Value *x, llvm::Value *y) override {
@@ -214,4 +228,11 @@ TEST_CASE("sim cp.async: a dot of loaded slices is exact with its wait and fails
   CHECK(err.find("ETL_ERROR_RACE") != std::string::npos);
   CHECK(err.find("ldmatrix.sync row read") != std::string::npos);
   CHECK(err.find("in task t[") != std::string::npos);
+  // A copy in flight when the task ends: never landed silently.
+  err = gemm(kOneDot, "async_one_dot_leftover", 64, 16, 32, false, Waits::Leftover, &bad, &waits);
+  CHECK(err.find("ETL_ERROR_RACE") != std::string::npos);
+  CHECK(err.find("sim: task t[") != std::string::npos);
+  CHECK(err.find("ends with 1 cp.async copies of thread") != std::string::npos);
+  CHECK(err.find("no cp.async.wait_group landed them") != std::string::npos);
+  MESSAGE(err);
 }
