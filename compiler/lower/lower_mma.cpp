@@ -276,6 +276,7 @@ TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line,
   const unsigned n8 = unsigned(nb / 8);
   llvm::Value *t64 = b.CreateZExt(tid, i64);
   llvm::Value *warp = b.CreateUDiv(t64, b.getInt64(32)), *lane = b.CreateURem(t64, b.getInt64(32));
+  llvm::Value *g = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, 3);
   llvm::Value *lrow = b.CreateAnd(lane, 15),
               *lhalf = b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(8));
   std::vector<llvm::AllocaInst *> acc;
@@ -307,34 +308,23 @@ TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line,
           b.CreateStore(d[i], acc[4 * j + i]);
       }
     });
-    mma_store_c(acc, r0, n0, lane, cs, c_base); // 3a
+    // 3a. The C fragment to the f32 result area: registers (0, 1) and (2, 3)
+    // are adjacent columns, one 8-byte store each.
+    auto *v2 = llvm::FixedVectorType::get(f32, 2);
+    for (unsigned j = 0; j < n8; ++j)
+      for (unsigned i = 0; i < 4; i += 2) {
+        llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i >> 1))));
+        llvm::Value *col =
+            b.CreateAdd(n0, b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(8 * j)));
+        llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(cs)), col);
+        llvm::Value *pair = llvm::PoisonValue::get(v2);
+        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i]), uint64_t(0));
+        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i + 1]), uint64_t(1));
+        scratch_store(pair, b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base)), 1);
+      }
   });
   m.barrier(b);
-  return mma_read_result(M, N, cs, c_base); // 3b
-}
 
-int64_t mma_result_stride(int64_t n) { return result_stride(n); }
-
-void Lowerer::mma_store_c(const std::vector<llvm::AllocaInst *> &acc, llvm::Value *r0,
-                          llvm::Value *n0, llvm::Value *lane, int64_t cs, int64_t c_base) {
-  // 3a. The C fragment to the f32 result area: registers (0, 1) and (2, 3)
-  // are adjacent columns, one 8-byte store each.
-  llvm::Value *g = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, 3);
-  auto *v2 = llvm::FixedVectorType::get(f32, 2);
-  for (unsigned j = 0; j < acc.size() / 4; ++j)
-    for (unsigned i = 0; i < 4; i += 2) {
-      llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i >> 1))));
-      llvm::Value *col =
-          b.CreateAdd(n0, b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(8 * j)));
-      llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(cs)), col);
-      llvm::Value *pair = llvm::PoisonValue::get(v2);
-      pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i]), uint64_t(0));
-      pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i + 1]), uint64_t(1));
-      scratch_store(pair, b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base)), 1);
-    }
-}
-
-TileVal Lowerer::mma_read_result(int64_t M, int64_t N, int64_t cs, int64_t c_base) {
   // 3b. Every thread reads its own elements.
   TileVal r;
   r.elem = ElemType::F32;

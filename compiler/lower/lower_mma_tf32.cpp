@@ -27,10 +27,14 @@
 //      w runs units w, w + W, ...; per k8 four A loads (PTX's A fragment:
 //      row g + 8(i & 1), col t + 4(i >> 1)) and per n8 two B loads (k = t +
 //      4j, n = g), one mma per n8, the accumulators in registers over K;
-//   3. the write-back of lower_mma.cpp (mma_store_c, mma_read_result).
+//   3. the write-back of lower_mma.cpp's dot_mma, the same C fragment
+//      layout: 8-byte pair stores to an f32 [M, N] area with rows of
+//      result_stride(N) floats, a barrier, every thread reads its elements.
+//      (A copy while lower_mma.cpp is being restructured; to become a call of
+//      its write-back helpers.)
 //
 // Shared memory: 4 (M Ka + K Nb) bytes of operands (the strides above),
-// then 4 M mma_result_stride(N) bytes of result. A tf32 dot that is one
+// then 4 M result_stride(N) bytes of result. A tf32 dot that is one
 // row, of another shape, or too large keeps the exact f32 FMA path of
 // lower_compute.cpp and says why in a remark (DiagId::DotFmaPath). Not done:
 // cp.async staging of `dot(load, load, precision = tf32)` and the pipelined
@@ -51,6 +55,9 @@ int64_t a_stride(int64_t k) { return k % 32 == 0 || k % 8 == 4 ? k : k + 4; }
 int64_t b_stride(int64_t n) { return n % 32 == 0 || (n / 8) % 2 == 1 ? n : n + 8; }
 unsigned a_xor(int64_t k) { return k % 32 == 0 ? 8 : 0; }
 unsigned b_xor(int64_t n) { return n % 32 == 0 ? 4 : 0; }
+
+/// lower_mma.cpp's result row stride: N padded to 8 mod 32 floats.
+int64_t result_stride(int64_t n) { return n + ((8 - n % 32) + 32) % 32; }
 
 std::string type_str(const TileVal &v) {
   std::string s = std::string(spelling(v.elem)) + "[";
@@ -76,7 +83,7 @@ std::string Lowerer::tf32_eligible(const TileVal &a, const TileVal &c) const {
            "] is not a multiple of the tf32 mma shape (M % 16, K % 8, N % 8)";
   if (T % 32)
     return "the CTA's " + std::to_string(T) + " threads are not whole warps";
-  int64_t bytes = 4 * (M * a_stride(K) + K * b_stride(N)) + 4 * M * mma_result_stride(N);
+  int64_t bytes = 4 * (M * a_stride(K) + K * b_stride(N)) + 4 * M * result_stride(N);
   int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
   if (bytes > budget)
     return "its staged operands and result need " + std::to_string(bytes) +
@@ -94,7 +101,7 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
     return dot(a, c, where); // f32 operands: no second remark there
   }
   const int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
-  const int64_t sa = a_stride(K), sb = b_stride(N), cs = mma_result_stride(N);
+  const int64_t sa = a_stride(K), sb = b_stride(N), cs = result_stride(N);
   const int64_t b_base = 4 * M * sa, c_base = b_base + 4 * K * sb;
   note_scratch((c_base + 4 * M * cs) / 4);
   const unsigned line = where.begin.line;
@@ -167,10 +174,41 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
           b.CreateStore(d[i], acc[4 * j + i]);
       }
     });
-    mma_store_c(acc, r0, n0, lane, cs, c_base); // 3a
+    // 3a. The C fragments: registers (0, 1) and (2, 3) are adjacent columns.
+    auto *v2 = llvm::FixedVectorType::get(f32, 2);
+    for (unsigned j = 0; j < n8; ++j)
+      for (unsigned i = 0; i < 4; i += 2) {
+        llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i >> 1))));
+        llvm::Value *col =
+            b.CreateAdd(n0, b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(8 * j)));
+        llvm::Value *pair = llvm::PoisonValue::get(v2);
+        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i]), uint64_t(0));
+        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i + 1]), uint64_t(1));
+        scratch_store(pair, offset(c_base, cs, 0, row, col), 1);
+      }
   });
   m.barrier(b);
-  return mma_read_result(M, N, cs, c_base); // 3b
+
+  // 3b. Every thread reads its own elements.
+  TileVal r;
+  r.elem = ElemType::F32;
+  r.shape = {M, N};
+  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
+    llvm::AllocaInst *tmp = entry_alloca(f32, "tf32.out");
+    b.CreateStore(llvm::ConstantFP::get(f32, 0.0), tmp);
+    auto read = [&, k] {
+      llvm::Value *e = elem_index(k);
+      llvm::Value *row = b.CreateUDiv(e, b.getInt64(N)), *col = b.CreateURem(e, b.getInt64(N));
+      b.CreateStore(scratch_load(f32, offset(c_base, cs, 0, row, col), 1), tmp);
+    };
+    if (llvm::Value *alive = elem_alive(k, r.numel()))
+      if_then(alive, read);
+    else
+      read();
+    r.regs.push_back(b.CreateLoad(f32, tmp));
+  }
+  m.barrier(b);
+  return r;
 }
 
 } // namespace etl

@@ -141,9 +141,6 @@ llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
 /// Rounds an f32 register to the precision of `t` (f16, bf16, FP8); other
 /// types as they are (lower_convert.cpp).
 llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
-/// Row stride (f32 elements) of the tensor-core result area for N columns
-/// (lower_mma.cpp: no bank conflict beyond the minimum for the C fragments).
-int64_t mma_result_stride(int64_t n);
 /// Whether a `dot` call asks for `precision = tf32` (lower_mma_tf32.cpp).
 bool dot_wants_tf32(const Expr &call);
 
@@ -330,15 +327,6 @@ public:
   /// tensor cores, as a two-stage cp.async pipeline (lower_mma.cpp); false
   /// (nothing emitted that matters) when the loop does not have that form.
   bool lower_pipelined_for(const Stmt &s);
-  /// dot_mma's write-back (also lower_mma_tf32.cpp's): the accumulators
-  /// `acc` (4 per n8 block, PTX's C fragment of lane `lane`, i64) of the m16
-  /// x 8 acc.size() / 4 block at (r0, n0) to the f32 result area at byte
-  /// `c_base` of the scratch (rows of `cs` floats: mma_result_stride) ...
-  void mma_store_c(const std::vector<llvm::AllocaInst *> &acc, llvm::Value *r0, llvm::Value *n0,
-                   llvm::Value *lane, int64_t cs, int64_t c_base);
-  /// ... and, after a barrier, every thread's own elements of the f32 [M, N]
-  /// result from there (ends with a barrier: the scratch is free).
-  TileVal mma_read_result(int64_t M, int64_t N, int64_t cs, int64_t c_base);
   // ---- lower_mma_tf32.cpp ---------------------------------------------------
   /// "ok" when an f32 dot with `precision = tf32` runs on tensor cores, else
   /// why not (the DotFmaPath remark's text).
