@@ -110,6 +110,19 @@ public:
                                                   const std::vector<llvm::Value *> &bf,
                                                   const std::vector<llvm::Value *> &c,
                                                   unsigned line) = 0;
+  /// cvt.rna.tf32.f32: `v` (f32) rounded to tf32 (10 mantissa bits, to
+  /// nearest, ties away from zero), as an f32 bit pattern (i32) whose low 13
+  /// bits the mma ignores (sim: zero; a NaN stays a NaN).
+  virtual llvm::Value *to_tf32(Builder &b, llvm::Value *v) = 0;
+  /// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 over the whole warp:
+  /// `a` (4 x i32) and `bf` (2 x i32) hold one tf32 (to_tf32's bits) each,
+  /// A reg i: row g + 8(i & 1), col t + 4(i >> 1); B reg j: k = t + 4j, n = g
+  /// (g = lane >> 2, t = lane & 3); `c` and D as mma_m16n8k16. Convergent.
+  virtual std::vector<llvm::Value *> mma_m16n8k8_tf32(Builder &b,
+                                                      const std::vector<llvm::Value *> &a,
+                                                      const std::vector<llvm::Value *> &bf,
+                                                      const std::vector<llvm::Value *> &c,
+                                                      unsigned line) = 0;
   /// ldmatrix.sync.aligned.m8n8.x`n`[.trans].shared.b16 (n = 1, 2, 4) over
   /// the whole warp: `p` (generic, into shared memory, 16-byte aligned) is
   /// the lane's row address; returns n i32 registers. Marked convergent.

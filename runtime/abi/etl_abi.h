@@ -367,7 +367,13 @@ enum etl_shfl_mode { ETL_SHFL_UP = 0, ETL_SHFL_DOWN = 1, ETL_SHFL_BFLY = 2, ETL_
  * receives {M_m[l>>2][2(l&3)], M_m[l>>2][2(l&3)+1]}, transposed
  * {M_m[2(l&3)][l>>2], M_m[2(l&3)+1][l>>2]}. A lane that never arrives or
  * arrives elsewhere is ETL_ERROR_DIVERGENCE, as for shuffles. */
-enum etl_mma_kind { ETL_MMA_F16 = 0, ETL_MMA_BF16 = 1 };
+/* ETL_MMA_TF32 is `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`:
+ * in[0..3] hold one tf32 each (f32 bits), A reg j = row g + 8(j & 1), col
+ * t + 4(j >> 1); in[4..5] B reg j = k t + 4j at n = g; C/D as above. Each
+ * operand is first rounded to tf32 as cvt.rna.tf32.f32 does (10 mantissa
+ * bits, nearest, ties away from zero: the identity on cvt's result); the
+ * products are exact; D = C + the 8 products summed in f32 in k order. */
+enum etl_mma_kind { ETL_MMA_F16 = 0, ETL_MMA_BF16 = 1, ETL_MMA_TF32 = 2 };
 #define ETL_LDMATRIX_TRANS 16u
 
 /* async_copy(dst, src, bytes) is PTX `cp.async.{ca,cg}.shared.global [dst],

@@ -260,7 +260,8 @@ static void settle_warp(sim_cta *c, uint32_t w) {
       uint32_t mode = wp->op[first - w * 32].mode, grp = c->fibers[first].prof_group;
       if (mode == ETL_WARP_MMA) {
         etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_MMA, 1);
-        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_TC_FLOPS, 2 * 16 * 8 * 16);
+        uint32_t k = wp->op[first - w * 32].c == ETL_MMA_TF32 ? 8 : 16; /* m16n8k8 / k16 */
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_TC_FLOPS, 2 * 16 * 8 * k);
       } else if (mode == ETL_WARP_LDMATRIX) {
         etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX, 1);
         etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX_PHASES, wp->ld_phases);

@@ -71,6 +71,13 @@ public:
                                           unsigned line) override {
     return in_->mma_m16n8k16(b, bf16, a, bf, c, line);
   }
+  llvm::Value *to_tf32(Builder &b, llvm::Value *v) override { return in_->to_tf32(b, v); }
+  std::vector<llvm::Value *> mma_m16n8k8_tf32(Builder &b, const std::vector<llvm::Value *> &a,
+                                              const std::vector<llvm::Value *> &bf,
+                                              const std::vector<llvm::Value *> &c,
+                                              unsigned line) override {
+    return in_->mma_m16n8k8_tf32(b, a, bf, c, line);
+  }
   std::vector<llvm::Value *> ldmatrix(Builder &b, llvm::Value *p, unsigned n, bool trans,
                                       unsigned line) override {
     return in_->ldmatrix(b, p, n, trans, line);
