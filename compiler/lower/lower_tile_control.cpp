@@ -197,7 +197,7 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
 
 //===-- The body -------------------------------------------------------===//
 
-void Lowerer::lower_tile_body(const TileFunc &f) {
+void Lowerer::tile_begin(const TileFunc &f) {
   tf = &f;
   tregs.assign(f.values.size(), {});
   tile_loop_vars.clear();
@@ -205,13 +205,19 @@ void Lowerer::lower_tile_body(const TileFunc &f) {
   // Every layout's per-thread coordinate, here where it dominates the body.
   for (const Layout &l : f.layouts)
     thread_dims(l);
+}
+
+void Lowerer::lower_tile_body(const TileFunc &f) {
+  if (tf != &f) // else emit_prefetch began it before the waits
+    tile_begin(f);
   tile_ops(f.body);
   tf = nullptr;
 }
 
 void Lowerer::tile_ops(const std::vector<TOp> &ops) {
   for (const TOp &op : ops)
-    tile_op(op);
+    if (!hoisted_ops.count(&op)) // issued before the waits (prefetch.cpp)
+      tile_op(op);
 }
 
 TileVal Lowerer::tval(int v) const {
