@@ -16,8 +16,10 @@
 //       path; the cast and the rest of the statement stay after the waits);
 //       statements between hoisted ones may be anything;
 //   (d) the task has waits, is not `schedule dynamic`, the kernel has no
-//       dynamic groups (a static task's wait there runs dynamic items), and
-//       no hazard barrier precedes the load (sema/hazards.h);
+//       dynamic groups (a static task's wait there runs dynamic items, and
+//       the hoisted registers would live across them: decode_layer's o_sum
+//       tile spilled 16 bytes on sm_90 that way), and no hazard barrier
+//       precedes the load (sema/hazards.h);
 //   (e) the hoisted tiles together hold at most kPrefetchRegs registers per
 //       thread (their elements per thread: ceil(numel / T) on the AST path,
 //       the layout's register count on the tile path), in program order
