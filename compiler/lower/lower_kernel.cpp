@@ -359,6 +359,7 @@ llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   m.task_begin(b, b.getInt32(uint32_t(g)), lin);
   hoisted_stmts.clear();
   hoisted_ops.clear();
+  pipelined_loads = 0;
   emit_prefetch(gp, tile);
   if (!gp.waits.empty() && !gp.dynamic && any_dynamic()) {
     auto *out = llvm::BasicBlock::Create(ctx, "aborted", fn);
@@ -398,17 +399,27 @@ llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   mark_progress();
   m.task_end(b);
   b.CreateRetVoid();
+  auto it = std::find_if(pipelined.begin(), pipelined.end(),
+                         [&](const auto &p) { return p.first == gp.name; });
+  if (it == pipelined.end())
+    pipelined.emplace_back(gp.name, pipelined_loads);
+  else
+    it->second = pipelined_loads; // the AST path after a tile IR attempt
   return fn;
+}
+
+bool Lowerer::prefetch_on() {
+  // ETL_PREFETCH=0 keeps every load where the program has it (for
+  // before/after measurements).
+  const char *env = std::getenv("ETL_PREFETCH");
+  return !(env && std::string(env) == "0");
 }
 
 void Lowerer::emit_prefetch(const GroupPlan &gp, const TileFunc *tile) {
   // A static task of a kernel with dynamic groups runs dynamic items while
   // it waits (emit_static_wait_loop): its registers would live across them.
-  // ETL_PREFETCH=0 keeps every load after the waits (for before/after
-  // measurements).
-  const char *env = std::getenv("ETL_PREFETCH");
   size_t n = 0;
-  if (!gp.waits.empty() && !gp.dynamic && !any_dynamic() && !(env && std::string(env) == "0")) {
+  if (!gp.waits.empty() && !gp.dynamic && !any_dynamic() && prefetch_on()) {
     if (tile) {
       std::vector<const TOp *> ops = tile_prefetch(*tile, *plan.kernel, written);
       if (!ops.empty()) {

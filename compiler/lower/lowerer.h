@@ -127,6 +127,17 @@ std::vector<const Stmt *> ast_prefetch(const TaskDecl &t, const std::set<int> &w
 /// The same for the tile IR path: top-level `load` ops of `f`.
 std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
                                        const std::set<int> &written);
+/// Software pipelining of a tile IR `for` (prefetch.cpp): the loads of
+/// its body (top level) of never-written tensors whose slices name only
+/// task variables, dims, the loop's variable and the enclosing loops'
+/// (`outer`), within kPipelineRegs registers per thread; tile_for issues
+/// iteration k + 1's before iteration k's compute.
+std::vector<const TOp *> loop_prefetch(const TOp &loop, const TileFunc &f, const KernelDecl &k,
+                                       const std::set<int> &written,
+                                       const std::set<std::string> &outer);
+/// Registers per thread of the loads one loop carries into its next
+/// iteration (they live beside the current iteration's).
+constexpr int64_t kPipelineRegs = 16;
 
 /// A register tile (or a uniform scalar when `shape` is empty).
 struct TileVal {
@@ -184,6 +195,9 @@ public:
   /// Per group, how many loads were issued before its waits (the last
   /// lowering of each group; backend.h's BackendResult::prefetched).
   std::vector<std::pair<std::string, size_t>> prefetched;
+  /// Per group, how many loads its loops issue one iteration ahead.
+  std::vector<std::pair<std::string, size_t>> pipelined;
+  size_t pipelined_loads = 0; ///< of the group being lowered
 
 private:
   /// One notification of element `off` (absolute counter index) of `event`,
@@ -408,6 +422,13 @@ public:
   void tile_ops(const std::vector<TOp> &ops);
   void tile_op(const TOp &op);
   void tile_for(const TOp &op);
+  /// The `loads` (ops of `loop`'s body) with the loop variable at `at`,
+  /// issued only when `when` (i1) holds (zeros otherwise); their registers.
+  std::vector<std::vector<llvm::Value *>> tile_loads_at(const TOp &loop,
+                                                        const std::vector<const TOp *> &loads,
+                                                        llvm::Value *at, llvm::Value *when);
+  /// ETL_PREFETCH=0 turns the weight prefetch and the loop pipelining off.
+  static bool prefetch_on();
   /// A uniform i64 from a symbolic expression (dims, task and loop vars).
   llvm::Value *sym_value(const Sym &s);
   /// The registers of value `v` (one for a scalar) as a TileVal.

@@ -167,39 +167,68 @@ std::vector<const Stmt *> ast_prefetch(const TaskDecl &t, const std::set<int> &w
   return out;
 }
 
-std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
-                                       const std::set<int> &written) {
+namespace {
+
+/// A top-level `load` op of a never-written tensor, without mask, gather or
+/// hazard barrier, whose slice names only symbols in `known`; its registers
+/// per thread, or 0 when it does not qualify.
+int64_t hoistable_op(const TOp &op, const TileFunc &f, const std::set<int> &written,
+                     const std::set<std::string> &known) {
+  if (op.kind != TileOpKind::Load || op.tensor < 0 || written.count(op.tensor) ||
+      written.count(-1) || op.mask >= 0 || !op.operands.empty() || op.barrier_before ||
+      op.results.size() != 1)
+    return 0;
+  for (const SlicePart &p : op.parts) {
+    if (p.kind == SlicePart::Gather || !p.at)
+      return 0;
+    for (const std::string &n : p.at->symbols())
+      if (!known.count(n))
+        return 0;
+  }
+  const TValue &v = f.values[size_t(op.results[0])];
+  if (!v.is_tile() || v.layout < 0 || size_t(v.layout) >= f.layouts.size())
+    return 0;
+  return int64_t(f.layouts[size_t(v.layout)].num_regs());
+}
+
+/// The loads of `body` hoistable_op accepts, in order, until `budget`
+/// registers per thread are spent.
+std::vector<const TOp *> hoistable_ops(const std::vector<TOp> &body, const TileFunc &f,
+                                       const std::set<int> &written,
+                                       const std::set<std::string> &known, int64_t budget) {
   std::vector<const TOp *> out;
-  std::set<std::string> known;
-  for (const std::string &v : f.vars)
-    known.insert(v);
-  for (const DimDecl &d : k.dims)
-    known.insert(d.name);
   int64_t regs = 0;
-  for (const TOp &op : f.body) {
-    if (op.kind != TileOpKind::Load || op.tensor < 0 || written.count(op.tensor) ||
-        written.count(-1) || op.mask >= 0 || !op.operands.empty() || op.barrier_before ||
-        op.results.size() != 1)
+  for (const TOp &op : body) {
+    int64_t r = hoistable_op(op, f, written, known);
+    if (!r)
       continue;
-    bool fixed = true;
-    for (const SlicePart &p : op.parts) {
-      if (p.kind == SlicePart::Gather || !p.at) {
-        fixed = false;
-        break;
-      }
-      for (const std::string &n : p.at->symbols())
-        fixed = fixed && known.count(n);
-    }
-    const TValue &v = f.values[size_t(op.results[0])];
-    if (!fixed || !v.is_tile() || v.layout < 0 || size_t(v.layout) >= f.layouts.size())
-      continue;
-    int64_t r = int64_t(f.layouts[size_t(v.layout)].num_regs());
-    if (regs + r > kPrefetchRegs)
+    if (regs + r > budget)
       break;
     regs += r;
     out.push_back(&op);
   }
   return out;
+}
+
+} // namespace
+
+std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
+                                       const std::set<int> &written) {
+  std::set<std::string> known(f.vars.begin(), f.vars.end());
+  for (const DimDecl &d : k.dims)
+    known.insert(d.name);
+  return hoistable_ops(f.body, f, written, known, kPrefetchRegs);
+}
+
+std::vector<const TOp *> loop_prefetch(const TOp &loop, const TileFunc &f, const KernelDecl &k,
+                                       const std::set<int> &written,
+                                       const std::set<std::string> &outer) {
+  std::set<std::string> known(f.vars.begin(), f.vars.end());
+  for (const DimDecl &d : k.dims)
+    known.insert(d.name);
+  known.insert(outer.begin(), outer.end());
+  known.insert(loop.var);
+  return hoistable_ops(loop.body, f, written, known, kPipelineRegs);
 }
 
 } // namespace etl
