@@ -28,6 +28,15 @@
 // lower_kernel.cpp emits the chosen statements (or ops) right after the
 // domain decode and before the waits, and the body skips them.
 //
+// Loops (tile IR path only, loop_prefetch): in a `for`, the top-level loads
+// of never-written tensors whose slices name only task variables, dims and
+// the loop variables in scope are software-pipelined: tile_for
+// (lower_tile_control.cpp) issues iteration lo's before the loop (if it
+// runs) and, at the top of iteration k, those of k + step (if it runs)
+// before k's compute, carried into the next iteration in phis; at most
+// kPipelineRegs registers per thread of them per loop (two copies live).
+// Both are off with ETL_PREFETCH=0.
+//
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
