@@ -374,6 +374,14 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   if (std::getenv("ETL_TILE_DEBUG"))
     for (const auto &[grp, path] : be.lowering)
       std::cerr << "lowering " << grp << ": " << path << "\n";
+  if (std::getenv("ETL_TILE_DEBUG"))
+    for (const auto &[grp, n] : be.prefetched)
+      if (n)
+        std::cerr << "prefetch " << grp << ": " << n << " load(s) before the waits\n";
+  if (std::getenv("ETL_TILE_DEBUG"))
+    for (const auto &[grp, n] : be.pipelined)
+      if (n)
+        std::cerr << "pipeline " << grp << ": " << n << " load(s) one iteration ahead\n";
   for (const BackendRemark &r : be.remarks)
     c.diag.remark(DiagId::DotFmaPath, r.range, r.args);
   if (!be.ok && be.resource_limit) {

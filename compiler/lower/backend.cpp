@@ -58,6 +58,10 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
       smem = (L.smem_bytes() + 15u) & ~15u;
       if (res.remarks.empty())
         res.remarks = L.remarks; // the same decisions for every target
+      if (res.prefetched.empty())
+        res.prefetched = L.prefetched;
+      if (res.pipelined.empty())
+        res.pipelined = L.pipelined;
       m->finish_kernel(mod, k, opts.threads_per_cta, smem);
     } catch (const LowerError &e) {
       res.error = std::string("lowering kernel '") + plan.kernel->name + "': " + e.what();

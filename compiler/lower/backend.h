@@ -71,6 +71,11 @@ struct BackendResult {
   /// (empty when no tile IR was given).
   std::vector<std::pair<std::string, std::string>> lowering;
   std::vector<BackendRemark> remarks;
+  /// Per task group: how many loads it issues before its waits (the weight
+  /// prefetch, lower/prefetch.cpp); ETL_TILE_DEBUG=1 prints them.
+  std::vector<std::pair<std::string, size_t>> prefetched;
+  /// Per task group: loads its loops issue one iteration ahead (the same).
+  std::vector<std::pair<std::string, size_t>> pipelined;
 };
 
 /// The most elements of any tile value in `k`'s task bodies (sema's types).

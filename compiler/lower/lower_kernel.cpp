@@ -30,6 +30,7 @@
 #include <llvm/IR/Constants.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace etl {
 
@@ -159,6 +160,7 @@ void Lowerer::spill_to_scratch(const TileVal &v, int64_t at) {
 //===-- The persistent loop ----------------------------------------------===//
 
 llvm::Function *Lowerer::lower_kernel() {
+  written = written_tensors(*plan.kernel);
   std::vector<llvm::Function *> groups;
   if (any_dynamic())
     declare_dyn_run();
@@ -355,6 +357,10 @@ llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   }
 
   m.task_begin(b, b.getInt32(uint32_t(g)), lin);
+  hoisted_stmts.clear();
+  hoisted_ops.clear();
+  pipelined_loads = 0;
+  emit_prefetch(gp, tile);
   if (!gp.waits.empty() && !gp.dynamic && any_dynamic()) {
     auto *out = llvm::BasicBlock::Create(ctx, "aborted", fn);
     llvm::BasicBlock *here = b.GetInsertBlock();
@@ -393,7 +399,52 @@ llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   mark_progress();
   m.task_end(b);
   b.CreateRetVoid();
+  auto it = std::find_if(pipelined.begin(), pipelined.end(),
+                         [&](const auto &p) { return p.first == gp.name; });
+  if (it == pipelined.end())
+    pipelined.emplace_back(gp.name, pipelined_loads);
+  else
+    it->second = pipelined_loads; // the AST path after a tile IR attempt
   return fn;
+}
+
+bool Lowerer::prefetch_on() {
+  // ETL_PREFETCH=0 keeps every load where the program has it (for
+  // before/after measurements).
+  const char *env = std::getenv("ETL_PREFETCH");
+  return !(env && std::string(env) == "0");
+}
+
+void Lowerer::emit_prefetch(const GroupPlan &gp, const TileFunc *tile) {
+  // A static task of a kernel with dynamic groups runs dynamic items while
+  // it waits (emit_static_wait_loop): its registers would live across them.
+  size_t n = 0;
+  if (!gp.waits.empty() && !gp.dynamic && !any_dynamic() && prefetch_on()) {
+    if (tile) {
+      std::vector<const TOp *> ops = tile_prefetch(*tile, *plan.kernel, written);
+      if (!ops.empty()) {
+        tile_begin(*tile);
+        for (const TOp *op : ops) {
+          tile_op(*op);
+          hoisted_ops.insert(op);
+        }
+      }
+      n = ops.size();
+    } else {
+      std::vector<const Stmt *> stmts = ast_prefetch(*task, written, T);
+      for (const Stmt *s : stmts) {
+        lower_stmt(*s);
+        hoisted_stmts.insert(s);
+      }
+      n = stmts.size();
+    }
+  }
+  auto it = std::find_if(prefetched.begin(), prefetched.end(),
+                         [&](const auto &p) { return p.first == gp.name; });
+  if (it == prefetched.end())
+    prefetched.emplace_back(gp.name, n);
+  else
+    it->second = n; // the AST path after a tile IR attempt
 }
 
 void Lowerer::mark_progress() {
@@ -554,7 +605,8 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
 
 void Lowerer::lower_stmts(const std::vector<StmtPtr> &body) {
   for (const StmtPtr &s : body)
-    lower_stmt(*s);
+    if (!hoisted_stmts.count(s.get())) // run before the waits (prefetch.cpp)
+      lower_stmt(*s);
 }
 
 void Lowerer::lower_stmt(const Stmt &s) {

@@ -197,7 +197,7 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
 
 //===-- The body -------------------------------------------------------===//
 
-void Lowerer::lower_tile_body(const TileFunc &f) {
+void Lowerer::tile_begin(const TileFunc &f) {
   tf = &f;
   tregs.assign(f.values.size(), {});
   tile_loop_vars.clear();
@@ -205,13 +205,19 @@ void Lowerer::lower_tile_body(const TileFunc &f) {
   // Every layout's per-thread coordinate, here where it dominates the body.
   for (const Layout &l : f.layouts)
     thread_dims(l);
+}
+
+void Lowerer::lower_tile_body(const TileFunc &f) {
+  if (tf != &f) // else emit_prefetch began it before the waits
+    tile_begin(f);
   tile_ops(f.body);
   tf = nullptr;
 }
 
 void Lowerer::tile_ops(const std::vector<TOp> &ops) {
   for (const TOp &op : ops)
-    tile_op(op);
+    if (!hoisted_ops.count(&op)) // issued before the waits (prefetch.cpp)
+      tile_op(op);
 }
 
 TileVal Lowerer::tval(int v) const {
@@ -327,8 +333,55 @@ void Lowerer::tile_op(const TOp &op) {
     throw LowerError("tile IR op 'dot' is not ported");
 }
 
+std::vector<std::vector<llvm::Value *>>
+Lowerer::tile_loads_at(const TOp &loop, const std::vector<const TOp *> &loads, llvm::Value *at,
+                       llvm::Value *when) {
+  llvm::Value *outer = tile_loop_vars.count(loop.var) ? tile_loop_vars[loop.var] : nullptr;
+  tile_loop_vars[loop.var] = at;
+  llvm::BasicBlock *from = b.GetInsertBlock();
+  auto *then = llvm::BasicBlock::Create(ctx, "tpipe.load", fn);
+  auto *join = llvm::BasicBlock::Create(ctx, "tpipe.join", fn);
+  b.CreateCondBr(when, then, join);
+  b.SetInsertPoint(then);
+  std::vector<std::vector<llvm::Value *>> got;
+  for (const TOp *l : loads) {
+    tile_load(*l);
+    got.push_back(tregs[size_t(l->results[0])]);
+  }
+  llvm::BasicBlock *end = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  // `when` false: the loop does not run that iteration; zeros never read.
+  for (std::vector<llvm::Value *> &regs : got)
+    for (llvm::Value *&r : regs) {
+      llvm::PHINode *phi = b.CreatePHI(r->getType(), 2);
+      phi->addIncoming(llvm::Constant::getNullValue(r->getType()), from);
+      phi->addIncoming(r, end);
+      r = phi;
+    }
+  if (outer)
+    tile_loop_vars[loop.var] = outer;
+  else
+    tile_loop_vars.erase(loop.var);
+  return got;
+}
+
 void Lowerer::tile_for(const TOp &op) {
   llvm::Value *lo = sym_value(*op.lo), *hi = sym_value(*op.hi);
+  // Software pipelining (prefetch.cpp, loop_prefetch): the loads of
+  // iteration lo before the loop; in iteration k those of k + step before
+  // k's compute, carried in phis.
+  std::vector<const TOp *> pipe;
+  if (prefetch_on()) {
+    std::set<std::string> outer;
+    for (const auto &[name, v] : tile_loop_vars)
+      outer.insert(name);
+    pipe = loop_prefetch(op, *tf, *plan.kernel, written, outer);
+    pipelined_loads += pipe.size();
+  }
+  std::vector<std::vector<llvm::Value *>> first;
+  if (!pipe.empty())
+    first = tile_loads_at(op, pipe, lo, b.CreateICmpSLT(lo, hi));
   llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *head = llvm::BasicBlock::Create(ctx, "tfor.head", fn);
   auto *body = llvm::BasicBlock::Create(ctx, "tfor.body", fn);
@@ -337,6 +390,16 @@ void Lowerer::tile_for(const TOp &op) {
   b.SetInsertPoint(head);
   llvm::PHINode *iv = b.CreatePHI(i64, 2, op.var);
   iv->addIncoming(lo, pre);
+  std::vector<std::vector<llvm::PHINode *>> pipe_phis;
+  for (size_t j = 0; j < pipe.size(); ++j) {
+    std::vector<llvm::PHINode *> ps;
+    for (llvm::Value *r : first[j]) {
+      llvm::PHINode *p = b.CreatePHI(r->getType(), 2);
+      p->addIncoming(r, pre);
+      ps.push_back(p);
+    }
+    pipe_phis.push_back(std::move(ps));
+  }
   std::vector<std::vector<llvm::PHINode *>> phis;
   for (size_t j = 0; j < op.block_args.size(); ++j) {
     std::vector<llvm::PHINode *> ps;
@@ -352,6 +415,15 @@ void Lowerer::tile_for(const TOp &op) {
   }
   b.CreateCondBr(b.CreateICmpSLT(iv, hi), body, done);
   b.SetInsertPoint(body);
+  std::vector<std::vector<llvm::Value *>> next;
+  if (!pipe.empty()) {
+    llvm::Value *nx = b.CreateAdd(iv, b.getInt64(uint64_t(op.step)));
+    next = tile_loads_at(op, pipe, nx, b.CreateICmpSLT(nx, hi));
+    for (size_t j = 0; j < pipe.size(); ++j) {
+      tregs[size_t(pipe[j]->results[0])].assign(pipe_phis[j].begin(), pipe_phis[j].end());
+      hoisted_ops.insert(pipe[j]);
+    }
+  }
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
   tile_ops(op.body);
@@ -370,6 +442,9 @@ void Lowerer::tile_for(const TOp &op) {
     for (size_t k = 0; k < next.size(); ++k)
       phis[j][k]->addIncoming(next[k], latch);
   }
+  for (size_t j = 0; j < pipe.size(); ++j)
+    for (size_t k = 0; k < pipe_phis[j].size(); ++k)
+      pipe_phis[j][k]->addIncoming(next[j][k], latch);
   iv->addIncoming(b.CreateAdd(iv, b.getInt64(uint64_t(op.step))), latch);
   b.CreateBr(head);
   b.SetInsertPoint(done);

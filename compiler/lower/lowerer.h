@@ -50,6 +50,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -112,6 +113,32 @@ constexpr uint64_t kPollEveryNs = 1000000;
 std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
                           unsigned threads);
 
+/// The weight prefetch (lower/prefetch.cpp): the loads a task with waits
+/// issues before them hold at most this many registers per thread, all
+/// hoisted tiles together (the rest stay after the waits).
+constexpr int64_t kPrefetchRegs = 32;
+/// Tensors some task of `k` stores to or updates atomically (-1: a store
+/// whose tensor is unknown, so every tensor may be written).
+std::set<int> written_tensors(const KernelDecl &k);
+/// The top-level `let`/`var` statements of `t`'s body that may run before
+/// its waits (AST path; prefetch.cpp's banner has the rules), in order.
+std::vector<const Stmt *> ast_prefetch(const TaskDecl &t, const std::set<int> &written,
+                                       unsigned threads);
+/// The same for the tile IR path: top-level `load` ops of `f`.
+std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
+                                       const std::set<int> &written);
+/// Software pipelining of a tile IR `for` (prefetch.cpp): the loads of
+/// its body (top level) of never-written tensors whose slices name only
+/// task variables, dims, the loop's variable and the enclosing loops'
+/// (`outer`), within kPipelineRegs registers per thread; tile_for issues
+/// iteration k + 1's before iteration k's compute.
+std::vector<const TOp *> loop_prefetch(const TOp &loop, const TileFunc &f, const KernelDecl &k,
+                                       const std::set<int> &written,
+                                       const std::set<std::string> &outer);
+/// Registers per thread of the loads one loop carries into its next
+/// iteration (they live beside the current iteration's).
+constexpr int64_t kPipelineRegs = 16;
+
 /// A register tile (or a uniform scalar when `shape` is empty).
 struct TileVal {
   ElemType elem = ElemType::F32;
@@ -158,6 +185,23 @@ private:
   llvm::Function *lower_group(int g);
   llvm::Function *lower_group(int g, const TileFunc *tile);
   void emit_event_ops(const GroupPlan &gp, bool wait);
+  /// Group `g` waits: emits the loads prefetch.cpp lets run before the
+  /// waits (AST statements, or tile IR load ops of `tile`) and records them
+  /// so the body skips them.
+  void emit_prefetch(const GroupPlan &gp, const TileFunc *tile);
+  std::set<int> written; ///< written_tensors of the kernel
+  std::set<const Stmt *> hoisted_stmts;
+  std::set<const TOp *> hoisted_ops;
+
+public:
+  /// Per group, how many loads were issued before its waits (the last
+  /// lowering of each group; backend.h's BackendResult::prefetched).
+  std::vector<std::pair<std::string, size_t>> prefetched;
+  /// Per group, how many loads its loops issue one iteration ahead.
+  std::vector<std::pair<std::string, size_t>> pipelined;
+  size_t pipelined_loads = 0; ///< of the group being lowered
+
+private:
   /// One notification of element `off` (absolute counter index) of `event`,
   /// firing it for dynamic consumers when it reaches zero.
   void notify_element(int event, llvm::Value *off);
@@ -380,9 +424,20 @@ public:
   /// registers hold the elements its layout gives the thread, register r at
   /// hardware index (r, lane, warp).
   void lower_tile_body(const TileFunc &f);
+  /// Lowering state of `f` (its values, every layout's thread coordinates)
+  /// at the insertion point; lower_tile_body calls it unless emit_prefetch
+  /// did, before the waits.
+  void tile_begin(const TileFunc &f);
   void tile_ops(const std::vector<TOp> &ops);
   void tile_op(const TOp &op);
   void tile_for(const TOp &op);
+  /// The `loads` (ops of `loop`'s body) with the loop variable at `at`,
+  /// issued only when `when` (i1) holds (zeros otherwise); their registers.
+  std::vector<std::vector<llvm::Value *>> tile_loads_at(const TOp &loop,
+                                                        const std::vector<const TOp *> &loads,
+                                                        llvm::Value *at, llvm::Value *when);
+  /// ETL_PREFETCH=0 turns the weight prefetch and the loop pipelining off.
+  static bool prefetch_on();
   /// A uniform i64 from a symbolic expression (dims, task and loop vars).
   llvm::Value *sym_value(const Sym &s);
   /// The registers of value `v` (one for a scalar) as a TileVal.
