@@ -39,7 +39,8 @@
 //      loop keeps ceil(units / W) fragment sets per warp (unrolled, the last
 //      guarded when units % W != 0) zeroed once before the loop and in
 //      registers across all its iterations (kMaxAccRegs bounds them; a
-//      bigger tile runs a whole dot per iteration as below);
+//      bigger tile runs a whole dot per iteration as below, and says so
+//      in a MmaLoopAccumulators remark);
 //   3. back to the register layout of lower/lowerer.h: each warp writes its
 //      accumulators (PTX's C fragment: row g + 8(i >> 1), col 2t + (i & 1))
 //      to an f32 [M, N] area (rows padded: result_stride) as 8-byte pairs,
@@ -397,7 +398,7 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   // Accumulators in registers across the loop: the warp's units as a static
   // number of fragment sets, 4 n8 f32 registers each; past kMaxAccRegs
   // (ptxas would spill) every iteration runs a whole dot as before.
-  const int64_t W = T / 32, sets = (t.units + W - 1) / W;
+  const int64_t W = std::max<int64_t>(T / 32, 1), sets = (t.units + W - 1) / W;
   const bool persist = sets * 4 * int64_t(t.n8) <= kMaxAccRegs;
   // Shared memory: the ring of stages; the result area overlaps it after the
   // loop when the accumulators persist, else it follows the ring.
@@ -410,6 +411,15 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     loop_vars.erase(s.local_index);
     return false;
   }
+  auto type = [](const TileVal &v) {
+    return std::string(v.elem == ElemType::BF16 ? "bf16" : "f16") + "[" +
+           std::to_string(v.shape[0]) + ", " + std::to_string(v.shape[1]) + "]";
+  };
+  if (!persist)
+    remarks.push_back(
+        {d.range,
+         {type(a), type(c), std::to_string(sets * 4 * t.n8), std::to_string(kMaxAccRegs)},
+         DiagId::MmaLoopAccumulators});
   const int64_t c_base = persist ? 0 : S * stage_bytes;
   note_scratch(need(S) / 4);
   // Copies of iteration `iv` into ring slot `buf` (i64): the slices are
