@@ -119,13 +119,16 @@ public:
   /// .ca; sm_80+): an asynchronous copy of `bytes` from global `src` to
   /// shared `dst` (generic pointers, both aligned to `bytes`), in this
   /// thread's open group. Its data is there only after async_wait and then
-  /// a barrier for the other threads. sim: a bounds-checked (check_access)
-  /// synchronous copy, reported to the profile as a shared store.
+  /// a barrier for the other threads. sim: the global read is
+  /// check_access'ed at issue and the copy queued per thread; it lands at the
+  /// async_wait that covers its group, and a shared-memory access to its
+  /// destination before then fails the run (runtime/src/sim_async.h).
   virtual void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned bytes) = 0;
   /// cp.async.commit_group: closes this thread's open group of copies.
   virtual void async_commit(Builder &b) = 0;
   /// cp.async.wait_group `pending`: waits until at most `pending` of this
-  /// thread's committed groups are still in flight (sim: nothing to wait for).
+  /// thread's committed groups are still in flight (sim: lands the copies
+  /// of the older groups, oldest first).
   virtual void async_wait(Builder &b, unsigned pending) = 0;
   /// This CTA's shared memory, a generic pointer to `smem_bytes` bytes.
   virtual llvm::Value *shared_base(Builder &b) = 0;

@@ -113,17 +113,19 @@ public:
       r.push_back(b.CreateLoad(i32, b.CreateConstGEP1_32(i32, out, i)));
     return r;
   }
-  // A synchronous copy: check_access on the global read (as global_load),
-  // the shared store reported to the profile; groups need no bookkeeping.
+  // The global read is check_access'ed here, at issue (bounds, race check,
+  // profile); the runtime's async_copy reads the source at once and queues
+  // the shared store until an async_wait lands it (runtime/src/sim_async.h).
   void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned bytes) override {
     llvm::Type *ty = bytes == 4 ? static_cast<llvm::Type *>(b.getInt32Ty())
                                 : llvm::FixedVectorType::get(b.getInt32Ty(), bytes / 4);
-    llvm::Value *v = global_load(b, ty, src);
-    shared_access(b, dst, bytes, true);
-    b.CreateAlignedStore(v, dst, llvm::Align(4));
+    check(b, src, ty, 0);
+    call(b, kOp_async_copy, b.getVoidTy(), {dst, src, b.getInt32(bytes)});
   }
-  void async_commit(Builder &) override {}
-  void async_wait(Builder &, unsigned) override {}
+  void async_commit(Builder &b) override { call(b, kOp_async_commit, b.getVoidTy(), {}); }
+  void async_wait(Builder &b, unsigned pending) override {
+    call(b, kOp_async_wait, b.getVoidTy(), {b.getInt32(pending)});
+  }
   llvm::Value *shared_base(Builder &b) override {
     return call(b, kOp_shared_base, b.getPtrTy(), {});
   }

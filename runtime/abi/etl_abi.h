@@ -324,7 +324,11 @@ typedef struct etl_timeline_record {
   X(mma, void, /* mma.sync m16n8k16 (etl_mma_kind): a per-warp rendezvous */                       \
     (uint32_t kind, const uint32_t *in, uint32_t *out, uint32_t line))                             \
   X(ldmatrix, void, /* ldmatrix.sync m8n8: a per-warp rendezvous */                                \
-    (const void *addr, uint32_t variant, uint32_t *out, uint32_t line))
+    (const void *addr, uint32_t variant, uint32_t *out, uint32_t line))                            \
+  X(async_copy, void, /* cp.async: lands at the wait_group that covers it (below) */               \
+    (void *dst, const void *src, uint32_t bytes))                                                  \
+  X(async_commit, void, (void))           /* cp.async.commit_group */                              \
+  X(async_wait, void, (uint32_t pending)) /* cp.async.wait_group pending */
 
 /* shuffle(value, mode, b, c, mask, line) is PTX `shfl.sync.MODE.b32 d, value,
  * b, c, mask`: every lane of `mask` (bits = lanes of the caller's warp, which
@@ -365,6 +369,16 @@ enum etl_shfl_mode { ETL_SHFL_UP = 0, ETL_SHFL_DOWN = 1, ETL_SHFL_BFLY = 2, ETL_
  * arrives elsewhere is ETL_ERROR_DIVERGENCE, as for shuffles. */
 enum etl_mma_kind { ETL_MMA_F16 = 0, ETL_MMA_BF16 = 1 };
 #define ETL_LDMATRIX_TRANS 16u
+
+/* async_copy(dst, src, bytes) is PTX `cp.async.{ca,cg}.shared.global [dst],
+ * [src], bytes` (4, 8 or 16; dst inside the CTA's shared memory, aligned to
+ * `bytes`) in the calling thread's open group; the compiled code has
+ * check_access'ed the global read before the call. async_commit closes the
+ * thread's open group; async_wait(n) returns when all but the newest n of the
+ * thread's committed groups have landed. The sim reads the source at issue
+ * and writes the destination only when a wait covers the copy; until then
+ * the destination holds 0xFF bytes, and a shared-memory access to it, or a
+ * task that ends with copies in flight, is ETL_ERROR_RACE (sim_async.h). */
 
 /* In C++ every field defaults to null, so a host table written as a
  * positional initializer before an op was appended stays warning-free
