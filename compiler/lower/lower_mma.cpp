@@ -40,7 +40,8 @@
 //      guarded when units % W != 0) zeroed once before the loop and in
 //      registers across all its iterations (kMaxAccRegs bounds them; a
 //      bigger tile runs a whole dot per iteration as below, and says so
-//      in a MmaLoopAccumulators remark);
+//      in a MmaLoopAccumulators remark; so does a two-stage ring, a long K
+//      slice whose unrolled chain beside the live sets made ptxas spill);
 //   3. back to the register layout of lower/lowerer.h: each warp writes its
 //      accumulators (PTX's C fragment: row g + 8(i >> 1), col 2t + (i & 1))
 //      to an f32 [M, N] area (rows padded: result_stride) as 8-byte pairs,
@@ -399,13 +400,20 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   // number of fragment sets, 4 n8 f32 registers each; past kMaxAccRegs
   // (ptxas would spill) every iteration runs a whole dot as before.
   const int64_t W = std::max<int64_t>(T / 32, 1), sets = (t.units + W - 1) / W;
-  const bool persist = sets * 4 * int64_t(t.n8) <= kMaxAccRegs;
+  bool persist = sets * 4 * int64_t(t.n8) <= kMaxAccRegs;
   // Shared memory: the ring of stages; the result area overlaps it after the
   // loop when the accumulators persist, else it follows the ring.
-  auto need = [&](int64_t n) {
-    return persist ? std::max(n * stage_bytes, result_bytes) : n * stage_bytes + result_bytes;
+  auto need = [&](int64_t n, bool keep) {
+    return keep ? std::max(n * stage_bytes, result_bytes) : n * stage_bytes + result_bytes;
   };
-  const int64_t S = need(3) <= budget ? 3 : need(2) <= budget ? 2 : 0;
+  // Only a three-stage ring keeps them: a stage too big for three is a long
+  // K slice, whose unrolled ldmatrix/mma chain on top of fragment sets live
+  // across the loop made ptxas spill (prefill_attention's o_proj, K = 128,
+  // on sm_80), so a two-stage ring runs a whole dot per iteration.
+  const bool three = need(3, persist) <= budget;
+  const bool persist_sets = persist; // the remark's case: too many registers
+  persist = persist && three;
+  const int64_t S = three ? 3 : need(2, persist) <= budget ? 2 : 0;
   if (!ok || S == 0) {
     loop_by_name[s.name].pop_back();
     loop_vars.erase(s.local_index);
@@ -415,13 +423,13 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     return std::string(v.elem == ElemType::BF16 ? "bf16" : "f16") + "[" +
            std::to_string(v.shape[0]) + ", " + std::to_string(v.shape[1]) + "]";
   };
-  if (!persist)
+  if (!persist_sets)
     remarks.push_back(
         {d.range,
          {type(a), type(c), std::to_string(sets * 4 * t.n8), std::to_string(kMaxAccRegs)},
          DiagId::MmaLoopAccumulators});
   const int64_t c_base = persist ? 0 : S * stage_bytes;
-  note_scratch(need(S) / 4);
+  note_scratch(need(S, persist) / 4);
   // Copies of iteration `iv` into ring slot `buf` (i64): the slices are
   // evaluated with the loop variable at `iv`.
   auto issue = [&](llvm::Value *iv, llvm::Value *buf) {

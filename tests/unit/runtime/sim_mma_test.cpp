@@ -238,7 +238,7 @@ TEST_CASE("sim mma: compiled f16/bf16 dots equal an f32 k-order reference bit fo
 }
 
 TEST_CASE("sim mma: cp.async-pipelined K loops (programs/mma_pipeline.etl, three stages; "
-          "mma_pipeline_deep.etl, two stages, n8 units, a guarded fragment set) are exact and "
+          "mma_pipeline_deep.etl, two stages, n8 units, a write-back per iteration) are exact and "
           "race-free") {
   for (const char *name : {"mma_pipeline", "mma_pipeline_deep"}) {
     CAPTURE(name);
