@@ -383,7 +383,7 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
       if (n)
         std::cerr << "pipeline " << grp << ": " << n << " load(s) one iteration ahead\n";
   for (const BackendRemark &r : be.remarks)
-    c.diag.remark(DiagId::DotFmaPath, r.range, r.args);
+    c.diag.remark(r.id, r.range, r.args);
   if (!be.ok && be.resource_limit) {
     c.diag.error(DiagId::ResourceLimit, none, {be.error});
     return kExitProgramError;

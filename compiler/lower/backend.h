@@ -15,6 +15,7 @@
 #pragma once
 
 #include "ast/ast.h"
+#include "diag/diag.h"
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
 
@@ -56,6 +57,7 @@ struct TargetOutput {
 struct BackendRemark {
   SourceRange range;
   std::vector<std::string> args;
+  DiagId id = DiagId::DotFmaPath;
 };
 
 struct BackendResult {

@@ -22,23 +22,39 @@
 //      tensor's edge or whose address is not 16-byte aligned is read
 //      element by element (0 outside) and stored as in the register path.
 //      A `for` loop whose body is `acc += dot(load(..), load(..))`
-//      (lower_pipelined_for) double-buffers this: a prologue group copies
-//      iteration lo into buffer 0, iteration k copies k + 1 into buffer
-//      (k + 1) % 2, commits, waits with wait_group 1 and computes on buffer
-//      k % 2 (the result area follows both buffers);
+//      (lower_pipelined_for) is a ring of S operand stages (S = 3 when it
+//      fits the portable shared-memory budget, else 2): a prologue issues
+//      iterations lo .. lo + S - 2 (one commit_group each, empty past hi);
+//      iteration k waits with wait_group S - 2 (its own group is in), meets
+//      the CTA at one barrier (every thread's copies visible; every warp
+//      done with iteration k - 1's ldmatrix, so its slot may be refilled),
+//      issues iteration k + S - 1 into slot (k - lo + S - 1) % S, commits,
+//      and runs ldmatrix + mma on slot (k - lo) % S;
 //   2. warp tiles: the output is cut into m16 x n16 units (n8 when N % 16 !=
-//      0); warp w runs units w, w + W, ... (warp-uniform loops). Per k16 it
-//      loads the A fragment with ldmatrix.x4 and the B fragments with
-//      ldmatrix.x4.trans (x2.trans for n8: B is row-major [K, N]) and
-//      issues one mma per n8; the accumulators stay in registers over K;
+//      0); warp w owns units w, w + W, ... Per k16 a unit loads its A
+//      fragment with ldmatrix.x4 and its B fragments with ldmatrix.x4.trans
+//      (x2.trans for n8: B is row-major [K, N]) and issues one mma per n8;
+//      the accumulators stay in registers over K. A single dot runs the
+//      warp's units one after the other (a warp-uniform loop); the pipelined
+//      loop keeps ceil(units / W) fragment sets per warp (unrolled, the last
+//      guarded when units % W != 0) zeroed once before the loop and in
+//      registers across all its iterations (kMaxAccRegs bounds them; a
+//      bigger tile runs a whole dot per iteration as below, and says so
+//      in a MmaLoopAccumulators remark; so does a two-stage ring, a long K
+//      slice whose unrolled chain beside the live sets made ptxas spill);
 //   3. back to the register layout of lower/lowerer.h: each warp writes its
 //      accumulators (PTX's C fragment: row g + 8(i >> 1), col 2t + (i & 1))
-//      to an f32 [M, N] area (rows padded: result_stride) after the staged
-//      operands as 8-byte pairs, a barrier, and every
-//      thread reads its own elements; a barrier ends it (the scratch is free).
+//      to an f32 [M, N] area (rows padded: result_stride) as 8-byte pairs,
+//      a barrier, and every thread reads its own elements; a barrier ends
+//      it (the scratch is free). A single dot does this once; the pipelined
+//      loop once after its last iteration (wait_group 0 and a barrier, the
+//      area overlapping the drained ring), then `acc += result`, so acc's
+//      initial value is kept (and untouched when the loop runs no iteration).
 //
-// Shared memory: 2 (MK + KN) bytes of operands (twice in a pipelined
-// loop), then 4 M result_stride(N) bytes of result.
+// Shared memory: 2 (MK + KN) bytes of operands, then 4 M result_stride(N)
+// bytes of result; a pipelined loop needs max(S 2 (MK + KN), 4 M
+// result_stride(N)) (S 2 (MK + KN) + the result when the accumulators do
+// not persist).
 // A dot that does not fit the portable budget, or whose shape or types do
 // not qualify, keeps the FMA path of lower_compute.cpp and says why in a
 // remark (DiagId::DotFmaPath).
@@ -47,6 +63,8 @@
 #include "lower/lowerer.h"
 
 #include <llvm/IR/Constants.h>
+
+#include <algorithm>
 
 namespace etl {
 
@@ -71,6 +89,12 @@ struct Swizzle {
 /// the 8-byte pair stores of one C fragment (rows g, columns 2t) fill the
 /// 32 banks twice: two wavefronts per 256 bytes, the minimum.
 int64_t result_stride(int64_t n) { return n + ((8 - n % 32) + 32) % 32; }
+
+/// The most f32 accumulators per thread a pipelined K loop keeps in
+/// registers across its iterations (lower_pipelined_for); CUTLASS's largest
+/// warp tiles (64 x 64 per warp) hold 128, but the megakernel's other tasks
+/// share the register budget of its one entry.
+constexpr int64_t kMaxAccRegs = 64;
 
 } // namespace
 
@@ -164,6 +188,183 @@ void Lowerer::stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base) 
   });
 }
 
+Lowerer::MmaTile Lowerer::mma_tile(const TileVal &a, const TileVal &c) const {
+  MmaTile t;
+  t.bf16 = a.elem == ElemType::BF16;
+  t.M = a.shape[0], t.K = c.shape[0], t.N = c.shape[1];
+  t.nb = t.N % 16 == 0 ? 16 : 8;
+  t.n_units = t.N / t.nb;
+  t.units = (t.M / 16) * t.n_units;
+  t.n8 = unsigned(t.nb / 8);
+  return t;
+}
+
+void Lowerer::mma_stage_regs(const TileVal &v, int64_t cols, llvm::Value *base, bool bf16) {
+  const Swizzle s(cols);
+  llvm::Type *i16 = b.getInt16Ty();
+  for (unsigned k = 0; k < v.regs.size(); ++k) {
+    auto write = [&, k] {
+      llvm::Value *e = elem_index(k);
+      llvm::Value *row = b.CreateUDiv(e, b.getInt64(s.cols));
+      llvm::Value *col = b.CreateURem(e, b.getInt64(s.cols));
+      llvm::Value *bits;
+      if (bf16) // the register holds a bf16 value exactly: its top 16 bits
+        bits = b.CreateTrunc(b.CreateLShr(b.CreateBitCast(v.regs[k], i32), 16), i16);
+      else
+        bits = b.CreateBitCast(b.CreateFPTrunc(v.regs[k], b.getHalfTy()), i16);
+      scratch_store(bits, b.CreateAdd(swizzled_offset(b, s, row, col), base), 1);
+    };
+    if (llvm::Value *alive = elem_alive(k, v.numel()))
+      if_then(alive, write);
+    else
+      write();
+  }
+}
+
+void Lowerer::mma_for_units(const MmaTile &t, int64_t sets,
+                            const std::function<void(unsigned, llvm::Value *)> &f) {
+  const int64_t W = T / 32;
+  llvm::Value *warp = b.CreateUDiv(b.CreateZExt(tid, i64), b.getInt64(32));
+  if (sets == 0) {
+    for_range(warp, b.getInt64(t.units), b.getInt64(W), [&](llvm::Value *u) { f(0, u); });
+    return;
+  }
+  // Unit i = warp + i W exists for every warp while (i + 1) W <= units; the
+  // guards nest (a warp without unit i has none after it), so every block
+  // of a later unit lies inside the earlier ones' (the guards are uniform).
+  std::function<void(unsigned)> unit = [&](unsigned i) {
+    if (int64_t(i) == sets)
+      return;
+    llvm::Value *u = b.CreateAdd(warp, b.getInt64(int64_t(i) * W));
+    auto body = [&, i, u] {
+      f(i, u);
+      unit(i + 1);
+    };
+    if ((int64_t(i) + 1) * W <= t.units)
+      body();
+    else
+      if_then(b.CreateICmpULT(u, b.getInt64(t.units)), body);
+  };
+  unit(0);
+}
+
+std::vector<llvm::AllocaInst *> Lowerer::mma_zero_frags(const MmaTile &t) {
+  std::vector<llvm::AllocaInst *> acc;
+  for (unsigned i = 0; i < 4 * t.n8; ++i) {
+    acc.push_back(entry_alloca(f32, "mma.acc"));
+    b.CreateStore(llvm::ConstantFP::get(f32, 0.0), acc.back());
+  }
+  return acc;
+}
+
+void Lowerer::mma_accumulate(const MmaTile &t, const std::vector<llvm::AllocaInst *> &acc,
+                             llvm::Value *u, llvm::Value *a_base, llvm::Value *b_base,
+                             unsigned line) {
+  const Swizzle sa(t.K), sb(t.N);
+  llvm::Value *lane = b.CreateURem(b.CreateZExt(tid, i64), b.getInt64(32));
+  llvm::Value *lrow = b.CreateAnd(lane, 15),
+              *lhalf = b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(8));
+  llvm::Value *r0 = b.CreateMul(b.CreateUDiv(u, b.getInt64(t.n_units)), b.getInt64(16));
+  llvm::Value *n0 = b.CreateMul(b.CreateURem(u, b.getInt64(t.n_units)), b.getInt64(t.nb));
+  auto at = [&](llvm::Value *base, const Swizzle &s, llvm::Value *row, llvm::Value *col) {
+    return scratch_ptr(b.CreateAdd(swizzled_offset(b, s, row, col), base), 1);
+  };
+  for_range(b.getInt64(0), b.getInt64(t.K), b.getInt64(16), [&](llvm::Value *k0) {
+    // A [r0 .. r0+16) x [k0 .. k0+16): lane l gives row r0 + (l & 15), col k0 + (l >> 4) * 8.
+    std::vector<llvm::Value *> fa = m.ldmatrix(
+        b, at(a_base, sa, b.CreateAdd(r0, lrow), b.CreateAdd(k0, lhalf)), 4, false, line);
+    // B [k0 .. k0+16) x [n0 .. n0+nb), row-major: transposed 8x8 loads.
+    llvm::Value *bcol = t.nb == 16 ? b.CreateAdd(n0, lhalf) : n0;
+    std::vector<llvm::Value *> fb =
+        m.ldmatrix(b, at(b_base, sb, b.CreateAdd(k0, lrow), bcol), 2 * t.n8, true, line);
+    for (unsigned j = 0; j < t.n8; ++j) {
+      std::vector<llvm::Value *> cc;
+      for (unsigned i = 0; i < 4; ++i)
+        cc.push_back(b.CreateLoad(f32, acc[4 * j + i]));
+      std::vector<llvm::Value *> d =
+          m.mma_m16n8k16(b, t.bf16, fa, {fb[2 * j], fb[2 * j + 1]}, cc, line);
+      for (unsigned i = 0; i < 4; ++i)
+        b.CreateStore(d[i], acc[4 * j + i]);
+    }
+  });
+}
+
+void Lowerer::mma_store_frags(const MmaTile &t, const std::vector<llvm::AllocaInst *> &acc,
+                              llvm::Value *u, int64_t c_base) {
+  // Registers (0, 1) and (2, 3) of a C fragment are adjacent columns (row
+  // g + 8 (i >> 1), col 2t + (i & 1)): one 8-byte store each.
+  const int64_t cs = result_stride(t.N);
+  llvm::Value *lane = b.CreateURem(b.CreateZExt(tid, i64), b.getInt64(32));
+  llvm::Value *g = b.CreateLShr(lane, 2), *q = b.CreateAnd(lane, 3);
+  llvm::Value *r0 = b.CreateMul(b.CreateUDiv(u, b.getInt64(t.n_units)), b.getInt64(16));
+  llvm::Value *n0 = b.CreateMul(b.CreateURem(u, b.getInt64(t.n_units)), b.getInt64(t.nb));
+  auto *v2 = llvm::FixedVectorType::get(f32, 2);
+  for (unsigned j = 0; j < t.n8; ++j)
+    for (unsigned i = 0; i < 4; i += 2) {
+      llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i >> 1))));
+      llvm::Value *col =
+          b.CreateAdd(n0, b.CreateAdd(b.CreateMul(q, b.getInt64(2)), b.getInt64(8 * j)));
+      llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(cs)), col);
+      llvm::Value *pair = llvm::PoisonValue::get(v2);
+      pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i]), uint64_t(0));
+      pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i + 1]), uint64_t(1));
+      scratch_store(pair, b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base)), 1);
+    }
+}
+
+TileVal Lowerer::mma_read_result(const MmaTile &t, int64_t c_base) {
+  const int64_t cs = result_stride(t.N);
+  m.barrier(b);
+  TileVal r;
+  r.elem = ElemType::F32;
+  r.shape = {t.M, t.N};
+  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
+    llvm::AllocaInst *tmp = entry_alloca(f32, "mma.out");
+    b.CreateStore(llvm::ConstantFP::get(f32, 0.0), tmp);
+    auto read = [&, k] {
+      llvm::Value *e = elem_index(k);
+      e = b.CreateAdd(b.CreateMul(b.CreateUDiv(e, b.getInt64(t.N)), b.getInt64(cs)),
+                      b.CreateURem(e, b.getInt64(t.N)));
+      llvm::Value *off = b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base));
+      b.CreateStore(scratch_load(f32, off, 1), tmp);
+    };
+    if (llvm::Value *alive = elem_alive(k, r.numel()))
+      if_then(alive, read);
+    else
+      read();
+    r.regs.push_back(b.CreateLoad(f32, tmp));
+  }
+  m.barrier(b);
+  return r;
+}
+
+TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line,
+                         const std::function<void()> &stage_async, llvm::Value *op_base,
+                         int64_t stages) {
+  const MmaTile t = mma_tile(a, c);
+  const int64_t c_base = stages * 2 * (t.M * t.K + t.K * t.N);
+  llvm::Value *a_base = op_base ? op_base : b.getInt64(0);
+  llvm::Value *b_base = b.CreateAdd(a_base, b.getInt64(2 * t.M * t.K));
+  note_scratch((c_base + 4 * t.M * result_stride(t.N)) / 4);
+  // 1. Both operands swizzled in shared memory, then a barrier.
+  if (stage_async)
+    stage_async();
+  else {
+    mma_stage_regs(a, t.K, a_base, t.bf16);
+    mma_stage_regs(c, t.N, b_base, t.bf16);
+  }
+  m.barrier(b);
+  // 2. and 3a. One unit at a time: zeroed accumulators, the K loop, the
+  // fragments to the result area.
+  mma_for_units(t, 0, [&](unsigned, llvm::Value *u) {
+    std::vector<llvm::AllocaInst *> acc = mma_zero_frags(t);
+    mma_accumulate(t, acc, u, a_base, b_base, line);
+    mma_store_frags(t, acc, u, c_base);
+  });
+  // 3b. Back to the register layout.
+  return mma_read_result(t, c_base);
+}
+
 bool Lowerer::lower_pipelined_for(const Stmt &s) {
   if (s.step || s.body.size() != 1)
     return false;
@@ -178,7 +379,7 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     if (x->kind != ExprKind::Call || x->builtin != Builtin::Load || !x->kwargs.empty() ||
         x->barrier_before)
       return false;
-  llvm::Value *lo = index(*s.lo), *hi = index(*s.hi), *step = b.getInt64(1);
+  llvm::Value *lo = index(*s.lo), *hi = index(*s.hi);
   llvm::AllocaInst *slot = entry_alloca(i64, s.name.c_str());
   loop_vars[s.local_index] = slot;
   loop_by_name[s.name].push_back(slot);
@@ -191,16 +392,46 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     c.elem = lb->elem, c.shape = lb->shape;
   }
   const int64_t M = la ? a.shape[0] : 0, K = la ? a.shape[1] : 0, N = lb ? c.shape[1] : 0;
-  const int64_t stage_bytes = 2 * (M * K + K * N);
+  const int64_t stage_bytes = 2 * (M * K + K * N), result_bytes = 4 * M * result_stride(N);
   const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
-  if (!la || !lb || c.shape[0] != K || mma_eligible(a, c) != "ok" ||
-      2 * stage_bytes + 4 * M * result_stride(N) > budget) {
+  const bool ok = la && lb && c.shape[0] == K && mma_eligible(a, c) == "ok";
+  const MmaTile t = ok ? mma_tile(a, c) : MmaTile{};
+  // Accumulators in registers across the loop: the warp's units as a static
+  // number of fragment sets, 4 n8 f32 registers each; past kMaxAccRegs
+  // (ptxas would spill) every iteration runs a whole dot as before.
+  const int64_t W = std::max<int64_t>(T / 32, 1), sets = (t.units + W - 1) / W;
+  bool persist = sets * 4 * int64_t(t.n8) <= kMaxAccRegs;
+  // Shared memory: the ring of stages; the result area overlaps it after the
+  // loop when the accumulators persist, else it follows the ring.
+  auto need = [&](int64_t n, bool keep) {
+    return keep ? std::max(n * stage_bytes, result_bytes) : n * stage_bytes + result_bytes;
+  };
+  // Only a three-stage ring keeps them: a stage too big for three is a long
+  // K slice, whose unrolled ldmatrix/mma chain on top of fragment sets live
+  // across the loop made ptxas spill (prefill_attention's o_proj, K = 128,
+  // on sm_80), so a two-stage ring runs a whole dot per iteration.
+  const bool three = need(3, persist) <= budget;
+  const bool persist_sets = persist; // the remark's case: too many registers
+  persist = persist && three;
+  const int64_t S = three ? 3 : need(2, persist) <= budget ? 2 : 0;
+  if (!ok || S == 0) {
     loop_by_name[s.name].pop_back();
     loop_vars.erase(s.local_index);
     return false;
   }
-  // Copies of iteration `iv` into buffer `buf` (i64, 0 or 1): the slices
-  // are evaluated with the loop variable at `iv`.
+  auto type = [](const TileVal &v) {
+    return std::string(v.elem == ElemType::BF16 ? "bf16" : "f16") + "[" +
+           std::to_string(v.shape[0]) + ", " + std::to_string(v.shape[1]) + "]";
+  };
+  if (!persist_sets)
+    remarks.push_back(
+        {d.range,
+         {type(a), type(c), std::to_string(sets * 4 * t.n8), std::to_string(kMaxAccRegs)},
+         DiagId::MmaLoopAccumulators});
+  const int64_t c_base = persist ? 0 : S * stage_bytes;
+  note_scratch(need(S, persist) / 4);
+  // Copies of iteration `iv` into ring slot `buf` (i64): the slices are
+  // evaluated with the loop variable at `iv`.
   auto issue = [&](llvm::Value *iv, llvm::Value *buf) {
     b.CreateStore(iv, slot);
     std::optional<ChunkLoad> xa = chunk_load(*d.args[0]), xb = chunk_load(*d.args[1]);
@@ -208,145 +439,66 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     stage_chunks(*xa, K, base);
     stage_chunks(*xb, N, b.CreateAdd(base, b.getInt64(2 * M * K)));
   };
-  // Prologue: iteration lo's copies in flight.
-  if_then(b.CreateICmpSLT(lo, hi), [&] { issue(lo, b.getInt64(0)); });
-  m.async_commit(b);
-  for_range(lo, hi, step, [&](llvm::Value *iv) {
-    llvm::Value *buf = b.CreateAnd(b.CreateSub(iv, lo), b.getInt64(1));
-    llvm::Value *next = b.CreateAdd(iv, step);
-    // Iteration iv + 1's copies go to the other buffer (its last readers
-    // passed the barrier that ended the previous dot), then wait for all
-    // but that newest group: iteration iv's data is in.
-    if_then(b.CreateICmpSLT(next, hi), [&] { issue(next, b.CreateXor(buf, b.getInt64(1))); });
-    b.CreateStore(iv, slot);
+  // Prologue: iterations lo .. lo + S - 2 in flight, one group each (empty
+  // past hi, so that the group count per iteration is uniform).
+  for (int64_t p = 0; p + 1 < S; ++p) {
+    llvm::Value *iv = b.CreateAdd(lo, b.getInt64(p));
+    if_then(b.CreateICmpSLT(iv, hi), [&] { issue(iv, b.getInt64(p)); });
     m.async_commit(b);
-    m.async_wait(b, 1);
-    TileVal r = dot_mma(
-        a, c, d.range.begin.line, [] {}, b.CreateMul(buf, b.getInt64(stage_bytes)), 2);
+  }
+  std::vector<std::vector<llvm::AllocaInst *>> frags;
+  if (persist)
+    for (int64_t i = 0; i < sets; ++i)
+      frags.push_back(mma_zero_frags(t));
+  for_range(lo, hi, b.getInt64(1), [&](llvm::Value *iv) {
+    llvm::Value *n = b.CreateSub(iv, lo);
+    llvm::Value *buf = b.CreateURem(n, b.getInt64(S));
+    llvm::Value *next = b.CreateAdd(iv, b.getInt64(S - 1));
+    // Groups committed: S - 1 + n, iteration iv's the (n + 1)-th: once at
+    // most S - 2 are pending it is this thread's; the barrier makes every
+    // thread's copies (and element stores) visible, and it is also where
+    // every warp has finished the mma of iteration iv - 1, so the slot that
+    // iteration read, (n + S - 1) % S, may be refilled with iteration
+    // iv + S - 1: one barrier per iteration.
+    m.async_wait(b, unsigned(S - 2));
+    m.barrier(b);
+    if_then(b.CreateICmpSLT(next, hi),
+            [&] { issue(next, b.CreateURem(b.CreateAdd(n, b.getInt64(S - 1)), b.getInt64(S))); });
+    m.async_commit(b);
+    b.CreateStore(iv, slot);
+    llvm::Value *a_base = b.CreateMul(buf, b.getInt64(stage_bytes));
+    llvm::Value *b_base = b.CreateAdd(a_base, b.getInt64(2 * M * K));
+    if (persist) {
+      mma_for_units(t, sets, [&](unsigned i, llvm::Value *u) {
+        mma_accumulate(t, frags[i], u, a_base, b_base, d.range.begin.line);
+      });
+      return;
+    }
+    mma_for_units(t, 0, [&](unsigned, llvm::Value *u) {
+      std::vector<llvm::AllocaInst *> acc = mma_zero_frags(t);
+      mma_accumulate(t, acc, u, a_base, b_base, d.range.begin.line);
+      mma_store_frags(t, acc, u, c_base);
+    });
     TileVal cur = read_local(st.local_index);
-    assign_local(st.local_index, arith(st.assign_op, cur, r, cur.shape, cur.elem));
+    assign_local(st.local_index,
+                 arith(st.assign_op, cur, mma_read_result(t, c_base), cur.shape, cur.elem));
   });
-  m.async_wait(b, 0);
+  m.async_wait(b, 0); // the groups left are empty
+  if (persist)
+    // Once, after the loop (none when it ran no iteration, so that acc keeps
+    // its value exactly): the barrier lets every warp finish its last mma
+    // before the result area overwrites the ring, then the fragments go to
+    // the register layout and acc += the sum.
+    if_then(b.CreateICmpSLT(lo, hi), [&] {
+      m.barrier(b);
+      mma_for_units(t, sets,
+                    [&](unsigned i, llvm::Value *u) { mma_store_frags(t, frags[i], u, c_base); });
+      TileVal cur = read_local(st.local_index);
+      assign_local(st.local_index,
+                   arith(st.assign_op, cur, mma_read_result(t, c_base), cur.shape, cur.elem));
+    });
   loop_by_name[s.name].pop_back();
   return true;
-}
-
-TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line,
-                         const std::function<void()> &stage_async, llvm::Value *op_base,
-                         int64_t stages) {
-  const bool bf16 = a.elem == ElemType::BF16;
-  const int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
-  const Swizzle sa(K), sb(N);
-  const int64_t c_base = stages * 2 * (M * K + K * N), cs = result_stride(N);
-  llvm::Value *a_base = op_base ? op_base : b.getInt64(0);
-  llvm::Value *b_base = b.CreateAdd(a_base, b.getInt64(2 * M * K));
-  note_scratch((c_base + 4 * M * cs) / 4);
-  llvm::Type *i16 = b.getInt16Ty();
-
-  // 1. Stage both operands as 16-bit values, swizzled.
-  auto stage = [&](const TileVal &v, const Swizzle &s, llvm::Value *base) {
-    for (unsigned k = 0; k < v.regs.size(); ++k) {
-      auto write = [&, k] {
-        llvm::Value *e = elem_index(k);
-        llvm::Value *row = b.CreateUDiv(e, b.getInt64(s.cols));
-        llvm::Value *col = b.CreateURem(e, b.getInt64(s.cols));
-        llvm::Value *bits;
-        if (bf16) // the register holds a bf16 value exactly: its top 16 bits
-          bits = b.CreateTrunc(b.CreateLShr(b.CreateBitCast(v.regs[k], i32), 16), i16);
-        else
-          bits = b.CreateBitCast(b.CreateFPTrunc(v.regs[k], b.getHalfTy()), i16);
-        scratch_store(bits, b.CreateAdd(swizzled_offset(b, s, row, col), base), 1);
-      };
-      if (llvm::Value *alive = elem_alive(k, v.numel()))
-        if_then(alive, write);
-      else
-        write();
-    }
-  };
-  if (stage_async)
-    stage_async();
-  else {
-    stage(a, sa, a_base);
-    stage(c, sb, b_base);
-  }
-  m.barrier(b);
-
-  // 2. Warp tiles of m16 x nb, each warp a strided share of them.
-  const int64_t nb = N % 16 == 0 ? 16 : 8, n_units = N / nb, units = (M / 16) * n_units;
-  const unsigned n8 = unsigned(nb / 8);
-  llvm::Value *t64 = b.CreateZExt(tid, i64);
-  llvm::Value *warp = b.CreateUDiv(t64, b.getInt64(32)), *lane = b.CreateURem(t64, b.getInt64(32));
-  llvm::Value *g = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, 3);
-  llvm::Value *lrow = b.CreateAnd(lane, 15),
-              *lhalf = b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(8));
-  std::vector<llvm::AllocaInst *> acc;
-  for (unsigned i = 0; i < 4 * n8; ++i)
-    acc.push_back(entry_alloca(f32, "mma.acc"));
-  auto at = [&](llvm::Value *base, const Swizzle &s, llvm::Value *row, llvm::Value *col) {
-    return scratch_ptr(b.CreateAdd(swizzled_offset(b, s, row, col), base), 1);
-  };
-  for_range(warp, b.getInt64(units), b.getInt64(T / 32), [&](llvm::Value *u) {
-    llvm::Value *r0 = b.CreateMul(b.CreateUDiv(u, b.getInt64(n_units)), b.getInt64(16));
-    llvm::Value *n0 = b.CreateMul(b.CreateURem(u, b.getInt64(n_units)), b.getInt64(nb));
-    for (llvm::AllocaInst *x : acc)
-      b.CreateStore(llvm::ConstantFP::get(f32, 0.0), x);
-    for_range(b.getInt64(0), b.getInt64(K), b.getInt64(16), [&](llvm::Value *k0) {
-      // A [r0 .. r0+16) x [k0 .. k0+16): lane l gives row r0 + (l & 15), col k0 + (l >> 4) * 8.
-      std::vector<llvm::Value *> fa = m.ldmatrix(
-          b, at(a_base, sa, b.CreateAdd(r0, lrow), b.CreateAdd(k0, lhalf)), 4, false, line);
-      // B [k0 .. k0+16) x [n0 .. n0+nb), row-major: transposed 8x8 loads.
-      llvm::Value *bcol = nb == 16 ? b.CreateAdd(n0, lhalf) : n0;
-      std::vector<llvm::Value *> fb =
-          m.ldmatrix(b, at(b_base, sb, b.CreateAdd(k0, lrow), bcol), 2 * n8, true, line);
-      for (unsigned j = 0; j < n8; ++j) {
-        std::vector<llvm::Value *> cc;
-        for (unsigned i = 0; i < 4; ++i)
-          cc.push_back(b.CreateLoad(f32, acc[4 * j + i]));
-        std::vector<llvm::Value *> d =
-            m.mma_m16n8k16(b, bf16, fa, {fb[2 * j], fb[2 * j + 1]}, cc, line);
-        for (unsigned i = 0; i < 4; ++i)
-          b.CreateStore(d[i], acc[4 * j + i]);
-      }
-    });
-    // 3a. The C fragment to the f32 result area: registers (0, 1) and (2, 3)
-    // are adjacent columns, one 8-byte store each.
-    auto *v2 = llvm::FixedVectorType::get(f32, 2);
-    for (unsigned j = 0; j < n8; ++j)
-      for (unsigned i = 0; i < 4; i += 2) {
-        llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i >> 1))));
-        llvm::Value *col =
-            b.CreateAdd(n0, b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(8 * j)));
-        llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(cs)), col);
-        llvm::Value *pair = llvm::PoisonValue::get(v2);
-        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i]), uint64_t(0));
-        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i + 1]), uint64_t(1));
-        scratch_store(pair, b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base)), 1);
-      }
-  });
-  m.barrier(b);
-
-  // 3b. Every thread reads its own elements.
-  TileVal r;
-  r.elem = ElemType::F32;
-  r.shape = {M, N};
-  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
-    llvm::AllocaInst *tmp = entry_alloca(f32, "mma.out");
-    b.CreateStore(llvm::ConstantFP::get(f32, 0.0), tmp);
-    auto read = [&, k] {
-      llvm::Value *e = elem_index(k);
-      e = b.CreateAdd(b.CreateMul(b.CreateUDiv(e, b.getInt64(N)), b.getInt64(cs)),
-                      b.CreateURem(e, b.getInt64(N)));
-      llvm::Value *off = b.CreateAdd(b.CreateMul(e, b.getInt64(4)), b.getInt64(c_base));
-      b.CreateStore(scratch_load(f32, off, 1), tmp);
-    };
-    if (llvm::Value *alive = elem_alive(k, r.numel()))
-      if_then(alive, read);
-    else
-      read();
-    r.regs.push_back(b.CreateLoad(f32, tmp));
-  }
-  m.barrier(b);
-  return r;
 }
 
 } // namespace etl

@@ -344,10 +344,41 @@ public:
   /// `stage`, when given, fills the swizzled operand area instead of the
   /// registers of a and c (dot_async); `op_base` (i64 bytes, null: 0) is
   /// where that area starts, `stages` how many operand areas precede the
-  /// result area (2: the double buffer of lower_pipelined_for).
+  /// result area.
   TileVal dot_mma(const TileVal &a, const TileVal &c, unsigned line,
                   const std::function<void()> &stage = nullptr, llvm::Value *op_base = nullptr,
                   int64_t stages = 1);
+  /// The warp tiling of a tensor-core dot [M, K] x [K, N]: m16 x nb output
+  /// units (nb = 16, or 8 when N % 16 != 0), n_units per row of units;
+  /// warp w owns units w, w + W, ... (W = T / 32 warps).
+  struct MmaTile {
+    bool bf16 = false;
+    int64_t M = 0, K = 0, N = 0, nb = 16, n_units = 0, units = 0;
+    unsigned n8 = 2; ///< mmas (n8 blocks) per unit and k16
+  };
+  MmaTile mma_tile(const TileVal &a, const TileVal &c) const;
+  /// The pieces of dot_mma that lower_pipelined_for reuses (lower_mma.cpp):
+  /// the operand `v` ([rows, cols]) from registers into its swizzled area at
+  /// `base` (i64 bytes);
+  void mma_stage_regs(const TileVal &v, int64_t cols, llvm::Value *base, bool bf16);
+  /// `f(set, unit)` for this warp's units: sets == 0, a warp-uniform loop
+  /// over all of them (set always 0); else the first `sets` of them
+  /// unrolled, unit i guarded (nested, warp-uniform) when it may not exist;
+  void mma_for_units(const MmaTile &t, int64_t sets,
+                     const std::function<void(unsigned, llvm::Value *)> &f);
+  /// one unit's accumulators (4 * n8 f32 allocas), set to zero here;
+  std::vector<llvm::AllocaInst *> mma_zero_frags(const MmaTile &t);
+  /// the K loop of unit `u`: ldmatrix + mma into `acc` from the operand areas
+  /// at `a_base` / `b_base` (i64 bytes);
+  void mma_accumulate(const MmaTile &t, const std::vector<llvm::AllocaInst *> &acc, llvm::Value *u,
+                      llvm::Value *a_base, llvm::Value *b_base, unsigned line);
+  /// unit u's accumulators (PTX's C fragment) into the f32 result area at
+  /// byte `c_base`;
+  void mma_store_frags(const MmaTile &t, const std::vector<llvm::AllocaInst *> &acc, llvm::Value *u,
+                       int64_t c_base);
+  /// then a barrier, every thread reads its elements of the result, a
+  /// barrier (the scratch is free again).
+  TileVal mma_read_result(const MmaTile &t, int64_t c_base);
   /// `dot(load(a[..]), load(b[..]))` of f16/bf16 tiles on tensor cores with
   /// the operands copied global -> shared by cp.async (lower_mma.cpp); none
   /// when the call does not have that form (the caller takes dot()).
@@ -368,7 +399,8 @@ public:
   /// staging area at byte offset `base` (i64) of the scratch area.
   void stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base);
   /// A `for` loop whose body is `acc += dot(load(a[..]), load(b[..]))` on
-  /// tensor cores, as a two-stage cp.async pipeline (lower_mma.cpp); false
+  /// tensor cores, as a cp.async ring of 2 or 3 stages with the mma
+  /// accumulators in registers across the loop (lower_mma.cpp); false
   /// (nothing emitted that matters) when the loop does not have that form.
   bool lower_pipelined_for(const Stmt &s);
   // ---- lower_mma_tf32.cpp ---------------------------------------------------

@@ -3,8 +3,9 @@
 // layouts, written out here independently of the runtime; the divergence
 // reports (a lane that never arrives, a partial warp, a misaligned row
 // address); and compiled f16/bf16 dots (programs/mma_dot.etl), which run on
-// the rendezvous and must equal an f32 k-order reference bit for bit; and a
-// cp.async-pipelined K loop (programs/mma_pipeline.etl) under the race check.
+// the rendezvous and must equal an f32 k-order reference bit for bit; and
+// cp.async-pipelined K loops (programs/mma_pipeline.etl, mma_pipeline_deep.etl)
+// under the race check.
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -236,52 +237,57 @@ TEST_CASE("sim mma: compiled f16/bf16 dots equal an f32 k-order reference bit fo
   etlContextDestroy(ctx);
 }
 
-TEST_CASE("sim mma: a cp.async-pipelined K loop (programs/mma_pipeline.etl) is exact and "
+TEST_CASE("sim mma: cp.async-pipelined K loops (programs/mma_pipeline.etl, three stages; "
+          "mma_pipeline_deep.etl, two stages, n8 units, a write-back per iteration) are exact and "
           "race-free") {
-  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_pipeline.etlb";
-  if (!std::ifstream(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
-    return;
+  for (const char *name : {"mma_pipeline", "mma_pipeline_deep"}) {
+    CAPTURE(name);
+    std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/" + name + ".etlb";
+    if (!std::ifstream(path)) {
+      MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+      return;
+    }
+    etlContext ctx = nullptr;
+    REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
+    etlProgram prog = nullptr;
+    REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
+                    etlGetLastErrorMessage());
+    REQUIRE(etlProgramSetRaceCheck(prog, 1) == ETL_SUCCESS);
+    // K = 72: 16-byte aligned rows, the last K step half outside; K = 37:
+    // unaligned rows (every chunk by the element path); one K step; K = 500:
+    // three of mma_pipeline_deep's 240-wide steps (its ring wraps).
+    const int64_t shapes[][3] = {{40, 24, 72}, {33, 17, 37}, {32, 16, 16}, {50, 30, 500}};
+    for (const auto &sh : shapes) {
+      const int64_t M = sh[0], N = sh[1], K = sh[2];
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      std::vector<float> af(size_t(M * K)), bfv(size_t(K * N));
+      std::vector<uint16_t> a(af.size()), b(bfv.size());
+      for (size_t i = 0; i < af.size(); ++i) // small integers: exact sums
+        a[i] = bf16(af[i] = float(int((i * 2654435761u) % 7) - 3));
+      for (size_t i = 0; i < bfv.size(); ++i)
+        b[i] = bf16(bfv[i] = float(int((i * 40503u + 11) % 7) - 3));
+      std::vector<float> c(size_t(M * N), NAN);
+      int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+      CHECK(etlBindDim(prog, "M", M) == ETL_SUCCESS);
+      CHECK(etlBindDim(prog, "N", N) == ETL_SUCCESS);
+      CHECK(etlBindDim(prog, "K", K) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "a", a.data(), ETL_BF16, 2, sa) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "b", b.data(), ETL_BF16, 2, sb) == ETL_SUCCESS);
+      CHECK(etlBindTensor(prog, "c", c.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+      REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+      int bad = 0;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          float acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += af[size_t(m * K + k)] * bfv[size_t(k * N + n)];
+          bad += std::memcmp(&acc, &c[size_t(m * N + n)], 4) != 0;
+        }
+      CHECK(bad == 0);
+    }
+    etlProgramDestroy(prog);
+    etlContextDestroy(ctx);
   }
-  etlContext ctx = nullptr;
-  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
-  etlProgram prog = nullptr;
-  REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
-                  etlGetLastErrorMessage());
-  REQUIRE(etlProgramSetRaceCheck(prog, 1) == ETL_SUCCESS);
-  // K = 72: 16-byte aligned rows, the last K step half outside; K = 37:
-  // unaligned rows (every chunk by the element path); one K step.
-  const int64_t shapes[][3] = {{40, 24, 72}, {33, 17, 37}, {32, 16, 16}};
-  for (const auto &sh : shapes) {
-    const int64_t M = sh[0], N = sh[1], K = sh[2];
-    CAPTURE(M);
-    CAPTURE(N);
-    CAPTURE(K);
-    std::vector<float> af(size_t(M * K)), bfv(size_t(K * N));
-    std::vector<uint16_t> a(af.size()), b(bfv.size());
-    for (size_t i = 0; i < af.size(); ++i) // small integers: exact sums
-      a[i] = bf16(af[i] = float(int((i * 2654435761u) % 7) - 3));
-    for (size_t i = 0; i < bfv.size(); ++i)
-      b[i] = bf16(bfv[i] = float(int((i * 40503u + 11) % 7) - 3));
-    std::vector<float> c(size_t(M * N), NAN);
-    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
-    CHECK(etlBindDim(prog, "M", M) == ETL_SUCCESS);
-    CHECK(etlBindDim(prog, "N", N) == ETL_SUCCESS);
-    CHECK(etlBindDim(prog, "K", K) == ETL_SUCCESS);
-    CHECK(etlBindTensor(prog, "a", a.data(), ETL_BF16, 2, sa) == ETL_SUCCESS);
-    CHECK(etlBindTensor(prog, "b", b.data(), ETL_BF16, 2, sb) == ETL_SUCCESS);
-    CHECK(etlBindTensor(prog, "c", c.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
-    REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
-    int bad = 0;
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        float acc = 0;
-        for (int64_t k = 0; k < K; ++k)
-          acc += af[size_t(m * K + k)] * bfv[size_t(k * N + n)];
-        bad += std::memcmp(&acc, &c[size_t(m * N + n)], 4) != 0;
-      }
-    CHECK(bad == 0);
-  }
-  etlProgramDestroy(prog);
-  etlContextDestroy(ctx);
 }

@@ -6,13 +6,16 @@
 // (bf16 with n8 blocks, f16) have mma.sync m16n8k16 with f32 accumulation
 // and ldmatrix (.x4 for A, .trans for the row-major B) in their PTX, their
 // operands (loads of slices) arrive by cp.async (commit_group, wait_group;
-// gemm's K loop double-buffered with wait_group 1), and in the LLVM IR
-// every mma/ldmatrix call carries the `convergent` attribute. ptxas
-// acceptance and zero spills: all_examples_ptx_test.cpp (gemm is an
-// example).
+// the K loops of gemm and programs/mma_pipeline.etl are three-stage rings,
+// wait_group 1, with no result stores inside the loop, mma_pipeline_deep.etl's
+// a two-stage one, wait_group 0, writing each dot back; 0 ptxas spills),
+// and in the LLVM IR every mma/ldmatrix call carries the `convergent`
+// attribute. ptxas acceptance and zero spills of every example:
+// all_examples_ptx_test.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "driver/pipeline.h"
+#include "ptx_programs.h"
 
 #include <doctest/doctest.h>
 
@@ -65,20 +68,65 @@ TEST_CASE("f16/bf16 dots: the PTX has mma.sync m16n8k16 and ldmatrix") {
     }
 }
 
-TEST_CASE("f16/bf16 dots: a K loop of acc += dot(load, load) is a two-stage cp.async pipeline") {
+TEST_CASE("f16/bf16 dots: a K loop of acc += dot(load, load) is a cp.async ring of 3 stages "
+          "(2 where 3 do not fit), with the accumulators in registers across a 3-stage loop") {
+  struct Case {
+    const char *path;
+    int stages;
+  };
+  const Case cases[] = {{"examples/gemm/gemm.etl", 3},
+                        {"tests/unit/runtime/programs/mma_pipeline.etl", 3},
+                        {"tests/unit/runtime/programs/mma_pipeline_deep.etl", 2}};
+  for (const Case &c : cases)
+    for (const char *target : {"sm_80", "sm_90"}) {
+      CAPTURE(c.path);
+      CAPTURE(target);
+      std::string ptx = compile_to(c.path, target, "ptx");
+      // The loop's wait leaves the newest S - 2 groups pending; the
+      // prologue's S - 1 groups come before it.
+      std::string wait = "cp.async.wait_group " + std::to_string(c.stages - 2) + ";";
+      size_t in_loop = ptx.find(wait);
+      REQUIRE(in_loop != std::string::npos);
+      if (c.stages == 3)
+        CHECK(ptx.find("cp.async.wait_group 0;") > in_loop);
+      size_t prologue_end = 0;
+      for (int g = 0; g + 1 < c.stages; ++g) {
+        prologue_end = ptx.find("cp.async.commit_group;", g ? prologue_end + 1 : 0);
+        REQUIRE(prologue_end < in_loop);
+      }
+      // The loop's blocks lie between the prologue and the drain after the
+      // loop (wait_group 0; LLVM rotates the loop, so the wait is not its
+      // first line): one barrier, the next stage's copies and commit, the
+      // mma on the fragments that stay in registers, and no result written
+      // to shared memory (st.shared.v2.f32: the C fragment pairs), which
+      // happens once, after the drain. A two-stage ring writes each
+      // iteration's dot back (two more barriers) instead.
+      size_t drain = ptx.find("cp.async.wait_group 0;", in_loop + 1);
+      REQUIRE(drain != std::string::npos);
+      std::string loop = ptx.substr(prologue_end + 1, drain - prologue_end - 1);
+      CHECK(loop.find("mma.sync.aligned.m16n8k16") != std::string::npos);
+      CHECK(loop.find("cp.async.commit_group;") != std::string::npos);
+      const bool persist = c.stages == 3;
+      CHECK((loop.find("st.shared.v2.f32") == std::string::npos) == persist);
+      size_t barriers = 0;
+      for (size_t at = 0; (at = loop.find("bar.sync", at)) != std::string::npos; ++at)
+        ++barriers;
+      CHECK(barriers == (persist ? 1u : 3u));
+      CHECK(ptx.find(wait, drain + 1) == std::string::npos); // one loop
+      CHECK((ptx.find("st.shared.v2.f32", drain) != std::string::npos) == persist);
+      if (std::string(ETL_PTXAS).empty()) {
+        MESSAGE("ptxas not found at configure time: skipping the spill check of " << c.path);
+        continue;
+      }
+      std::string log;
+      int rc = ptxcheck::run_ptxas(ptx, target, log);
+      INFO(log);
+      CHECK(rc == 0);
+      CHECK(log.find("bytes spill stores") != std::string::npos);
+      CHECK(ptxcheck::spill_bytes(log) == 0);
+    }
+  // mma_dot has no K loop: one group, waited for at once.
   for (const char *target : {"sm_80", "sm_90"}) {
-    CAPTURE(target);
-    // gemm's K loop: a prologue group, then per iteration the next
-    // iteration's copies, commit_group and wait_group 1 before the mma.
-    std::string ptx = compile_to("examples/gemm/gemm.etl", target, "ptx");
-    size_t wait1 = ptx.find("cp.async.wait_group 1;");
-    REQUIRE(wait1 != std::string::npos);
-    size_t first_commit = ptx.find("cp.async.commit_group;");
-    REQUIRE(first_commit < wait1);
-    CHECK(ptx.find("cp.async.commit_group;", first_commit + 1) < wait1);
-    CHECK(ptx.find("mma.sync", wait1) != std::string::npos);
-    CHECK(ptx.find("cp.async.wait_group 0;") != std::string::npos); // drained after the loop
-    // mma_dot has no K loop: one group, waited for at once.
     std::string single = compile_to("tests/unit/runtime/programs/mma_dot.etl", target, "ptx");
     CHECK(single.find("cp.async.wait_group 0;") != std::string::npos);
     CHECK(single.find("cp.async.wait_group 1;") == std::string::npos);
