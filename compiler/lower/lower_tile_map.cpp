@@ -10,10 +10,12 @@
 // `expand` and `broadcast` only rename registers (their operand layouts are
 // built so that the register holding coordinate c of the result holds the
 // operand's element at c with the broadcast dims at 0). `convert_layout`
-// renames registers when only the register bases differ, and otherwise goes
-// through the shared scratch area: every thread writes its elements (one
-// writer per replica group) at their row-major index, a barrier, every
-// thread reads the elements of the new layout, a barrier.
+// renames registers when only the register bases differ, moves data inside
+// each warp with one shfl.sync.idx per register when tile/layout.h's
+// shuffle_plan finds one, and otherwise goes through the shared scratch
+// area: every thread writes its elements (one writer per replica group) at
+// their row-major index (16-byte chunks XOR-swizzled by line), a barrier,
+// every thread reads the elements of the new layout, a barrier.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -22,6 +24,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <map>
+#include <optional>
 
 namespace etl {
 
@@ -208,13 +211,22 @@ void Lowerer::tile_convert(const TOp &op) {
       return;
     }
   }
+  if (tile_convert_shuffle(op))
+    return;
   unsigned bytes = scratch_bytes(out.elem);
-  note_scratch(out.numel() * bytes / 4);
+  // The row-major index, its 16-byte chunk XORed with the 128-byte line's
+  // number mod 8: lanes reading vectors 32 words apart (a thread's run of 8
+  // split in two 16-byte reads) or a column of a 32-wide tile fall in
+  // different banks; a vector stays inside its chunk, a line inside itself.
+  const int64_t per_chunk = 16 / bytes, per_line = 128 / bytes;
+  note_scratch((out.numel() + per_line - 1) / per_line * per_line * bytes / 4);
   auto linear = [&](const std::vector<llvm::Value *> &c) {
     llvm::Value *lin = b.getInt64(0);
     for (size_t d = 0; d < c.size(); ++d)
       lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(uint64_t(out.shape[d]))), c[d]);
-    return lin;
+    llvm::Value *line =
+        b.CreateAnd(b.CreateUDiv(lin, b.getInt64(uint64_t(per_line))), b.getInt64(7));
+    return b.CreateXor(lin, b.CreateMul(line, b.getInt64(uint64_t(per_chunk))));
   };
   llvm::Type *ty = reg_type(out.elem);
   // Runs of `vw` registers that are consecutive elements of the last dim
@@ -253,6 +265,44 @@ void Lowerer::tile_convert(const TOp &op) {
       res.push_back(b.CreateExtractElement(v, uint64_t(j)));
   }
   m.barrier(b);
+}
+
+/// A re-layout inside each warp (tile/layout.h shuffle_plan): one
+/// shfl.sync.idx per register whose source is another lane, none through
+/// shared memory and no barrier. 32-bit registers only.
+bool Lowerer::tile_convert_shuffle(const TOp &op) {
+  int rv = op.results[0], av = op.operands[0];
+  const Layout &ld = layout_of(rv), &ls = layout_of(av);
+  llvm::Type *ty = reg_type(tf->values[size_t(rv)].elem);
+  if (!ty->isFloatTy() && !ty->isIntegerTy(32))
+    return false;
+  std::optional<ShufflePlan> p = shuffle_plan(ls, ld);
+  if (!p)
+    return false;
+  const std::vector<llvm::Value *> &in = tregs[size_t(av)];
+  std::vector<llvm::Value *> res;
+  llvm::Value *lane = b.CreateAnd(tid, b.getInt32(31));
+  llvm::Value *warp = b.CreateLShr(tid, b.getInt32(kLaneBits));
+  for (uint32_t r = 0; r < ld.num_regs(); ++r) {
+    llvm::Value *x = in.at(p->src_reg[r]);
+    if (!p->own[r]) {
+      llvm::Value *src = b.getInt32(p->base[r]);
+      auto add = [&](llvm::Value *idx, unsigned k, uint32_t mask) {
+        if (mask)
+          src = b.CreateXor(
+              src, b.CreateMul(b.CreateAnd(b.CreateLShr(idx, b.getInt32(k)), b.getInt32(1)),
+                               b.getInt32(mask)));
+      };
+      for (unsigned k = 0; k < kLaneBits; ++k)
+        add(lane, k, p->lane_mask[r][k]);
+      for (unsigned j = 0; j < p->warp_mask[r].size(); ++j)
+        add(warp, j, p->warp_mask[r][j]);
+      x = m.shuffle(b, ShflMode::Idx, x, src, 31, 0xFFFFFFFFu, op.loc.begin.line);
+    }
+    res.push_back(x);
+  }
+  tregs[size_t(rv)] = res;
+  return true;
 }
 
 /// Registers per shared access of a re-layout through scratch: the run of
