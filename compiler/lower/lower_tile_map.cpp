@@ -13,9 +13,10 @@
 // renames registers when only the register bases differ, moves data inside
 // each warp with one shfl.sync.idx per register when tile/layout.h's
 // shuffle_plan finds one, and otherwise goes through the shared scratch
-// area: every thread writes its elements (one writer per replica group) at
-// their row-major index (16-byte chunks XOR-swizzled by line), a barrier,
-// every thread reads the elements of the new layout, a barrier.
+// area: every thread writes its elements (one writer per replica group;
+// lanes holding copies split the registers among them) at their row-major
+// index (16-byte chunks XOR-swizzled by line), a barrier, every thread
+// reads the elements of the new layout, a barrier.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -233,19 +234,66 @@ void Lowerer::tile_convert(const TOp &op) {
   // move as one 8- or 16-byte shared access (a 4-per-lane layout read
   // back with scalar loads 4 words apart is a 4-way bank conflict).
   const unsigned ws = scratch_vec(ls, out.shape, bytes), wd = scratch_vec(ld, out.shape, bytes);
-  llvm::Value *writer = replica_writer(ls);
+  // Lanes that hold copies (lane basis 0) share the writing: the t-th such
+  // lane bit picks the t-th register bit above the vector, so a warp's
+  // registers go out in one request of several lanes instead of one
+  // single-lane request each (a reduction's row sums: R rows, one store).
+  std::vector<unsigned> copy_bits, reg_bits;
+  for (unsigned k = 0; k < kLaneBits; ++k)
+    if (!ls.lane[k])
+      copy_bits.push_back(k);
+  for (unsigned i = 0; i < ls.reg.size(); ++i)
+    if ((1u << i) >= ws && ls.reg[i])
+      reg_bits.push_back(i);
+  const size_t spread = std::min(copy_bits.size(), reg_bits.size());
+  uint32_t spread_regs = 0;
+  for (size_t t = 0; t < spread; ++t)
+    spread_regs |= 1u << reg_bits[t];
+  Layout lw = ls; // the writers: the spread lane bits are no longer copies
+  for (size_t t = 0; t < spread; ++t)
+    lw.lane[copy_bits[t]] = 1;
+  llvm::Value *writer = replica_writer(lw);
+  llvm::Value *q = nullptr; // which of the spread registers this lane writes
+  if (spread) {
+    llvm::Value *lane = b.CreateAnd(tid, b.getInt32(31));
+    q = b.getInt32(0);
+    for (size_t t = 0; t < spread; ++t)
+      q = b.CreateOr(
+          q, b.CreateShl(b.CreateAnd(b.CreateLShr(lane, b.getInt32(copy_bits[t])), b.getInt32(1)),
+                         b.getInt32(uint32_t(t))));
+  }
   for (uint32_t r = 0; r < ls.num_regs(); r += ws) {
-    if (reg_replica(ls, r))
+    if (reg_replica(ls, r) || (r & spread_regs))
       continue;
-    llvm::Value *ok = reg_alive(ls, r); // null for every register of a vector (scratch_vec)
-    ok = !writer ? ok : !ok ? writer : b.CreateAnd(ok, writer);
-    llvm::Value *lin = linear(reg_coords(ls, r));
-    llvm::Value *x = in.at(r);
-    if (ws > 1) {
-      x = llvm::UndefValue::get(llvm::FixedVectorType::get(ty, ws));
-      for (unsigned j = 0; j < ws; ++j)
-        x = b.CreateInsertElement(x, in.at(r + j), uint64_t(j));
+    llvm::Value *ok = nullptr, *lin = nullptr, *x = nullptr;
+    bool any_alive = false;
+    for (uint32_t c = 0; c < (1u << spread); ++c) {
+      uint32_t rc = r;
+      for (size_t t = 0; t < spread; ++t)
+        if (c >> t & 1u)
+          rc |= 1u << reg_bits[t];
+      llvm::Value *alive = reg_alive(ls, rc); // null for every register of a vector (scratch_vec)
+      any_alive = any_alive || alive;
+      llvm::Value *okc = alive ? alive : b.getTrue();
+      llvm::Value *linc = linear(reg_coords(ls, rc));
+      llvm::Value *xc = in.at(rc);
+      if (ws > 1) {
+        xc = llvm::UndefValue::get(llvm::FixedVectorType::get(ty, ws));
+        for (unsigned j = 0; j < ws; ++j)
+          xc = b.CreateInsertElement(xc, in.at(rc + j), uint64_t(j));
+      }
+      if (!c) {
+        ok = okc, lin = linc, x = xc;
+        continue;
+      }
+      llvm::Value *mine = b.CreateICmpEQ(q, b.getInt32(c));
+      ok = b.CreateSelect(mine, okc, ok);
+      lin = b.CreateSelect(mine, linc, lin);
+      x = b.CreateSelect(mine, xc, x);
     }
+    if (!any_alive)
+      ok = nullptr;
+    ok = !writer ? ok : !ok ? writer : b.CreateAnd(ok, writer);
     if (ok)
       if_then(ok, [&] { scratch_store(x, lin, bytes); });
     else

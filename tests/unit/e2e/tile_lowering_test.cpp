@@ -209,6 +209,25 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     // The [16] row sums (rows w and w + 8 in warp w) go through scratch to
     // 16 lanes of one warp: one store request, not 16 single-lane ones.
     CHECK(g.lanes >= 0.9);
+    // Into scratch, lanes 0 and 1 of each warp write its two rows in one
+    // request: as many shared store requests as warps, not twice that.
+    llvm::json::Value doc = read_json(run.profile);
+    int64_t st = 0, tasks = 0, warps = 0;
+    if (const llvm::json::Object *cfg = doc.getAsObject())
+      warps = *cfg->getInteger("threads_per_cta") / 32;
+    for (const llvm::json::Value &gv : *doc.getAsObject()->getArray("groups")) {
+      const llvm::json::Object &go = *gv.getAsObject();
+      if (go.getString("name") != "partial")
+        continue;
+      tasks = *go.getObject("sync")->getInteger("tasks");
+      for (const llvm::json::Value &sv : *go.getArray("sites")) {
+        const llvm::json::Object &so = *sv.getAsObject();
+        if (so.getString("space") == "shared" && so.getString("kind") == "store")
+          st += *so.getObject("shared")->getInteger("requests");
+      }
+    }
+    CHECK(tasks == (M / 16) * (N / 128));
+    CHECK(st == tasks * warps);
   }
   {
     const int64_t B = 32, N = 1024;
