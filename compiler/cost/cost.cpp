@@ -145,19 +145,35 @@ struct FlopCounter {
   }
 };
 
+/// `per_task` summed over the tasks of `grp`: times the task count, unless
+/// it depends on a task index; then the symbol sum[GROUP](per_task), whose
+/// meaning goes into `sums` (see cost.h).
+Sym over_tasks(const TaskGroup &grp, const Sym &per_task, std::map<std::string, DomainSum> &sums) {
+  bool varies = false;
+  for (const std::string &v : grp.vars)
+    varies = varies || per_task.mentions(v);
+  if (!varies)
+    return per_task * grp.task_count;
+  std::string name = "sum[" + grp.name + "](" + per_task.str() + ")";
+  sums[name] = DomainSum{per_task, grp.vars, grp.lo, grp.hi};
+  return Sym::symbol(name);
+}
+
 /// Elements of each tensor a group's tasks move (reads, writes).
 struct Moved {
   std::map<int, Sym> read, written;
 };
 
-Moved group_moved(const KernelDecl &k, const TaskGroup &grp) {
+Moved group_moved(const KernelDecl &k, const TaskGroup &grp,
+                  std::map<std::string, DomainSum> &sums) {
   Moved mv;
   for (const Access &a : collect_accesses(grp.decl->body)) {
     if (a.tensor < 0 || size_t(a.tensor) >= k.tensors.size())
       continue;
-    Sym n = numel(a.shape) * grp.task_count;
+    Sym n = numel(a.shape);
     for (const AccessLoop &l : a.loops)
       n = n * (l.trips ? *l.trips : Sym::symbol("trips@" + l.var));
+    n = over_tasks(grp, n, sums);
     auto &m = a.write ? mv.written : mv.read;
     auto it = m.find(a.tensor);
     m[a.tensor] = it == m.end() ? n : it->second + n;
@@ -183,15 +199,53 @@ Sym capped_bytes(const KernelDecl &k, const std::map<int, Sym> &m) {
   return total;
 }
 
-std::optional<double> eval(const Sym &s, const std::map<std::string, int64_t> &env) {
-  auto v = s.eval([&](const std::string &n) -> std::optional<int64_t> {
+using Env = std::map<std::string, int64_t>;
+using Sums = std::map<std::string, DomainSum>;
+constexpr int64_t kMaxEnumerated = int64_t(1) << 24; // tasks a domain sum may visit
+
+std::optional<int64_t> eval_int(const Sym &s, const Env &env, const Sums &sums);
+
+/// The sum of d.per_task over the domain points from var k on (vars before
+/// k bound in env); `left` counts down the points still allowed.
+std::optional<int64_t> sum_domain(const DomainSum &d, size_t k, Env &env, const Sums &sums,
+                                  int64_t &left) {
+  if (k == d.vars.size()) {
+    if (--left < 0)
+      return std::nullopt;
+    return eval_int(d.per_task, env, sums);
+  }
+  auto lo = eval_int(d.lo[k], env, sums), hi = eval_int(d.hi[k], env, sums);
+  if (!lo || !hi)
+    return std::nullopt;
+  int64_t total = 0;
+  for (int64_t v = *lo; v < *hi; ++v) {
+    env[d.vars[k]] = v;
+    auto part = sum_domain(d, k + 1, env, sums, left);
+    if (!part || __builtin_add_overflow(total, *part, &total))
+      return std::nullopt;
+  }
+  env.erase(d.vars[k]);
+  return total;
+}
+
+std::optional<int64_t> eval_int(const Sym &s, const Env &env, const Sums &sums) {
+  return s.eval([&](const std::string &n) -> std::optional<int64_t> {
     auto it = env.find(n);
     if (it == env.end()) // an element read from data, `kv_len[b]`: the tensor's value
       it = env.find(n.substr(0, n.find('[')));
-    if (it == env.end())
+    if (it != env.end())
+      return it->second;
+    auto sum = sums.find(n);
+    if (sum == sums.end())
       return std::nullopt;
-    return it->second;
+    Env inner = env;
+    int64_t left = kMaxEnumerated;
+    return sum_domain(sum->second, 0, inner, sums, left);
   });
+}
+
+std::optional<double> eval(const Sym &s, const Env &env, const Sums &sums) {
+  auto v = eval_int(s, env, sums);
   if (!v)
     return std::nullopt;
   return double(*v);
@@ -231,9 +285,9 @@ KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g) {
     c.tasks = grp.task_count;
     FlopCounter fc{*grp.decl, Sym(0), Sym(0)};
     fc.stmts(grp.decl->body, Sym(1));
-    c.flops_tc = fc.tc * grp.task_count;
-    c.flops_other = fc.other * grp.task_count;
-    Moved mv = group_moved(k, grp);
+    c.flops_tc = over_tasks(grp, fc.tc, c.sums);
+    c.flops_other = over_tasks(grp, fc.other, c.sums);
+    Moved mv = group_moved(k, grp, c.sums);
     c.bytes_read = capped_bytes(k, mv.read);
     c.bytes_written = capped_bytes(k, mv.written);
     for (auto [from, to] :
@@ -245,6 +299,7 @@ KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g) {
     kc.total.tasks = kc.total.tasks + c.tasks;
     kc.total.flops_tc = kc.total.flops_tc + c.flops_tc;
     kc.total.flops_other = kc.total.flops_other + c.flops_other;
+    kc.total.sums.insert(c.sums.begin(), c.sums.end());
     kc.groups.push_back(std::move(c));
   }
   // Each element the kernel reads is read once, each it writes written once
@@ -256,8 +311,8 @@ KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g) {
 
 std::optional<Sol> speed_of_light(const Cost &c, const std::map<std::string, int64_t> &env,
                                   const GpuSpec &gpu) {
-  auto tc = eval(c.flops_tc, env), other = eval(c.flops_other, env);
-  auto rd = eval(c.bytes_read, env), wr = eval(c.bytes_written, env);
+  auto tc = eval(c.flops_tc, env, c.sums), other = eval(c.flops_other, env, c.sums);
+  auto rd = eval(c.bytes_read, env, c.sums), wr = eval(c.bytes_written, env, c.sums);
   if (!tc || !other || !rd || !wr)
     return std::nullopt;
   Sol s;
@@ -296,7 +351,7 @@ std::string print_cost(const KernelCost &kc, const std::map<std::string, int64_t
           j.attributeObject(f.name, [&] {
             j.attribute("expr", (c.*f.sym).str());
             if (env)
-              if (auto v = eval(c.*f.sym, *env))
+              if (auto v = eval(c.*f.sym, *env, c.sums))
                 j.attribute("value", *v);
           });
         if (env)
@@ -354,7 +409,7 @@ std::string print_cost(const KernelCost &kc, const std::map<std::string, int64_t
       std::snprintf(name, sizeof name, "  %-14s", f.name);
       os << name << (c->*f.sym).str();
       if (env) {
-        auto v = eval(c->*f.sym, *env);
+        auto v = eval(c->*f.sym, *env, c->sums);
         os << " = " << (v ? fmt_count(*v) : "?");
       }
       os << "\n";

@@ -17,6 +17,12 @@
 //              as many elements as its tiles move (a KV cache of which the
 //              tasks read a part counts that part). Per group the same over
 //              its own tiles.
+// A count that depends on the task's own index (a loop whose trip count
+// reads it, as causal attention's loop up to its query tile does) cannot be
+// multiplied by the task count: it is written `sum[GROUP](EXPR)`, the sum of
+// EXPR over the group's domain, and evaluated for a binding by enumerating
+// the domain (at most 2^24 tasks; beyond that, or with an unbound symbol,
+// the value is unknown).
 // and, for a binding of the dims and a GPU from cost/gpus.def, the speed of
 // light (SOL) time:
 //   SOL = max(bytes / HBM bandwidth, FLOPs_tc / tensor peak + FLOPs_other / FP32 peak)
@@ -47,12 +53,21 @@ const std::vector<GpuSpec> &known_gpus();
 /// The GPU named `id` ("h100-sxm"), or null.
 const GpuSpec *find_gpu(const std::string &id);
 
+/// A sum over a group's domain: what the symbol `sum[GROUP](EXPR)` in a
+/// Cost's fields stands for (see the banner).
+struct DomainSum {
+  Sym per_task;                  ///< EXPR, over the dims and the task's indices
+  std::vector<std::string> vars; ///< the domain, as in TaskGroup
+  std::vector<Sym> lo, hi;
+};
+
 /// Work and traffic of one group (or of the whole kernel).
 struct Cost {
   std::string name;
   Sym tasks;
   Sym flops_tc, flops_other;
   Sym bytes_read, bytes_written;
+  std::map<std::string, DomainSum> sums; ///< the sum[...] symbols the fields use
 };
 
 struct KernelCost {

@@ -361,6 +361,7 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   BackendOptions bopts;
   bopts.threads_per_cta = threads;
   bopts.fmad = opts.fmad;
+  bopts.wrap_machine = opts.wrap_machine;
   std::optional<TileModule> tiles;
   const char *env_tiles = std::getenv("ETL_TILE_LOWERING");
   if (opts.tile_lowering && !(env_tiles && std::string(env_tiles) == "0")) {

@@ -21,6 +21,7 @@
 #include "diag/render.h"
 #include "frontend/modules.h"
 #include "inline/inline.h"
+#include "lower/backend.h"
 #include "taskgraph/taskgraph.h"
 
 #include <iosfwd>
@@ -80,6 +81,9 @@ struct CompileOptions {
   /// `--events=barrier`: every event edge becomes a whole-group barrier
   /// (inline/barrier.h), the baseline fine-grained events are compared with.
   bool barrier_events = false;
+  /// Tests only (lower/backend.h, BackendOptions::wrap_machine): a decorator
+  /// around every target's machine.
+  MachineWrapper wrap_machine = nullptr;
 };
 
 /// A compilation in progress: the source, its diagnostics and what each

@@ -40,6 +40,8 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
     const TargetDesc *desc = find_target(t);
     if (desc)
       m = make_machine(*desc, mopts, err);
+    if (m && opts.wrap_machine)
+      m = opts.wrap_machine(std::move(m));
     else
       err = "unknown target '" + t + "' (expected " + target_names() + ")";
     if (!m) {

@@ -18,10 +18,17 @@
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace etl {
+
+class Machine;
+
+/// Replaces the machine of each target (a decorator around it); tests only.
+using MachineWrapper = std::function<std::unique_ptr<Machine>(std::unique_ptr<Machine>)>;
 
 struct BackendOptions {
   unsigned threads_per_cta = 128;
@@ -32,6 +39,10 @@ struct BackendOptions {
   /// A task body whose ops are all ported is lowered from it
   /// (lower/lower_tile_*.cpp), every other one from the AST.
   const TileModule *tiles = nullptr;
+  /// A test seam, no command-line option: when set, every target's machine
+  /// is passed through it before lowering (tests/unit/e2e/async_wait_test.cpp
+  /// drops sim's cp.async waits to prove that the sim catches a missing one).
+  MachineWrapper wrap_machine = nullptr;
 };
 
 struct TargetOutput {

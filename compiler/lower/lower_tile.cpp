@@ -738,6 +738,8 @@ TileVal Lowerer::value(const Expr &e) {
     return a;
   }
   if (f == Builtin::Dot) {
+    if (dot_wants_tf32(e))
+      return dot_tf32(value(*e.args.at(0)), value(*e.args.at(1)), e.range);
     if (std::optional<TileVal> r = dot_async(e))
       return *r;
     return dot(value(*e.args.at(0)), value(*e.args.at(1)), e.range);

@@ -141,6 +141,8 @@ llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
 /// Rounds an f32 register to the precision of `t` (f16, bf16, FP8); other
 /// types as they are (lower_convert.cpp).
 llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
+/// Whether a `dot` call asks for `precision = tf32` (lower_mma_tf32.cpp).
+bool dot_wants_tf32(const Expr &call);
 
 class Lowerer {
 public:
@@ -325,6 +327,13 @@ public:
   /// tensor cores, as a two-stage cp.async pipeline (lower_mma.cpp); false
   /// (nothing emitted that matters) when the loop does not have that form.
   bool lower_pipelined_for(const Stmt &s);
+  // ---- lower_mma_tf32.cpp ---------------------------------------------------
+  /// "ok" when an f32 dot with `precision = tf32` runs on tensor cores, else
+  /// why not (the DotFmaPath remark's text).
+  std::string tf32_eligible(const TileVal &a, const TileVal &c) const;
+  /// `dot(a, b, precision = tf32)` (lower_mma_tf32.cpp's banner); the FMA
+  /// path with a remark at `where` when tf32_eligible says why not.
+  TileVal dot_tf32(const TileVal &a, const TileVal &c, SourceRange where);
   /// Optimisation remarks (DiagId::DotFmaPath), for BackendResult::remarks.
   std::vector<BackendRemark> remarks;
   void assign_local(int index, const TileVal &v);

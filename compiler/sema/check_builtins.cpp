@@ -565,8 +565,21 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
     return tile_type(v->elem, shape);
   }
   if (fn == Builtin::Dot) {
-    if (!arity(e, 2, "2 tile arguments"))
+    if (!arity(e, 2, "2 tile arguments", {"precision"}))
       return Type();
+    // `precision = ieee | tf32`: a word, not a value (never resolved as a name).
+    const KwArg *prec = kwarg(e, "precision");
+    bool tf32 = false;
+    if (prec) {
+      const Expr &v = *prec->value;
+      bool word = v.kind == ExprKind::Name && (v.name == "ieee" || v.name == "tf32");
+      if (!word) {
+        diag_.error(DiagId::DotPrecisionValue, v.range,
+                    {v.kind == ExprKind::Name ? "'" + v.name + "'" : "an expression"});
+        return Type();
+      }
+      tf32 = v.name == "tf32";
+    }
     auto a = tile_arg(*e.args[0]);
     auto c = tile_arg(*e.args[1]);
     if (!a || !c)
@@ -577,6 +590,10 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
                     {"dot", describe(*t) + "; convert it with cast<f32>(...)"});
         return Type();
       }
+    if (tf32 && (a->elem != ElemType::F32 || c->elem != ElemType::F32)) {
+      diag_.error(DiagId::DotTf32Operands, prec->value->range, {describe(*a), describe(*c)});
+      return Type();
+    }
     const auto &as = a->tile_shape, &cs = c->tile_shape;
     if (as.empty() || as.size() > 2 || cs.size() != 2) {
       diag_.error(DiagId::DotRank, e.range, {describe(*a), describe(*c)});

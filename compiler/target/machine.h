@@ -110,6 +110,19 @@ public:
                                                   const std::vector<llvm::Value *> &bf,
                                                   const std::vector<llvm::Value *> &c,
                                                   unsigned line) = 0;
+  /// cvt.rna.tf32.f32: `v` (f32) rounded to tf32 (10 mantissa bits, to
+  /// nearest, ties away from zero), as an f32 bit pattern (i32) whose low 13
+  /// bits the mma ignores (sim: zero; a NaN stays a NaN).
+  virtual llvm::Value *to_tf32(Builder &b, llvm::Value *v) = 0;
+  /// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 over the whole warp:
+  /// `a` (4 x i32) and `bf` (2 x i32) hold one tf32 (to_tf32's bits) each,
+  /// A reg i: row g + 8(i & 1), col t + 4(i >> 1); B reg j: k = t + 4j, n = g
+  /// (g = lane >> 2, t = lane & 3); `c` and D as mma_m16n8k16. Convergent.
+  virtual std::vector<llvm::Value *> mma_m16n8k8_tf32(Builder &b,
+                                                      const std::vector<llvm::Value *> &a,
+                                                      const std::vector<llvm::Value *> &bf,
+                                                      const std::vector<llvm::Value *> &c,
+                                                      unsigned line) = 0;
   /// ldmatrix.sync.aligned.m8n8.x`n`[.trans].shared.b16 (n = 1, 2, 4) over
   /// the whole warp: `p` (generic, into shared memory, 16-byte aligned) is
   /// the lane's row address; returns n i32 registers. Marked convergent.
@@ -119,13 +132,16 @@ public:
   /// .ca; sm_80+): an asynchronous copy of `bytes` from global `src` to
   /// shared `dst` (generic pointers, both aligned to `bytes`), in this
   /// thread's open group. Its data is there only after async_wait and then
-  /// a barrier for the other threads. sim: a bounds-checked (check_access)
-  /// synchronous copy, reported to the profile as a shared store.
+  /// a barrier for the other threads. sim: the global read is
+  /// check_access'ed at issue and the copy queued per thread; it lands at the
+  /// async_wait that covers its group, and a shared-memory access to its
+  /// destination before then fails the run (runtime/src/sim_async.h).
   virtual void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned bytes) = 0;
   /// cp.async.commit_group: closes this thread's open group of copies.
   virtual void async_commit(Builder &b) = 0;
   /// cp.async.wait_group `pending`: waits until at most `pending` of this
-  /// thread's committed groups are still in flight (sim: nothing to wait for).
+  /// thread's committed groups are still in flight (sim: lands the copies
+  /// of the older groups, oldest first).
   virtual void async_wait(Builder &b, unsigned pending) = 0;
   /// This CTA's shared memory, a generic pointer to `smem_bytes` bytes.
   virtual llvm::Value *shared_base(Builder &b) = 0;

@@ -137,6 +137,24 @@ public:
       d.push_back(b.CreateExtractValue(call, i));
     return d;
   }
+  llvm::Value *to_tf32(Builder &b, llvm::Value *v) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {v});
+  }
+  std::vector<llvm::Value *> mma_m16n8k8_tf32(Builder &b, const std::vector<llvm::Value *> &a,
+                                              const std::vector<llvm::Value *> &bf,
+                                              const std::vector<llvm::Value *> &c,
+                                              unsigned) override {
+    using namespace llvm;
+    std::vector<Value *> ops(a.begin(), a.end());
+    ops.insert(ops.end(), bf.begin(), bf.end());
+    ops.insert(ops.end(), c.begin(), c.end());
+    CallInst *call = b.CreateIntrinsic(Intrinsic::nvvm_mma_m16n8k8_row_col_tf32, {}, ops);
+    call->addFnAttr(Attribute::Convergent); // as mma_m16n8k16
+    std::vector<Value *> d;
+    for (unsigned i = 0; i < 4; ++i)
+      d.push_back(b.CreateExtractValue(call, i));
+    return d;
+  }
   std::vector<llvm::Value *> ldmatrix(Builder &b, llvm::Value *p, unsigned n, bool trans,
                                       unsigned) override {
     using namespace llvm;

@@ -87,20 +87,21 @@ public:
                                           const std::vector<llvm::Value *> &bf,
                                           const std::vector<llvm::Value *> &c,
                                           unsigned line) override {
-    llvm::Type *i32 = b.getInt32Ty();
-    llvm::Value *in = entry_array(b, 10), *out = entry_array(b, 4);
-    unsigned k = 0;
-    for (const auto *v : {&a, &bf, &c})
-      for (llvm::Value *x : *v)
-        b.CreateStore(x->getType()->isFloatTy() ? b.CreateBitCast(x, i32) : x,
-                      b.CreateConstGEP1_32(i32, in, k++));
-    call(b, kOp_mma, b.getVoidTy(),
-         {b.getInt32(bf16 ? ETL_MMA_BF16 : ETL_MMA_F16), in, out, b.getInt32(line)});
-    std::vector<llvm::Value *> d;
-    for (unsigned i = 0; i < 4; ++i)
-      d.push_back(
-          b.CreateBitCast(b.CreateLoad(i32, b.CreateConstGEP1_32(i32, out, i)), b.getFloatTy()));
-    return d;
+    return mma(b, bf16 ? ETL_MMA_BF16 : ETL_MMA_F16, a, bf, c, line);
+  }
+  // Round half away from zero on the magnitude: add half an ulp of tf32
+  // (bit 12) and clear the 13 low bits (a carry into the exponent is the
+  // right rounding, up to inf); a NaN becomes the quiet NaN 0x7FFFE000.
+  llvm::Value *to_tf32(Builder &b, llvm::Value *v) override {
+    llvm::Value *bits = b.CreateBitCast(v, b.getInt32Ty());
+    llvm::Value *r = b.CreateAnd(b.CreateAdd(bits, b.getInt32(0x1000)), b.getInt32(0xFFFFE000u));
+    return b.CreateSelect(b.CreateFCmpUNO(v, v), b.getInt32(0x7FFFE000), r);
+  }
+  std::vector<llvm::Value *> mma_m16n8k8_tf32(Builder &b, const std::vector<llvm::Value *> &a,
+                                              const std::vector<llvm::Value *> &bf,
+                                              const std::vector<llvm::Value *> &c,
+                                              unsigned line) override {
+    return mma(b, ETL_MMA_TF32, a, bf, c, line);
   }
   std::vector<llvm::Value *> ldmatrix(Builder &b, llvm::Value *p, unsigned n, bool trans,
                                       unsigned line) override {
@@ -113,17 +114,19 @@ public:
       r.push_back(b.CreateLoad(i32, b.CreateConstGEP1_32(i32, out, i)));
     return r;
   }
-  // A synchronous copy: check_access on the global read (as global_load),
-  // the shared store reported to the profile; groups need no bookkeeping.
+  // The global read is check_access'ed here, at issue (bounds, race check,
+  // profile); the runtime's async_copy reads the source at once and queues
+  // the shared store until an async_wait lands it (runtime/src/sim_async.h).
   void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned bytes) override {
     llvm::Type *ty = bytes == 4 ? static_cast<llvm::Type *>(b.getInt32Ty())
                                 : llvm::FixedVectorType::get(b.getInt32Ty(), bytes / 4);
-    llvm::Value *v = global_load(b, ty, src);
-    shared_access(b, dst, bytes, true);
-    b.CreateAlignedStore(v, dst, llvm::Align(4));
+    check(b, src, ty, 0);
+    call(b, kOp_async_copy, b.getVoidTy(), {dst, src, b.getInt32(bytes)});
   }
-  void async_commit(Builder &) override {}
-  void async_wait(Builder &, unsigned) override {}
+  void async_commit(Builder &b) override { call(b, kOp_async_commit, b.getVoidTy(), {}); }
+  void async_wait(Builder &b, unsigned pending) override {
+    call(b, kOp_async_wait, b.getVoidTy(), {b.getInt32(pending)});
+  }
   llvm::Value *shared_base(Builder &b) override {
     return call(b, kOp_shared_base, b.getPtrTy(), {});
   }
@@ -221,6 +224,24 @@ public:
   bool emit(llvm::Module &m, std::string &code, std::string &error) override;
 
 private:
+  /// The `mma` op of etl_sim_ops (one per warp, etl_abi.h) of `kind`.
+  std::vector<llvm::Value *> mma(Builder &b, unsigned kind, const std::vector<llvm::Value *> &a,
+                                 const std::vector<llvm::Value *> &bf,
+                                 const std::vector<llvm::Value *> &c, unsigned line) {
+    llvm::Type *i32 = b.getInt32Ty();
+    llvm::Value *in = entry_array(b, 10), *out = entry_array(b, 4);
+    unsigned k = 0;
+    for (const auto *v : {&a, &bf, &c})
+      for (llvm::Value *x : *v)
+        b.CreateStore(x->getType()->isFloatTy() ? b.CreateBitCast(x, i32) : x,
+                      b.CreateConstGEP1_32(i32, in, k++));
+    call(b, kOp_mma, b.getVoidTy(), {b.getInt32(kind), in, out, b.getInt32(line)});
+    std::vector<llvm::Value *> d;
+    for (unsigned i = 0; i < 4; ++i)
+      d.push_back(
+          b.CreateBitCast(b.CreateLoad(i32, b.CreateConstGEP1_32(i32, out, i)), b.getFloatTy()));
+    return d;
+  }
   /// ((etl_sim_ops *)__etl_sim_ops)->field(args...)
   llvm::Value *call(Builder &b, unsigned field, llvm::Type *ret, std::vector<llvm::Value *> args) {
     std::vector<llvm::Type *> params;

@@ -324,7 +324,11 @@ typedef struct etl_timeline_record {
   X(mma, void, /* mma.sync m16n8k16 (etl_mma_kind): a per-warp rendezvous */                       \
     (uint32_t kind, const uint32_t *in, uint32_t *out, uint32_t line))                             \
   X(ldmatrix, void, /* ldmatrix.sync m8n8: a per-warp rendezvous */                                \
-    (const void *addr, uint32_t variant, uint32_t *out, uint32_t line))
+    (const void *addr, uint32_t variant, uint32_t *out, uint32_t line))                            \
+  X(async_copy, void, /* cp.async: lands at the wait_group that covers it (below) */               \
+    (void *dst, const void *src, uint32_t bytes))                                                  \
+  X(async_commit, void, (void))           /* cp.async.commit_group */                              \
+  X(async_wait, void, (uint32_t pending)) /* cp.async.wait_group pending */
 
 /* shuffle(value, mode, b, c, mask, line) is PTX `shfl.sync.MODE.b32 d, value,
  * b, c, mask`: every lane of `mask` (bits = lanes of the caller's warp, which
@@ -363,8 +367,24 @@ enum etl_shfl_mode { ETL_SHFL_UP = 0, ETL_SHFL_DOWN = 1, ETL_SHFL_BFLY = 2, ETL_
  * receives {M_m[l>>2][2(l&3)], M_m[l>>2][2(l&3)+1]}, transposed
  * {M_m[2(l&3)][l>>2], M_m[2(l&3)+1][l>>2]}. A lane that never arrives or
  * arrives elsewhere is ETL_ERROR_DIVERGENCE, as for shuffles. */
-enum etl_mma_kind { ETL_MMA_F16 = 0, ETL_MMA_BF16 = 1 };
+/* ETL_MMA_TF32 is `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`:
+ * in[0..3] hold one tf32 each (f32 bits), A reg j = row g + 8(j & 1), col
+ * t + 4(j >> 1); in[4..5] B reg j = k t + 4j at n = g; C/D as above. Each
+ * operand is first rounded to tf32 as cvt.rna.tf32.f32 does (10 mantissa
+ * bits, nearest, ties away from zero: the identity on cvt's result); the
+ * products are exact; D = C + the 8 products summed in f32 in k order. */
+enum etl_mma_kind { ETL_MMA_F16 = 0, ETL_MMA_BF16 = 1, ETL_MMA_TF32 = 2 };
 #define ETL_LDMATRIX_TRANS 16u
+
+/* async_copy(dst, src, bytes) is PTX `cp.async.{ca,cg}.shared.global [dst],
+ * [src], bytes` (4, 8 or 16; dst inside the CTA's shared memory, aligned to
+ * `bytes`) in the calling thread's open group; the compiled code has
+ * check_access'ed the global read before the call. async_commit closes the
+ * thread's open group; async_wait(n) returns when all but the newest n of the
+ * thread's committed groups have landed. The sim reads the source at issue
+ * and writes the destination only when a wait covers the copy; until then
+ * the destination holds 0xFF bytes, and a shared-memory access to it, or a
+ * task that ends with copies in flight, is ETL_ERROR_RACE (sim_async.h). */
 
 /* In C++ every field defaults to null, so a host table written as a
  * positional initializer before an op was appended stays warning-free

@@ -26,7 +26,8 @@
   X(ETL_ERROR_TIMEOUT, "watchdog: no progress (deadlock?)")                                        \
   X(ETL_ERROR_CUDA, "CUDA driver error")                                                           \
   X(ETL_ERROR_IO, "a file could not be written")                                                   \
-  X(ETL_ERROR_RACE, "sim race check: two tasks not ordered by events touched one element")         \
+  X(ETL_ERROR_RACE, "sim: unordered accesses (tasks not ordered by events, or a cp.async not "     \
+                    "waited for)")                                                                 \
   X(ETL_ERROR_NOT_READY, "the run is still in flight")                                             \
   X(ETL_ERROR_DIVERGENCE, "sim: a warp's lanes diverged at a warp shuffle")
 

@@ -12,7 +12,10 @@
  * gives up the CPU only in barrier() (until every live fiber of the CTA has
  * arrived; exited fibers count as arrived), at a warp shuffle (until every
  * lane of its mask has arrived: sim_warp.c, which also reports a lane that
- * can no longer arrive as ETL_ERROR_DIVERGENCE) and in spin_pause(). Every global
+ * can no longer arrive as ETL_ERROR_DIVERGENCE) and in spin_pause(). cp.async
+ * copies queue per thread and land at the wait_group that covers them
+ * (sim_async.c); every shared-memory access is checked against the copies
+ * still in flight (ETL_ERROR_RACE). Every global
  * access is checked (check_access) against the bound tensors, runtime
  * buffers and runtime arrays; a violation records the task, thread and
  * nearest tensor, raises the abort flag and abandons the CTA. spin_pause()
@@ -34,6 +37,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "sim_async.h"
 #include "sim_load.h"
 #include "sim_poison.h"
 #include "sim_profile.h"
@@ -93,6 +97,7 @@ typedef struct sim_fiber {
   int state;
   uint32_t race_task;  /* the race check's id of the fiber's task (sim_race.h) */
   uint32_t prof_group; /* the fiber's task group for the profile, or UINT32_MAX */
+  etl_async_queue aq;  /* its cp.async copies in flight (sim_async.h) */
   void *tsan;
   void *asan_fake;
 } sim_fiber;
@@ -110,6 +115,7 @@ typedef struct sim_cta {
   uint32_t n_live, n_at_barrier;
   int stopped;
   void *smem;
+  etl_async_smem async; /* who writes which shared word when it lands (sim_async.h) */
   void *tsan_sched;
   const void *asan_sched_bottom;
   size_t asan_sched_size;
@@ -194,12 +200,16 @@ static void yield_fiber(sim_cta *c, int dying) {
 #endif
 }
 
+static void async_leftover(sim_cta *c, const char *where);
+
 static void fiber_main(void) {
   sim_cta *c = tls_cta;
 #ifdef ETL_ASAN
   __sanitizer_finish_switch_fiber(NULL, &c->asan_sched_bottom, &c->asan_sched_size);
 #endif
   c->run->entry(c->run->args);
+  if (c->cur->aq.n)
+    async_leftover(c, "the kernel");
   c->cur->state = FIBER_EXITED;
   yield_fiber(c, 1);
   abort(); /* never resumed */
@@ -250,7 +260,8 @@ static void settle_warp(sim_cta *c, uint32_t w) {
       uint32_t mode = wp->op[first - w * 32].mode, grp = c->fibers[first].prof_group;
       if (mode == ETL_WARP_MMA) {
         etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_MMA, 1);
-        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_TC_FLOPS, 2 * 16 * 8 * 16);
+        uint32_t k = wp->op[first - w * 32].c == ETL_MMA_TF32 ? 8 : 16; /* m16n8k8 / k16 */
+        etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_TC_FLOPS, 2 * 16 * 8 * k);
       } else if (mode == ETL_WARP_LDMATRIX) {
         etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX, 1);
         etl_profile_count(c->run->prof, c->cta, grp, ETL_PROF_LDMATRIX_PHASES, wp->ld_phases);
@@ -331,7 +342,9 @@ done:
     __tsan_destroy_fiber(c->fibers[i].tsan);
 #endif
     free(c->fibers[i].stack);
+    etl_async_queue_free(&c->async, &c->fibers[i].aq); /* a stopped CTA's copies */
   }
+  etl_async_smem_free(&c->async);
   return NULL;
 }
 
@@ -376,9 +389,19 @@ static void op_mma(uint32_t kind, const uint32_t *in, uint32_t *out, uint32_t li
   memcpy(out, w->vout[f->tid % 32], 4 * sizeof(uint32_t));
 }
 
+static void async_conflict(sim_cta *c, const char *what, uint32_t line, uint64_t off,
+                           uint64_t bytes, uint32_t owner, uint64_t at);
+
 static void op_ldmatrix(const void *addr, uint32_t variant, uint32_t *out, uint32_t line) {
   sim_cta *c = tls_cta;
   sim_fiber *f = c->cur;
+  uintptr_t a = (uintptr_t)addr, base = (uintptr_t)c->smem;
+  if (c->async.pending && a >= base && f->tid % 32 < 8 * (variant & 7u)) { /* the lane's row */
+    uint64_t at;
+    uint32_t who = etl_async_owner(&c->async, a - base, 16, &at);
+    if (who)
+      async_conflict(c, "ldmatrix.sync row read", line, a - base, 16, who, at);
+  }
   etl_warp *w = &c->warps[f->tid / 32];
   etl_warp_op op = {ETL_WARP_LDMATRIX, variant, 0xFFFFFFFFu, line};
   etl_warp_arrive_ldmatrix(w, f->tid % 32, &op, addr);
@@ -390,6 +413,12 @@ static void op_ldmatrix(const void *addr, uint32_t variant, uint32_t *out, uint3
 
 static void op_shared_access(const void *ptr, uint64_t bytes, uint32_t is_store) {
   sim_cta *c = tls_cta;
+  if (c->async.pending && (uintptr_t)ptr >= (uintptr_t)c->smem) {
+    uint64_t at, off = (uint64_t)((uintptr_t)ptr - (uintptr_t)c->smem);
+    uint32_t who = etl_async_owner(&c->async, off, bytes, &at);
+    if (who)
+      async_conflict(c, is_store ? "store" : "load", 0, off, bytes, who, at);
+  }
   if (c->run->prof)
     etl_profile_shared(c->run->prof, c->cta, c->cur->tid, c->cur->prof_group,
                        (uintptr_t)__builtin_return_address(0),
@@ -404,6 +433,73 @@ static void current_task(sim_cta *c, char *buf, size_t n) {
   etl_plan_task_name(c->run->meta, c->run->plan,
                      atomic_load_explicit(&c->task_group, memory_order_relaxed),
                      atomic_load_explicit(&c->task_linear, memory_order_relaxed), buf, n);
+}
+
+/*===-- cp.async (sim_async.h) ---------------------------------------------===*/
+
+/* A shared-memory access of [off, off + bytes) that meets the word at `at`
+ * of a copy of thread owner - 1 still in flight: the run fails. */
+static void async_conflict(sim_cta *c, const char *what, uint32_t line, uint64_t off,
+                           uint64_t bytes, uint32_t owner, uint64_t at) {
+  char task[256], where[64] = "", msg[1024];
+  current_task(c, task, sizeof task);
+  if (line)
+    snprintf(where, sizeof where, " (line %u)", line);
+  snprintf(msg, sizeof msg,
+           "sim: shared-memory %s%s of %llu bytes at offset %llu in task %s, thread (cta %u, "
+           "tid %u): byte %llu is the destination of a cp.async of tid %u that no "
+           "cp.async.wait_group has landed yet (a missing or too weak wait_group)",
+           what, where, (unsigned long long)bytes, (unsigned long long)off, task, c->cta,
+           c->cur->tid, (unsigned long long)at, owner - 1);
+  run_fail(c->run, ETL_ERROR_RACE, msg);
+  stop_cta(c);
+}
+
+/* Copies still in flight where `where` (a task, the kernel) ends. */
+static void async_leftover(sim_cta *c, const char *where) {
+  char msg[1024];
+  snprintf(msg, sizeof msg,
+           "sim: %s ends with %u cp.async copies of thread (cta %u, tid %u) in flight: no "
+           "cp.async.wait_group landed them",
+           where, c->cur->aq.n, c->cta, c->cur->tid);
+  run_fail(c->run, ETL_ERROR_RACE, msg);
+  stop_cta(c);
+}
+
+static void op_async_copy(void *dst, const void *src, uint32_t bytes) {
+  sim_cta *c = tls_cta;
+  sim_fiber *f = c->cur;
+  uint32_t other = 0;
+  int rc = etl_async_issue(&c->async, &f->aq, f->tid, dst, src, bytes, &other);
+  if (rc == ETL_ASYNC_OVERLAP) {
+    uint64_t off = (uint64_t)((uintptr_t)dst - (uintptr_t)c->smem), at = off;
+    (void)etl_async_owner(&c->async, off, bytes, &at);
+    async_conflict(c, "cp.async destination", 0, off, bytes, other + 1, at);
+  } else if (rc != ETL_ASYNC_OK) {
+    char task[256], msg[1024];
+    current_task(c, task, sizeof task);
+    snprintf(msg, sizeof msg,
+             "sim: cp.async of %u bytes to %p in task %s, thread (cta %u, tid %u): %s", bytes, dst,
+             task, c->cta, f->tid,
+             rc == ETL_ASYNC_NO_MEMORY ? "out of memory for the copy queue"
+             : rc == ETL_ASYNC_OUTSIDE ? "the destination is not inside the CTA's shared memory"
+                                       : "the size is not 4, 8 or 16 or the destination is "
+                                         "not aligned to it");
+    run_fail(c->run,
+             rc == ETL_ASYNC_NO_MEMORY ? ETL_ERROR_OUT_OF_MEMORY : ETL_ERROR_MEMORY_VIOLATION, msg);
+    stop_cta(c);
+  }
+  if (c->run->prof) /* the shared store, counted at issue as before the queue */
+    etl_profile_shared(c->run->prof, c->cta, f->tid, f->prof_group,
+                       (uintptr_t)__builtin_return_address(0),
+                       (uint64_t)((const char *)dst - (const char *)c->smem), bytes, 1);
+}
+
+static void op_async_commit(void) { etl_async_commit(&tls_cta->cur->aq); }
+
+static void op_async_wait(uint32_t pending) {
+  sim_cta *c = tls_cta;
+  etl_async_wait(&c->async, &c->cur->aq, pending);
 }
 
 /* The race check (sim_race.h) of an access of `bytes` at byte `off` of
@@ -602,6 +698,12 @@ static void op_task_begin(uint32_t group, uint32_t linear) {
 
 static void op_task_end(void) {
   sim_cta *c = tls_cta;
+  if (c->cur->aq.n) {
+    char task[256], where[300];
+    current_task(c, task, sizeof task);
+    snprintf(where, sizeof where, "task %s", task);
+    async_leftover(c, where);
+  }
   if (c->run->race) {
     if (c->cur->tid == 0)
       etl_race_task_end(c->run->race, c->cta);
@@ -715,6 +817,8 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
       run_fail(&r, ETL_ERROR_OUT_OF_MEMORY, "sim: out of memory");
       break;
     }
+    c->async.smem = c->smem;
+    c->async.bytes = m->smem_bytes;
     for (uint32_t w = 0; w < (r.tpc + 31) / 32; ++w) {
       c->warps[w].smem = c->smem;
       c->warps[w].smem_bytes = m->smem_bytes;

@@ -43,9 +43,9 @@ enum etl_profile_event {
   ETL_PROF_WAIT_NS,             /* nanoseconds inside spin waits */
   ETL_PROF_TASK,                /* a task begun (thread 0) */
   ETL_PROF_SHUFFLE,             /* a warp-level shuffle (one per warp, all its lanes) */
-  ETL_PROF_MMA,                 /* a warp-level mma.sync m16n8k16 (one per warp) */
+  ETL_PROF_MMA,                 /* a warp-level mma.sync m16n8k16 or m16n8k8 tf32 (one per warp) */
   ETL_PROF_LDMATRIX,            /* a warp-level ldmatrix (one per warp) */
-  ETL_PROF_TC_FLOPS,            /* tensor-core FLOPs: 2*16*8*16 per mma */
+  ETL_PROF_TC_FLOPS,            /* tensor-core FLOPs: 2*16*8*16 per mma (2*16*8*8 tf32) */
   ETL_PROF_LDMATRIX_PHASES,     /* 8-row phases of the ldmatrix (1, 2 or 4 each) */
   ETL_PROF_LDMATRIX_WAVEFRONTS, /* shared wavefronts they needed (>= phases) */
   ETL_PROF_EVENTS

@@ -118,7 +118,53 @@ void etl_mma_m16n8k16_ref(const float A[16][16], const float B[16][8], const flo
     }
 }
 
+float etl_tf32_rna(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, 4);
+  if (x != x)
+    bits = 0x7FFFE000u;
+  else /* ties away from zero on the magnitude; a carry rounds up the exponent */
+    bits = (bits + 0x1000u) & 0xFFFFE000u;
+  memcpy(&x, &bits, 4);
+  return x;
+}
+
+void etl_mma_m16n8k8_tf32_ref(const float A[16][8], const float B[8][8], const float C[16][8],
+                              float D[16][8]) {
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 8; ++n) {
+      float d = C[r][n];
+      for (int k = 0; k < 8; ++k) {
+        volatile float p = etl_tf32_rna(A[r][k]) * etl_tf32_rna(B[k][n]); /* exact */
+        d = d + p;
+      }
+      D[r][n] = d;
+    }
+}
+
+/* m16n8k8 tf32: one f32 bit pattern per register (etl_abi.h). */
+static void settle_mma_tf32(etl_warp *w) {
+  float A[16][8], B[8][8], C[16][8], D[16][8];
+  for (uint32_t l = 0; l < 32; ++l) {
+    uint32_t g = l >> 2, t = l & 3;
+    for (uint32_t j = 0; j < 4; ++j)
+      memcpy(&A[g + 8 * (j & 1)][t + 4 * (j >> 1)], &w->vin[l][j], 4);
+    for (uint32_t j = 0; j < 2; ++j)
+      memcpy(&B[t + 4 * j][g], &w->vin[l][4 + j], 4);
+    for (uint32_t i = 0; i < 4; ++i)
+      memcpy(&C[g + 8 * (i >> 1)][2 * t + (i & 1)], &w->vin[l][6 + i], 4);
+  }
+  etl_mma_m16n8k8_tf32_ref((const float(*)[8])A, (const float(*)[8])B, (const float(*)[8])C, D);
+  for (uint32_t l = 0; l < 32; ++l)
+    for (uint32_t i = 0; i < 4; ++i)
+      memcpy(&w->vout[l][i], &D[(l >> 2) + 8 * (i >> 1)][2 * (l & 3) + (i & 1)], 4);
+}
+
 static void settle_mma(etl_warp *w, uint32_t kind) {
+  if (kind == ETL_MMA_TF32) {
+    settle_mma_tf32(w);
+    return;
+  }
   float A[16][16], B[16][8], C[16][8], D[16][8];
   for (uint32_t l = 0; l < 32; ++l) {
     uint32_t g = l >> 2, t = l & 3;

@@ -42,7 +42,7 @@ typedef struct etl_warp_op {
 } etl_warp_op;
 
 /* etl_warp_op.mode of the tensor-core collectives (after etl_shfl_mode's
- * values). mma: c is ETL_MMA_F16 or ETL_MMA_BF16 (etl_abi.h); ldmatrix: c is
+ * values). mma: c is ETL_MMA_F16, _BF16 or _TF32 (etl_abi.h); ldmatrix: c is
  * the matrix count (1, 2 or 4) | ETL_LDMATRIX_TRANS. */
 enum { ETL_WARP_MMA = 16, ETL_WARP_LDMATRIX = 17 };
 
@@ -89,6 +89,13 @@ const char *etl_warp_op_name(uint32_t mode);
  * D = (((C + A[r][0]B[0][n]) + A[r][1]B[1][n]) + ...) + A[r][15]B[15][n]. */
 void etl_mma_m16n8k16_ref(const float A[16][16], const float B[16][8], const float C[16][8],
                           float D[16][8]);
+/* mma m16n8k8 tf32 (ETL_MMA_TF32): A and B rounded by etl_tf32_rna, the
+ * exact products summed in f32 in k order after C. */
+void etl_mma_m16n8k8_tf32_ref(const float A[16][8], const float B[8][8], const float C[16][8],
+                              float D[16][8]);
+/* cvt.rna.tf32.f32: 10 mantissa bits, to nearest, ties away from zero, the
+ * 13 low bits zero; a NaN becomes 0x7FFFE000. */
+float etl_tf32_rna(float x);
 /* The f32 value of f16 bits. */
 float etl_half_to_float(uint16_t h);
 

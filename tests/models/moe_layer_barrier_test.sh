@@ -7,8 +7,8 @@
 set -eu
 py=$1 host=$2 fine=$3 barrier=$4 work=$5 dims=$6
 here=$(cd "$(dirname "$0")" && pwd)
-"$here/moe_layer_test.sh" "$py" "$host" "$fine" "$work/fine" --profile "$work/fine.json" -- "$dims"
-"$here/moe_layer_test.sh" "$py" "$host" "$barrier" "$work/barrier" --profile "$work/barrier.json" -- "$dims"
+"$here/ref_test.sh" moe_layer "$py" "$host" "$fine" "$work/fine" --profile "$work/fine.json" -- "$dims"
+"$here/ref_test.sh" moe_layer "$py" "$host" "$barrier" "$work/barrier" --profile "$work/barrier.json" -- "$dims"
 "$py" - "$work/fine.json" "$work/barrier.json" <<'PY'
 import json, sys
 waits = []

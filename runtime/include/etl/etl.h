@@ -97,7 +97,8 @@ typedef enum etlStatus {
   ETL_ERROR_TIMEOUT,             ///< watchdog: no task completed within the limit
   ETL_ERROR_CUDA,                ///< any other CUDA driver error
   ETL_ERROR_IO,                  ///< a file could not be written (timeline trace)
-  ETL_ERROR_RACE,                ///< sim race check: tasks not ordered by events share an element
+  ETL_ERROR_RACE,                ///< sim race check: tasks not ordered by events share an element;
+                                 ///< sim: shared memory meets a cp.async not yet waited for
   ETL_ERROR_NOT_READY,           ///< etlRunQuery: the run is still in flight (not a failure)
   ETL_ERROR_DIVERGENCE           ///< sim: the lanes of a warp did not all reach one warp shuffle
 } etlStatus;

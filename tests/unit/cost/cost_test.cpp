@@ -1,7 +1,8 @@
-// cost/: FLOPs, minimum DRAM bytes and speed of light of rowsum, softmax and
-// a bf16 GEMM, each checked against formulas written here at bindings that
-// are and are not multiples of the tiles; the JSON form parses and holds the
-// same values; bad --bind / --gpu get clear errors.
+// cost/: FLOPs, minimum DRAM bytes and speed of light of rowsum, softmax, a
+// bf16 GEMM, a loop bounded by the task index and prefill_attention, each
+// checked against formulas written here at bindings that are and are not
+// multiples of the tiles; the JSON form parses and holds the same values;
+// bad --bind / --gpu get clear errors.
 #include "cost/cost.h"
 #include "driver/pipeline.h"
 
@@ -239,6 +240,58 @@ kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 16 == 0 {
   // 3 trips of 16 adds, none of the empty loop, 16 for each branch (an
   // upper bound: one of them runs).
   CHECK(c[1].other == 16.0 * (3 * 16 + 0 + 2 * 16));
+}
+
+TEST_CASE("cost: a loop whose trip count reads the task index is summed over the domain") {
+  // A triangle: task i adds tiles 0 .. i (causal attention's shape).
+  const char *src = R"(
+kernel tri<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 16 == 0 {
+  task t[i in 0 .. N / 16] {
+    var a = zeros<f32>[16];
+    for j in 0 .. i + 1 {
+      a += load(x[j * 16 .. +16]);
+    }
+    store(y[i * 16 .. +16], a);
+  }
+}
+)";
+  for (int64_t N : {16, 256, 4096}) {
+    auto c = costs(src, {{"N", N}});
+    REQUIRE(c.size() == 2);
+    int64_t n = N / 16;
+    CHECK(c[1].other == 16.0 * (n * (n + 1) / 2)); // 16 adds per trip, sum of i + 1
+    CHECK(c[1].read == 4.0 * N);                   // x read once, however often tiles are
+    CHECK(c[1].written == 4.0 * N);
+  }
+  Compilation comp;
+  comp.file = comp.sm.add("tri.etl", src);
+  REQUIRE(compile_front(comp));
+  KernelCost kc = estimate_cost(comp.program->kernels[0], comp.graph);
+  CHECK(kc.total.flops_other.str().find("sum[t](") != std::string::npos);
+  const GpuSpec *gpu = find_gpu("h100-sxm");
+  REQUIRE(gpu);
+  // 2^26 tasks: more than a domain sum enumerates, so no value (not a hang).
+  CHECK(!speed_of_light(kc.total, {{"N", int64_t(1) << 30}}, *gpu));
+  std::string text = print_cost(kc, nullptr, *gpu, false);
+  CHECK(text.find("sum[t](16*i + 16)") != std::string::npos);
+}
+
+TEST_CASE("cost: prefill_attention's causal loop (32-row query tiles, 16-row KV tiles)") {
+  std::string src = read_example("prefill_attention");
+  for (auto [S, H] : {std::pair<int64_t, int64_t>{4096, 8}, {130, 3}}) {
+    auto c = costs(src, {{"S", S}, {"NKV", H}, {"G", 1}, {"HID", 256}});
+    REQUIRE(c.size() == 3); // attn, o_proj, total
+    int64_t trips = 0;      // KV tiles over the query tiles: up to the causal limit
+    for (int64_t i = 0; i < cdiv(S, 32); ++i)
+      trips += std::min(2 * i + 2, cdiv(S, 16));
+    CHECK(c[0].tc == 2.0 * 2 * 32 * 16 * 128 * trips * H); // both dots, per trip
+    // at least the causal triangle's 4 H D S (S + 1) / 2, at most 1.1 x that at S = 4096
+    CHECK(c[0].tc >= 4.0 * H * 128 * S * (S + 1) / 2);
+    if (S == 4096)
+      CHECK(c[0].tc <= 1.1 * 4.0 * H * 128 * S * (S + 1) / 2);
+    CHECK(c[0].read == 2.0 * 128 * S * H * 3); // q, k and v once
+    CHECK(c[1].tc == 2.0 * 32 * cdiv(S, 32) * 128 * H * 256); // o_proj on whole row tiles
+  }
 }
 
 } // namespace etl

@@ -45,8 +45,9 @@ struct ScalarArg {
 struct RunOptions {
   bool race_check = false;
   std::string profile, timeline;
-  unsigned threads_per_cta = 32; ///< of the compiled kernel
-  bool barrier_events = false;   ///< compile with --events=barrier
+  unsigned threads_per_cta = 32;         ///< of the compiled kernel
+  bool barrier_events = false;           ///< compile with --events=barrier
+  MachineWrapper wrap_machine = nullptr; ///< a decorator around the sim machine (backend.h)
 };
 
 /// f16 bits of a float that f16 represents exactly (small multiples of 1/4).
@@ -95,6 +96,7 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
   o.targets = {"sim"};
   o.threads_per_cta = run.threads_per_cta;
   o.barrier_events = run.barrier_events;
+  o.wrap_machine = run.wrap_machine;
   std::ostringstream out, err;
   if (compile(o, out, err) != 0)
     return "compile failed:\n" + err.str();

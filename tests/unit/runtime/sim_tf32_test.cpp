@@ -1,0 +1,234 @@
+// The simulator's tf32 tensor-core op (runtime/src/sim_warp.c, ETL_MMA_TF32:
+// mma.sync.m16n8k8 .tf32 with PTX's fragment layouts, operands rounded as
+// cvt.rna.tf32.f32 does) against a reference written here independently
+// (rounding by frexp/std::round, not by bit tricks), and the compiled f32
+// dots of programs/mma_tf32.etl: `precision = tf32` equals an f32 k-order
+// sum of tf32-rounded products bit for bit (ties rounded away from zero
+// included), the default precision stays the exact f32 product, and the
+// profile counts 2 M N K tensor FLOPs for the tf32 dots and no shared-memory
+// bank conflict where the rows are XOR-swizzled.
+#include "sim_warp.h"
+
+#include "etl_abi.h"
+
+#include <etl/etl.h>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// tf32 by arithmetic: 11 significant bits, ties away from zero (std::round).
+float tf32(float x) {
+  if (x == 0 || !std::isfinite(x))
+    return x;
+  int e = 0;
+  double m = std::frexp(double(x), &e); // |m| in [0.5, 1)
+  return float(std::ldexp(std::round(std::ldexp(m, 11)), e - 11));
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+/// Fractions that are not tf32 values (most need more than 11 bits).
+float frac(size_t i, int salt) {
+  return float(int((i * 2654435761u + unsigned(salt) * 40503u) % 20011u) - 10005) / 1237.0f;
+}
+
+const float kTie = 1.0f + 0x1p-11f; // halfway between two tf32 values
+
+} // namespace
+
+TEST_CASE("sim tf32 rounding: nearest, ties away from zero, inf and NaN kept") {
+  CHECK(etl_tf32_rna(kTie) == 1.0f + 0x1p-10f);
+  CHECK(etl_tf32_rna(-kTie) == -(1.0f + 0x1p-10f));
+  CHECK(etl_tf32_rna(1.0f + 0x1p-11f - 0x1p-20f) == 1.0f);
+  CHECK(etl_tf32_rna(3.0f) == 3.0f);
+  CHECK(etl_tf32_rna(INFINITY) == INFINITY);
+  CHECK(std::isnan(etl_tf32_rna(NAN)));
+  CHECK(etl_tf32_rna(0x1.fffffep127f) == INFINITY); // rounds up past the largest tf32
+  for (size_t i = 0; i < 1000; ++i) {
+    float x = frac(i, 9) * 1e3f;
+    CHECK(bits(etl_tf32_rna(x)) == bits(tf32(x)));
+    CHECK((bits(etl_tf32_rna(x)) & 0x1FFFu) == 0);
+  }
+}
+
+TEST_CASE("sim mma m16n8k8 tf32: D = C + A B from PTX's fragments, operands rounded") {
+  float A[16][8], B[8][8], C[16][8];
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 8; ++k)
+      A[r][k] = frac(size_t(r * 8 + k), 1);
+  for (int k = 0; k < 8; ++k)
+    for (int n = 0; n < 8; ++n)
+      B[k][n] = frac(size_t(k * 8 + n), 2);
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 8; ++n)
+      C[r][n] = float(r - n) * 0.5f;
+  A[0][0] = kTie, A[1][1] = -kTie;
+  etl_warp w;
+  std::memset(&w, 0, sizeof w);
+  etl_warp_op op{ETL_WARP_MMA, ETL_MMA_TF32, 0xFFFFFFFFu, 6};
+  for (uint32_t l = 0; l < 32; ++l) {
+    uint32_t g = l >> 2, t = l & 3, in[10];
+    for (uint32_t j = 0; j < 4; ++j) // A reg j: row g + 8(j & 1), col t + 4(j >> 1)
+      in[j] = bits(A[g + 8 * (j & 1)][t + 4 * (j >> 1)]);
+    for (uint32_t j = 0; j < 2; ++j) // B reg j: k = t + 4j, n = g
+      in[4 + j] = bits(B[t + 4 * j][g]);
+    for (uint32_t i = 0; i < 4; ++i)
+      in[6 + i] = bits(C[g + 8 * (i >> 1)][2 * t + (i & 1)]);
+    etl_warp_arrive_mma(&w, l, &op, in);
+  }
+  std::vector<int> waiting(32, ETL_LANE_WAITING);
+  char msg[512] = "";
+  uint32_t done = 0;
+  REQUIRE(etl_warp_settle(&w, 32, waiting.data(), &done, msg, sizeof msg) == ETL_WARP_DONE);
+  int bad = 0, unrounded_differs = 0;
+  for (uint32_t l = 0; l < 32; ++l)
+    for (uint32_t i = 0; i < 4; ++i) {
+      uint32_t r = (l >> 2) + 8 * (i >> 1), n = 2 * (l & 3) + (i & 1);
+      float want = C[r][n], plain = C[r][n];
+      for (int k = 0; k < 8; ++k) {
+        volatile float p = tf32(A[r][k]) * tf32(B[k][n]), q = A[r][k] * B[k][n];
+        want = want + p;
+        plain = plain + q;
+      }
+      bad += bits(want) != w.vout[l][i];
+      unrounded_differs += bits(plain) != w.vout[l][i];
+    }
+  CHECK(bad == 0);
+  CHECK(unrounded_differs > 0); // the rounding is visible in these operands
+}
+
+TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit for bit") {
+  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_tf32.etlb";
+  if (!std::ifstream(path)) {
+    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    return;
+  }
+  etlContext ctx = nullptr;
+  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
+  etlProgram prog = nullptr;
+  REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
+                  etlGetLastErrorMessage());
+  std::string profile = std::string(ETL_TEST_BINARY_DIR) + "/sim_tf32_test.profile.json";
+  REQUIRE(etlProgramSetProfile(prog, profile.c_str()) == ETL_SUCCESS);
+  std::vector<float> a(64 * 24), b(24 * 16), x(16 * 16), y(16 * 40);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = frac(i, 3);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = frac(i, 4);
+  for (size_t i = 0; i < x.size(); ++i) // small integers: every path is exact
+    x[i] = float(int(i * 7 % 11) - 5);
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = float(int(i * 5 % 13) - 6);
+  a[0] = kTie, a[1] = -kTie, b[0] = 1.0f, b[16] = 1.0f; // c[0][0] sees two ties
+  std::vector<float> f(32 * 64), g(64 * 32);
+  for (size_t i = 0; i < f.size(); ++i)
+    f[i] = frac(i, 5);
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = frac(i, 6);
+  std::vector<float> c(64 * 16, NAN), e(64 * 16, NAN), z(16 * 40, NAN), w(16 * 16, NAN),
+      o(32 * 32, NAN);
+  int64_t sa[2] = {64, 24}, sb[2] = {24, 16}, sc[2] = {64, 16}, sx[2] = {16, 16}, sy[2] = {16, 40};
+  CHECK(etlBindTensor(prog, "a", a.data(), ETL_F32, 2, sa) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "b", b.data(), ETL_F32, 2, sb) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "c", c.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "e", e.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, sx) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, sy) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 2, sy) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "w", w.data(), ETL_F32, 2, sx) == ETL_SUCCESS);
+  int64_t sf[2] = {32, 64}, sg[2] = {64, 32}, so[2] = {32, 32};
+  CHECK(etlBindTensor(prog, "f", f.data(), ETL_F32, 2, sf) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "g", g.data(), ETL_F32, 2, sg) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "o", o.data(), ETL_F32, 2, so) == ETL_SUCCESS);
+  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+  // sum_{k in [k0, k1)} of (round(a) * round(b)) from `init`, in k order.
+  auto ksum = [](const float *p, const float *q, int64_t K, int64_t N, int64_t m, int64_t n,
+                 int64_t k0, int64_t k1, bool round) {
+    float acc = 0;
+    for (int64_t k = k0; k < k1; ++k) {
+      float u = p[m * K + k], v = q[k * N + n];
+      volatile float prod = round ? tf32(u) * tf32(v) : u * v;
+      acc = acc + prod;
+    }
+    return acc;
+  };
+  int bad_c = 0, bad_e = 0, differs = 0, far = 0;
+  for (int64_t m = 0; m < 64; ++m)
+    for (int64_t n = 0; n < 16; ++n) {
+      float want = ksum(a.data(), b.data(), 24, 16, m, n, 0, 24, true);
+      float exact = ksum(a.data(), b.data(), 24, 16, m, n, 0, 24, false);
+      float got = c[size_t(m * 16 + n)];
+      bad_c += bits(want) != bits(got);
+      bad_e += bits(exact) != bits(e[size_t(m * 16 + n)]);
+      differs += bits(got) != bits(exact);
+      // tf32 keeps 11 bits: each product within 2^-10 relative of the exact one.
+      double mag = 0, ref = 0;
+      for (int64_t k = 0; k < 24; ++k) {
+        ref += double(a[size_t(m * 24 + k)]) * b[size_t(k * 16 + n)];
+        mag += std::fabs(double(a[size_t(m * 24 + k)]) * b[size_t(k * 16 + n)]);
+      }
+      far += std::fabs(got - ref) > 0x1p-9 * mag + 1e-6;
+    }
+  CHECK(bad_c == 0);
+  CHECK(bad_e == 0); // the default precision: exact f32 products, no tf32
+  CHECK(differs > 0);
+  CHECK(far == 0);
+  // The two ties in c[0][0]: a[0] and -a[1] round away from zero to 1 + 2^-10.
+  CHECK(bits(c[0]) == bits(ksum(a.data(), b.data(), 24, 16, 0, 0, 0, 24, true)));
+  int bad_z = 0, bad_w = 0;
+  for (int64_t m = 0; m < 16; ++m)
+    for (int64_t n = 0; n < 40; ++n)
+      bad_z +=
+          bits(z[size_t(m * 40 + n)]) != bits(ksum(x.data(), y.data(), 16, 40, m, n, 0, 16, false));
+  for (int64_t m = 0; m < 16; ++m)
+    for (int64_t n = 0; n < 16; ++n) {
+      float acc = 0; // acc += dot(..) per k8 step: one partial sum per step
+      for (int64_t k0 = 0; k0 < 24; k0 += 8)
+        acc = acc + ksum(a.data(), b.data(), 24, 16, m, n, k0, k0 + 8, true);
+      bad_w += bits(w[size_t(m * 16 + n)]) != bits(acc);
+    }
+  int bad_o = 0;
+  for (int64_t m = 0; m < 32; ++m)
+    for (int64_t n = 0; n < 32; ++n)
+      bad_o +=
+          bits(o[size_t(m * 32 + n)]) != bits(ksum(f.data(), g.data(), 64, 32, m, n, 0, 64, true));
+  CHECK(bad_z == 0);
+  CHECK(bad_w == 0);
+  CHECK(bad_o == 0);
+  etlProgramDestroy(prog);
+  etlContextDestroy(ctx);
+  // Every tf32 dot ran on tensor cores: 2 M N K FLOPs each, 2048 per mma.
+  std::ifstream in(profile);
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string json = ss.str();
+  long long flops = 0, mma = 0;
+  for (size_t at = 0; (at = json.find("\"tensor_flops\": ", at)) != std::string::npos; ++at)
+    flops += std::stoll(json.substr(at + 16));
+  for (size_t at = 0; (at = json.find("\"mma\": ", at)) != std::string::npos; ++at)
+    mma += std::stoll(json.substr(at + 7));
+  const long long want = 2LL * (2 * 32 * 16 * 24 + 16 * 40 * 16 + 3 * 16 * 16 * 8 + 32 * 32 * 64);
+  CHECK(flops == want);
+  CHECK(mma * 2048 == want);
+  // Task r (rows of 32 and 64 floats: the XOR-swizzled staging): no shared
+  // access of it, staging stores, fragment loads or write-back, conflicts.
+  size_t group_r = json.find("\"name\": \"r\"");
+  REQUIRE(group_r != std::string::npos);
+  size_t factor = json.find("\"bank_conflict_factor\": ", json.find("\"shared\": ", group_r));
+  REQUIRE(factor != std::string::npos);
+  CHECK(std::stod(json.substr(factor + 24)) <= 1.0);
+}
