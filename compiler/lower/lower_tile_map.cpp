@@ -10,10 +10,13 @@
 // `expand` and `broadcast` only rename registers (their operand layouts are
 // built so that the register holding coordinate c of the result holds the
 // operand's element at c with the broadcast dims at 0). `convert_layout`
-// renames registers when only the register bases differ, and otherwise goes
-// through the shared scratch area: every thread writes its elements (one
-// writer per replica group) at their row-major index, a barrier, every
-// thread reads the elements of the new layout, a barrier.
+// renames registers when only the register bases differ, moves data inside
+// each warp with one shfl.sync.idx per register when tile/layout.h's
+// shuffle_plan finds one, and otherwise goes through the shared scratch
+// area: every thread writes its elements (one writer per replica group;
+// lanes holding copies split the registers among them) at their row-major
+// index (16-byte chunks XOR-swizzled by line), a barrier, every thread
+// reads the elements of the new layout, a barrier.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -22,6 +25,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <map>
+#include <optional>
 
 namespace etl {
 
@@ -208,32 +212,88 @@ void Lowerer::tile_convert(const TOp &op) {
       return;
     }
   }
+  if (tile_convert_shuffle(op))
+    return;
   unsigned bytes = scratch_bytes(out.elem);
-  note_scratch(out.numel() * bytes / 4);
+  // The row-major index, its 16-byte chunk XORed with the 128-byte line's
+  // number mod 8: lanes reading vectors 32 words apart (a thread's run of 8
+  // split in two 16-byte reads) or a column of a 32-wide tile fall in
+  // different banks; a vector stays inside its chunk, a line inside itself.
+  const int64_t per_chunk = 16 / bytes, per_line = 128 / bytes;
+  note_scratch((out.numel() + per_line - 1) / per_line * per_line * bytes / 4);
   auto linear = [&](const std::vector<llvm::Value *> &c) {
     llvm::Value *lin = b.getInt64(0);
     for (size_t d = 0; d < c.size(); ++d)
       lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(uint64_t(out.shape[d]))), c[d]);
-    return lin;
+    llvm::Value *line =
+        b.CreateAnd(b.CreateUDiv(lin, b.getInt64(uint64_t(per_line))), b.getInt64(7));
+    return b.CreateXor(lin, b.CreateMul(line, b.getInt64(uint64_t(per_chunk))));
   };
   llvm::Type *ty = reg_type(out.elem);
   // Runs of `vw` registers that are consecutive elements of the last dim
   // move as one 8- or 16-byte shared access (a 4-per-lane layout read
   // back with scalar loads 4 words apart is a 4-way bank conflict).
   const unsigned ws = scratch_vec(ls, out.shape, bytes), wd = scratch_vec(ld, out.shape, bytes);
-  llvm::Value *writer = replica_writer(ls);
+  // Lanes that hold copies (lane basis 0) share the writing: the t-th such
+  // lane bit picks the t-th register bit above the vector, so a warp's
+  // registers go out in one request of several lanes instead of one
+  // single-lane request each (a reduction's row sums: R rows, one store).
+  std::vector<unsigned> copy_bits, reg_bits;
+  for (unsigned k = 0; k < kLaneBits; ++k)
+    if (!ls.lane[k])
+      copy_bits.push_back(k);
+  for (unsigned i = 0; i < ls.reg.size(); ++i)
+    if ((1u << i) >= ws && ls.reg[i])
+      reg_bits.push_back(i);
+  const size_t spread = std::min(copy_bits.size(), reg_bits.size());
+  uint32_t spread_regs = 0;
+  for (size_t t = 0; t < spread; ++t)
+    spread_regs |= 1u << reg_bits[t];
+  Layout lw = ls; // the writers: the spread lane bits are no longer copies
+  for (size_t t = 0; t < spread; ++t)
+    lw.lane[copy_bits[t]] = 1;
+  llvm::Value *writer = replica_writer(lw);
+  llvm::Value *q = nullptr; // which of the spread registers this lane writes
+  if (spread) {
+    llvm::Value *lane = b.CreateAnd(tid, b.getInt32(31));
+    q = b.getInt32(0);
+    for (size_t t = 0; t < spread; ++t)
+      q = b.CreateOr(
+          q, b.CreateShl(b.CreateAnd(b.CreateLShr(lane, b.getInt32(copy_bits[t])), b.getInt32(1)),
+                         b.getInt32(uint32_t(t))));
+  }
   for (uint32_t r = 0; r < ls.num_regs(); r += ws) {
-    if (reg_replica(ls, r))
+    if (reg_replica(ls, r) || (r & spread_regs))
       continue;
-    llvm::Value *ok = reg_alive(ls, r); // null for every register of a vector (scratch_vec)
-    ok = !writer ? ok : !ok ? writer : b.CreateAnd(ok, writer);
-    llvm::Value *lin = linear(reg_coords(ls, r));
-    llvm::Value *x = in.at(r);
-    if (ws > 1) {
-      x = llvm::UndefValue::get(llvm::FixedVectorType::get(ty, ws));
-      for (unsigned j = 0; j < ws; ++j)
-        x = b.CreateInsertElement(x, in.at(r + j), uint64_t(j));
+    llvm::Value *ok = nullptr, *lin = nullptr, *x = nullptr;
+    bool any_alive = false;
+    for (uint32_t c = 0; c < (1u << spread); ++c) {
+      uint32_t rc = r;
+      for (size_t t = 0; t < spread; ++t)
+        if (c >> t & 1u)
+          rc |= 1u << reg_bits[t];
+      llvm::Value *alive = reg_alive(ls, rc); // null for every register of a vector (scratch_vec)
+      any_alive = any_alive || alive;
+      llvm::Value *okc = alive ? alive : b.getTrue();
+      llvm::Value *linc = linear(reg_coords(ls, rc));
+      llvm::Value *xc = in.at(rc);
+      if (ws > 1) {
+        xc = llvm::UndefValue::get(llvm::FixedVectorType::get(ty, ws));
+        for (unsigned j = 0; j < ws; ++j)
+          xc = b.CreateInsertElement(xc, in.at(rc + j), uint64_t(j));
+      }
+      if (!c) {
+        ok = okc, lin = linc, x = xc;
+        continue;
+      }
+      llvm::Value *mine = b.CreateICmpEQ(q, b.getInt32(c));
+      ok = b.CreateSelect(mine, okc, ok);
+      lin = b.CreateSelect(mine, linc, lin);
+      x = b.CreateSelect(mine, xc, x);
     }
+    if (!any_alive)
+      ok = nullptr;
+    ok = !writer ? ok : !ok ? writer : b.CreateAnd(ok, writer);
     if (ok)
       if_then(ok, [&] { scratch_store(x, lin, bytes); });
     else
@@ -253,6 +313,44 @@ void Lowerer::tile_convert(const TOp &op) {
       res.push_back(b.CreateExtractElement(v, uint64_t(j)));
   }
   m.barrier(b);
+}
+
+/// A re-layout inside each warp (tile/layout.h shuffle_plan): one
+/// shfl.sync.idx per register whose source is another lane, none through
+/// shared memory and no barrier. 32-bit registers only.
+bool Lowerer::tile_convert_shuffle(const TOp &op) {
+  int rv = op.results[0], av = op.operands[0];
+  const Layout &ld = layout_of(rv), &ls = layout_of(av);
+  llvm::Type *ty = reg_type(tf->values[size_t(rv)].elem);
+  if (!ty->isFloatTy() && !ty->isIntegerTy(32))
+    return false;
+  std::optional<ShufflePlan> p = shuffle_plan(ls, ld);
+  if (!p)
+    return false;
+  const std::vector<llvm::Value *> &in = tregs[size_t(av)];
+  std::vector<llvm::Value *> res;
+  llvm::Value *lane = b.CreateAnd(tid, b.getInt32(31));
+  llvm::Value *warp = b.CreateLShr(tid, b.getInt32(kLaneBits));
+  for (uint32_t r = 0; r < ld.num_regs(); ++r) {
+    llvm::Value *x = in.at(p->src_reg[r]);
+    if (!p->own[r]) {
+      llvm::Value *src = b.getInt32(p->base[r]);
+      auto add = [&](llvm::Value *idx, unsigned k, uint32_t mask) {
+        if (mask)
+          src = b.CreateXor(
+              src, b.CreateMul(b.CreateAnd(b.CreateLShr(idx, b.getInt32(k)), b.getInt32(1)),
+                               b.getInt32(mask)));
+      };
+      for (unsigned k = 0; k < kLaneBits; ++k)
+        add(lane, k, p->lane_mask[r][k]);
+      for (unsigned j = 0; j < p->warp_mask[r].size(); ++j)
+        add(warp, j, p->warp_mask[r][j]);
+      x = m.shuffle(b, ShflMode::Idx, x, src, 31, 0xFFFFFFFFu, op.loc.begin.line);
+    }
+    res.push_back(x);
+  }
+  tregs[size_t(rv)] = res;
+  return true;
 }
 
 /// Registers per shared access of a re-layout through scratch: the run of

@@ -494,6 +494,7 @@ public:
   void tile_elementwise(const TOp &op);
   void tile_shape_op(const TOp &op);
   void tile_convert(const TOp &op);
+  bool tile_convert_shuffle(const TOp &op);
   void tile_reduce(const TOp &op);
   const TileFunc *tf = nullptr;
   std::vector<std::vector<llvm::Value *>> tregs; ///< per value id

@@ -4,9 +4,12 @@
 //
 //  1. anchors: a load gets a coalesced blocked layout with `vec` elements
 //     per thread on its contiguous dim (tile/memory.cpp), then lanes, then
-//     warps; `dot` an FMA result layout and operand layouts derived from it;
-//     a store keeps its value's layout (a value that can take any, such as
-//     a splat, takes the coalesced one);
+//     warps (or a use's layout, when that saves a re-layout through scratch
+//     at the same width and sector efficiency: load_choice); `dot` an FMA
+//     result layout and operand layouts derived from it; a store keeps its
+//     value's layout (a value that can take any, such as a splat, takes the
+//     coalesced one; one whose lanes hold copies moves to it when that needs
+//     fewer warp-level requests: fewer_stores);
 //  2. forward propagation: elementwise ops keep their anchored operand's
 //     layout, reductions give slice(parent, axis), transpose permutes, a
 //     power-of-two reshape keeps the bases;
@@ -22,7 +25,10 @@
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 
 namespace etl {
 namespace {
@@ -49,6 +55,16 @@ private:
   std::vector<std::optional<Layout>> lay_;
   std::map<int, TileOpKind> def_; ///< what defines each value (not iter_args)
   std::map<int, TOp> remat_;      ///< splat/arange ops, to clone
+  /// What the layout pass needs of a load to let it take a use's layout.
+  struct LoadFacts {
+    int fast_dim = -1;
+    unsigned vec = 1, align_vec = 1;
+    bool gather = false;
+  };
+  std::map<int, LoadFacts> loads_;
+  /// Hints set by a use whose own layout was a default guess (a broadcast
+  /// or expand without a hint): a firm requirement replaces them.
+  std::set<int> weak_;
   bool rewrite_ = false, changed_ = false;
   using Cache = std::vector<std::pair<std::pair<int, Layout>, int>>;
 
@@ -93,13 +109,21 @@ private:
         def_[r] = op.kind;
       if (op.kind == TileOpKind::Splat || op.kind == TileOpKind::Arange)
         remat_[op.results[0]] = op;
+      if (op.kind == TileOpKind::Load && !op.results.empty()) {
+        LoadFacts lf{op.mem.fast_dim, std::max(1u, op.mem.vec), std::max(1u, op.mem.align_vec),
+                     false};
+        for (const SlicePart &p : op.parts)
+          lf.gather = lf.gather || p.kind == SlicePart::Gather;
+        loads_[op.results[0]] = lf;
+      }
       index(op.body);
     }
   }
 
   /// `v` in layout `want` for a use: the value itself, a hint for next
   /// round, or (rewriting) a clone or a convert_layout appended to `out`.
-  int require(int v, const Layout &want, std::vector<TOp> &out, Cache &cache, SourceRange loc) {
+  int require(int v, const Layout &want, std::vector<TOp> &out, Cache &cache, SourceRange loc,
+              bool firm = true) {
     if (!tile(v))
       return v;
     if (!lay_[size_t(v)] && !def_.count(v)) { // an iter_arg not constrained yet
@@ -108,9 +132,18 @@ private:
     }
     if (L(v) == want)
       return v;
-    if (adaptable(v) && !hint_.count(v)) {
+    if (adaptable(v) && (!hint_.count(v) || (firm && weak_.count(v)))) {
       hint_[v] = want;
+      if (firm)
+        weak_.erase(v);
+      else
+        weak_.insert(v);
       changed_ = true;
+    } else if (firm && !hint_.count(v)) {
+      if (std::optional<Layout> l = load_choice(v, want)) {
+        hint_[v] = *l;
+        changed_ = true;
+      }
     }
     if (!rewrite_)
       return v;
@@ -140,6 +173,55 @@ private:
     return out;
   }
 
+  /// A load takes the layout a use wants instead of its anchor when the
+  /// anchor would need a re-layout through shared memory and `want` moves
+  /// vectors at least as wide (up to what alignment allows) with the same
+  /// sector efficiency: a broadcast operand (gemv's x) is then loaded
+  /// straight into every warp that needs it, without scratch and barriers.
+  /// Failing that, the coalesced layout of `want`'s vector width when a
+  /// shuffle inside each warp turns it into `want` (8 floats per thread
+  /// read as two 16-byte halves would touch every sector twice).
+  std::optional<Layout> load_choice(int v, const Layout &want) {
+    auto it = loads_.find(v);
+    if (it == loads_.end() || it->second.gather || it->second.fast_dim < 0 || want.rank() == 0)
+      return std::nullopt;
+    const LoadFacts &lf = it->second;
+    unsigned bits = elem_bits(val(v).elem);
+    if (bits < 8 || want.shape != val(v).shape)
+      return std::nullopt;
+    const Layout &anchor = L(v);
+    if (shuffle_plan(anchor, want)) // registers or shuffles: no scratch to save
+      return std::nullopt;
+    unsigned fast = unsigned(lf.fast_dim), bytes = bits / 8;
+    unsigned wv = std::min(want.contiguous_regs(fast), lf.align_vec);
+    if (wv < lf.vec)
+      return std::nullopt;
+    double base = access_efficiency(anchor, lf.vec, fast, bytes) - 1e-9;
+    if (access_efficiency(want, wv, fast, bytes) >= base)
+      return want;
+    std::vector<unsigned> order{fast};
+    for (unsigned d = want.rank(); d-- > 0;)
+      if (d != fast)
+        order.push_back(d);
+    Layout c = blocked_layout(want.shape, wv, order, warps_);
+    if (c.contiguous_regs(fast) >= wv && access_efficiency(c, wv, fast, bytes) >= base &&
+        shuffle_plan(c, want))
+      return c;
+    return std::nullopt;
+  }
+
+  /// Lanes holding copies (a reduction's result: one writer per warp)
+  /// store one element per request; when the coalesced layout `anchor`
+  /// needs fewer requests, the value goes there first (one re-layout
+  /// through scratch, then the lanes of one warp store together).
+  static bool fewer_stores(const Layout &l, const Layout &anchor, const MemFacts &mem) {
+    if (l == anchor || std::count(l.lane.begin(), l.lane.end(), 0u) == 0)
+      return false;
+    unsigned lv =
+        mem.fast_dim < 0 ? 1 : std::min(mem.vec, l.contiguous_regs(unsigned(mem.fast_dim)));
+    return store_requests(anchor, mem.vec) < store_requests(l, lv);
+  }
+
   Layout load_anchor(const TOp &op, const std::vector<int64_t> &shape) const {
     std::vector<unsigned> order;
     if (op.mem.fast_dim >= 0)
@@ -162,7 +244,7 @@ private:
     case TileOpKind::Load: {
       if (!tile(r))
         break;
-      Layout a = load_anchor(op, val(r).shape);
+      Layout a = hint_.count(r) ? hint_.at(r) : load_anchor(op, val(r).shape);
       set(a);
       for (SlicePart &p : op.parts)
         if (p.kind == SlicePart::Gather) {
@@ -180,9 +262,11 @@ private:
     case TileOpKind::Store: {
       int &v = op.operands[0];
       if (tile(v)) {
-        if (adaptable(v) && !hint_.count(v))
-          need(v, load_anchor(op, val(v).shape));
-        Layout l = L(v);
+        Layout anchor = load_anchor(op, val(v).shape);
+        bool move = !adaptable(v) && fewer_stores(L(v), anchor, op.mem);
+        if (move || (adaptable(v) && !hint_.count(v)))
+          need(v, anchor);
+        Layout l = move ? anchor : L(v);
         for (SlicePart &p : op.parts)
           if (p.kind == SlicePart::Gather) {
             Layout g = l;
@@ -228,7 +312,8 @@ private:
       if (hint_.count(r)) {
         set(hint_.at(r));
         if (tile(a))
-          need(a, slice_layout(hint_.at(r), unsigned(op.axis)));
+          a = require(a, slice_layout(hint_.at(r), unsigned(op.axis)), out, cache, op.loc,
+                      !weak_.count(r));
       } else {
         set(tile(a) ? expand_layout(L(a), unsigned(op.axis)) : dflt(val(r).shape));
       }
@@ -242,7 +327,10 @@ private:
       for (unsigned d = 0; d < a.shape.size(); ++d)
         if (a.shape[d] == 1 && val(r).shape[d] != 1)
           want = squash_layout(want, d);
-      need(op.operands[0], want);
+      // Without a hint of its own the broadcast's layout is a guess: what
+      // it asks of its operand can be replaced by a firm requirement.
+      op.operands[0] =
+          require(op.operands[0], want, out, cache, op.loc, hint_.count(r) && !weak_.count(r));
       break;
     }
     case TileOpKind::Reshape: {
@@ -357,6 +445,16 @@ private:
         record(v);
       if ((op.kind == TileOpKind::Load || op.kind == TileOpKind::Store) && op.mem.fast_dim >= 0) {
         int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
+        if (tile(v) && op.kind == TileOpKind::Load && hint_.count(v)) {
+          // A load in a use's layout: as wide as it holds and alignment allows.
+          unsigned c = std::min(L(v).contiguous_regs(unsigned(op.mem.fast_dim)),
+                                std::max(1u, op.mem.align_vec));
+          if (c > op.mem.vec) {
+            op.mem.vec_bits = op.mem.vec_bits / std::max(1u, op.mem.vec) * c;
+            op.mem.vec = c;
+            op.mem.narrowed_by.clear();
+          }
+        }
         if (tile(v)) {
           unsigned c = L(v).contiguous_regs(unsigned(op.mem.fast_dim));
           if (c < op.mem.vec) {

@@ -75,10 +75,14 @@ struct SlicePart {
 /// What the layout pass found out about a load or store.
 struct MemFacts {
   bool analysed = false;
-  int fast_dim = -1;         ///< the tile dim contiguous in memory, or -1
-  int64_t contiguity = 1;    ///< contiguous elements along it (power of two)
-  unsigned vec = 1;          ///< elements per access
-  unsigned vec_bits = 0;     ///< vec * element bits
+  int fast_dim = -1;      ///< the tile dim contiguous in memory, or -1
+  int64_t contiguity = 1; ///< contiguous elements along it (power of two)
+  unsigned vec = 1;       ///< elements per access
+  unsigned vec_bits = 0;  ///< vec * element bits
+  /// The widest vector alignment and contiguity allow, without the cap of
+  /// elements per thread: a load whose layout the layout pass takes from a
+  /// use that holds more per thread (a broadcast operand) widens up to it.
+  unsigned align_vec = 1;
   bool non_coherent = false; ///< the tensor is never written by the kernel
   /// Every element offset of the tensor fits in 31 bits (the `where` facts
   /// bound its size): index arithmetic can be 32-bit.

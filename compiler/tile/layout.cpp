@@ -452,6 +452,44 @@ std::optional<uint64_t> invert(const Layout &l, uint32_t coord) {
   return out;
 }
 
+double access_efficiency(const Layout &l, unsigned vec, unsigned fast, unsigned bytes) {
+  vec = std::max(1u, vec);
+  uint64_t used = 0, sectors = 0;
+  for (uint32_t w = 0; w < l.num_warps(); ++w)
+    for (uint32_t r = 0; r < l.num_regs(); r += vec) {
+      std::unordered_set<uint64_t> elems, sect;
+      for (uint32_t lane = 0; lane < 32; ++lane) {
+        std::vector<int64_t> c = l.unpack(l.apply(r, lane, w));
+        bool pad = false;
+        for (unsigned d = 0; d < l.rank(); ++d)
+          pad = pad || c[d] >= l.shape[d];
+        if (pad)
+          continue;
+        int64_t at = fast < l.rank() ? c[fast] : 0;
+        if (fast < l.rank())
+          c[fast] = 0;
+        uint64_t row = uint64_t(l.pack(c)) << 32;
+        for (unsigned j = 0; j < vec; ++j) {
+          uint64_t byte = uint64_t(at + j) * bytes;
+          elems.insert(row | (byte / bytes));
+          sect.insert(row | (byte / 32));
+        }
+      }
+      used += elems.size() * bytes;
+      sectors += sect.size() * 32;
+    }
+  return sectors ? double(used) / double(sectors) : 1.0;
+}
+
+uint32_t store_requests(const Layout &l, unsigned vec) {
+  uint32_t warps = 1, regs = 1;
+  for (uint32_t x : l.warp)
+    warps <<= x ? 1 : 0;
+  for (uint32_t x : l.reg)
+    regs <<= x ? 1 : 0;
+  return warps * std::max(1u, regs / std::max(1u, vec));
+}
+
 ConvertPath convert_path(const Layout &src, const Layout &dst) {
   if (src == dst)
     return ConvertPath::None;
@@ -481,6 +519,68 @@ ConvertPath convert_path(const Layout &src, const Layout &dst) {
           warp = false;
       }
   return regs ? ConvertPath::Registers : warp ? ConvertPath::Shuffle : ConvertPath::Scratch;
+}
+
+std::optional<ShufflePlan> shuffle_plan(const Layout &src, const Layout &dst) {
+  if (src.lg != dst.lg || src.warp.size() != dst.warp.size() ||
+      uint64_t(dst.num_regs()) * src.num_regs() > 4096)
+    return std::nullopt;
+  // Source lanes are chosen with the replica lane bits at 0: unique.
+  uint32_t free_bits = 0;
+  for (unsigned k = 0; k < kLaneBits; ++k)
+    if (src.lane[k])
+      free_bits |= 1u << k;
+  std::map<uint32_t, uint32_t> lane_of; // lane part of a coordinate -> lane
+  for (uint32_t l = 0; l < 32; ++l)
+    if ((l & ~free_bits) == 0)
+      lane_of.emplace(src.apply(0, l, 0), l);
+  ShufflePlan p;
+  const uint32_t nw = dst.num_warps();
+  for (uint32_t r = 0; r < dst.num_regs(); ++r) {
+    bool found = false;
+    for (uint32_t sr = 0; sr < src.num_regs() && !found; ++sr) {
+      // g(l, w): the source lane, for every lane and warp; then linearity.
+      std::vector<uint32_t> g(size_t(32) * nw);
+      bool ok = true, own = true;
+      for (uint32_t w = 0; w < nw && ok; ++w)
+        for (uint32_t l = 0; l < 32 && ok; ++l) {
+          uint32_t want = dst.apply(r, l, w);
+          own = own && src.apply(sr, l, w) == want;
+          auto it = lane_of.find(want ^ src.apply(sr, 0, w));
+          ok = it != lane_of.end();
+          if (ok)
+            g[size_t(w) * 32 + l] = it->second;
+        }
+      if (!ok)
+        continue;
+      uint32_t base = g[0];
+      std::vector<uint32_t> lm(kLaneBits), wm(dst.warp.size());
+      for (unsigned k = 0; k < kLaneBits; ++k)
+        lm[k] = g[1u << k] ^ base;
+      for (size_t j = 0; j < wm.size(); ++j)
+        wm[j] = g[size_t(32) << j] ^ base;
+      for (uint32_t w = 0; w < nw && ok && !own; ++w)
+        for (uint32_t l = 0; l < 32 && ok; ++l) {
+          uint32_t x = base;
+          for (unsigned k = 0; k < kLaneBits; ++k)
+            x ^= (l >> k & 1u) ? lm[k] : 0u;
+          for (size_t j = 0; j < wm.size(); ++j)
+            x ^= (w >> j & 1u) ? wm[j] : 0u;
+          ok = x == g[size_t(w) * 32 + l];
+        }
+      if (!ok)
+        continue;
+      p.src_reg.push_back(sr);
+      p.base.push_back(base);
+      p.lane_mask.push_back(lm);
+      p.warp_mask.push_back(wm);
+      p.own.push_back(own);
+      found = true;
+    }
+    if (!found)
+      return std::nullopt;
+  }
+  return p;
 }
 
 //===-- Shared memory ----------------------------------------------------===//

@@ -131,10 +131,35 @@ enum class MmaOperand {
 /// replicas), then the remaining atoms go to registers, columns first.
 Layout mma_layout(MmaOperand which, const std::vector<int64_t> &shape, unsigned warps);
 
+/// Sector efficiency of the warp-level requests a global access of a tile in
+/// layout `l` issues with `vec` elements of `bytes` per lane access along dim
+/// `fast` (contiguous in memory; every other coordinate is another row):
+/// distinct bytes / (distinct 32-byte sectors x 32), over every warp and
+/// register vector, padding skipped.
+double access_efficiency(const Layout &l, unsigned vec, unsigned fast, unsigned bytes);
+/// Warp-level requests a store of a tile in layout `l` issues with `vec`
+/// elements per access, one writer per replica group: the warps holding
+/// distinct data times the distinct register vectors.
+uint32_t store_requests(const Layout &l, unsigned vec);
+
 /// How a conversion from `src` to `dst` moves data (TILE-IR.md (d)).
 enum class ConvertPath { None, Registers, Shuffle, Scratch };
 const char *convert_path_name(ConvertPath p);
 ConvertPath convert_path(const Layout &src, const Layout &dst);
+
+/// A conversion done with one `shfl.sync.idx` per destination register:
+/// register r of every thread is register src_reg[r] of the lane
+///   base[r] ^ XOR(lane bit k set: lane_mask[r][k]) ^ XOR(warp bit j set: warp_mask[r][j])
+/// of its own warp; `own[r]`: the thread holds it itself (a register move).
+struct ShufflePlan {
+  std::vector<uint32_t> src_reg, base;
+  std::vector<std::vector<uint32_t>> lane_mask, warp_mask;
+  std::vector<bool> own;
+};
+/// The plan, or nullopt when some destination element is not in the same
+/// warp of `src`, or not in one register of every source lane, or the
+/// source lane is not an F2-linear function of the lane and warp.
+std::optional<ShufflePlan> shuffle_plan(const Layout &src, const Layout &dst);
 
 /// Pseudo-inverse by Gauss-Jordan elimination: a hardware index (reg | lane
 /// << reg bits | warp << (reg + 5) bits) holding `coord`, or nullopt.

@@ -163,9 +163,12 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
       m.narrowed_by = "mask varies along the contiguous dim";
     }
   }
-  int64_t vec = widest;
-  while (vec > 1 && !vector_ok(op, g, facts, vec, fast_in))
-    vec /= 2;
+  int64_t align =
+      m.narrowed_by.empty() ? floor_pow2(std::min<int64_t>(128 / bits, m.contiguity)) : 1;
+  while (align > 1 && !vector_ok(op, g, facts, align, fast_in))
+    align /= 2;
+  m.align_vec = unsigned(align);
+  int64_t vec = std::min(widest, align);
   m.vec = unsigned(vec);
   m.vec_bits = unsigned(vec) * bits;
   if (vec == widest)

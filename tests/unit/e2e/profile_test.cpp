@@ -194,26 +194,29 @@ kernel k<M: dim, N: dim>(x: tensor<f32>[M, N], y: tensor<f32>[M]) where M % 32 =
 TEST_CASE("profile: shared memory, a transposed read with 32-way bank conflicts and a broadcast") {
   // transpose spills the tile row-major (lane l writes word l: one wavefront)
   // and reads it back column-wise (lane l reads word 32 l + k: all in bank k,
-  // 32 wavefronts). The [32, 1] operand broadcast along the rows is read by
-  // all lanes of a warp at one word: one wavefront.
+  // 32 wavefronts). The [128, 1] operand broadcast along the rows is read by
+  // the 8 lanes of a warp that share a row at one word: one wavefront (its
+  // rows change warps, so it goes through scratch; a [32] one every warp
+  // loads whole would be loaded in the broadcast layout or shuffled there).
   const char *src = R"(
-kernel k<N: dim>(x: tensor<f32>[32, 32], v: tensor<f32>[32], y: tensor<f32>[32, 32],
-                 z: tensor<f32>[32, 32]) {
+kernel k<N: dim>(x: tensor<f32>[32, 32], v: tensor<f32>[128], y: tensor<f32>[32, 32],
+                 w: tensor<f32>[128, 32], z: tensor<f32>[128, 32]) {
   task flip[u in 0 .. 1] {
     store(y[0 .. +32, 0 .. +32], transpose(load(x[0 .. +32, 0 .. +32])));
   }
   task rows[u in 0 .. 1] {
-    store(z[0 .. +32, 0 .. +32], expand(load(v[0 .. +32]), axis = 1) + load(x[0 .. +32, 0 .. +32]));
+    store(z[0 .. +128, 0 .. +32], expand(load(v[0 .. +128]), axis = 1) + load(w[0 .. +128, 0 .. +32]));
   }
 }
 )";
-  Aligned x(32 * 32), v(32), y(32 * 32), z(32 * 32);
+  Aligned x(32 * 32), v(128), y(32 * 32), w(128 * 32), z(128 * 32);
   std::string out = path_of("prof_shared");
   std::string err = compile_and_run(src, "prof_shared", {{"N", 1}},
                                     {{"x", x.p, ETL_F32, {32, 32}},
-                                     {"v", v.p, ETL_F32, {32}},
+                                     {"v", v.p, ETL_F32, {128}},
                                      {"y", y.p, ETL_F32, {32, 32}},
-                                     {"z", z.p, ETL_F32, {32, 32}}},
+                                     {"w", w.p, ETL_F32, {128, 32}},
+                                     {"z", z.p, ETL_F32, {128, 32}}},
                                     RunOptions{false, out, ""});
   REQUIRE_MESSAGE(err.empty(), err);
   llvm::json::Value doc = read_json(out);

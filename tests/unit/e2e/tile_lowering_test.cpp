@@ -7,11 +7,12 @@
 //   sim      the results are right (rowsum, also under the race check, which
 //            sees 16-byte accesses, and with a base address off 16 bytes,
 //            which takes the scalar fallback); the profile shows >= 90 % of global
-//            bytes moved by 128-bit lane accesses (rowsum, softmax; gemv's
-//            weights all, the whole program >= 80 %: its x vector and the
-//            partial sums are 32-bit), sector efficiency >= 90 % (the
-//            [16] partial sums and the [B] row statistics are stored by one
-//            lane per warp), no shared bank conflicts in softmax;
+//            bytes moved by 128-bit lane accesses (rowsum, softmax, gemv:
+//            its weights all, x loaded 16 bytes a lane), sector efficiency
+//            >= 90 %, lane utilisation >= 90 % (row sums and statistics go
+//            to the coalesced layout of their store before it: one request
+//            of a warp, not one single-lane store per warp and register),
+//            shared bank-conflict factor <= 1.1 (softmax, gemv);
 //   PTX      by default (no option, the examples as shipped) the weights
 //            and inputs load with `ld.global.nc.v4`, no 128-bit load of a
 //            read-only tensor skips the .nc path, reductions use shfl.sync,
@@ -117,14 +118,14 @@ llvm::json::Value read_json(const std::string &path) {
 }
 
 struct Global {
-  double bytes = 0, bytes128 = 0, efficiency = 0;
+  double bytes = 0, bytes128 = 0, efficiency = 0, lanes = 0;
 };
 
 Global global_of(const llvm::json::Object &o) {
   const llvm::json::Object *g = o.getObject("global");
   REQUIRE(g);
   return {double(*g->getInteger("bytes_requested")), double(*g->getInteger("bytes_128bit")),
-          *g->getNumber("efficiency")};
+          *g->getNumber("efficiency"), *g->getNumber("lane_utilization")};
 }
 
 std::vector<float> random_floats(size_t n, unsigned seed) {
@@ -201,11 +202,32 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
                         {{"x", x.data(), ETL_F32, {M, N}}, {"y", y.data(), ETL_F32, {M}}}, run);
     REQUIRE_MESSAGE(err.empty(), err);
     Global g = global_of(*read_json(run.profile).getAsObject());
-    MESSAGE("rowsum: " << g.bytes128 / g.bytes * 100 << " % of global bytes by 128-bit accesses");
+    MESSAGE("rowsum: " << g.bytes128 / g.bytes * 100 << " % of global bytes by 128-bit accesses, "
+                       << g.lanes * 100 << " % lanes");
     CHECK(g.bytes128 >= 0.9 * g.bytes);
-    // x's loads are 100 %; the [16] partial sums are stored by one lane per
-    // warp (rows w and w + 8), which costs the rest
     CHECK(g.efficiency >= 0.9);
+    // The [16] row sums (rows w and w + 8 in warp w) go through scratch to
+    // 16 lanes of one warp: one store request, not 16 single-lane ones.
+    CHECK(g.lanes >= 0.9);
+    // Into scratch, lanes 0 and 1 of each warp write its two rows in one
+    // request: as many shared store requests as warps, not twice that.
+    llvm::json::Value doc = read_json(run.profile);
+    int64_t st = 0, tasks = 0, warps = 0;
+    if (const llvm::json::Object *cfg = doc.getAsObject())
+      warps = *cfg->getInteger("threads_per_cta") / 32;
+    for (const llvm::json::Value &gv : *doc.getAsObject()->getArray("groups")) {
+      const llvm::json::Object &go = *gv.getAsObject();
+      if (go.getString("name") != "partial")
+        continue;
+      tasks = *go.getObject("sync")->getInteger("tasks");
+      for (const llvm::json::Value &sv : *go.getArray("sites")) {
+        const llvm::json::Object &so = *sv.getAsObject();
+        if (so.getString("space") == "shared" && so.getString("kind") == "store")
+          st += *so.getObject("shared")->getInteger("requests");
+      }
+    }
+    CHECK(tasks == (M / 16) * (N / 128));
+    CHECK(st == tasks * warps);
   }
   {
     const int64_t B = 32, N = 1024;
@@ -219,7 +241,8 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     Global g = global_of(*doc.getAsObject());
     MESSAGE("softmax: " << g.bytes128 / g.bytes * 100 << " % of global bytes by 128-bit accesses");
     CHECK(g.bytes128 >= 0.9 * g.bytes);
-    CHECK(g.efficiency >= 0.9); // the row statistics are stored one lane per warp
+    CHECK(g.efficiency >= 0.9);
+    CHECK(g.lanes >= 0.9);
     const llvm::json::Object *sh = doc.getAsObject()->getObject("shared");
     REQUIRE(sh);
     if (*sh->getInteger("requests") > 0)
@@ -242,8 +265,10 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     REQUIRE_MESSAGE(err.empty(), err);
     llvm::json::Value doc = read_json(run.profile);
     Global g = global_of(*doc.getAsObject());
-    MESSAGE("gemv: " << g.bytes128 / g.bytes * 100 << " % of global bytes by 128-bit accesses");
-    CHECK(g.bytes128 >= 0.8 * g.bytes);
+    MESSAGE("gemv: " << g.bytes128 / g.bytes * 100 << " % of global bytes by 128-bit accesses, "
+                     << g.lanes * 100 << " % lanes");
+    CHECK(g.bytes128 >= 0.9 * g.bytes);
+    CHECK(g.lanes >= 0.9);
     // The weights (the 2-D loads of the partial groups) move entirely by 128-bit accesses.
     double wbytes = 0, w128 = 0;
     for (const llvm::json::Value &gv : *doc.getAsObject()->getArray("groups")) {
@@ -263,14 +288,13 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     }
     CHECK(wbytes >= double(N * K * 6)); // f16 + f32 weights
     CHECK(w128 == wbytes);
-    // x's re-layout into the 4-per-lane weight layout moves 16 bytes per
-    // lane through shared memory (scalar reads 4 words apart were a 4-way
-    // conflict: factor 2.64 overall); what is left is the f16 group's
-    // 8-byte reads (factor 2 at two sites).
+    // x is loaded straight into the weights' broadcast layout (f32) or
+    // shuffled there (f16): no shared memory; the row sums' re-layout
+    // writes one word per lane and reads them back conflict-free.
     const llvm::json::Object *sh = doc.getAsObject()->getObject("shared");
     REQUIRE(sh);
     MESSAGE("gemv: shared bank-conflict factor " << *sh->getNumber("bank_conflict_factor"));
-    CHECK(*sh->getNumber("bank_conflict_factor") <= 1.3);
+    CHECK(*sh->getNumber("bank_conflict_factor") <= 1.1);
     double worst = 0;
     for (int64_t n = 0; n < N; ++n) {
       double s16 = 0, s32 = 0;

@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -117,7 +119,12 @@ TEST_CASE("where N % 4 == 0: 128-bit loads in the layout of TILE-IR.md, no remar
         "warp=[(1,0),(2,0)]>");
   const TOp *red = ops_of(p.body, TileOpKind::Reduce).at(0);
   CHECK(layout_of(p, red->results[0]).str() == "ll<16 reg=[4,8] lane=[0,0,0,0,0] warp=[1,2]>");
-  CHECK(ops_of(p.body, TileOpKind::Convert).empty());
+  // The row sums (one lane per warp holds each) go to 16 lanes of one warp
+  // before their store: one convert, through scratch (rows change warps).
+  std::vector<const TOp *> conv = ops_of(p.body, TileOpKind::Convert);
+  REQUIRE(conv.size() == 1);
+  CHECK(conv[0]->path == ConvertPath::Scratch);
+  CHECK(layout_of(p, conv[0]->results[0]).str() == "ll<16 reg=[] lane=[1,2,4,8,0] warp=[0,0]>");
   CHECK(t->diags.find("remark") == std::string::npos);
   // part is written by partial: its loads in final are coherent.
   const TOp *pl = ops_of(func(t->m, "final").body, TileOpKind::Load).at(0);
@@ -176,14 +183,47 @@ TEST_CASE("softmax: conversions only where uses disagree") {
   auto t = tile_of(ss.str());
   const TileFunc &st = func(t->m, "stats");
   // The row statistics live in the slice of the tile's layout: the loop
-  // carries them without conversion, and exp(t - expand(m)) broadcasts for free.
-  CHECK(ops_of(st.body, TileOpKind::Convert).empty());
+  // carries them without conversion, and exp(t - expand(m)) broadcasts for
+  // free. After the loop each goes to the coalesced layout of its store
+  // (one request of 4 lanes instead of one single-lane request per warp).
+  std::vector<const TOp *> conv = ops_of(st.body, TileOpKind::Convert);
+  CHECK(conv.size() == 2);
+  for (const TOp *op : ops_of(st.body, TileOpKind::For))
+    CHECK(ops_of(op->body, TileOpKind::Convert).empty());
+  for (const TOp *op : ops_of(st.body, TileOpKind::Store))
+    CHECK(std::count(layout_of(st, op->operands[0]).lane.begin(),
+                     layout_of(st, op->operands[0]).lane.end(), 0u) < 5);
   const TileFunc &nm = func(t->m, "normalize");
   // Only the two small row loads (row_max, row_sum) are re-laid out.
   CHECK(ops_of(nm.body, TileOpKind::Convert).size() == 2);
   for (const TOp *r : ops_of(st.body, TileOpKind::Reduce))
     CHECK(layout_of(st, r->results[0]) ==
           slice_layout(layout_of(st, r->operands[0]), unsigned(r->axis)));
+}
+
+TEST_CASE("gemv: x loads 128-bit into the weights' broadcast layout; sums stored by one warp") {
+  std::ifstream in(std::string(ETL_SOURCE_DIR) + "/examples/gemv/gemv.etl");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto t = tile_of(ss.str());
+  for (const char *name : {"partial16", "partial32"}) {
+    CAPTURE(name);
+    const TileFunc &f = func(t->m, name);
+    for (const TOp *ld : ops_of(f.body, TileOpKind::Load))
+      CHECK(ld->mem.vec_bits == 128); // the weights and x
+    // x: straight into the layout its broadcast needs (f32: 4 per lane, as
+    // loaded), or loaded 4 per lane and shuffled to the f16 weights' 8 per
+    // lane; only the stored row sums go through scratch (warps -> lanes).
+    int scratch = 0, shuffle = 0;
+    for (const TOp *c : ops_of(f.body, TileOpKind::Convert)) {
+      scratch += c->path == ConvertPath::Scratch;
+      shuffle += c->path == ConvertPath::Shuffle;
+    }
+    CHECK(scratch == 1);
+    CHECK(shuffle == (std::string(name) == "partial16" ? 1 : 0));
+    const TOp *st = ops_of(f.body, TileOpKind::Store).at(0);
+    CHECK(store_requests(layout_of(f, st->operands[0]), st->mem.vec) == 1);
+  }
 }
 
 TEST_CASE("every example builds, takes layouts and verifies") {

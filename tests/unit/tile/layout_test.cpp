@@ -143,6 +143,50 @@ TEST_CASE("conversion paths follow from the maps") {
   CHECK(convert_path(slice_layout(a, 1), uniform_layout({16}, 4)) == ConvertPath::Scratch);
 }
 
+TEST_CASE("shuffle plans: one shfl.idx per register inside a warp, or none") {
+  // gemv's x for f16 weights: loaded 4 floats per lane (one 16-byte access
+  // of 32 lanes), needed 8 per lane (lanes 16..31 copies of 0..15).
+  Layout from = blocked_layout({128}, 4, {0}, 8);
+  Layout to = slice_layout(default_layout({32, 128}, 8, 8), 0);
+  std::optional<ShufflePlan> p = shuffle_plan(from, to);
+  REQUIRE(p);
+  REQUIRE(p->src_reg.size() == to.num_regs());
+  for (uint32_t w = 0; w < to.num_warps(); ++w)
+    for (uint32_t l = 0; l < 32; ++l)
+      for (uint32_t r = 0; r < to.num_regs(); ++r) {
+        uint32_t src = p->base[r];
+        for (unsigned k = 0; k < kLaneBits; ++k)
+          src ^= (l >> k & 1u) ? p->lane_mask[r][k] : 0u;
+        for (size_t j = 0; j < p->warp_mask[r].size(); ++j)
+          src ^= (w >> j & 1u) ? p->warp_mask[r][j] : 0u;
+        if (p->own[r])
+          src = l;
+        CHECK(from.apply(p->src_reg[r], src, w) == to.apply(r, l, w));
+      }
+  // A register rename needs no shuffle at all.
+  Layout a = default_layout({16, 128}, 4, 4), swapped = a;
+  std::swap(swapped.reg[0], swapped.reg[1]);
+  p = shuffle_plan(a, swapped);
+  REQUIRE(p);
+  for (bool own : p->own)
+    CHECK(own);
+  // Rows that move between warps cannot be shuffled.
+  CHECK_FALSE(shuffle_plan(slice_layout(a, 1), default_layout({16}, 1, 4)));
+}
+
+TEST_CASE("access efficiency and store requests follow from the maps") {
+  // 32 lanes x 16 bytes, contiguous: every sector used.
+  CHECK(access_efficiency(blocked_layout({128}, 4, {0}, 8), 4, 0, 4) == doctest::Approx(1.0));
+  // 8 floats per lane read as two 16-byte halves: half of each sector per request.
+  Layout eight = slice_layout(default_layout({32, 128}, 8, 8), 0);
+  CHECK(access_efficiency(eight, 4, 0, 4) == doctest::Approx(0.5));
+  // A row sum held by one lane of each of 8 warps, two rows each: 16
+  // single-lane stores; the coalesced layout: one request.
+  Layout sums = slice_layout(default_layout({16, 128}, 4, 8), 1);
+  CHECK(store_requests(sums, 1) == 16);
+  CHECK(store_requests(default_layout({16}, 1, 8), 1) == 1);
+}
+
 TEST_CASE("FMA dot operands: each thread holds the rows and columns its outputs need") {
   Layout c = default_layout({16, 32}, 1, 4);
   Layout la = dot_operand_layout(c, 0, {16, 64}), lb = dot_operand_layout(c, 1, {64, 32});
