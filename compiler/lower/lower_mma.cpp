@@ -51,9 +51,9 @@
 //      area overlapping the drained ring), then `acc += result`, so acc's
 //      initial value is kept (and untouched when the loop runs no iteration).
 //
-// Shared memory: 2 (MK + KN) bytes of operands, then 4 M result_stride(N)
+// Shared memory: 2 (MK + KN) bytes of operands, then 4 M mma_result_stride(N)
 // bytes of result; a pipelined loop needs max(S 2 (MK + KN), 4 M
-// result_stride(N)) (S 2 (MK + KN) + the result when the accumulators do
+// mma_result_stride(N)) (S 2 (MK + KN) + the result when the accumulators do
 // not persist).
 // A dot that does not fit the portable budget, or whose shape or types do
 // not qualify, keeps the FMA path of lower_compute.cpp and says why in a
@@ -85,11 +85,6 @@ struct Swizzle {
   }
 };
 
-/// Row stride (f32 elements) of the result area: N padded to 8 mod 32, so
-/// the 8-byte pair stores of one C fragment (rows g, columns 2t) fill the
-/// 32 banks twice: two wavefronts per 256 bytes, the minimum.
-int64_t result_stride(int64_t n) { return n + ((8 - n % 32) + 32) % 32; }
-
 /// The most f32 accumulators per thread a pipelined K loop keeps in
 /// registers across its iterations (lower_pipelined_for); CUTLASS's largest
 /// warp tiles (64 x 64 per warp) hold 128, but the megakernel's other tasks
@@ -97,6 +92,8 @@ int64_t result_stride(int64_t n) { return n + ((8 - n % 32) + 32) % 32; }
 constexpr int64_t kMaxAccRegs = 64;
 
 } // namespace
+
+int64_t mma_result_stride(int64_t n) { return n + ((8 - n % 32) + 32) % 32; }
 
 /// Byte offset (i64) of element (row, col) in the swizzled layout `s`.
 static llvm::Value *swizzled_offset(Builder &b, const Swizzle &s, llvm::Value *row,
@@ -121,7 +118,7 @@ std::string Lowerer::mma_eligible(const TileVal &a, const TileVal &c) const {
            "] is not a multiple of the mma shape (M % 16, K % 16, N % 8)";
   if (T % 32)
     return "the CTA's " + std::to_string(T) + " threads are not whole warps";
-  int64_t bytes = 2 * (M * K + K * N) + 4 * M * result_stride(N);
+  int64_t bytes = 2 * (M * K + K * N) + 4 * M * mma_result_stride(N);
   int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
   if (bytes > budget)
     return "its staged operands and result need " + std::to_string(bytes) +
@@ -293,7 +290,7 @@ void Lowerer::mma_store_frags(const MmaTile &t, const std::vector<llvm::AllocaIn
                               llvm::Value *u, int64_t c_base) {
   // Registers (0, 1) and (2, 3) of a C fragment are adjacent columns (row
   // g + 8 (i >> 1), col 2t + (i & 1)): one 8-byte store each.
-  const int64_t cs = result_stride(t.N);
+  const int64_t cs = mma_result_stride(t.N);
   llvm::Value *lane = b.CreateURem(b.CreateZExt(tid, i64), b.getInt64(32));
   llvm::Value *g = b.CreateLShr(lane, 2), *q = b.CreateAnd(lane, 3);
   llvm::Value *r0 = b.CreateMul(b.CreateUDiv(u, b.getInt64(t.n_units)), b.getInt64(16));
@@ -313,7 +310,7 @@ void Lowerer::mma_store_frags(const MmaTile &t, const std::vector<llvm::AllocaIn
 }
 
 TileVal Lowerer::mma_read_result(const MmaTile &t, int64_t c_base) {
-  const int64_t cs = result_stride(t.N);
+  const int64_t cs = mma_result_stride(t.N);
   m.barrier(b);
   TileVal r;
   r.elem = ElemType::F32;
@@ -345,7 +342,7 @@ TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line,
   const int64_t c_base = stages * 2 * (t.M * t.K + t.K * t.N);
   llvm::Value *a_base = op_base ? op_base : b.getInt64(0);
   llvm::Value *b_base = b.CreateAdd(a_base, b.getInt64(2 * t.M * t.K));
-  note_scratch((c_base + 4 * t.M * result_stride(t.N)) / 4);
+  note_scratch((c_base + 4 * t.M * mma_result_stride(t.N)) / 4);
   // 1. Both operands swizzled in shared memory, then a barrier.
   if (stage_async)
     stage_async();
@@ -392,7 +389,7 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     c.elem = lb->elem, c.shape = lb->shape;
   }
   const int64_t M = la ? a.shape[0] : 0, K = la ? a.shape[1] : 0, N = lb ? c.shape[1] : 0;
-  const int64_t stage_bytes = 2 * (M * K + K * N), result_bytes = 4 * M * result_stride(N);
+  const int64_t stage_bytes = 2 * (M * K + K * N), result_bytes = 4 * M * mma_result_stride(N);
   const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
   const bool ok = la && lb && c.shape[0] == K && mma_eligible(a, c) == "ok";
   const MmaTile t = ok ? mma_tile(a, c) : MmaTile{};

@@ -27,14 +27,13 @@
 //      w runs units w, w + W, ...; per k8 four A loads (PTX's A fragment:
 //      row g + 8(i & 1), col t + 4(i >> 1)) and per n8 two B loads (k = t +
 //      4j, n = g), one mma per n8, the accumulators in registers over K;
-//   3. the write-back of lower_mma.cpp's dot_mma, the same C fragment
-//      layout: 8-byte pair stores to an f32 [M, N] area with rows of
-//      result_stride(N) floats, a barrier, every thread reads its elements.
-//      (A copy while lower_mma.cpp is being restructured; to become a call of
-//      its write-back helpers.)
+//   3. the write-back of lower_mma.cpp (Lowerer::mma_store_frags and
+//      mma_read_result), the same C fragment layout: 8-byte pair stores to
+//      an f32 [M, N] area with rows of mma_mma_result_stride(N) floats, a
+//      barrier, every thread reads its elements.
 //
 // Shared memory: 4 (M Ka + K Nb) bytes of operands (the strides above),
-// then 4 M result_stride(N) bytes of result. A tf32 dot that is one
+// then 4 M mma_result_stride(N) bytes of result. A tf32 dot that is one
 // row, of another shape, or too large keeps the exact f32 FMA path of
 // lower_compute.cpp and says why in a remark (DiagId::DotFmaPath). Not done:
 // cp.async staging of `dot(load, load, precision = tf32)` and the pipelined
@@ -55,9 +54,6 @@ int64_t a_stride(int64_t k) { return k % 32 == 0 || k % 8 == 4 ? k : k + 4; }
 int64_t b_stride(int64_t n) { return n % 32 == 0 || (n / 8) % 2 == 1 ? n : n + 8; }
 unsigned a_xor(int64_t k) { return k % 32 == 0 ? 8 : 0; }
 unsigned b_xor(int64_t n) { return n % 32 == 0 ? 4 : 0; }
-
-/// lower_mma.cpp's result row stride: N padded to 8 mod 32 floats.
-int64_t result_stride(int64_t n) { return n + ((8 - n % 32) + 32) % 32; }
 
 std::string type_str(const TileVal &v) {
   std::string s = std::string(spelling(v.elem)) + "[";
@@ -83,7 +79,7 @@ std::string Lowerer::tf32_eligible(const TileVal &a, const TileVal &c) const {
            "] is not a multiple of the tf32 mma shape (M % 16, K % 8, N % 8)";
   if (T % 32)
     return "the CTA's " + std::to_string(T) + " threads are not whole warps";
-  int64_t bytes = 4 * (M * a_stride(K) + K * b_stride(N)) + 4 * M * result_stride(N);
+  int64_t bytes = 4 * (M * a_stride(K) + K * b_stride(N)) + 4 * M * mma_result_stride(N);
   int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
   if (bytes > budget)
     return "its staged operands and result need " + std::to_string(bytes) +
@@ -101,7 +97,7 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
     return dot(a, c, where); // f32 operands: no second remark there
   }
   const int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
-  const int64_t sa = a_stride(K), sb = b_stride(N), cs = result_stride(N);
+  const int64_t sa = a_stride(K), sb = b_stride(N), cs = mma_result_stride(N);
   const int64_t b_base = 4 * M * sa, c_base = b_base + 4 * K * sb;
   note_scratch((c_base + 4 * M * cs) / 4);
   const unsigned line = where.begin.line;
@@ -139,20 +135,15 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
   stage(c, N, sb, xb, b_base);
   m.barrier(b);
 
-  // 2. Warp tiles of m16 x nb, each warp a strided share of them.
-  const int64_t nb = N % 16 == 0 ? 16 : 8, n_units = N / nb, units = (M / 16) * n_units;
-  const unsigned n8 = unsigned(nb / 8);
-  llvm::Value *t64 = b.CreateZExt(tid, i64);
-  llvm::Value *warp = b.CreateUDiv(t64, b.getInt64(32)), *lane = b.CreateURem(t64, b.getInt64(32));
+  // 2. Warp tiles as dot_mma's (mma_tile, mma_for_units), one k8 step at a
+  // time; 3. its write-back (mma_store_frags, mma_read_result).
+  const MmaTile tile = mma_tile(a, c);
+  llvm::Value *lane = b.CreateURem(b.CreateZExt(tid, i64), b.getInt64(32));
   llvm::Value *g = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, 3);
-  std::vector<llvm::AllocaInst *> acc;
-  for (unsigned i = 0; i < 4 * n8; ++i)
-    acc.push_back(entry_alloca(f32, "tf32.acc"));
-  for_range(warp, b.getInt64(units), b.getInt64(T / 32), [&](llvm::Value *u) {
-    llvm::Value *r0 = b.CreateMul(b.CreateUDiv(u, b.getInt64(n_units)), b.getInt64(16));
-    llvm::Value *n0 = b.CreateMul(b.CreateURem(u, b.getInt64(n_units)), b.getInt64(nb));
-    for (llvm::AllocaInst *x : acc)
-      b.CreateStore(llvm::ConstantFP::get(f32, 0.0), x);
+  mma_for_units(tile, 0, [&](unsigned, llvm::Value *u) {
+    llvm::Value *r0 = b.CreateMul(b.CreateUDiv(u, b.getInt64(tile.n_units)), b.getInt64(16));
+    llvm::Value *n0 = b.CreateMul(b.CreateURem(u, b.getInt64(tile.n_units)), b.getInt64(tile.nb));
+    std::vector<llvm::AllocaInst *> acc = mma_zero_frags(tile);
     for_range(b.getInt64(0), b.getInt64(K), b.getInt64(8), [&](llvm::Value *k0) {
       std::vector<llvm::Value *> fa;
       for (unsigned i = 0; i < 4; ++i) {
@@ -160,7 +151,7 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
         llvm::Value *col = b.CreateAdd(k0, b.CreateAdd(t, b.getInt64(4 * (i >> 1))));
         fa.push_back(scratch_load(i32, offset(0, sa, xa, row, col), 1));
       }
-      for (unsigned j = 0; j < n8; ++j) {
+      for (unsigned j = 0; j < tile.n8; ++j) {
         std::vector<llvm::Value *> fb, cc;
         for (unsigned i = 0; i < 2; ++i) {
           llvm::Value *row = b.CreateAdd(k0, b.CreateAdd(t, b.getInt64(4 * i)));
@@ -174,41 +165,9 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
           b.CreateStore(d[i], acc[4 * j + i]);
       }
     });
-    // 3a. The C fragments: registers (0, 1) and (2, 3) are adjacent columns.
-    auto *v2 = llvm::FixedVectorType::get(f32, 2);
-    for (unsigned j = 0; j < n8; ++j)
-      for (unsigned i = 0; i < 4; i += 2) {
-        llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(8 * (i >> 1))));
-        llvm::Value *col =
-            b.CreateAdd(n0, b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(8 * j)));
-        llvm::Value *pair = llvm::PoisonValue::get(v2);
-        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i]), uint64_t(0));
-        pair = b.CreateInsertElement(pair, b.CreateLoad(f32, acc[4 * j + i + 1]), uint64_t(1));
-        scratch_store(pair, offset(c_base, cs, 0, row, col), 1);
-      }
+    mma_store_frags(tile, acc, u, c_base);
   });
-  m.barrier(b);
-
-  // 3b. Every thread reads its own elements.
-  TileVal r;
-  r.elem = ElemType::F32;
-  r.shape = {M, N};
-  for (unsigned k = 0; k < regs_for(r.numel()); ++k) {
-    llvm::AllocaInst *tmp = entry_alloca(f32, "tf32.out");
-    b.CreateStore(llvm::ConstantFP::get(f32, 0.0), tmp);
-    auto read = [&, k] {
-      llvm::Value *e = elem_index(k);
-      llvm::Value *row = b.CreateUDiv(e, b.getInt64(N)), *col = b.CreateURem(e, b.getInt64(N));
-      b.CreateStore(scratch_load(f32, offset(c_base, cs, 0, row, col), 1), tmp);
-    };
-    if (llvm::Value *alive = elem_alive(k, r.numel()))
-      if_then(alive, read);
-    else
-      read();
-    r.regs.push_back(b.CreateLoad(f32, tmp));
-  }
-  m.barrier(b);
-  return r;
+  return mma_read_result(tile, c_base);
 }
 
 } // namespace etl

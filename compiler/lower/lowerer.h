@@ -170,6 +170,11 @@ llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
 llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
 /// Whether a `dot` call asks for `precision = tf32` (lower_mma_tf32.cpp).
 bool dot_wants_tf32(const Expr &call);
+/// Row stride (f32 elements) of a tensor-core dot's result area
+/// (lower_mma.cpp): N padded to 8 mod 32, so the 8-byte pair stores of one
+/// C fragment (rows g, columns 2t) fill the 32 banks twice: two wavefronts
+/// per 256 bytes, the minimum.
+int64_t mma_result_stride(int64_t n);
 
 class Lowerer {
 public:
