@@ -22,6 +22,7 @@
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 #include "../common/ref_check.h"
+#include "../common/ref_host.h"
 
 static const char *usage =
     "usage: moe_layer_host ARTIFACT REFDIR... [--device auto|sim|cuda] [--profile FILE]\n"
@@ -130,44 +131,4 @@ static int run_one(etlContext ctx, etlProgram prog, const char *dir) {
   return ok;
 }
 
-int main(int argc, char **argv) {
-  const char *artifact = NULL, *device = "auto", *profile = NULL;
-  const char *dirs[64];
-  int ndirs = 0, race_check = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--device") && i + 1 < argc)
-      device = argv[++i];
-    else if (!strcmp(argv[i], "--profile") && i + 1 < argc)
-      profile = argv[++i];
-    else if (!strcmp(argv[i], "--race-check"))
-      race_check = 1;
-    else if (argv[i][0] != '-' && !artifact)
-      artifact = argv[i];
-    else if (argv[i][0] != '-' && ndirs < 64)
-      dirs[ndirs++] = argv[i];
-    else {
-      fprintf(stderr, "%s", usage);
-      return 2;
-    }
-  }
-  if (!artifact || ndirs == 0) {
-    fprintf(stderr, "%s", usage);
-    return 2;
-  }
-  etlContext ctx;
-  etlProgram prog;
-  CHECK_ETL(etlContextCreate(&ctx, device, NULL));
-  CHECK_ETL(etlProgramLoadFile(ctx, artifact, &prog));
-  if (profile)
-    CHECK_ETL(etlProgramSetProfile(prog, profile));
-  if (race_check)
-    CHECK_ETL(etlProgramSetRaceCheck(prog, 1));
-  int failures = 0;
-  for (int i = 0; i < ndirs; ++i)
-    failures += !run_one(ctx, prog, dirs[i]);
-  printf("moe_layer: %d of %d bindings match PyTorch on %s, from one artifact\n", ndirs - failures,
-         ndirs, etlContextDeviceName(ctx));
-  etlProgramDestroy(prog);
-  etlContextDestroy(ctx);
-  return failures ? 1 : 0;
-}
+int main(int argc, char **argv) { return ex_ref_main(argc, argv, "moe_layer", usage, run_one); }
