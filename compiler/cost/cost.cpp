@@ -214,6 +214,21 @@ std::optional<int64_t> sum_domain(const DomainSum &d, size_t k, Env &env, const 
       return std::nullopt;
     return eval_int(d.per_task, env, sums);
   }
+  // A box whose bounds do not depend on the vars still unbound: refuse one
+  // larger than the points left before visiting any (2^26 tasks must not
+  // cost 2^24 evaluations first).
+  int64_t box = 1;
+  for (size_t j = k; j < d.vars.size() && box > 0; ++j) {
+    auto l = eval_int(d.lo[j], env, sums), h = eval_int(d.hi[j], env, sums);
+    if (!l || !h) {
+      box = 0;
+      break;
+    }
+    if (__builtin_mul_overflow(box, std::max<int64_t>(0, *h - *l), &box))
+      return std::nullopt;
+  }
+  if (box > left)
+    return std::nullopt;
   auto lo = eval_int(d.lo[k], env, sums), hi = eval_int(d.hi[k], env, sums);
   if (!lo || !hi)
     return std::nullopt;

@@ -23,7 +23,7 @@ TEST_CASE("every example compiles for sm_90 and sm_80, and ptxas accepts the PTX
     for (const char *target : {"sm_90", "sm_80"}) {
       CAPTURE(p.string());
       CAPTURE(target);
-      std::string ptx = ptxcheck::compile_ptx(p.string(), target);
+      const std::string &ptx = ptxcheck::program_ptx(p.string(), target);
       REQUIRE(ptx.find(".entry") != std::string::npos);
       if (std::string(ETL_PTXAS).empty()) {
         MESSAGE("ptxas not found at configure time: skipping PTX assembly of " << p.filename());

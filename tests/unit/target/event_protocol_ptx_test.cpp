@@ -279,7 +279,7 @@ TEST_CASE("every program's PTX keeps the release/acquire event protocol") {
   REQUIRE(list.size() >= 6);
   for (const fs::path &src : list) {
     CAPTURE(src.filename().string());
-    Kernel k = parse_kernel(compile_ptx(src.string()));
+    Kernel k = parse_kernel(program_ptx(src.string(), "sm_90"));
     Findings f = check_protocol(k);
     std::string all;
     for (const std::string &e : f.errors)

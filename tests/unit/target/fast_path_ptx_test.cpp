@@ -260,7 +260,7 @@ TEST_CASE("fast path: no program touches host-mapped memory on a task's fast pat
     for (std::string target : {"sm_90", "sm_80"}) {
       CAPTURE(src.filename().string());
       CAPTURE(target);
-      Kernel k = parse_kernel(compile_ptx(src.string(), target));
+      Kernel k = parse_kernel(program_ptx(src.string(), target));
       Findings f = check_fast_path(k);
       for (const std::string &e : f.errors)
         FAIL_CHECK(e);

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -51,8 +52,7 @@ inline std::vector<std::filesystem::path> programs(bool runtime_programs = true)
 /// The PTX of `src` for `target` (threads 0: the compiler's choice); the
 /// compile must succeed.
 inline std::string compile_ptx(const std::string &src, const std::string &target = "sm_90",
-                               unsigned threads = 0, bool fmad = true,
-                               bool tile_lowering = true) {
+                               unsigned threads = 0, bool fmad = true, bool tile_lowering = true) {
   CompileOptions o;
   o.tile_lowering = tile_lowering;
   o.input = src;
@@ -65,6 +65,19 @@ inline std::string compile_ptx(const std::string &src, const std::string &target
   INFO(err.str());
   REQUIRE(code == 0);
   return out.str();
+}
+
+/// compile_ptx(src, target) with the compiler's defaults, compiled once per
+/// test process: the sweeps over programs() (all_examples, event_protocol,
+/// fast_path) read the same PTX, and compiling every program for two
+/// targets three times was most of compiler_target's time under ASan.
+inline const std::string &program_ptx(const std::string &src, const std::string &target) {
+  static std::map<std::pair<std::string, std::string>, std::string> cache;
+  auto key = std::make_pair(src, target);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, compile_ptx(src, target)).first;
+  return it->second;
 }
 
 /// Runs `ptxas -v -arch=target` on `ptx`; returns its exit status, `log`
