@@ -106,24 +106,31 @@ static llvm::Value *swizzled_offset(Builder &b, const Swizzle &s, llvm::Value *r
   return b.CreateAdd(off, b.CreateMul(b.CreateURem(col, b.getInt64(8)), b.getInt64(2)));
 }
 
-std::string Lowerer::mma_eligible(const TileVal &a, const TileVal &c) const {
-  if (a.elem != c.elem || (a.elem != ElemType::F16 && a.elem != ElemType::BF16))
-    return "";
+std::string Lowerer::mma_fits(const TileVal &a, const TileVal &c, int64_t k_step, const char *mma,
+                              int64_t elem_bytes, int64_t (*a_cols)(int64_t),
+                              int64_t (*b_cols)(int64_t)) const {
   if (a.shape.size() != 2)
     return "a one-row (GEMV) dot keeps the memory-bound path";
   int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
-  if (M % 16 || N % 8 || K % 16)
+  if (M % 16 || N % 8 || K % k_step)
     return "its shape [" + std::to_string(M) + ", " + std::to_string(K) + "] x [" +
-           std::to_string(K) + ", " + std::to_string(N) +
-           "] is not a multiple of the mma shape (M % 16, K % 16, N % 8)";
+           std::to_string(K) + ", " + std::to_string(N) + "] is not a multiple of the " + mma +
+           " shape (M % 16, K % " + std::to_string(k_step) + ", N % 8)";
   if (T % 32)
     return "the CTA's " + std::to_string(T) + " threads are not whole warps";
-  int64_t bytes = 2 * (M * K + K * N) + 4 * M * mma_result_stride(N);
+  int64_t bytes = elem_bytes * (M * a_cols(K) + K * b_cols(N)) + 4 * M * mma_result_stride(N);
   int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
   if (bytes > budget)
     return "its staged operands and result need " + std::to_string(bytes) +
            " bytes of shared memory, more than the " + std::to_string(budget) + " available";
   return "ok";
+}
+
+std::string Lowerer::mma_eligible(const TileVal &a, const TileVal &c) const {
+  if (a.elem != c.elem || (a.elem != ElemType::F16 && a.elem != ElemType::BF16))
+    return "";
+  auto row = [](int64_t n) { return n; }; // unpadded rows (the XOR swizzle keeps them)
+  return mma_fits(a, c, 16, "mma", 2, row, row);
 }
 
 std::optional<TileVal> Lowerer::dot_async(const Expr &call) {

@@ -70,21 +70,7 @@ bool dot_wants_tf32(const Expr &call) {
 }
 
 std::string Lowerer::tf32_eligible(const TileVal &a, const TileVal &c) const {
-  if (a.shape.size() != 2)
-    return "a one-row (GEMV) dot keeps the memory-bound path";
-  int64_t M = a.shape[0], K = c.shape[0], N = c.shape[1];
-  if (M % 16 || N % 8 || K % 8)
-    return "its shape [" + std::to_string(M) + ", " + std::to_string(K) + "] x [" +
-           std::to_string(K) + ", " + std::to_string(N) +
-           "] is not a multiple of the tf32 mma shape (M % 16, K % 8, N % 8)";
-  if (T % 32)
-    return "the CTA's " + std::to_string(T) + " threads are not whole warps";
-  int64_t bytes = 4 * (M * a_stride(K) + K * b_stride(N)) + 4 * M * mma_result_stride(N);
-  int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
-  if (bytes > budget)
-    return "its staged operands and result need " + std::to_string(bytes) +
-           " bytes of shared memory, more than the " + std::to_string(budget) + " available";
-  return "ok";
+  return mma_fits(a, c, 8, "tf32 mma", 4, a_stride, b_stride);
 }
 
 TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where) {

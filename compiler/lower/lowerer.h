@@ -344,6 +344,14 @@ public:
   /// "" when a and c are not both f16 or both bf16, "ok" when the dot runs on
   /// tensor cores, else why it does not (the remark's text).
   std::string mma_eligible(const TileVal &a, const TileVal &c) const;
+  /// The checks both tensor-core paths share (mma_eligible, tf32_eligible):
+  /// "ok" when [M, K] x [K, N] is a multiple of m16 x k_step x n8, the CTA
+  /// is whole warps and `elem_bytes` (M a_cols(K) + K b_cols(N)) of staged
+  /// operands (rows of a_cols / b_cols elements) plus the f32 result fit the
+  /// shared-memory budget; else why not.
+  std::string mma_fits(const TileVal &a, const TileVal &c, int64_t k_step, const char *mma,
+                       int64_t elem_bytes, int64_t (*a_cols)(int64_t),
+                       int64_t (*b_cols)(int64_t)) const;
   /// The tensor-core dot (lower_mma.cpp's banner); `line` names it in sim's
   /// divergence reports.
   /// `stage`, when given, fills the swizzled operand area instead of the
