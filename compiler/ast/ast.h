@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -378,6 +379,15 @@ const KwArg *find_kwarg(const Expr &call, const char *name);
 /// `const`, `-`, `+`, `-` and `*` of those, or an expression sema's symbolic
 /// shape folded to a constant. For axes and static extents.
 std::optional<int64_t> static_int(const Program &p, const Expr &e);
+
+/// The tensor a slice `T[...]` (an Index expression) names, or -1.
+int slice_tensor(const Expr &slice);
+
+/// Tensors some task of `k` stores to or updates atomically, at any depth
+/// (loops, both branches of an `if`); -1 in the set: a store whose tensor is
+/// unknown, so every tensor may be written. Loads of the others may take the
+/// non-coherent path and run before a task's waits.
+std::set<int> written_tensors(const KernelDecl &k);
 
 /// Prints the tree in the stable text form read by golden tests
 /// (`etlc --emit=ast`).

@@ -1,8 +1,9 @@
 //===- ast/queries.cpp - Small read-only questions about checked nodes ----===//
 //
 // Helpers the later stages (tile IR builder, lowering) ask of an annotated
-// tree: a call's keyword argument by name, and the compile-time integer an
-// axis or extent expression stands for.
+// tree: a call's keyword argument by name, the compile-time integer an
+// axis or extent expression stands for, the tensor a slice names, and the
+// tensors a kernel's tasks write.
 //
 //===----------------------------------------------------------------------===//
 #include "ast/ast.h"
@@ -47,6 +48,48 @@ std::optional<int64_t> static_int(const Program &p, const Expr &e) {
   if (e.sym)
     return e.sym->as_constant();
   return std::nullopt;
+}
+
+int slice_tensor(const Expr &slice) {
+  if (slice.kind != ExprKind::Index || slice.args.empty())
+    return -1;
+  const Expr &base = *slice.args[0];
+  return base.kind == ExprKind::Name && base.ref == NameRef::Tensor ? base.ref_index : -1;
+}
+
+namespace {
+
+void collect_written(const Expr &e, std::set<int> &out) {
+  if (e.kind == ExprKind::Call && (e.builtin == Builtin::Store || is_atomic_fn(e.builtin))) {
+    int t = e.args.empty() || !e.args[0] ? -1 : slice_tensor(*e.args[0]);
+    // A store whose target we cannot name: every tensor may be written.
+    out.insert(t);
+  }
+  for (const ExprPtr &a : e.args)
+    if (a)
+      collect_written(*a, out);
+  for (const KwArg &k : e.kwargs)
+    if (k.value)
+      collect_written(*k.value, out);
+}
+
+void collect_written(const std::vector<StmtPtr> &body, std::set<int> &out) {
+  for (const StmtPtr &s : body) {
+    for (const ExprPtr *x : {&s->value, &s->lo, &s->hi, &s->step})
+      if (*x)
+        collect_written(**x, out);
+    collect_written(s->body, out);
+    collect_written(s->else_body, out);
+  }
+}
+
+} // namespace
+
+std::set<int> written_tensors(const KernelDecl &k) {
+  std::set<int> out;
+  for (const TaskDecl &t : k.tasks)
+    collect_written(t.body, out);
+  return out;
 }
 
 } // namespace etl

@@ -117,9 +117,6 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
 /// issues before them hold at most this many registers per thread, all
 /// hoisted tiles together (the rest stay after the waits).
 constexpr int64_t kPrefetchRegs = 32;
-/// Tensors some task of `k` stores to or updates atomically (-1: a store
-/// whose tensor is unknown, so every tensor may be written).
-std::set<int> written_tensors(const KernelDecl &k);
 /// The top-level `let`/`var` statements of `t`'s body that may run before
 /// its waits (AST path; prefetch.cpp's banner has the rules), in order.
 std::vector<const Stmt *> ast_prefetch(const TaskDecl &t, const std::set<int> &written,

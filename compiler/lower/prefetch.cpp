@@ -46,38 +46,6 @@ namespace etl {
 
 namespace {
 
-/// The tensor a slice `T[...]` (an Index expression) names, or -1.
-int slice_tensor(const Expr &slice) {
-  if (slice.kind != ExprKind::Index || slice.args.empty())
-    return -1;
-  const Expr &base = *slice.args[0];
-  return base.kind == ExprKind::Name && base.ref == NameRef::Tensor ? base.ref_index : -1;
-}
-
-void collect_written(const Expr &e, std::set<int> &out) {
-  if (e.kind == ExprKind::Call && (e.builtin == Builtin::Store || is_atomic_fn(e.builtin))) {
-    int t = e.args.empty() || !e.args[0] ? -1 : slice_tensor(*e.args[0]);
-    // A store whose target we cannot name: every tensor may be written.
-    out.insert(t);
-  }
-  for (const ExprPtr &a : e.args)
-    if (a)
-      collect_written(*a, out);
-  for (const KwArg &k : e.kwargs)
-    if (k.value)
-      collect_written(*k.value, out);
-}
-
-void collect_written(const std::vector<StmtPtr> &body, std::set<int> &out) {
-  for (const StmtPtr &s : body) {
-    for (const ExprPtr *x : {&s->value, &s->lo, &s->hi, &s->step})
-      if (*x)
-        collect_written(**x, out);
-    collect_written(s->body, out);
-    collect_written(s->else_body, out);
-  }
-}
-
 /// A uniform value fixed before the waits: literals, constants, dims,
 /// domain variables, scalar parameters, `inf`, and arithmetic, cdiv, min
 /// and max of those.
@@ -149,13 +117,6 @@ int64_t numel_of(const Type &t) {
 }
 
 } // namespace
-
-std::set<int> written_tensors(const KernelDecl &k) {
-  std::set<int> out;
-  for (const TaskDecl &t : k.tasks)
-    collect_written(t.body, out);
-  return out;
-}
 
 std::vector<const Stmt *> ast_prefetch(const TaskDecl &t, const std::set<int> &written,
                                        unsigned threads) {

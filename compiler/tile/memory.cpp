@@ -63,14 +63,6 @@ void index_defs(const std::vector<TOp> &ops, std::map<int, const TOp *> &def) {
   }
 }
 
-void collect_written(const std::vector<TOp> &ops, std::set<int> &out) {
-  for (const TOp &op : ops) {
-    if (op.kind == TileOpKind::Store)
-      out.insert(op.tensor);
-    collect_written(op.body, out);
-  }
-}
-
 /// The slice of `op` on its tensor: strides and the start offset.
 struct Geometry {
   std::vector<Sym> shape, stride;
@@ -118,7 +110,8 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
   int v = op.kind == TileOpKind::Store ? op.operands[0] : op.results[0];
   const TValue &tv = c.f.values[size_t(v)];
   unsigned bits = elem_bits(td.type.elem); // 4 for a packed i4/u4
-  m.non_coherent = op.kind == TileOpKind::Load && !c.written.count(op.tensor);
+  m.non_coherent =
+      op.kind == TileOpKind::Load && !c.written.count(op.tensor) && !c.written.count(-1);
   m.vec_bits = bits;
   Sym numel(1);
   for (const Sym &d : g.shape)
@@ -232,9 +225,9 @@ void analyse_ops(Ctx &c, std::vector<TOp> &ops, const Facts &facts) {
 } // namespace
 
 void analyse_memory(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag &diag) {
-  std::set<int> written;
-  for (const TileFunc &f : m.funcs)
-    collect_written(f.body, written);
+  // From the checked AST, not the tile ops: a body the tile IR does not
+  // cover (an `if`, an atomic) still writes its tensors.
+  const std::set<int> written = written_tensors(k);
   for (TileFunc &f : m.funcs) {
     Ctx c{k, f, written, {}, m.threads, diag, {}};
     index_defs(f.body, c.def);
