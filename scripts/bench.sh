@@ -58,9 +58,9 @@ examples=$(cd "$root/examples" && for f in */*.etl; do basename "$f" .etl; done)
 ex_dir() {
   local f
   for f in "$root"/examples/*/"$1".etl; do
-    [ -f "$f" ] && basename "$(dirname "$f")"
-    return
+    if [ -f "$f" ]; then basename "$(dirname "$f")"; fi
   done
+  return 0
 }
 # rowsum_dyn: rowsum with every group `schedule dynamic` (device queue), to
 # compare the two schedules side by side on one program.
