@@ -22,7 +22,8 @@
 #    in seconds: model = max(unique DRAM bytes / HBM bandwidth, FLOPs_tc /
 #    tensor peak + FLOPs_other / FP32 peak, shared wavefronts / (SMs x
 #    clock)) on an H100 (132 SMs at 1.98 GHz, one shared-memory wavefront per
-#    SM per clock): a lower bound given the traffic the code really makes,
+#    SM per clock; the wavefronts of loads, stores and ldmatrix: an 8-row
+#    ldmatrix phase moves 128 bytes, one wavefront): a lower bound given the traffic the code really makes,
 #    % of SOL = SOL / model, with the sector efficiency, unique DRAM bytes /
 #    minimum bytes (redundant traffic) and lane utilisation behind it.
 #    decode_layer (no C host) runs through its PyTorch check script.
@@ -172,9 +173,11 @@ echo
 model_py='
 import json, sys
 BW, FP32, TC, SMEM = 3350e9, 66.9e12, 989.4e12, 132 * 1.98e9
+def wavefronts(p): # shared loads/stores and ldmatrix (counted apart in the profile)
+    return p["shared"]["wavefronts"] + sum(g["sync"].get("ldmatrix_wavefronts", 0) for g in p["groups"])
 def model(p, flops_tc, flops_other):
     return max(p["unique_dram_bytes"] / BW, flops_tc / TC + flops_other / FP32,
-               p["shared"]["wavefronts"] / SMEM)
+               wavefronts(p) / SMEM)
 def stats(cost_path, prof_path):
     c = json.load(open(cost_path))["total"]; p = json.load(open(prof_path))
     m = model(p, c["flops_tc"]["value"], c["flops_other"]["value"])
@@ -198,7 +201,7 @@ print(" ".join(s[k] for k in ("sol", "model", "pct", "eff", "uniq", "lanes", "ba
 ' "$3" "$4" | { read -r a b c d e f h t; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' "$1" "$2" "$a" "$b" "$c" "$d" "$e" "$f" "$h" "$t"; }
 }
 
-echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared wavefronts / (132 SMs x 1.98 GHz)))"
+echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared + ldmatrix wavefronts / (132 SMs x 1.98 GHz)))"
 printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes bank "TC share"
 for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
             "mlp_bf16 64,256,512 T=64,D=256,F=512" \
@@ -231,8 +234,9 @@ echo " and TC share are against that bound; the expert GEMMs with the tiles the 
 # 4b. The tensor-core GEMMs: % of SOL (model) of the 4096^3 bf16 gemm and of
 #    the MoE expert GEMMs before (moe.etl: f32, FMA) and after (moe_bf16.etl:
 #    bf16, mma.sync). Expert rows: the `expert` group of the sim profile at
-#    the section-4 binding, with the FLOPs of the tiles the routing really
-#    made (the cost model's per-task FLOPs x the tasks the sim ran; --emit=cost
+#    the section-4 binding (the routing of the host's last run there:
+#    empty experts, half of them unused), with the FLOPs of the tiles the
+#    routing really made (the cost model's per-task FLOPs x the tasks the sim ran; --emit=cost
 #    alone counts every expert at its bound), so
 #      SOL   = max(the group's minimum bytes / BW, its FLOPs at the peaks),
 #      model = max(its global sectors x 32 B / BW (its L2 traffic: an upper
@@ -242,10 +246,11 @@ echo " and TC share are against that bound; the expert GEMMs with the tiles the 
 #    tensor cores set, for both). gemm 4096^3: the model scaled from the sim
 #    profile at 256^3 (every task runs the same code per K step, so shared
 #    wavefronts and tensor FLOPs scale with tasks x K steps, 4096 x), with
-#    DRAM at the minimum (A and B read once: L2 holds the reuse).
+#    DRAM at the minimum (A and B read once: L2 holds the reuse). "smem us":
+#    the model's shared-memory term (loads, stores and ldmatrix wavefronts).
 echo
 echo "== tensor-core GEMMs: % of SOL (model) on h100-sxm, as above"
-printf '%-28s %-24s %8s %9s %9s %7s %9s %8s %6s\n' GEMM binding tasks "SOL us" "model us" "% SOL" "% TC SOL" "TC share" bank
+printf '%-28s %-24s %8s %9s %9s %7s %9s %8s %6s %9s\n' GEMM binding tasks "SOL us" "model us" "% SOL" "% TC SOL" "TC share" bank "smem us"
 gemm_py='
 import json, sys
 BW, FP32, TC, SMEM = 3350e9, 66.9e12, 989.4e12, 132 * 1.98e9
@@ -262,12 +267,13 @@ scale = (64 * 64 * 128) / (4 * 4 * 8) # tasks x K steps, 4096^3 over 256^3 (64 x
 tc, other = c["flops_tc"]["value"], c["flops_other"]["value"]
 by = c["bytes_read"]["value"] + c["bytes_written"]["value"]
 sol = c["sol"]["seconds"]
-model = max(by / BW, tc / TC + other / FP32, p["shared"]["wavefronts"] * scale / SMEM)
+smem = (p["shared"]["wavefronts"] + sum(g["sync"]["ldmatrix_wavefronts"] for g in p["groups"])) * scale / SMEM
+model = max(by / BW, tc / TC + other / FP32, smem)
 tcf = sum(g["sync"].get("tensor_flops", 0) for g in p["groups"]) * scale
 g = group(p, "tile")["sync"]
-print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %9s %7.1f%% %6.2f" % ("gemm (bf16, scaled)", "M=N=K=4096",
+print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %9s %7.1f%% %6.2f %9.2f" % ("gemm (bf16, scaled)", "M=N=K=4096",
       c["tasks"]["value"], sol * 1e6, model * 1e6, 100 * sol / model, "-", 100 * tcf / tc,
-      g["ldmatrix_wavefronts"] / max(1, g["ldmatrix_phases"])))
+      g["ldmatrix_wavefronts"] / max(1, g["ldmatrix_phases"]), smem * 1e6))
 print("%-28s %-24s %8s %9.2f %9s %7s  (2 M N K at the tensor peak alone; SOL adds the acc += per K step at FP32)" %
       ("", "", "", 2 * 4096 ** 3 / TC * 1e6, "", ""))
 ' "$tmp/prof.json" "$tmp/cost.json"
@@ -286,15 +292,16 @@ def terms(prof, cost):
     tc, other = cg["flops_tc"]["value"] * per, cg["flops_other"]["value"] * per
     flops_s = tc / TC + other / FP32
     sol = max((cg["bytes_read"]["value"] + cg["bytes_written"]["value"]) / BW, flops_s)
-    model = max(pg["global"]["sectors"] * 32 / BW, flops_s, pg["shared"]["wavefronts"] / SMEM)
-    return ran, tc, sol, model, pg["sync"]
-ran, tc, sol, model, sync = terms(sys.argv[1], sys.argv[2])
+    smem = (pg["shared"]["wavefronts"] + pg["sync"]["ldmatrix_wavefronts"]) / SMEM
+    model = max(pg["global"]["sectors"] * 32 / BW, flops_s, smem)
+    return ran, tc, sol, model, pg["sync"], smem
+ran, tc, sol, model, sync, smem = terms(sys.argv[1], sys.argv[2])
 tc_sol = terms(sys.argv[5], sys.argv[6])[2]
 name = "moe expert (%s)" % ("bf16, mma.sync" if ex == "moe_bf16" else "f32, FMA")
 share = "%.1f%%" % (100 * sync["tensor_flops"] / tc) if tc else "-"
 bank = "%.2f" % (sync["ldmatrix_wavefronts"] / sync["ldmatrix_phases"]) if sync["ldmatrix_phases"] else "-"
-print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %8.1f%% %8s %6s" % (name, bind, ran, sol * 1e6, model * 1e6,
-      100 * sol / model, 100 * tc_sol / model, share, bank))
+print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %8.1f%% %8s %6s %9.2f" % (name, bind, ran, sol * 1e6, model * 1e6,
+      100 * sol / model, 100 * tc_sol / model, share, bank, smem * 1e6))
 ' "$tmp/prof_$ex.json" "$tmp/cost_$ex.json" "$ex" "$bind" "$tmp/prof_moe_bf16.json" "$tmp/cost_moe_bf16.json"
 done
 
