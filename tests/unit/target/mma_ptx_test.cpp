@@ -10,8 +10,9 @@
 // wait_group 1, with no result stores inside the loop, mma_pipeline_deep.etl's
 // a two-stage one, wait_group 0, writing each dot back; 0 ptxas spills),
 // and in the LLVM IR every mma/ldmatrix call carries the `convergent`
-// attribute. ptxas acceptance and zero spills of every example:
-// all_examples_ptx_test.cpp.
+// attribute; examples/mlp/mlp_bf16.etl and examples/moe/moe_bf16.etl have a
+// three-stage ring for every K loop. ptxas acceptance and zero spills of
+// every example: all_examples_ptx_test.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "driver/pipeline.h"
@@ -156,4 +157,35 @@ TEST_CASE("f16/bf16 dots: every mma and ldmatrix call is convergent in the LLVM 
            line.find("@llvm.nvvm.ldmatrix") != std::string::npos;
   }
   CHECK(all == size_t(calls));
+}
+
+TEST_CASE("f16/bf16 dots: every K loop of the bf16 mlp and moe examples is a 3-stage cp.async "
+          "ring on mma.sync") {
+  // mlp_bf16: gate_up's two loops (x @ wg, x @ wu) and down's; moe_bf16: the
+  // router's and the expert tiles' loops. Each loop waits with wait_group 1
+  // (three stages) and drains with wait_group 0 after it. That no dot takes
+  // the FMA path is checked by the sim profile's tensor-core share
+  // (example_mlp_bf16_tensor_cores, example_moe_bf16_tensor_cores).
+  struct Case {
+    const char *path;
+    size_t loops;
+  };
+  const Case cases[] = {{"examples/mlp/mlp_bf16.etl", 3}, {"examples/moe/moe_bf16.etl", 2}};
+  auto count = [](const std::string &s, const char *what) {
+    size_t n = 0;
+    for (size_t at = 0; (at = s.find(what, at)) != std::string::npos; ++at)
+      ++n;
+    return n;
+  };
+  for (const Case &c : cases)
+    for (const char *target : {"sm_80", "sm_90"}) {
+      CAPTURE(c.path);
+      CAPTURE(target);
+      std::string ptx = compile_to(c.path, target, "ptx");
+      CHECK(count(ptx, "cp.async.wait_group 1;") == c.loops);
+      CHECK(count(ptx, "cp.async.wait_group 0;") == c.loops);
+      CHECK(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+      CHECK(ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
+      CHECK(ptx.find("cp.async.cg.shared.global") != std::string::npos);
+    }
 }
