@@ -33,7 +33,9 @@
 //   2. warp tiles: the output is cut into m16 x n16 units (n8 when N % 16 !=
 //      0); warp w owns units w, w + W, ... Per k16 a unit loads its A
 //      fragment with ldmatrix.x4 and its B fragments with ldmatrix.x4.trans
-//      (x2.trans for n8: B is row-major [K, N]) and issues one mma per n8;
+//      (x2.trans for n8: B is row-major [K, N]; plain .x4 / .x2 when B is
+//      staged as [N, K] rows, MmaTile::b_nk: the b of dot(a, transpose(b)),
+//      lower_mma_operands.cpp; mma_load_b) and issues one mma per n8;
 //      the accumulators stay in registers over K. A single dot runs the
 //      warp's units one after the other (a warp-uniform loop); the pipelined
 //      loop keeps ceil(units / W) fragment sets per warp (unrolled, the last

@@ -289,7 +289,7 @@ TEST_CASE("cost: prefill_attention's causal loop (32-row query tiles, 32-row KV 
     CHECK(c[0].tc >= 4.0 * H * 128 * S * (S + 1) / 2);
     if (S == 4096)
       CHECK(c[0].tc <= 1.1 * 4.0 * H * 128 * S * (S + 1) / 2);
-    CHECK(c[0].read == 2.0 * 128 * S * H * 3); // q, k and v once
+    CHECK(c[0].read == 2.0 * 128 * S * H * 3);                // q, k and v once
     CHECK(c[1].tc == 2.0 * 32 * cdiv(S, 32) * 128 * H * 256); // o_proj on whole row tiles
   }
 }
