@@ -326,6 +326,8 @@ llvm::Function *Lowerer::lower_group(int g) {
   const int64_t scratch_before = max_scratch_elems;
   const size_t remarks_before = remarks.size();
   mma_hoist_used = false;
+  mma_hoisted.clear();
+  scratch_floor = 0;
   llvm::Function *f = lower_group(g, nullptr);
   if (!mma_hoist_used ||
       int64_t(kSmemScratch) + 4 * max_scratch_elems <= int64_t(portable_smem_limit()))
