@@ -4,7 +4,9 @@
 // (compiler/lower/lower_mma.cpp) compiled for sm_80 and sm_90:
 // examples/gemm (bf16, n16 blocks) and tests/unit/runtime/programs/mma_dot.etl
 // (bf16 with n8 blocks, f16) have mma.sync m16n8k16 with f32 accumulation
-// and ldmatrix (.x4 for A, .trans for the row-major B) in their PTX, their
+// and ldmatrix (.x4 for A, .trans for the row-major B; plain for the b of
+// dot(a, transpose(b)): programs/mma_dot_nt.etl, prefill_attention's
+// q k^T) in their PTX, their
 // operands (loads of slices) arrive by cp.async (commit_group, wait_group;
 // the K loops of gemm and programs/mma_pipeline.etl are three-stage rings,
 // wait_group 1, with no result stores inside the loop, mma_pipeline_deep.etl's
@@ -131,6 +133,34 @@ TEST_CASE("f16/bf16 dots: a K loop of acc += dot(load, load) is a cp.async ring 
     std::string single = compile_to("tests/unit/runtime/programs/mma_dot.etl", target, "ptx");
     CHECK(single.find("cp.async.wait_group 0;") != std::string::npos);
     CHECK(single.find("cp.async.wait_group 1;") == std::string::npos);
+  }
+}
+
+TEST_CASE("f16/bf16 dots: dot(a, transpose(b)) loads b's fragments by plain ldmatrix from b "
+          "staged untransposed") {
+  // The B operand of a transposed b: the x2 loads of programs/mma_dot_nt.etl's
+  // n8 units are not .trans (A's loads are always .x4).
+  for (const char *target : {"sm_80", "sm_90"}) {
+    CAPTURE(target);
+    std::string nt = compile_to("tests/unit/runtime/programs/mma_dot_nt.etl", target, "ptx");
+    CHECK(nt.find("ldmatrix.sync.aligned.m8n8.x2.shared.b16") != std::string::npos);
+    CHECK(nt.find("cp.async.cg.shared.global") != std::string::npos);
+    // prefill_attention's q k^T: the A load and then the B load are both
+    // plain .x4, then the mmas (P V and o_proj keep .trans for row-major B).
+    std::string pa = compile_to("examples/prefill_attention/prefill_attention.etl", target, "ptx");
+    std::istringstream lines(pa);
+    std::string line, prev;
+    int plain_pairs = 0;
+    while (std::getline(lines, line)) {
+      if (line.find("ldmatrix") == std::string::npos)
+        continue;
+      const bool plain_x4 =
+          line.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos;
+      plain_pairs += plain_x4 && prev == "plain";
+      prev = plain_x4 ? "plain" : "other";
+    }
+    CHECK(plain_pairs >= 1);
+    CHECK(pa.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
   }
 }
 
