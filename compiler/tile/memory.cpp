@@ -4,9 +4,8 @@
 // that is contiguous in memory (a `range` on the tensor's last dim), how
 // many elements a thread could move in one access
 //
-//   vec = min(128 / element bits, contiguity, elements per thread (a
-//             load of at most 32 elements: all of them), mask constancy,
-//             proven alignment)
+//   vec = min(128 / element bits, contiguity, elements per thread, mask
+//             constancy, proven alignment)
 //
 // and what the prover shows from the kernel's `where` facts, the task
 // domain and the enclosing loops: the slice's start offset and every row
@@ -137,15 +136,8 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
   m.fast_dim = last.tile_dim;
   m.contiguity = last.n & -last.n; // the largest power of two dividing it
   bool fast_in = m.in_bounds[size_t(m.fast_dim)];
-  // Elements per thread cap the width (every thread gets work), except for
-  // a load of at most one warp's worth: its warps hold copies anyway, so a
-  // quarter of the lanes reading 16 bytes each beat all of them reading 4.
-  int64_t per_thread = std::max<int64_t>(1, tv.numel() / int64_t(c.threads));
-  // The width every thread busy allows: below it, a remark says why.
-  int64_t spread = floor_pow2(std::min<int64_t>({128 / bits, m.contiguity, per_thread}));
-  if (op.kind == TileOpKind::Load && tv.numel() <= 32)
-    per_thread = tv.numel();
-  int64_t widest = std::min<int64_t>({128 / bits, m.contiguity, per_thread});
+  int64_t widest = std::min<int64_t>(
+      {128 / bits, m.contiguity, std::max<int64_t>(1, tv.numel() / int64_t(c.threads))});
   widest = floor_pow2(widest);
   // A mask that varies along the contiguous dim splits every vector.
   if (op.mask >= 0) {
@@ -172,7 +164,7 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
   int64_t vec = std::min(widest, align);
   m.vec = unsigned(vec);
   m.vec_bits = unsigned(vec) * bits;
-  if (vec == widest || vec >= spread) // a small load's extra width: silently
+  if (vec == widest)
     return;
   // Which `where` fact would widen it: one dim divisible by `widest`, or all.
   std::set<std::string> dims;

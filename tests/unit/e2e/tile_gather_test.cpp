@@ -140,7 +140,7 @@ struct Aligned {
 const char *kGather = R"(
 kernel gather<N: dim, R: dim, X: dim>(idx: tensor<i32>[N], n: tensor<i32>[1],
                                       x: tensor<f32>[R, X], y: tensor<f32>[R, X],
-                                      z: tensor<f32>[N, X])
+                                      z: tensor<f32>[N, X], s: tensor<f32>[4, X])
     where X % 4 == 0 {
   task t[i in 0 .. cdiv(N, 16), j in 0 .. cdiv(X, 64)] {
     let r = arange<i32>[16] + i * 16;
@@ -149,6 +149,9 @@ kernel gather<N: dim, R: dim, X: dim>(idx: tensor<i32>[N], n: tensor<i32>[1],
     let v = load(x[row, j * 64 .. +64], mask = expand(live, axis = 1), pad = -1.0);
     store(z[i * 16 .. +16, j * 64 .. +64], v);
     store(y[row, j * 64 .. +64], v * 2.0, mask = expand(live, axis = 1));
+  }
+  task u[k in 0 .. 1] {
+    store(s[0 .. +4, 0 .. +64], load(x[n[0] - 24 .. +4, 0 .. +64], pad = 0.0));
   }
 }
 )";
@@ -159,7 +162,7 @@ TEST_CASE("tile gather: element reads, row gathers and scatter stores on sim, ra
           "out-of-range indexes") {
   std::string ptx;
   std::string paths = compile_debug(kGather, "sm_90", ptx);
-  CHECK(paths == "lowering t: tile IR\n");
+  CHECK(paths == "lowering t: tile IR\nlowering u: tile IR\n");
   CHECK(ptx.find("ld.global.nc.v4.") != std::string::npos); // the gathered rows, 16 bytes a lane
   // N = 37 indexes, n[0] = 29 live: indexes 29.. are garbage (far out of
   // range; a masked-off lane must not touch them); live index 5 is out of
@@ -179,7 +182,7 @@ TEST_CASE("tile gather: element reads, row gathers and scatter stores on sim, ra
   for (int64_t i = R; i < live; ++i)
     idx[size_t(i)] = i % 2 ? -int32_t(i) : int32_t(R + i);
   std::vector<float> x = random_floats(size_t(R * X), 9);
-  std::vector<float> y(size_t(R * X), 7.0f), z(size_t(N * X), 0.0f);
+  std::vector<float> y(size_t(R * X), 7.0f), z(size_t(N * X), 0.0f), sv(size_t(4 * X), 0.0f);
   RunOptions run;
   run.threads_per_cta = 128;
   std::string err = compile_and_run(kGather, "tile_gather", {{"N", N}, {"R", R}, {"X", X}},
@@ -187,7 +190,8 @@ TEST_CASE("tile gather: element reads, row gathers and scatter stores on sim, ra
                                      {"n", n.data(), ETL_I32, {1}},
                                      {"x", x.data(), ETL_F32, {R, X}},
                                      {"y", y.data(), ETL_F32, {R, X}},
-                                     {"z", z.data(), ETL_F32, {N, X}}},
+                                     {"z", z.data(), ETL_F32, {N, X}},
+                                     {"s", sv.data(), ETL_F32, {4, X}}},
                                     run);
   REQUIRE_MESSAGE(err.empty(), err);
   std::vector<float> want_y(size_t(R * X), 7.0f);
@@ -196,7 +200,7 @@ TEST_CASE("tile gather: element reads, row gathers and scatter stores on sim, ra
     int64_t r = idx[size_t(i)];
     bool on = i < live, in = r >= 0 && r < R;
     for (int64_t c = 0; c < X; ++c) {
-      float v = on && in ? x[size_t(r * X + c)] : on ? -1.0f : -1.0f;
+      float v = on && in ? x[size_t(r * X + c)] : -1.0f; // masked off or out of range: the pad
       if (z[size_t(i * X + c)] != v)
         ++bad;
       if (on && in)
@@ -205,6 +209,13 @@ TEST_CASE("tile gather: element reads, row gathers and scatter stores on sim, ra
   }
   CHECK(bad == 0);
   CHECK(y == want_y);
+  // u: a slice whose start reads data (rows n[0] - 24 = 5 .. 8).
+  int bad_s = 0;
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < X; ++c)
+      if (sv[size_t(r * X + c)] != (c < 64 ? x[size_t((live - 24 + r) * X + c)] : 0.0f))
+        ++bad_s;
+  CHECK(bad_s == 0);
 }
 
 TEST_CASE("tile gather: decode_attention's chunk on the tile path: right, 128-bit K/V rows, "
