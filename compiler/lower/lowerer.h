@@ -540,6 +540,10 @@ public:
   const TileFunc *tf = nullptr;
   std::vector<std::vector<llvm::Value *>> tregs; ///< per value id
   std::map<std::string, llvm::Value *> tile_loop_vars;
+  /// Element reads of tensor data (`kv_len[b]`) by the symbol sema named
+  /// them: the i64 a rank-0 load op with that `attr` bound (scoped like the
+  /// ops: tile_for restores the outer map after its body).
+  std::map<std::string, llvm::Value *> tile_data_syms;
   std::map<const Layout *, std::vector<llvm::Value *>> tcoord_cache;
 
   // ---- helpers (lower_kernel.cpp) -------------------------------------------
