@@ -18,7 +18,8 @@
 // of the thread with lane l and warp w is element L.apply(r, l, w). Scalars
 // (and index values) are one uniform register. The families of the other
 // files: Memory (lower_tile_memory.cpp), Elementwise, Shape and Layout
-// (lower_tile_map.cpp), Reduction (lower_tile_reduce.cpp).
+// (lower_tile_map.cpp), Reduction (lower_tile_reduce.cpp), Contraction
+// (lower_tile_dot.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -158,6 +159,16 @@ struct PortCheck {
       const Layout &l = f.layouts[size_t(a.layout)];
       if (op.axis < 0 || unsigned(op.axis) >= l.rank() || !separable(l, unsigned(op.axis)))
         return fail("reduce over a mixed layout");
+      return;
+    }
+    case TileOpKind::Dot: { // the exact f32 FMA dot; tensor-core dots keep the AST path
+      const TValue &a = f.values[size_t(op.operands[0])], &c = f.values[size_t(op.operands[1])];
+      if (a.elem != ElemType::F32 || c.elem != ElemType::F32)
+        return fail("dot of " + std::string(spelling(a.elem)) + " tiles");
+      if (!op.attr.empty())
+        return fail("dot precision=" + op.attr);
+      if (a.layout < 0 || c.layout < 0 || f.values[size_t(op.results[0])].layout < 0)
+        return fail("dot without layouts");
       return;
     }
     case TileOpKind::For: {
@@ -311,8 +322,9 @@ void Lowerer::tile_op(const TOp &op) {
     return tile_convert(op);
   case OpFamily::Reduction:
     return tile_reduce(op);
-  case OpFamily::Event: // the group's protocol, around the body (lower_kernel.cpp)
   case OpFamily::Contraction:
+    return tile_dot(op);
+  case OpFamily::Event: // the group's protocol, around the body (lower_kernel.cpp)
     break;
   case OpFamily::Control:
     if (op.kind == TileOpKind::For)
@@ -342,8 +354,6 @@ void Lowerer::tile_op(const TOp &op) {
     return;
   }
   }
-  if (op.kind == TileOpKind::Dot)
-    throw LowerError("tile IR op 'dot' is not ported");
 }
 
 std::vector<std::vector<llvm::Value *>>

@@ -492,7 +492,7 @@ public:
   unsigned cur_line = 0;
 
   // ---- lower_tile_control.cpp, lower_tile_memory.cpp, lower_tile_map.cpp,
-  //      lower_tile_reduce.cpp: the tile IR path ---------------------------
+  //      lower_tile_reduce.cpp, lower_tile_dot.cpp: the tile IR path -------
   /// The body of a task from its tile IR (every op ported): a value's
   /// registers hold the elements its layout gives the thread, register r at
   /// hardware index (r, lane, warp).
@@ -537,6 +537,16 @@ public:
   void tile_convert(const TOp &op);
   bool tile_convert_shuffle(const TOp &op);
   void tile_reduce(const TOp &op);
+  /// The FMA `dot` of f32 tiles (lower/lower_tile_dot.cpp).
+  void tile_dot(const TOp &op);
+  /// The swizzled scratch index of tile coordinates `c` from element `base`
+  /// (a multiple of 128 bytes), and the write of a tile's registers there
+  /// (one writer per replica group, vectors where the layout allows; no
+  /// barrier): tile_convert's scheme, which tile_dot shares.
+  llvm::Value *tile_scratch_index(const std::vector<llvm::Value *> &c,
+                                  const std::vector<int64_t> &shape, unsigned bytes, int64_t base);
+  void tile_scratch_write(const Layout &ls, const std::vector<llvm::Value *> &in, ElemType elem,
+                          const std::vector<int64_t> &shape, int64_t base);
   const TileFunc *tf = nullptr;
   std::vector<std::vector<llvm::Value *>> tregs; ///< per value id
   std::map<std::string, llvm::Value *> tile_loop_vars;

@@ -6,7 +6,9 @@
 //     per thread on its contiguous dim (tile/memory.cpp), then lanes, then
 //     warps (or a use's layout, when that saves a re-layout through scratch
 //     at the same width and sector efficiency: load_choice); `dot` an FMA
-//     result layout and operand layouts derived from it; a store keeps its
+//     result layout and, for an a whose rows fit in registers, the
+//     operand layout that holds them (b, and a larger a, go through
+//     shared memory in any layout); a store keeps its
 //     value's layout (a value that can take any, such as a splat, takes the
 //     coalesced one; one whose lanes hold copies moves to it when that needs
 //     fewer warp-level requests: fewer_stores);
@@ -353,11 +355,22 @@ private:
       set(L(op.operands[0]));
       break;
     case TileOpKind::Dot: {
-      Layout c = dflt(val(r).shape);
-      c.origin = "dot result (fma)";
+      // FMA: b keeps its producer's layout; the lowering stages it in
+      // shared memory and each thread reads, per k, the b columns of its
+      // outputs (lower/lower_tile_dot.cpp). A 2-D a whose rows fit in
+      // kDotRegsA registers per thread moves into dot_operand_layout (its
+      // rows' whole K in registers, usually one shuffle per register, and
+      // shared by every dot of it); a larger one is staged like b. b in
+      // registers would hold all of K for each column: 128 registers for a
+      // 32 x 32 b. The result's layout is the anchor; a loop-carried
+      // `acc += dot(..)` takes it, so the accumulator stays in registers.
+      Layout c = fma_dot_layout(val(r).shape, warps_);
       set(c);
-      need(op.operands[0], dot_operand_layout(c, 0, val(op.operands[0]).shape));
-      need(op.operands[1], dot_operand_layout(c, 1, val(op.operands[1]).shape));
+      if (val(op.operands[0]).shape.size() == 2) {
+        Layout la = dot_operand_layout(c, 0, val(op.operands[0]).shape);
+        if (la.num_regs() <= kDotRegsA)
+          need(op.operands[0], la);
+      }
       break;
     }
     case TileOpKind::For:

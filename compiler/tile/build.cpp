@@ -516,8 +516,12 @@ private:
       return emit(make(TileOpKind::Arange, e.range), want, shape);
     case Builtin::Popc: // i32 or i64 operand, i32 count
       return emit(make(TileOpKind::Unary, e.range, {arg(0)}, "popc"), want, shape);
-    case Builtin::Dot:
-      return emit(make(TileOpKind::Dot, e.range, {arg(0), arg(1)}), want, shape);
+    case Builtin::Dot: { // attr: the precision when not the default ("tf32")
+      const KwArg *pr = find_kwarg(e, "precision");
+      std::string p = pr && pr->value && pr->value->kind == ExprKind::Name ? pr->value->name : "";
+      int a = arg(0);
+      return emit(make(TileOpKind::Dot, e.range, {a, arg(1)}, p == "ieee" ? "" : p), want, shape);
+    }
     case Builtin::Transpose:
       return emit(make(TileOpKind::Transpose, e.range, {arg(0)}), want, shape);
     case Builtin::Reshape:

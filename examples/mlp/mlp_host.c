@@ -72,7 +72,7 @@ static double run_mlp(etlContext ctx, etlProgram prog, etlDType dt, int64_t T, i
 
 int main(int argc, char **argv) {
   ex_args args = ex_parse_args(argc, argv, usage);
-  static const int64_t defaults[] = {32, 64, 128, 7, 100, 70, 1, 32, 32, 48, 96, 160};
+  static const int64_t defaults[] = {32, 64, 128, 7, 100, 68, 1, 32, 32, 48, 96, 160};
   ex_session ses = ex_open_n(&args, defaults, 3, 4);
   etlContext ctx = ses.ctx, sim = ses.sim;
   etlProgram prog = ses.prog, sim_prog = ses.sim_prog;
