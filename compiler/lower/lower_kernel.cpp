@@ -115,7 +115,8 @@ std::vector<llvm::Value *> Lowerer::coords(llvm::Value *e, const std::vector<int
 }
 
 llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem, unsigned bytes) {
-  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)), b.getInt64(kSmemScratch));
+  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)),
+                                 b.getInt64(int64_t(kSmemScratch) + scratch_origin));
   return b.CreateGEP(b.getInt8Ty(), smem, off);
 }
 
@@ -132,6 +133,7 @@ void Lowerer::scratch_store(llvm::Value *v, llvm::Value *elem, unsigned bytes) {
 }
 
 void Lowerer::note_scratch(int64_t numel) {
+  numel += scratch_origin / 4;
   if (numel > max_scratch_elems)
     max_scratch_elems = numel;
 }
@@ -626,6 +628,8 @@ void Lowerer::lower_stmt(const Stmt &s) {
   }
   case StmtKind::For: {
     if (lower_pipelined_for(s)) // acc += dot(load(..), load(..)): cp.async stages
+      return;
+    if (lower_pipelined_dots(s)) // lets and several dots: lower_mma_pipeline.cpp
       return;
     llvm::Value *lo = index(*s.lo), *hi = index(*s.hi);
     llvm::Value *step = s.step ? index(*s.step) : b.getInt64(1);
