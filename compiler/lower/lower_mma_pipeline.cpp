@@ -19,7 +19,7 @@
 //     distinct local (two dots of one `xa` stage it once);
 //   - the other statements (lets, `ss += sum(..)`) run as written; their
 //     scratch use is moved past the ring and the register operands
-//     (Lowerer::scratch_origin) so that it never touches a stage in flight;
+//     (Lowerer::scratch_floor) so that it never touches a stage in flight;
 //   - each accumulator's fragments stay in registers across the loop
 //     (mma_zero_frags before, mma_accumulate per iteration, mma_store_frags
 //     + mma_read_result once after it, then `acc += result`, so acc keeps
@@ -136,9 +136,13 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     if (!bad.empty())
       return refuse(bad);
     if (acc)
-      for (const ExprPtr &a : st->value->args)
+      for (const ExprPtr &a : st->value->args) {
         if (is_local(*a))
           ++operand_uses[a->ref_index];
+        if (a->kind == ExprKind::Call && a->builtin == Builtin::Transpose)
+          return refuse("a dot of a transposed operand (staged untransposed one dot at a time "
+                        "instead, lower_mma_operands.cpp)");
+      }
   }
   // Accumulators: assigned only by their dots, read nowhere else in the body.
   std::set<int> accs;
@@ -275,7 +279,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     if (!o.ring)
       walk(*o.expr, [&](const Expr &x) { widest = std::max(widest, numel(x.type.tile_shape)); });
   const int64_t reserve = 8 * widest;
-  const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
+  const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch) - scratch_floor;
   auto need = [&](int64_t n) { return n * ring_bytes + reg_bytes + reserve; };
   const int64_t S = need(3) <= budget ? 3 : need(2) <= budget ? 2 : 0;
   if (S == 0 || result_bytes > budget)
@@ -325,8 +329,8 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     b.CreateStore(iv, slot);
     // The statements in order, their scratch past the ring; a register
     // operand is evaluated where its dot stands.
-    const int64_t saved_origin = scratch_origin;
-    scratch_origin = saved_origin + other_base;
+    const int64_t saved_floor = scratch_floor;
+    scratch_floor = saved_floor + other_base;
     std::set<size_t> done;
     for (const StmtPtr &st : s.body) {
       if (ring_lets.count(st->local_index) && st->kind == StmtKind::Let)
@@ -341,7 +345,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
             if (!ops[i].ring && done.insert(i).second)
               ops[i].val = value(*ops[i].expr);
     }
-    scratch_origin = saved_origin;
+    scratch_floor = saved_floor;
     bool any_reg = false;
     llvm::Value *regs_at = b.CreateAdd(opaque_zero(), b.getInt64(reg_base));
     for (Operand &o : ops)

@@ -124,9 +124,19 @@ struct PortCheck {
     case TileOpKind::Store: {
       if (op.tensor < 0)
         return fail("memory without a tensor");
-      for (const SlicePart &p : op.parts)
-        if (p.kind == SlicePart::Gather || !sym_ok(p.at))
-          return fail("a gather or data-dependent slice");
+      for (const SlicePart &p : op.parts) {
+        if (p.kind != SlicePart::Gather) {
+          if (!sym_ok(p.at))
+            return fail("a data-dependent slice");
+          continue;
+        }
+        const TValue &g = f.values[size_t(p.gather)];
+        if (!g.is_tile() || g.shape.size() != 1 || g.layout < 0 ||
+            (g.elem != ElemType::I32 && g.elem != ElemType::I64))
+          return fail("a gather of this index");
+      }
+      if (op.kind == TileOpKind::Load && !op.attr.empty()) // binds an element read
+        known.insert(op.attr);
       int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
       ElemType e = f.values[size_t(v)].elem;
       if (e == ElemType::BF16)
@@ -153,11 +163,10 @@ struct PortCheck {
     case TileOpKind::For: {
       if (!sym_ok(op.lo) || !sym_ok(op.hi) || op.step <= 0)
         return fail("for with these bounds");
-      bool had = known.count(op.var) != 0;
+      std::set<std::string> outer = known; // the body's element reads stay in it
       known.insert(op.var);
       ops(op.body);
-      if (!had)
-        known.erase(op.var);
+      known = std::move(outer);
       return;
     }
     default:
@@ -201,6 +210,7 @@ void Lowerer::tile_begin(const TileFunc &f) {
   tf = &f;
   tregs.assign(f.values.size(), {});
   tile_loop_vars.clear();
+  tile_data_syms.clear();
   tcoord_cache.clear();
   // Every layout's per-thread coordinate, here where it dominates the body.
   for (const Layout &l : f.layouts)
@@ -246,6 +256,9 @@ llvm::Value *Lowerer::sym_value(const Sym &s) {
     auto it = tile_loop_vars.find(n);
     if (it != tile_loop_vars.end())
       return it->second;
+    auto rd = tile_data_syms.find(n);
+    if (rd != tile_data_syms.end())
+      return rd->second;
     for (size_t d = 0; d < task->domain.size(); ++d)
       if (task->domain[d].name == n)
         return task_vars[d];
@@ -426,7 +439,9 @@ void Lowerer::tile_for(const TOp &op) {
   }
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
+  std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
   tile_ops(op.body);
+  tile_data_syms = std::move(outer_reads);
   if (outer)
     tile_loop_vars[op.var] = outer;
   else

@@ -180,7 +180,8 @@ private:
   /// straight into every warp that needs it, without scratch and barriers.
   /// Failing that, the coalesced layout of `want`'s vector width when a
   /// shuffle inside each warp turns it into `want` (8 floats per thread
-  /// read as two 16-byte halves would touch every sector twice).
+  /// read as two 16-byte halves would touch every sector twice). When the
+  /// anchor reaches `want` by shuffles alone, only a wider vector counts.
   std::optional<Layout> load_choice(int v, const Layout &want) {
     auto it = loads_.find(v);
     if (it == loads_.end() || it->second.gather || it->second.fast_dim < 0 || want.rank() == 0)
@@ -190,11 +191,12 @@ private:
     if (bits < 8 || want.shape != val(v).shape)
       return std::nullopt;
     const Layout &anchor = L(v);
-    if (shuffle_plan(anchor, want)) // registers or shuffles: no scratch to save
-      return std::nullopt;
     unsigned fast = unsigned(lf.fast_dim), bytes = bits / 8;
     unsigned wv = std::min(want.contiguous_regs(fast), lf.align_vec);
-    if (wv < lf.vec)
+    // Registers or shuffles: no scratch to save; still worth it when `want`
+    // moves wider vectors (a small tile read 4 elements a lane by a quarter
+    // of the lanes instead of 1 by all: decode_attention's q).
+    if (wv < lf.vec || (wv == lf.vec && shuffle_plan(anchor, want)))
       return std::nullopt;
     double base = access_efficiency(anchor, lf.vec, fast, bytes) - 1e-9;
     if (access_efficiency(want, wv, fast, bytes) >= base)
@@ -217,8 +219,9 @@ private:
   static bool fewer_stores(const Layout &l, const Layout &anchor, const MemFacts &mem) {
     if (l == anchor || std::count(l.lane.begin(), l.lane.end(), 0u) == 0)
       return false;
-    unsigned lv =
-        mem.fast_dim < 0 ? 1 : std::min(mem.vec, l.contiguous_regs(unsigned(mem.fast_dim)));
+    unsigned lv = mem.fast_dim < 0 ? 1
+                                   : std::min(std::max(mem.vec, mem.align_vec),
+                                              l.contiguous_regs(unsigned(mem.fast_dim)));
     return store_requests(anchor, mem.vec) < store_requests(l, lv);
   }
 
@@ -445,8 +448,10 @@ private:
         record(v);
       if ((op.kind == TileOpKind::Load || op.kind == TileOpKind::Store) && op.mem.fast_dim >= 0) {
         int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
-        if (tile(v) && op.kind == TileOpKind::Load && hint_.count(v)) {
-          // A load in a use's layout: as wide as it holds and alignment allows.
+        if (tile(v) && (op.kind == TileOpKind::Store || hint_.count(v))) {
+          // A load in a use's layout, or a store of a value that holds
+          // more per thread than the coalesced anchor (a reduction's
+          // result): as wide as it holds and alignment allows.
           unsigned c = std::min(L(v).contiguous_regs(unsigned(op.mem.fast_dim)),
                                 std::max(1u, op.mem.align_vec));
           if (c > op.mem.vec) {
