@@ -649,6 +649,8 @@ void Lowerer::lower_stmt(const Stmt &s) {
   case StmtKind::For: {
     if (lower_pipelined_for(s)) // acc += dot(load(..), load(..)): cp.async stages
       return;
+    if (lower_pipelined_dots(s)) // lets and several dots: lower_mma_pipeline.cpp
+      return;
     llvm::Value *lo = index(*s.lo), *hi = index(*s.hi);
     llvm::Value *step = s.step ? index(*s.step) : b.getInt64(1);
     llvm::AllocaInst *slot = entry_alloca(i64, s.name.c_str());

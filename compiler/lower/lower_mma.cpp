@@ -91,7 +91,7 @@ struct Swizzle {
 /// registers across its iterations (lower_pipelined_for); CUTLASS's largest
 /// warp tiles (64 x 64 per warp) hold 128, but the megakernel's other tasks
 /// share the register budget of its one entry.
-constexpr int64_t kMaxAccRegs = 64;
+constexpr int64_t kMaxAccRegs = kMmaLoopAccRegs;
 
 } // namespace
 

@@ -100,6 +100,9 @@ struct KernelPlan {
 constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
                    kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24,
                    kSmemScratch = kSmemHeaderBytes;
+/// The most f32 accumulators per thread a pipelined K loop keeps in
+/// registers across its iterations (lower_mma.cpp, lower_mma_pipeline.cpp).
+constexpr int64_t kMmaLoopAccRegs = 64;
 static_assert(kSmemProgress + 4 <= kSmemScratch, "the shared-memory header overflows");
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
@@ -444,6 +447,13 @@ public:
   /// accumulators in registers across the loop (lower_mma.cpp); false
   /// (nothing emitted that matters) when the loop does not have that form.
   bool lower_pipelined_for(const Stmt &s);
+  /// The general pipelined K loop (lower_mma_pipeline.cpp): a body of lets,
+  /// assignments and `acc_i += dot(a_i, b_i)` of f16/bf16 tiles, the raw
+  /// loads of the operands in one cp.async ring, the other operands staged
+  /// from registers, every accumulator in registers across the loop; false
+  /// (after a MmaLoopNotPipelined remark when the body has such dots) when
+  /// the loop does not qualify.
+  bool lower_pipelined_dots(const Stmt &s);
   // ---- lower_mma_tf32.cpp ---------------------------------------------------
   /// "ok" when an f32 dot with `precision = tf32` runs on tensor cores, else
   /// why not (the DotFmaPath remark's text).

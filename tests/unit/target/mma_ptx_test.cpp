@@ -219,3 +219,77 @@ TEST_CASE("f16/bf16 dots: every K loop of the bf16 mlp and moe examples is a 3-s
       CHECK(ptx.find("cp.async.cg.shared.global") != std::string::npos);
     }
 }
+
+TEST_CASE("f16/bf16 dots: a K loop of several dots with a computed A operand is one cp.async "
+          "ring (programs/mma_pipeline_multi.etl, lower_mma_pipeline.cpp), its accumulators in "
+          "registers") {
+  auto count = [](const std::string &text, const char *insn) {
+    size_t n = 0;
+    for (size_t at = 0; (at = text.find(insn, at)) != std::string::npos; ++at)
+      ++n;
+    return n;
+  };
+  for (const char *target : {"sm_80", "sm_90"}) {
+    CAPTURE(target);
+    std::string ptx =
+        compile_to("tests/unit/runtime/programs/mma_pipeline_multi.etl", target, "ptx");
+    // Three stages: the prologue's two groups, the loop's wait_group 1, the
+    // drain's wait_group 0 after it.
+    size_t in_loop = ptx.find("cp.async.wait_group 1;");
+    REQUIRE(in_loop != std::string::npos);
+    CHECK(count(ptx, "cp.async.wait_group 1;") == 1); // one ring
+    size_t prologue_end = ptx.find("cp.async.commit_group;");
+    REQUIRE(prologue_end < in_loop);
+    prologue_end = ptx.find("cp.async.commit_group;", prologue_end + 1);
+    REQUIRE(prologue_end < in_loop);
+    size_t drain = ptx.find("cp.async.wait_group 0;", in_loop + 1);
+    REQUIRE(drain != std::string::npos);
+    std::string loop = ptx.substr(prologue_end + 1, drain - prologue_end - 1);
+    // Three dots per iteration: the copies of the next stage (the raw loads
+    // of a and b0 and the let bb), ldmatrix and mma of each, no accumulator
+    // written to shared memory inside the loop; xa is staged from registers
+    // (16-bit shared stores) and met by a second barrier.
+    CHECK(count(loop, "cp.async.cg.shared.global") >= 3);
+    CHECK(count(loop, "cp.async.commit_group;") == 1);
+    CHECK(count(loop, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") >= 3);
+    CHECK(count(loop, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") >= 3);
+    CHECK(count(loop, "st.shared.v2.f32") == 0);
+    CHECK(count(loop, "st.shared.u16") + count(loop, "st.shared.b16") > 0);
+    CHECK(count(loop, "bar.sync") >= 2);
+    // After the drain: the accumulators' fragments, once.
+    CHECK(ptx.find("st.shared.v2.f32", drain) != std::string::npos);
+    if (std::string(ETL_PTXAS).empty()) {
+      MESSAGE("ptxas not found at configure time: skipping the spill check");
+      continue;
+    }
+    std::string log;
+    int rc = ptxcheck::run_ptxas(ptx, target, log);
+    INFO(log);
+    CHECK(rc == 0);
+    CHECK(ptxcheck::spill_bytes(log) == 0);
+  }
+}
+
+TEST_CASE("f16/bf16 dots: every K loop of dots in examples/decode_layer and "
+          "examples/moe_layer is a cp.async ring of more than one stage") {
+  struct Case {
+    const char *path;
+    size_t loops; ///< K loops of f16/bf16 dots in the program
+  };
+  // decode_layer: qproj, kproj, vproj, o_part, gate_up, down_part;
+  // moe_layer: route, gateup, down.
+  const Case cases[] = {{"examples/decode_layer/decode_layer.etl", 6},
+                        {"examples/moe_layer/moe_layer.etl", 3}};
+  for (const Case &c : cases)
+    for (const char *target : {"sm_80", "sm_90"}) {
+      CAPTURE(c.path);
+      CAPTURE(target);
+      std::string ptx = compile_to(c.path, target, "ptx");
+      size_t rings = 0;
+      for (size_t at = 0; (at = ptx.find("cp.async.wait_group 1;", at)) != std::string::npos; ++at)
+        ++rings;
+      CHECK(rings == c.loops);
+      CHECK(ptx.find("mma.sync.aligned.m16n8k16") != std::string::npos);
+      CHECK(ptx.find("ldmatrix.sync.aligned") != std::string::npos);
+    }
+}
