@@ -8,7 +8,7 @@
  * sim_profile.c.
  *
  * A launch runs num_ctas = sim_workers CTAs, one pthread each. A CTA's
- * threads are ucontext fibers scheduled round-robin by that pthread; a fiber
+ * threads are fibers (sim_fiber.h) scheduled round-robin by that pthread; a fiber
  * gives up the CPU only in barrier() (until every live fiber of the CTA has
  * arrived; exited fibers count as arrived), at a warp shuffle (until every
  * lane of its mask has arrived: sim_warp.c, which also reports a lane that
@@ -33,11 +33,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "device.h"
 #include "sim_async.h"
+#include "sim_fiber.h"
 #include "sim_load.h"
 #include "sim_poison.h"
 #include "sim_profile.h"
@@ -91,7 +91,7 @@ typedef struct sim_range {
 enum { FIBER_RUNNABLE, FIBER_AT_BARRIER, FIBER_AT_SHUFFLE, FIBER_EXITED, FIBER_DEAD };
 
 typedef struct sim_fiber {
-  ucontext_t uc;
+  etl_fiber_ctx ctx;
   void *stack;
   uint32_t tid;
   int state;
@@ -110,8 +110,8 @@ typedef struct sim_cta {
   pthread_t thread;
   sim_fiber *fibers;
   sim_fiber *cur;
-  etl_warp *warps; /* ceil(tpc / 32): the shuffle rendezvous (sim_warp.h) */
-  ucontext_t sched_uc;
+  etl_warp *warps;     /* ceil(tpc / 32): the shuffle rendezvous (sim_warp.h) */
+  etl_fiber_ctx sched; /* the scheduler's context while a fiber runs */
   uint32_t n_live, n_at_barrier;
   int stopped;
   void *smem;
@@ -175,7 +175,7 @@ static void switch_to_fiber(sim_cta *c, sim_fiber *f) {
 #ifdef ETL_TSAN
   __tsan_switch_to_fiber(f->tsan, 0);
 #endif
-  swapcontext(&c->sched_uc, &f->uc);
+  etl_fiber_switch(&c->sched, &f->ctx);
 #ifdef ETL_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -194,7 +194,7 @@ static void yield_fiber(sim_cta *c, int dying) {
 #ifdef ETL_TSAN
   __tsan_switch_to_fiber(c->tsan_sched, 0);
 #endif
-  swapcontext(&f->uc, &c->sched_uc);
+  etl_fiber_switch(&f->ctx, &c->sched);
 #ifdef ETL_ASAN
   __sanitizer_finish_switch_fiber(f->asan_fake, &c->asan_sched_bottom, &c->asan_sched_size);
 #endif
@@ -283,23 +283,18 @@ static void settle_warp(sim_cta *c, uint32_t w) {
   }
 }
 
-/* Separate function: getcontext returns twice, keep it away from loops. */
-static __attribute__((noinline)) int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
+static int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
   f->tid = tid;
   f->race_task = UINT32_MAX;
   f->prof_group = UINT32_MAX;
   f->stack = malloc(r->stack_bytes);
   if (!f->stack)
     return -1;
-  if (getcontext(&f->uc) != 0) {
+  if (etl_fiber_make(&f->ctx, f->stack, r->stack_bytes, fiber_main) != 0) {
     free(f->stack);
     f->stack = NULL;
     return -1;
   }
-  f->uc.uc_stack.ss_sp = f->stack;
-  f->uc.uc_stack.ss_size = r->stack_bytes;
-  f->uc.uc_link = NULL;
-  makecontext(&f->uc, fiber_main, 0);
 #ifdef ETL_TSAN
   f->tsan = __tsan_create_fiber(0);
 #endif
