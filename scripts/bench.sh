@@ -22,7 +22,8 @@
 #    in seconds: model = max(unique DRAM bytes / HBM bandwidth, FLOPs_tc /
 #    tensor peak + FLOPs_other / FP32 peak, shared wavefronts / (SMs x
 #    clock)) on an H100 (132 SMs at 1.98 GHz, one shared-memory wavefront per
-#    SM per clock): a lower bound given the traffic the code really makes,
+#    SM per clock; the wavefronts of loads, stores and ldmatrix: an 8-row
+#    ldmatrix phase moves 128 bytes, one wavefront): a lower bound given the traffic the code really makes,
 #    % of SOL = SOL / model, with the sector efficiency, unique DRAM bytes /
 #    minimum bytes (redundant traffic) and lane utilisation behind it.
 #    decode_layer (no C host) runs through its PyTorch check script.
@@ -52,14 +53,23 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "== etlc stage times (ms, median of $runs), --target sm_90,sim"
 printf '%-16s %8s %8s %10s %10s %10s %10s %9s\n' example parse sema taskgraph backend artifact total bytes
-examples=$(cd "$root/examples" && for d in */; do [ -f "$d${d%/}.etl" ] && echo "${d%/}"; done)
+# Every examples/DIR/NAME.etl: NAME is DIR, or a version of DIR's example
+# that DIR's host also runs (mlp/mlp_bf16.etl); ex_dir NAME says DIR.
+examples=$(cd "$root/examples" && for f in */*.etl; do basename "$f" .etl; done)
+ex_dir() {
+  local f
+  for f in "$root"/examples/*/"$1".etl; do
+    if [ -f "$f" ]; then basename "$(dirname "$f")"; fi
+  done
+  return 0
+}
 # rowsum_dyn: rowsum with every group `schedule dynamic` (device queue), to
 # compare the two schedules side by side on one program.
 sed 's/^\(kernel rowsum.*\) {$/\1 schedule dynamic {/' "$root/examples/rowsum/rowsum.etl" \
   >"$tmp/rowsum_dyn.etl"
 grep -q 'schedule dynamic' "$tmp/rowsum_dyn.etl" || { echo "bench: could not make rowsum_dyn" >&2; exit 1; }
 for ex in $examples rowsum_dyn; do
-  src="$root/examples/$ex/$ex.etl"
+  src="$root/examples/$(ex_dir "$ex")/$ex.etl"
   [ "$ex" = rowsum_dyn ] && src="$tmp/rowsum_dyn.etl"
   for i in $(seq $runs); do
     if ! "$etlc" compile "$src" -o "$tmp/$ex.etlb" --time-passes 2>"$tmp/times/$i"; then
@@ -79,12 +89,13 @@ echo
 echo "== etlRun wall time (ms, median of $runs), one artifact per example"
 printf '%-16s %-14s %10s  %s\n' example shape etlRun device
 for spec in "rowsum 256,4096" "rowsum_dyn 256,4096" "rowsum 1024,1024" "rowsum_dyn 1024,1024" \
-            "softmax 64,4096" "softmax 512,512" "mlp 64,256,512" "rmsnorm_rope 16,64,4" \
-            "decode_attention 8,4,64,16" "moe 256,128,8,2" "gemv 1024,4096" "gemv_atomic 1024,4096" \
+            "softmax 64,4096" "softmax 512,512" "mlp 64,256,512" "mlp_bf16 64,256,512" \
+            "rmsnorm_rope 16,64,4" "decode_attention 8,4,64,16" "moe 256,128,8,2" \
+            "moe_bf16 256,128,8,2" "gemv 1024,4096" "gemv_atomic 1024,4096" \
             "gemv_int4 1024,4096" "gemm 256,256,256"; do
   set -- $spec
   ex=$1 shape=$2
-  host=${ex%_dyn}
+  host=$(ex_dir "${ex%_dyn}")
   [ -f "$tmp/$ex.etlb" ] || continue
   for i in $(seq $runs); do
     "$build/examples/${host}_host" "$tmp/$ex.etlb" --shape "$shape" > "$tmp/runs/$i"
@@ -99,15 +110,17 @@ echo
 echo "== speed of light on h100-sxm (etlc --emit=cost; a lower bound, not a measurement)"
 printf '%-16s %-34s %12s %12s %11s %-8s %s\n' example binding GFLOP "min MB" "SOL us" bound ptxas
 for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12288" \
+            "mlp_bf16 T=16,D=4096,F=12288" "mlp T=4096,D=4096,F=12288" "mlp_bf16 T=4096,D=4096,F=12288" \
             "rmsnorm_rope B=16,D2=2048,P=4096,NP=64,MP=4" "decode_attention B=16,NH=32,NP=1024,MP=64" \
-            "moe T=256,H=1024,E=16,K=2" "gemv N=4096,K=4096" "gemv_atomic N=4096,K=4096" \
+            "moe T=256,H=1024,E=16,K=2" "moe_bf16 T=256,H=1024,E=16,K=2" \
+            "gemv N=4096,K=4096" "gemv_atomic N=4096,K=4096" \
             "gemv_int4 N=4096,K=4096" "gemm M=4096,N=4096,K=4096" "prefill_attention S=4096,NKV=8,G=1,HID=1024" \
             "decode_layer B=1,H=4096,NKV=8,G=4,F=12288,NP=64,MP=64,kv_len=1024" \
             "decode_layer B=16,H=4096,NKV=8,G=4,F=12288,NP=1024,MP=64,kv_len=1024" \
             "decode_layer B=128,H=4096,NKV=8,G=4,F=12288,NP=8192,MP=64,kv_len=1024"; do
   set -- $spec
   ex=$1 bind=$2
-  src="$root/examples/$ex/$ex.etl"
+  src="$root/examples/$(ex_dir "$ex")/$ex.etl"
   "$etlc" compile "$src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
   row=$(python3 -c '
 import json, sys
@@ -160,9 +173,11 @@ echo
 model_py='
 import json, sys
 BW, FP32, TC, SMEM = 3350e9, 66.9e12, 989.4e12, 132 * 1.98e9
+def wavefronts(p): # shared loads/stores and ldmatrix (counted apart in the profile)
+    return p["shared"]["wavefronts"] + sum(g["sync"].get("ldmatrix_wavefronts", 0) for g in p["groups"])
 def model(p, flops_tc, flops_other):
     return max(p["unique_dram_bytes"] / BW, flops_tc / TC + flops_other / FP32,
-               p["shared"]["wavefronts"] / SMEM)
+               wavefronts(p) / SMEM)
 def stats(cost_path, prof_path):
     c = json.load(open(cost_path))["total"]; p = json.load(open(prof_path))
     m = model(p, c["flops_tc"]["value"], c["flops_other"]["value"])
@@ -186,18 +201,19 @@ print(" ".join(s[k] for k in ("sol", "model", "pct", "eff", "uniq", "lanes", "ba
 ' "$3" "$4" | { read -r a b c d e f h t; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' "$1" "$2" "$a" "$b" "$c" "$d" "$e" "$f" "$h" "$t"; }
 }
 
-echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared wavefronts / (132 SMs x 1.98 GHz)))"
+echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared + ldmatrix wavefronts / (132 SMs x 1.98 GHz)))"
 printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes bank "TC share"
 for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
+            "mlp_bf16 64,256,512 T=64,D=256,F=512" \
             "rmsnorm_rope 16,64,4 B=16,D2=64,P=64,NP=64,MP=4" "decode_attention 8,4,64,16 B=8,NH=4,NP=64,MP=16" \
             "gemv 1024,4096 N=1024,K=4096" "gemv_atomic 1024,4096 N=1024,K=4096" \
             "gemv_int4 1024,4096 N=1024,K=4096" "moe 256,128,8,2 T=256,H=128,E=8,K=2" \
-            "gemm 256,256,256 M=256,N=256,K=256"; do
+            "moe_bf16 256,128,8,2 T=256,H=128,E=8,K=2" "gemm 256,256,256 M=256,N=256,K=256"; do
   set -- $spec
   ex=$1 shape=$2 bind=$3
-  "$build/examples/${ex}_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \
+  "$build/examples/$(ex_dir "$ex")_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \
     --profile "$tmp/prof.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
-  "$etlc" compile "$root/examples/$ex/$ex.etl" --emit=cost --bind "$bind" --format=json \
+  "$etlc" compile "$root/examples/$(ex_dir "$ex")/$ex.etl" --emit=cost --bind "$bind" --format=json \
     >"$tmp/cost.json" || continue
   model_row "$ex" "$bind" "$tmp/cost.json" "$tmp/prof.json"
 done
@@ -212,6 +228,82 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null &&
 else
   echo "decode_layer: skipped (needs python3-torch and build/examples/decode_layer.etlb)"
 fi
+echo "(moe, moe_bf16: --emit=cost counts every expert at its bound, cdiv(T * K, 16) row tiles, so their SOL"
+echo " and TC share are against that bound; the expert GEMMs with the tiles the routing made: next table)"
+
+# 4b. The tensor-core GEMMs: % of SOL (model) of the 4096^3 bf16 gemm and of
+#    the MoE expert GEMMs before (moe.etl: f32, FMA) and after (moe_bf16.etl:
+#    bf16, mma.sync). Expert rows: the `expert` group of the sim profile at
+#    the section-4 binding (the routing of the host's last run there:
+#    empty experts, half of them unused), with the FLOPs of the tiles the
+#    routing really made (the cost model's per-task FLOPs x the tasks the sim ran; --emit=cost
+#    alone counts every expert at its bound), so
+#      SOL   = max(the group's minimum bytes / BW, its FLOPs at the peaks),
+#      model = max(its global sectors x 32 B / BW (its L2 traffic: an upper
+#              bound on its DRAM bytes), the same FLOPs, its shared
+#              wavefronts / (SMs x clock));
+#    "% TC SOL" divides the bf16 group's SOL by the model (the bound the
+#    tensor cores set, for both). gemm 4096^3: the model scaled from the sim
+#    profile at 256^3 (every task runs the same code per K step, so shared
+#    wavefronts and tensor FLOPs scale with tasks x K steps, 4096 x), with
+#    DRAM at the minimum (A and B read once: L2 holds the reuse). "smem us":
+#    the model's shared-memory term (loads, stores and ldmatrix wavefronts).
+echo
+echo "== tensor-core GEMMs: % of SOL (model) on h100-sxm, as above"
+printf '%-28s %-24s %8s %9s %9s %7s %9s %8s %6s %9s\n' GEMM binding tasks "SOL us" "model us" "% SOL" "% TC SOL" "TC share" bank "smem us"
+gemm_py='
+import json, sys
+BW, FP32, TC, SMEM = 3350e9, 66.9e12, 989.4e12, 132 * 1.98e9
+def group(doc, name):
+    return next(g for g in doc["groups"] if g["name"] == name)
+'
+if "$build/examples/gemm_host" "$build/examples/gemm.etlb" --device sim --shape 256,256,256 \
+     --profile "$tmp/prof.json" >/dev/null &&
+  "$etlc" compile "$root/examples/gemm/gemm.etl" --emit=cost --bind M=4096,N=4096,K=4096 --format=json \
+    >"$tmp/cost.json"; then
+  python3 -c "$gemm_py"'
+p = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))["total"]
+scale = (64 * 64 * 128) / (4 * 4 * 8) # tasks x K steps, 4096^3 over 256^3 (64 x 64 x 32 tiles)
+tc, other = c["flops_tc"]["value"], c["flops_other"]["value"]
+by = c["bytes_read"]["value"] + c["bytes_written"]["value"]
+sol = c["sol"]["seconds"]
+smem = (p["shared"]["wavefronts"] + sum(g["sync"]["ldmatrix_wavefronts"] for g in p["groups"])) * scale / SMEM
+model = max(by / BW, tc / TC + other / FP32, smem)
+tcf = sum(g["sync"].get("tensor_flops", 0) for g in p["groups"]) * scale
+g = group(p, "tile")["sync"]
+print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %9s %7.1f%% %6.2f %9.2f" % ("gemm (bf16, scaled)", "M=N=K=4096",
+      c["tasks"]["value"], sol * 1e6, model * 1e6, 100 * sol / model, "-", 100 * tcf / tc,
+      g["ldmatrix_wavefronts"] / max(1, g["ldmatrix_phases"]), smem * 1e6))
+print("%-28s %-24s %8s %9.2f %9s %7s  (2 M N K at the tensor peak alone; SOL adds the acc += per K step at FP32)" %
+      ("", "", "", 2 * 4096 ** 3 / TC * 1e6, "", ""))
+' "$tmp/prof.json" "$tmp/cost.json"
+fi
+bind=T=256,H=128,E=8,K=2
+for ex in moe_bf16 moe; do # bf16 first: its SOL is the "% TC SOL" reference
+  "$build/examples/moe_host" "$build/examples/$ex.etlb" --device sim --shape 256,128,8,2 \
+    --profile "$tmp/prof_$ex.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
+  "$etlc" compile "$root/examples/moe/$ex.etl" --emit=cost --bind "$bind" --format=json \
+    >"$tmp/cost_$ex.json" || continue
+  python3 -c "$gemm_py"'
+ex, bind = sys.argv[3], sys.argv[4]
+def terms(prof, cost):
+    pg = group(json.load(open(prof)), "expert"); cg = group(json.load(open(cost)), "expert")
+    ran = pg["sync"]["tasks"]; per = ran / cg["tasks"]["value"]
+    tc, other = cg["flops_tc"]["value"] * per, cg["flops_other"]["value"] * per
+    flops_s = tc / TC + other / FP32
+    sol = max((cg["bytes_read"]["value"] + cg["bytes_written"]["value"]) / BW, flops_s)
+    smem = (pg["shared"]["wavefronts"] + pg["sync"]["ldmatrix_wavefronts"]) / SMEM
+    model = max(pg["global"]["sectors"] * 32 / BW, flops_s, smem)
+    return ran, tc, sol, model, pg["sync"], smem
+ran, tc, sol, model, sync, smem = terms(sys.argv[1], sys.argv[2])
+tc_sol = terms(sys.argv[5], sys.argv[6])[2]
+name = "moe expert (%s)" % ("bf16, mma.sync" if ex == "moe_bf16" else "f32, FMA")
+share = "%.1f%%" % (100 * sync["tensor_flops"] / tc) if tc else "-"
+bank = "%.2f" % (sync["ldmatrix_wavefronts"] / sync["ldmatrix_phases"]) if sync["ldmatrix_phases"] else "-"
+print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %8.1f%% %8s %6s %9.2f" % (name, bind, ran, sol * 1e6, model * 1e6,
+      100 * sol / model, 100 * tc_sol / model, share, bank, smem * 1e6))
+' "$tmp/prof_$ex.json" "$tmp/cost_$ex.json" "$ex" "$bind" "$tmp/prof_moe_bf16.json" "$tmp/cost_moe_bf16.json"
+done
 
 echo
 echo "== compile time: etlc (.etl -> PTX) vs ptxas (that PTX -> SASS), sm_90, CPU seconds (user + sys), median of 3"

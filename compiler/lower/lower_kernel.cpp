@@ -115,7 +115,8 @@ std::vector<llvm::Value *> Lowerer::coords(llvm::Value *e, const std::vector<int
 }
 
 llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem, unsigned bytes) {
-  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)), b.getInt64(kSmemScratch));
+  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)),
+                                 b.getInt64(int64_t(kSmemScratch) + scratch_floor));
   return b.CreateGEP(b.getInt8Ty(), smem, off);
 }
 
@@ -132,6 +133,7 @@ void Lowerer::scratch_store(llvm::Value *v, llvm::Value *elem, unsigned bytes) {
 }
 
 void Lowerer::note_scratch(int64_t numel) {
+  numel += scratch_floor / 4;
   if (numel > max_scratch_elems)
     max_scratch_elems = numel;
 }
@@ -302,21 +304,41 @@ void Lowerer::publish_progress(llvm::Value *cta) {
 //===-- One task group ---------------------------------------------------===//
 
 llvm::Function *Lowerer::lower_group(int g) {
-  const TileFunc *tile = plan.groups[size_t(g)].tile;
-  if (!tile)
-    return lower_group(g, nullptr);
-  try {
-    return lower_group(g, tile);
-  } catch (const LowerError &) {
-    // A case of the tile IR path tile_unported did not foresee: this body
-    // takes the AST path (its half-built function is dropped).
+  auto drop = [&] { // group g's half-built (or discarded) function
     if (llvm::Function *half = mod.getFunction("etl.task." + plan.groups[size_t(g)].name)) {
       half->dropAllReferences();
       half->eraseFromParent();
     }
-    tf = nullptr;
-    return lower_group(g, nullptr);
+  };
+  if (const TileFunc *tile = plan.groups[size_t(g)].tile) {
+    try {
+      return lower_group(g, tile);
+    } catch (const LowerError &) {
+      // A case of the tile IR path tile_unported did not foresee: this body
+      // takes the AST path (its half-built function is dropped).
+      drop();
+      tf = nullptr;
+    }
   }
+  // Dot operands hoisted out of loops (mma_hoist_begin) sit below the
+  // loops' own scratch; when that overflows the budget the group is lowered
+  // again without them.
+  const int64_t scratch_before = max_scratch_elems;
+  const size_t remarks_before = remarks.size();
+  mma_hoist_used = false;
+  mma_hoisted.clear();
+  scratch_floor = 0;
+  llvm::Function *f = lower_group(g, nullptr);
+  if (!mma_hoist_used ||
+      int64_t(kSmemScratch) + 4 * max_scratch_elems <= int64_t(portable_smem_limit()))
+    return f;
+  drop();
+  max_scratch_elems = scratch_before;
+  remarks.resize(remarks_before);
+  mma_hoist_off = true;
+  f = lower_group(g, nullptr);
+  mma_hoist_off = false;
+  return f;
 }
 
 llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
@@ -632,10 +654,12 @@ void Lowerer::lower_stmt(const Stmt &s) {
     llvm::AllocaInst *slot = entry_alloca(i64, s.name.c_str());
     loop_vars[s.local_index] = slot;
     loop_by_name[s.name].push_back(slot);
+    int64_t floor = mma_hoist_begin(s); // loop-invariant dot operands staged once
     for_range(lo, hi, step, [&](llvm::Value *iv) {
       b.CreateStore(iv, slot);
       lower_stmts(s.body);
     });
+    mma_hoist_end(floor);
     loop_by_name[s.name].pop_back();
     return;
   }

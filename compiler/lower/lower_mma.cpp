@@ -33,7 +33,9 @@
 //   2. warp tiles: the output is cut into m16 x n16 units (n8 when N % 16 !=
 //      0); warp w owns units w, w + W, ... Per k16 a unit loads its A
 //      fragment with ldmatrix.x4 and its B fragments with ldmatrix.x4.trans
-//      (x2.trans for n8: B is row-major [K, N]) and issues one mma per n8;
+//      (x2.trans for n8: B is row-major [K, N]; plain .x4 / .x2 when B is
+//      staged as [N, K] rows, MmaTile::b_nk: the b of dot(a, transpose(b)),
+//      lower_mma_operands.cpp; mma_load_b) and issues one mma per n8;
 //      the accumulators stay in registers over K. A single dot runs the
 //      warp's units one after the other (a warp-uniform loop); the pipelined
 //      loop keeps ceil(units / W) fragment sets per warp (unrolled, the last
@@ -264,7 +266,7 @@ std::vector<llvm::AllocaInst *> Lowerer::mma_zero_frags(const MmaTile &t) {
 void Lowerer::mma_accumulate(const MmaTile &t, const std::vector<llvm::AllocaInst *> &acc,
                              llvm::Value *u, llvm::Value *a_base, llvm::Value *b_base,
                              unsigned line) {
-  const Swizzle sa(t.K), sb(t.N);
+  const Swizzle sa(t.K);
   llvm::Value *lane = b.CreateURem(b.CreateZExt(tid, i64), b.getInt64(32));
   llvm::Value *lrow = b.CreateAnd(lane, 15),
               *lhalf = b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(8));
@@ -277,10 +279,7 @@ void Lowerer::mma_accumulate(const MmaTile &t, const std::vector<llvm::AllocaIns
     // A [r0 .. r0+16) x [k0 .. k0+16): lane l gives row r0 + (l & 15), col k0 + (l >> 4) * 8.
     std::vector<llvm::Value *> fa = m.ldmatrix(
         b, at(a_base, sa, b.CreateAdd(r0, lrow), b.CreateAdd(k0, lhalf)), 4, false, line);
-    // B [k0 .. k0+16) x [n0 .. n0+nb), row-major: transposed 8x8 loads.
-    llvm::Value *bcol = t.nb == 16 ? b.CreateAdd(n0, lhalf) : n0;
-    std::vector<llvm::Value *> fb =
-        m.ldmatrix(b, at(b_base, sb, b.CreateAdd(k0, lrow), bcol), 2 * t.n8, true, line);
+    std::vector<llvm::Value *> fb = mma_load_b(t, b_base, k0, n0, lane, line);
     for (unsigned j = 0; j < t.n8; ++j) {
       std::vector<llvm::Value *> cc;
       for (unsigned i = 0; i < 4; ++i)
@@ -291,6 +290,32 @@ void Lowerer::mma_accumulate(const MmaTile &t, const std::vector<llvm::AllocaIns
         b.CreateStore(d[i], acc[4 * j + i]);
     }
   });
+}
+
+std::vector<llvm::Value *> Lowerer::mma_load_b(const MmaTile &t, llvm::Value *b_base,
+                                               llvm::Value *k0, llvm::Value *n0, llvm::Value *lane,
+                                               unsigned line) {
+  const Swizzle s(t.b_nk ? t.K : t.N);
+  llvm::Value *row, *col;
+  if (t.b_nk) {
+    // B as [N, K] rows, PTX's col-major B: plain 8x8 loads. Lane l gives a
+    // row of matrix i = (l >> 3) & 3: n0 + 8 (i >> 1) + (l & 7) (the n8
+    // block; one for nb = 8, where lanes 16 .. 31 repeat 0 .. 15), k0 +
+    // 8 (i & 1) (the k half): registers (2j, 2j + 1) are n8 block j's b0b1,
+    // b2b3.
+    llvm::Value *i = b.CreateAnd(b.CreateLShr(lane, 3), 3);
+    row = b.CreateAdd(n0, b.CreateAnd(lane, 7));
+    if (t.nb == 16)
+      row = b.CreateAdd(row, b.CreateMul(b.CreateLShr(i, 1), b.getInt64(8)));
+    col = b.CreateAdd(k0, b.CreateMul(b.CreateAnd(i, 1), b.getInt64(8)));
+  } else {
+    // B [k0 .. k0+16) x [n0 .. n0+nb), row-major: transposed 8x8 loads;
+    // lane l gives row k0 + (l & 15), col n0 (+ 8 (l >> 4) for nb = 16).
+    row = b.CreateAdd(k0, b.CreateAnd(lane, 15));
+    col = t.nb == 16 ? b.CreateAdd(n0, b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(8))) : n0;
+  }
+  llvm::Value *p = scratch_ptr(b.CreateAdd(swizzled_offset(b, s, row, col), b_base), 1);
+  return m.ldmatrix(b, p, 2 * t.n8, !t.b_nk, line);
 }
 
 void Lowerer::mma_store_frags(const MmaTile &t, const std::vector<llvm::AllocaInst *> &acc,

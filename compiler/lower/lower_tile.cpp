@@ -742,6 +742,8 @@ TileVal Lowerer::value(const Expr &e) {
       return dot_tf32(value(*e.args.at(0)), value(*e.args.at(1)), e.range);
     if (std::optional<TileVal> r = dot_async(e))
       return *r;
+    if (std::optional<TileVal> r = dot_staged(e))
+      return *r;
     return dot(value(*e.args.at(0)), value(*e.args.at(1)), e.range);
   }
   throw LowerError("unsupported call '" + e.name + "'");

@@ -18,7 +18,8 @@
 // of the thread with lane l and warp w is element L.apply(r, l, w). Scalars
 // (and index values) are one uniform register. The families of the other
 // files: Memory (lower_tile_memory.cpp), Elementwise, Shape and Layout
-// (lower_tile_map.cpp), Reduction (lower_tile_reduce.cpp).
+// (lower_tile_map.cpp), Reduction (lower_tile_reduce.cpp), Contraction
+// (lower_tile_dot.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -124,9 +125,19 @@ struct PortCheck {
     case TileOpKind::Store: {
       if (op.tensor < 0)
         return fail("memory without a tensor");
-      for (const SlicePart &p : op.parts)
-        if (p.kind == SlicePart::Gather || !sym_ok(p.at))
-          return fail("a gather or data-dependent slice");
+      for (const SlicePart &p : op.parts) {
+        if (p.kind != SlicePart::Gather) {
+          if (!sym_ok(p.at))
+            return fail("a data-dependent slice");
+          continue;
+        }
+        const TValue &g = f.values[size_t(p.gather)];
+        if (!g.is_tile() || g.shape.size() != 1 || g.layout < 0 ||
+            (g.elem != ElemType::I32 && g.elem != ElemType::I64))
+          return fail("a gather of this index");
+      }
+      if (op.kind == TileOpKind::Load && !op.attr.empty()) // binds an element read
+        known.insert(op.attr);
       int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
       ElemType e = f.values[size_t(v)].elem;
       if (e == ElemType::BF16)
@@ -150,14 +161,23 @@ struct PortCheck {
         return fail("reduce over a mixed layout");
       return;
     }
+    case TileOpKind::Dot: { // the exact f32 FMA dot; tensor-core dots keep the AST path
+      const TValue &a = f.values[size_t(op.operands[0])], &c = f.values[size_t(op.operands[1])];
+      if (a.elem != ElemType::F32 || c.elem != ElemType::F32)
+        return fail("dot of " + std::string(spelling(a.elem)) + " tiles");
+      if (!op.attr.empty())
+        return fail("dot precision=" + op.attr);
+      if (a.layout < 0 || c.layout < 0 || f.values[size_t(op.results[0])].layout < 0)
+        return fail("dot without layouts");
+      return;
+    }
     case TileOpKind::For: {
       if (!sym_ok(op.lo) || !sym_ok(op.hi) || op.step <= 0)
         return fail("for with these bounds");
-      bool had = known.count(op.var) != 0;
+      std::set<std::string> outer = known; // the body's element reads stay in it
       known.insert(op.var);
       ops(op.body);
-      if (!had)
-        known.erase(op.var);
+      known = std::move(outer);
       return;
     }
     default:
@@ -201,6 +221,7 @@ void Lowerer::tile_begin(const TileFunc &f) {
   tf = &f;
   tregs.assign(f.values.size(), {});
   tile_loop_vars.clear();
+  tile_data_syms.clear();
   tcoord_cache.clear();
   // Every layout's per-thread coordinate, here where it dominates the body.
   for (const Layout &l : f.layouts)
@@ -246,6 +267,9 @@ llvm::Value *Lowerer::sym_value(const Sym &s) {
     auto it = tile_loop_vars.find(n);
     if (it != tile_loop_vars.end())
       return it->second;
+    auto rd = tile_data_syms.find(n);
+    if (rd != tile_data_syms.end())
+      return rd->second;
     for (size_t d = 0; d < task->domain.size(); ++d)
       if (task->domain[d].name == n)
         return task_vars[d];
@@ -298,8 +322,9 @@ void Lowerer::tile_op(const TOp &op) {
     return tile_convert(op);
   case OpFamily::Reduction:
     return tile_reduce(op);
-  case OpFamily::Event: // the group's protocol, around the body (lower_kernel.cpp)
   case OpFamily::Contraction:
+    return tile_dot(op);
+  case OpFamily::Event: // the group's protocol, around the body (lower_kernel.cpp)
     break;
   case OpFamily::Control:
     if (op.kind == TileOpKind::For)
@@ -329,8 +354,6 @@ void Lowerer::tile_op(const TOp &op) {
     return;
   }
   }
-  if (op.kind == TileOpKind::Dot)
-    throw LowerError("tile IR op 'dot' is not ported");
 }
 
 std::vector<std::vector<llvm::Value *>>
@@ -426,7 +449,9 @@ void Lowerer::tile_for(const TOp &op) {
   }
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
+  std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
   tile_ops(op.body);
+  tile_data_syms = std::move(outer_reads);
   if (outer)
     tile_loop_vars[op.var] = outer;
   else

@@ -215,25 +215,56 @@ void Lowerer::tile_convert(const TOp &op) {
   if (tile_convert_shuffle(op))
     return;
   unsigned bytes = scratch_bytes(out.elem);
-  // The row-major index, its 16-byte chunk XORed with the 128-byte line's
-  // number mod 8: lanes reading vectors 32 words apart (a thread's run of 8
-  // split in two 16-byte reads) or a column of a 32-wide tile fall in
-  // different banks; a vector stays inside its chunk, a line inside itself.
-  const int64_t per_chunk = 16 / bytes, per_line = 128 / bytes;
+  const int64_t per_line = 128 / bytes;
   note_scratch((out.numel() + per_line - 1) / per_line * per_line * bytes / 4);
-  auto linear = [&](const std::vector<llvm::Value *> &c) {
-    llvm::Value *lin = b.getInt64(0);
-    for (size_t d = 0; d < c.size(); ++d)
-      lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(uint64_t(out.shape[d]))), c[d]);
-    llvm::Value *line =
-        b.CreateAnd(b.CreateUDiv(lin, b.getInt64(uint64_t(per_line))), b.getInt64(7));
-    return b.CreateXor(lin, b.CreateMul(line, b.getInt64(uint64_t(per_chunk))));
-  };
   llvm::Type *ty = reg_type(out.elem);
+  const unsigned wd = scratch_vec(ld, out.shape, bytes);
+  tile_scratch_write(ls, in, out.elem, out.shape, 0);
+  m.barrier(b);
+  for (uint32_t r = 0; r < ld.num_regs(); r += wd) {
+    llvm::Value *lin = tile_scratch_index(reg_coords(ld, r), out.shape, bytes, 0);
+    if (llvm::Value *alive = reg_alive(ld, r)) // a padded element reads element 0
+      lin = b.CreateSelect(alive, lin, b.getInt64(0));
+    if (wd == 1) {
+      res.push_back(scratch_load(ty, lin, bytes));
+      continue;
+    }
+    llvm::Value *v = scratch_load(llvm::FixedVectorType::get(ty, wd), lin, bytes);
+    for (unsigned j = 0; j < wd; ++j)
+      res.push_back(b.CreateExtractElement(v, uint64_t(j)));
+  }
+  m.barrier(b);
+}
+
+/// The row-major index of coordinates `c` of a tile of `shape` in the
+/// scratch area, from element `base` (a multiple of a 128-byte line), its
+/// 16-byte chunk XORed with the 128-byte line's number mod 8: lanes reading
+/// vectors 32 words apart (a thread's run of 8 split in two 16-byte reads)
+/// or a column of a 32-wide tile fall in different banks; a vector stays
+/// inside its chunk, a line inside itself.
+llvm::Value *Lowerer::tile_scratch_index(const std::vector<llvm::Value *> &c,
+                                         const std::vector<int64_t> &shape, unsigned bytes,
+                                         int64_t base) {
+  const int64_t per_chunk = 16 / bytes, per_line = 128 / bytes;
+  llvm::Value *lin = b.getInt64(0);
+  for (size_t d = 0; d < c.size(); ++d)
+    lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(uint64_t(shape[d]))), c[d]);
+  if (base)
+    lin = b.CreateAdd(lin, b.getInt64(uint64_t(base)));
+  llvm::Value *line = b.CreateAnd(b.CreateUDiv(lin, b.getInt64(uint64_t(per_line))), b.getInt64(7));
+  return b.CreateXor(lin, b.CreateMul(line, b.getInt64(uint64_t(per_chunk))));
+}
+
+/// Writes registers `in` of a tile of `shape` in layout `ls` to the scratch
+/// at tile_scratch_index(.., base); no barrier.
+void Lowerer::tile_scratch_write(const Layout &ls, const std::vector<llvm::Value *> &in,
+                                 ElemType elem, const std::vector<int64_t> &shape, int64_t base) {
+  const unsigned bytes = scratch_bytes(elem);
+  llvm::Type *ty = reg_type(elem);
   // Runs of `vw` registers that are consecutive elements of the last dim
   // move as one 8- or 16-byte shared access (a 4-per-lane layout read
   // back with scalar loads 4 words apart is a 4-way bank conflict).
-  const unsigned ws = scratch_vec(ls, out.shape, bytes), wd = scratch_vec(ld, out.shape, bytes);
+  const unsigned ws = scratch_vec(ls, shape, bytes);
   // Lanes that hold copies (lane basis 0) share the writing: the t-th such
   // lane bit picks the t-th register bit above the vector, so a warp's
   // registers go out in one request of several lanes instead of one
@@ -275,7 +306,7 @@ void Lowerer::tile_convert(const TOp &op) {
       llvm::Value *alive = reg_alive(ls, rc); // null for every register of a vector (scratch_vec)
       any_alive = any_alive || alive;
       llvm::Value *okc = alive ? alive : b.getTrue();
-      llvm::Value *linc = linear(reg_coords(ls, rc));
+      llvm::Value *linc = tile_scratch_index(reg_coords(ls, rc), shape, bytes, base);
       llvm::Value *xc = in.at(rc);
       if (ws > 1) {
         xc = llvm::UndefValue::get(llvm::FixedVectorType::get(ty, ws));
@@ -299,20 +330,6 @@ void Lowerer::tile_convert(const TOp &op) {
     else
       scratch_store(x, lin, bytes);
   }
-  m.barrier(b);
-  for (uint32_t r = 0; r < ld.num_regs(); r += wd) {
-    llvm::Value *lin = linear(reg_coords(ld, r));
-    if (llvm::Value *alive = reg_alive(ld, r)) // a padded element reads element 0
-      lin = b.CreateSelect(alive, lin, b.getInt64(0));
-    if (wd == 1) {
-      res.push_back(scratch_load(ty, lin, bytes));
-      continue;
-    }
-    llvm::Value *v = scratch_load(llvm::FixedVectorType::get(ty, wd), lin, bytes);
-    for (unsigned j = 0; j < wd; ++j)
-      res.push_back(b.CreateExtractElement(v, uint64_t(j)));
-  }
-  m.barrier(b);
 }
 
 /// A re-layout inside each warp (tile/layout.h shuffle_plan): one

@@ -14,7 +14,11 @@
 // multiple of the vector's size takes scalar accesses. A store is done by one thread per replica
 // group (lanes or warps whose layout basis is 0 hold the same element) and skips registers that
 // repeat lower ones. Out-of-bounds and masked-off elements are neither read (they get `pad`) nor
-// written, as on the AST path.
+// written, as on the AST path. A gathered dim's coordinate is the index
+// tile's register that holds the element's row (gathered_at): every element
+// of a gathered row shares it, so a row moves at the proven vector width. A
+// rank-0 load with an `attr` is an element read: it binds that symbol for
+// the `Sym`s that follow (tile_data_syms).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -60,6 +64,9 @@ struct Slice {
   std::vector<llvm::Value *> dims, at, strides;
   std::vector<int> tile_dim;
   std::vector<bool> checked; ///< per tensor dim: needs a bounds test
+  /// Per tensor dim: the value id of its gather index (-1: none); its
+  /// coordinate is then the index's element at the tile dim it feeds.
+  std::vector<int> gather;
   ElemType elem = ElemType::F32;
   unsigned bytes = 4;
 };
@@ -86,7 +93,9 @@ Slice slice_of(Lowerer &L, const TOp &op) {
   }
   for (size_t d = 0; d < rank; ++d) {
     const SlicePart &p = op.parts[d];
-    s.at.push_back(L.sym_value(*p.at));
+    bool g = p.kind == SlicePart::Gather;
+    s.at.push_back(g ? nullptr : L.sym_value(*p.at));
+    s.gather.push_back(g ? p.gather : -1);
     s.tile_dim.push_back(p.kind == SlicePart::Range ? p.tile_dim : -1);
     bool proven = p.kind == SlicePart::Range && p.tile_dim >= 0 &&
                   size_t(p.tile_dim) < op.mem.in_bounds.size() &&
@@ -96,17 +105,53 @@ Slice slice_of(Lowerer &L, const TOp &op) {
   return s;
 }
 
+/// Per tensor dim, the gathered index (i64) of register `r` of a tile in
+/// layout `l` (null for dims that are not gathered). The index tile's
+/// layout is `l` sliced to the gathered dim (the layout pass requires it):
+/// same lanes and warps, so the register whose coordinate along that dim
+/// equals r's holds r's row. A gathered row's elements along the other dims
+/// share it: one index per vector.
+std::vector<llvm::Value *> gathered_at(Lowerer &L, const Slice &s, const TOp &op, const Layout &l,
+                                       uint32_t r) {
+  std::vector<llvm::Value *> out(s.gather.size(), nullptr);
+  std::vector<int64_t> rc = l.unpack(l.apply(r, 0, 0));
+  for (size_t d = 0; d < s.gather.size(); ++d) {
+    if (s.gather[d] < 0)
+      continue;
+    const SlicePart &p = op.parts[d];
+    const Layout &lg = L.layout_of(s.gather[d]);
+    Layout want = l;
+    for (unsigned k = l.rank(); k-- > 0;)
+      if (int(k) != p.tile_dim)
+        want = slice_layout(want, k);
+    if (lg != want)
+      throw LowerError("tile IR gather index of '" + op.tensor_name +
+                       "' is not in its access's layout");
+    const std::vector<llvm::Value *> &regs = L.tregs[size_t(s.gather[d])];
+    for (uint32_t q = 0; q < lg.num_regs() && !out[d]; ++q)
+      if (lg.unpack(lg.apply(q, 0, 0))[0] == rc.at(size_t(p.tile_dim)) && q < regs.size())
+        out[d] = regs[q];
+    if (!out[d])
+      throw LowerError("tile IR gather of '" + op.tensor_name + "': no index register");
+    if (!out[d]->getType()->isIntegerTy(64))
+      out[d] = L.b.CreateSExt(out[d], L.b.getInt64Ty());
+  }
+  return out;
+}
+
 /// Address and in-bounds test (null: none needed) of the element at tile
-/// coordinates `c` (empty for a rank-0 access).
+/// coordinates `c` (empty for a rank-0 access); `g`: gathered_at's indexes
+/// (empty: no gather).
 std::pair<llvm::Value *, llvm::Value *> element_at(Lowerer &L, const Slice &s, const TOp &op,
-                                                   const std::vector<llvm::Value *> &c) {
+                                                   const std::vector<llvm::Value *> &c,
+                                                   const std::vector<llvm::Value *> &g = {}) {
   Builder &b = L.b;
   llvm::Value *ok = nullptr;
   bool i32 = op.mem.index32;
   llvm::Type *ity = i32 ? b.getInt32Ty() : b.getInt64Ty();
   llvm::Value *off = llvm::ConstantInt::get(ity, 0);
   for (size_t d = 0; d < s.dims.size(); ++d) {
-    llvm::Value *x = s.at[d];
+    llvm::Value *x = s.gather[d] >= 0 ? g.at(d) : s.at[d];
     if (s.tile_dim[d] >= 0)
       x = b.CreateAdd(x, c.at(size_t(s.tile_dim[d])));
     if (s.checked[d])
@@ -160,9 +205,9 @@ void Lowerer::tile_load(const TOp &op) {
   auto widen = [&](llvm::Value *x) { return s.elem == ElemType::F16 ? b.CreateFPExt(x, f32) : x; };
   // One access of `n` elements at coordinates `c` (i1 `ok`, null: always),
   // its registers appended to `out`.
-  auto access = [&](const std::vector<llvm::Value *> &c, llvm::Value *ok, unsigned n,
-                    std::vector<llvm::Value *> &out) {
-    auto [addr, in] = element_at(*this, s, op, c);
+  auto access = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
+                    llvm::Value *ok, unsigned n, std::vector<llvm::Value *> &out) {
+    auto [addr, in] = element_at(*this, s, op, c, g);
     llvm::Value *p = addr;
     ok = and_of(*this, ok, in);
     llvm::Type *ty = n > 1 ? llvm::FixedVectorType::get(ety, n) : ety;
@@ -227,8 +272,11 @@ void Lowerer::tile_load(const TOp &op) {
   };
   std::vector<llvm::Value *> regs;
   if (!tv.is_tile()) {
-    access({}, nullptr, 1, regs);
+    access({}, {}, nullptr, 1, regs);
     tregs[size_t(rv)] = regs;
+    if (!op.attr.empty()) // an element read (`kv_len[b]`): the symbol it binds
+      tile_data_syms[op.attr] =
+          regs[0]->getType()->isIntegerTy(64) ? regs[0] : b.CreateSExt(regs[0], i64);
     return;
   }
   const Layout &l = layout_of(rv);
@@ -240,7 +288,7 @@ void Lowerer::tile_load(const TOp &op) {
     llvm::Value *ok = reg_alive(l, r);
     if (mask)
       ok = and_of(*this, ok, truthy(*this, mask->at(r)));
-    access(reg_coords(l, r), ok, vec, regs);
+    access(reg_coords(l, r), gathered_at(*this, s, op, l, r), ok, vec, regs);
   }
   tregs[size_t(rv)] = regs;
 }
@@ -259,9 +307,9 @@ void Lowerer::tile_store(const TOp &op) {
   auto narrow = [&](llvm::Value *x) {
     return s.elem == ElemType::F16 ? b.CreateFPTrunc(x, b.getHalfTy()) : x;
   };
-  auto access = [&](const std::vector<llvm::Value *> &c, llvm::Value *ok,
-                    const std::vector<llvm::Value *> &xs) {
-    auto [addr, in] = element_at(*this, s, op, c);
+  auto access = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
+                    llvm::Value *ok, const std::vector<llvm::Value *> &xs) {
+    auto [addr, in] = element_at(*this, s, op, c, g);
     llvm::Value *p = addr;
     ok = and_of(*this, ok, in);
     auto store = [&] {
@@ -292,7 +340,7 @@ void Lowerer::tile_store(const TOp &op) {
       store();
   };
   if (!tv.is_tile()) { // a rank-0 store: thread 0
-    access({}, b.CreateICmpEQ(tid, b.getInt32(0)), {val[0]});
+    access({}, {}, b.CreateICmpEQ(tid, b.getInt32(0)), {val[0]});
     return;
   }
   const Layout &l = layout_of(vv);
@@ -308,7 +356,7 @@ void Lowerer::tile_store(const TOp &op) {
     if (mask)
       ok = and_of(*this, ok, truthy(*this, mask->at(r)));
     std::vector<llvm::Value *> xs(val.begin() + r, val.begin() + r + vec);
-    access(reg_coords(l, r), ok, xs);
+    access(reg_coords(l, r), gathered_at(*this, s, op, l, r), ok, xs);
   }
 }
 

@@ -9,9 +9,9 @@
 //   2. lanes: one `shfl.sync.bfly` step per lane basis along the axis
 //      (Machine::shuffle; sim runs it as a warp rendezvous);
 //   3. warps: when warp bases lie along the axis, each warp's partial goes
-//      to the shared scratch area (one writer per element and warp), a
-//      barrier, every thread combines the partials of its elements, a
-//      barrier.
+//      to the shared scratch area (one writer per element and warp; warp
+//      major, so a request's lanes hit distinct banks), a barrier, every
+//      thread combines the partials of its elements, a barrier.
 //
 // The result's layout is slice(operand, axis) (tile/layout.h): its register
 // r holds the group of operand registers whose non-axis coordinates match.
@@ -147,7 +147,9 @@ void Lowerer::tile_reduce(const TOp &op) {
     for (uint32_t r = 0; r < nout; ++r) {
       if (lo && reg_replica(*lo, r))
         continue;
-      llvm::Value *at = b.CreateAdd(b.CreateMul(lin_of(r), b.getInt64(uint64_t(W))), wi);
+      // Warp-major ([W][nelem]): the lanes of one request write (and
+      // later read) consecutive words, so they fall in distinct banks.
+      llvm::Value *at = b.CreateAdd(b.CreateMul(wi, b.getInt64(uint64_t(nelem))), lin_of(r));
       llvm::Value *ok = writer;
       if (lo)
         if (llvm::Value *alive = reg_alive(*lo, r))
@@ -157,10 +159,10 @@ void Lowerer::tile_reduce(const TOp &op) {
     }
     m.barrier(b);
     for (uint32_t r = 0; r < nout; ++r) {
-      llvm::Value *base = b.CreateMul(lin_of(r), b.getInt64(uint64_t(W)));
+      llvm::Value *lin = lin_of(r);
       llvm::Value *acc = nullptr;
       for (int64_t q = 0; q < W; ++q) {
-        llvm::Value *x = scratch_load(ty, b.CreateAdd(base, b.getInt64(uint64_t(q))), bytes);
+        llvm::Value *x = scratch_load(ty, b.CreateAdd(lin, b.getInt64(uint64_t(q * nelem))), bytes);
         acc = acc ? combine(acc, x) : x;
       }
       res[r] = acc;

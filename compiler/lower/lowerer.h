@@ -365,6 +365,8 @@ public:
     bool bf16 = false;
     int64_t M = 0, K = 0, N = 0, nb = 16, n_units = 0, units = 0;
     unsigned n8 = 2; ///< mmas (n8 blocks) per unit and k16
+    /// B staged as [N, K] rows (col-major B): plain ldmatrix, not .trans.
+    bool b_nk = false;
   };
   MmaTile mma_tile(const TileVal &a, const TileVal &c) const;
   /// The pieces of dot_mma that lower_pipelined_for reuses (lower_mma.cpp):
@@ -393,6 +395,35 @@ public:
   /// the operands copied global -> shared by cp.async (lower_mma.cpp); none
   /// when the call does not have that form (the caller takes dot()).
   std::optional<TileVal> dot_async(const Expr &call);
+  /// `dot(a, b)` and `dot(a, transpose(b))` of f16/bf16 tiles on tensor
+  /// cores (lower_mma_operands.cpp): each operand that is a load cp.async
+  /// can stage goes global -> shared directly, the others from registers;
+  /// a transposed b is staged as it is ([N, K], the col-major B operand),
+  /// never re-laid out; an a that mma_hoist_begin staged before the loop is
+  /// read where it lies. None (nothing emitted) when the call has none of
+  /// these, or does not qualify for mma.
+  std::optional<TileVal> dot_staged(const Expr &call);
+  /// Before the AST `for` loop `s` (lower_mma_operands.cpp): the A operands
+  /// of its dots that are locals the loop does not assign are staged once,
+  /// swizzled, at the bottom of the scratch area, which the loop's other
+  /// ops then start above (scratch_floor); returns the floor to restore.
+  int64_t mma_hoist_begin(const Stmt &s);
+  /// After the loop: its staged operands are gone, the floor restored.
+  void mma_hoist_end(int64_t floor);
+  /// Local index -> byte offset (from the scratch start) of its staged A
+  /// operand, for the loops being lowered.
+  std::map<int, int64_t> mma_hoisted;
+  /// Bytes of scratch below every op's (hoisted operands): scratch_ptr and
+  /// note_scratch count from here.
+  int64_t scratch_floor = 0;
+  /// A group's hoisted operands made it overflow the shared-memory budget:
+  /// it is lowered again without them (lower_group).
+  bool mma_hoist_off = false, mma_hoist_used = false;
+  /// The B fragments of unit `u`'s k16 step at `k0` (2 n8 registers each)
+  /// from the B area at `b_base`: ldmatrix.trans of [K, N] rows, or plain
+  /// ldmatrix of [N, K] rows when t.b_nk (lower_mma.cpp).
+  std::vector<llvm::Value *> mma_load_b(const MmaTile &t, llvm::Value *b_base, llvm::Value *k0,
+                                        llvm::Value *n0, llvm::Value *lane, unsigned line);
   /// A load that cp.async can stage (lower_tile.cpp): a 2-D slice of a
   /// 16-bit tensor, no mask, pad or gather, its columns along the tensor's
   /// last (contiguous) dim. `at(e, n)`: the address of tile element `e`
@@ -461,7 +492,7 @@ public:
   unsigned cur_line = 0;
 
   // ---- lower_tile_control.cpp, lower_tile_memory.cpp, lower_tile_map.cpp,
-  //      lower_tile_reduce.cpp: the tile IR path ---------------------------
+  //      lower_tile_reduce.cpp, lower_tile_dot.cpp: the tile IR path -------
   /// The body of a task from its tile IR (every op ported): a value's
   /// registers hold the elements its layout gives the thread, register r at
   /// hardware index (r, lane, warp).
@@ -506,9 +537,23 @@ public:
   void tile_convert(const TOp &op);
   bool tile_convert_shuffle(const TOp &op);
   void tile_reduce(const TOp &op);
+  /// The FMA `dot` of f32 tiles (lower/lower_tile_dot.cpp).
+  void tile_dot(const TOp &op);
+  /// The swizzled scratch index of tile coordinates `c` from element `base`
+  /// (a multiple of 128 bytes), and the write of a tile's registers there
+  /// (one writer per replica group, vectors where the layout allows; no
+  /// barrier): tile_convert's scheme, which tile_dot shares.
+  llvm::Value *tile_scratch_index(const std::vector<llvm::Value *> &c,
+                                  const std::vector<int64_t> &shape, unsigned bytes, int64_t base);
+  void tile_scratch_write(const Layout &ls, const std::vector<llvm::Value *> &in, ElemType elem,
+                          const std::vector<int64_t> &shape, int64_t base);
   const TileFunc *tf = nullptr;
   std::vector<std::vector<llvm::Value *>> tregs; ///< per value id
   std::map<std::string, llvm::Value *> tile_loop_vars;
+  /// Element reads of tensor data (`kv_len[b]`) by the symbol sema named
+  /// them: the i64 a rank-0 load op with that `attr` bound (scoped like the
+  /// ops: tile_for restores the outer map after its body).
+  std::map<std::string, llvm::Value *> tile_data_syms;
   std::map<const Layout *, std::vector<llvm::Value *>> tcoord_cache;
 
   // ---- helpers (lower_kernel.cpp) -------------------------------------------

@@ -6,7 +6,9 @@
 //     per thread on its contiguous dim (tile/memory.cpp), then lanes, then
 //     warps (or a use's layout, when that saves a re-layout through scratch
 //     at the same width and sector efficiency: load_choice); `dot` an FMA
-//     result layout and operand layouts derived from it; a store keeps its
+//     result layout and, for an a whose rows fit in registers, the
+//     operand layout that holds them (b, and a larger a, go through
+//     shared memory in any layout); a store keeps its
 //     value's layout (a value that can take any, such as a splat, takes the
 //     coalesced one; one whose lanes hold copies moves to it when that needs
 //     fewer warp-level requests: fewer_stores);
@@ -180,7 +182,8 @@ private:
   /// straight into every warp that needs it, without scratch and barriers.
   /// Failing that, the coalesced layout of `want`'s vector width when a
   /// shuffle inside each warp turns it into `want` (8 floats per thread
-  /// read as two 16-byte halves would touch every sector twice).
+  /// read as two 16-byte halves would touch every sector twice). When the
+  /// anchor reaches `want` by shuffles alone, only a wider vector counts.
   std::optional<Layout> load_choice(int v, const Layout &want) {
     auto it = loads_.find(v);
     if (it == loads_.end() || it->second.gather || it->second.fast_dim < 0 || want.rank() == 0)
@@ -190,11 +193,12 @@ private:
     if (bits < 8 || want.shape != val(v).shape)
       return std::nullopt;
     const Layout &anchor = L(v);
-    if (shuffle_plan(anchor, want)) // registers or shuffles: no scratch to save
-      return std::nullopt;
     unsigned fast = unsigned(lf.fast_dim), bytes = bits / 8;
     unsigned wv = std::min(want.contiguous_regs(fast), lf.align_vec);
-    if (wv < lf.vec)
+    // Registers or shuffles: no scratch to save; still worth it when `want`
+    // moves wider vectors (a small tile read 4 elements a lane by a quarter
+    // of the lanes instead of 1 by all: decode_attention's q).
+    if (wv < lf.vec || (wv == lf.vec && shuffle_plan(anchor, want)))
       return std::nullopt;
     double base = access_efficiency(anchor, lf.vec, fast, bytes) - 1e-9;
     if (access_efficiency(want, wv, fast, bytes) >= base)
@@ -217,8 +221,9 @@ private:
   static bool fewer_stores(const Layout &l, const Layout &anchor, const MemFacts &mem) {
     if (l == anchor || std::count(l.lane.begin(), l.lane.end(), 0u) == 0)
       return false;
-    unsigned lv =
-        mem.fast_dim < 0 ? 1 : std::min(mem.vec, l.contiguous_regs(unsigned(mem.fast_dim)));
+    unsigned lv = mem.fast_dim < 0 ? 1
+                                   : std::min(std::max(mem.vec, mem.align_vec),
+                                              l.contiguous_regs(unsigned(mem.fast_dim)));
     return store_requests(anchor, mem.vec) < store_requests(l, lv);
   }
 
@@ -350,11 +355,22 @@ private:
       set(L(op.operands[0]));
       break;
     case TileOpKind::Dot: {
-      Layout c = dflt(val(r).shape);
-      c.origin = "dot result (fma)";
+      // FMA: b keeps its producer's layout; the lowering stages it in
+      // shared memory and each thread reads, per k, the b columns of its
+      // outputs (lower/lower_tile_dot.cpp). A 2-D a whose rows fit in
+      // kDotRegsA registers per thread moves into dot_operand_layout (its
+      // rows' whole K in registers, usually one shuffle per register, and
+      // shared by every dot of it); a larger one is staged like b. b in
+      // registers would hold all of K for each column: 128 registers for a
+      // 32 x 32 b. The result's layout is the anchor; a loop-carried
+      // `acc += dot(..)` takes it, so the accumulator stays in registers.
+      Layout c = fma_dot_layout(val(r).shape, warps_);
       set(c);
-      need(op.operands[0], dot_operand_layout(c, 0, val(op.operands[0]).shape));
-      need(op.operands[1], dot_operand_layout(c, 1, val(op.operands[1]).shape));
+      if (val(op.operands[0]).shape.size() == 2) {
+        Layout la = dot_operand_layout(c, 0, val(op.operands[0]).shape);
+        if (la.num_regs() <= kDotRegsA)
+          need(op.operands[0], la);
+      }
       break;
     }
     case TileOpKind::For:
@@ -445,8 +461,10 @@ private:
         record(v);
       if ((op.kind == TileOpKind::Load || op.kind == TileOpKind::Store) && op.mem.fast_dim >= 0) {
         int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
-        if (tile(v) && op.kind == TileOpKind::Load && hint_.count(v)) {
-          // A load in a use's layout: as wide as it holds and alignment allows.
+        if (tile(v) && (op.kind == TileOpKind::Store || hint_.count(v))) {
+          // A load in a use's layout, or a store of a value that holds
+          // more per thread than the coalesced anchor (a reduction's
+          // result): as wide as it holds and alignment allows.
           unsigned c = std::min(L(v).contiguous_regs(unsigned(op.mem.fast_dim)),
                                 std::max(1u, op.mem.align_vec));
           if (c > op.mem.vec) {

@@ -4,15 +4,17 @@
 // but emits IR: every value gets a static shape and element type, numpy
 // broadcasts and implicit element conversions become explicit expand,
 // broadcast, splat and cast ops, index arithmetic stays symbolic (an `index`
-// op or a slice part holding the Sym sema computed), a `var` assigned in a
-// `for` becomes an iter_arg, and the task's waits open and its notifies
-// close the body. Runs only on programs sema accepted.
+// op or a slice part holding the Sym sema computed; an element read of
+// tensor data in it, `kv_len[b]`, is a rank-0 load binding the symbol sema
+// named it by), a `var` assigned in a `for` becomes an iter_arg, and the
+// task's waits open and its notifies close the body. Runs only on programs sema accepted.
 //
 //===----------------------------------------------------------------------===//
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -60,6 +62,9 @@ private:
   const TaskDecl *task_ = nullptr;
   std::vector<TOp> *cur_ = nullptr;
   std::vector<int> locals_;
+  /// Element reads (`kv_len[b]`) loaded in the enclosing scopes: the
+  /// symbol sema named them by -> the rank-0 load that binds it.
+  std::map<std::string, int> reads_;
 
   int new_value(ElemType elem, std::vector<int64_t> shape, bool index = false) {
     TValue v;
@@ -181,6 +186,8 @@ private:
     for (int i : carried_set)
       if (i >= 0 && size_t(i) < locals_.size() && locals_[size_t(i)] >= 0)
         carried.push_back(i);
+    bind_reads(s.lo.get());
+    bind_reads(s.hi.get());
     TOp op = make(TileOpKind::For, s.range);
     op.var = s.name;
     op.lo = s.lo->sym;
@@ -195,8 +202,10 @@ private:
       locals_[size_t(i)] = arg;
     }
     std::vector<TOp> *outer = cur_;
+    std::map<std::string, int> outer_reads = reads_;
     cur_ = &op.body;
     stmts(s.body);
+    reads_ = std::move(outer_reads);
     TOp y = make(TileOpKind::Yield, s.range);
     for (int i : carried)
       y.operands.push_back(locals_[size_t(i)]);
@@ -245,7 +254,38 @@ private:
       f_.untiled = what;
   }
 
+  /// Emits a rank-0 load for every element read of tensor data in index
+  /// expression `e` (`kv_len[b]`, `offset[e] + m * TM`) not loaded in this
+  /// scope yet, inner reads first; each binds the symbol sema named it by
+  /// (its `attr`), so the Syms that mention it stay symbolic.
+  void bind_reads(const Expr *e) {
+    if (!e || e->type.is_tile())
+      return;
+    for (const ExprPtr &a : e->args)
+      bind_reads(a.get());
+    if (e->kind != ExprKind::Index || !e->reads_data || !e->sym || e->args.empty())
+      return;
+    std::string name = e->sym->str();
+    if (reads_.count(name))
+      return;
+    const Expr &tn = *e->args[0];
+    TOp op = make(TileOpKind::Load, e->range, {}, name);
+    op.tensor = tn.ref_index;
+    op.tensor_name = tn.name;
+    op.barrier_before = e->barrier_before;
+    for (size_t d = 1; d < e->args.size(); ++d) {
+      SlicePart part;
+      part.at = e->args[d]->sym;
+      op.parts.push_back(part);
+    }
+    ElemType elem = op.tensor >= 0 && size_t(op.tensor) < k_.tensors.size()
+                        ? k_.tensors[size_t(op.tensor)].type.elem
+                        : ElemType::I64;
+    reads_[name] = emit(op, elem, {});
+  }
+
   int index_value(const Expr &e) {
+    bind_reads(&e);
     TOp op = make(TileOpKind::Index, e.range, {}, e.sym ? e.sym->str() : "?");
     op.sym = e.sym;
     if (!e.sym)
@@ -330,11 +370,13 @@ private:
         part.tile_dim = gather_dim;
         op.operands.push_back(part.gather);
       } else if (c.kind == ExprKind::Range) {
+        bind_reads(c.args[0].get());
         part.kind = SlicePart::Range;
         part.at = c.args[0]->sym;
         part.tile_dim = next_dim++;
         part.n = size_t(part.tile_dim) < shape.size() ? shape[size_t(part.tile_dim)] : 0;
       } else {
+        bind_reads(&c);
         part.at = c.sym;
       }
       op.parts.push_back(part);
@@ -474,8 +516,12 @@ private:
       return emit(make(TileOpKind::Arange, e.range), want, shape);
     case Builtin::Popc: // i32 or i64 operand, i32 count
       return emit(make(TileOpKind::Unary, e.range, {arg(0)}, "popc"), want, shape);
-    case Builtin::Dot:
-      return emit(make(TileOpKind::Dot, e.range, {arg(0), arg(1)}), want, shape);
+    case Builtin::Dot: { // attr: the precision when not the default ("tf32")
+      const KwArg *pr = find_kwarg(e, "precision");
+      std::string p = pr && pr->value && pr->value->kind == ExprKind::Name ? pr->value->name : "";
+      int a = arg(0);
+      return emit(make(TileOpKind::Dot, e.range, {a, arg(1)}, p == "ieee" ? "" : p), want, shape);
+    }
     case Builtin::Transpose:
       return emit(make(TileOpKind::Transpose, e.range, {arg(0)}), want, shape);
     case Builtin::Reshape:

@@ -362,6 +362,18 @@ std::optional<Layout> reshape_layout(const Layout &src, const std::vector<int64_
   return l;
 }
 
+Layout fma_dot_layout(const std::vector<int64_t> &shape, unsigned warps) {
+  int64_t padded = 1;
+  for (unsigned g : padded_lg(shape))
+    padded <<= g;
+  int64_t per_thread = padded / ((int64_t(1) << kLaneBits) * std::max(1u, warps));
+  int64_t last = shape.empty() ? 1 : int64_t(1) << ceil_log2(shape.back());
+  unsigned vec = unsigned(std::max<int64_t>(1, std::min<int64_t>({4, per_thread, last})));
+  Layout l = default_layout(shape, vec, warps);
+  l.origin = "dot result (fma) vec=" + std::to_string(vec);
+  return l;
+}
+
 Layout dot_operand_layout(const Layout &c, unsigned which, const std::vector<int64_t> &shape) {
   // c is [M, N] (or [N] for a vector a). The operand keeps c's bits of the
   // dim it shares with the result (M for a, N for b) and replicates the other.

@@ -110,6 +110,14 @@ Layout transpose_layout(const Layout &l);
 /// Same bases under another power-of-two shape of as many bits; nullopt when
 /// a padded shape differs (non-power-of-two: goes through scratch).
 std::optional<Layout> reshape_layout(const Layout &l, const std::vector<int64_t> &shape);
+/// The result of an FMA `dot` ([M, N] or [N]): blocked, last dim fastest,
+/// up to 4 consecutive columns per thread (as many as the tile has per
+/// thread), so each k step reads one 128-bit run of b per thread and one a
+/// element per row it owns (lower/lower_tile_dot.cpp).
+Layout fma_dot_layout(const std::vector<int64_t> &shape, unsigned warps);
+/// Registers per thread up to which an FMA dot's a operand is held in
+/// registers (dot_operand_layout) rather than read from shared memory.
+constexpr unsigned kDotRegsA = 32;
 /// Operand `which` (0: a [M, K] or [K], 1: b [K, N]) of an FMA `dot` whose
 /// result has layout `c`: the M (or N) bits as in c, the other result dim
 /// replicated, every K element in registers.

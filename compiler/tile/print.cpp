@@ -185,6 +185,11 @@ private:
       os_ << ind << "}";
       break;
     }
+    case TileOpKind::Dot:
+      os_ << "dot " << list(op.operands) << res_type;
+      if (!op.attr.empty())
+        os_ << " {precision=" << op.attr << "}";
+      break;
     case TileOpKind::Yield:
       os_ << "yield" << (op.operands.empty() ? "" : " ") << list(op.operands);
       break;

@@ -11,6 +11,8 @@
 
 #include <etl/etl.h>
 
+#include "ref_check.h" /* ex_bf16, ex_bf16_to_f32 */
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +52,44 @@ static inline void *ex_upload(etlContext ctx, const float *host, size_t n) {
   CHECK_ETL(etlMalloc(ctx, n * sizeof(float) + 1, &d));
   if (host)
     CHECK_ETL(etlMemcpyHtoD(ctx, d, host, n * sizeof(float)));
+  return d;
+}
+
+/* The dtype tensor parameter `name` is declared with in `prog` (one host
+ * serves an f32 and a bf16 version of a program, e.g. mlp.etl and
+ * mlp_bf16.etl); exits when the program has no such tensor. */
+static inline etlDType ex_tensor_dtype(etlProgram prog, const char *name) {
+  int n = 0;
+  CHECK_ETL(etlProgramNumTensors(prog, &n));
+  for (int i = 0; i < n; ++i) {
+    etlTensorInfo info;
+    CHECK_ETL(etlProgramTensorInfo(prog, i, &info));
+    if (!strcmp(info.name, name))
+      return info.dtype;
+  }
+  fprintf(stderr, "the program has no tensor parameter '%s'\n", name);
+  exit(1);
+}
+
+/* Rounds the n values to bf16 in place (nearest even): the data a bf16
+ * program sees, so that the reference computes on the same inputs. */
+static inline void ex_round_bf16(float *v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    v[i] = ex_bf16_to_f32(ex_bf16(v[i]));
+}
+
+/* n f32 values into a new device buffer as `dtype` (ETL_F32 or ETL_BF16,
+ * rounded to nearest even). */
+static inline void *ex_upload_as(etlContext ctx, const float *host, size_t n, etlDType dtype) {
+  if (dtype != ETL_BF16)
+    return ex_upload(ctx, host, n);
+  uint16_t *h = calloc(n ? n : 1, sizeof(uint16_t));
+  for (size_t i = 0; host && i < n; ++i)
+    h[i] = ex_bf16(host[i]);
+  void *d = NULL;
+  CHECK_ETL(etlMalloc(ctx, n * sizeof(uint16_t) + 1, &d));
+  CHECK_ETL(etlMemcpyHtoD(ctx, d, h, n * sizeof(uint16_t)));
+  free(h);
   return d;
 }
 

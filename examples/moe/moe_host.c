@@ -15,7 +15,15 @@
  * x and wr are multiples of 1/8 so the router logits are exact in f32 and the
  * routing cannot differ from the reference by rounding.
  *
- *   moe_host moe.etlb [--device auto|sim|cuda] [--profile FILE] [--shape T,H,E,K]...
+ * It runs moe.etl (f32) and moe_bf16.etl (bf16 x, wr and w; the dtype of `x`
+ * in the artifact says which). For bf16 the inputs are rounded to bf16
+ * before the reference sees them (the expert outputs stay f32, so the same
+ * 1e-4 holds). A binding with K = 1 also runs on exact data (w multiples of
+ * 1/8 as well): each expert row is a sum of multiples of 1/64, exact in f32
+ * in any order, and its routing weight is exp(0) / exp(0) = 1, so the
+ * output must match the reference bit for bit.
+ *
+ *   moe_host moe.etlb|moe_bf16.etlb [--device auto|sim|cuda] [--profile FILE] [--shape T,H,E,K]...
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
 
@@ -32,8 +40,8 @@ typedef struct layer {
 
 /* Inputs for one binding. Column 0 of x is 1, so row 0 of wr is a per-expert
  * bias that steers the routing. */
-static layer make_layer(int64_t T, int64_t H, int64_t E, int64_t K, enum routing r,
-                        uint64_t *seed) {
+static layer make_layer(int64_t T, int64_t H, int64_t E, int64_t K, enum routing r, int exact,
+                        int bf, uint64_t *seed) {
   layer L = {T, H, E, K, NULL, NULL, NULL};
   L.x = malloc(sizeof(float) * (size_t)(T * H));
   L.wr = malloc(sizeof(float) * (size_t)(H * E));
@@ -51,7 +59,12 @@ static layer make_layer(int64_t T, int64_t H, int64_t E, int64_t K, enum routing
     L.wr[e] += bias; /* row 0 */
   }
   for (int64_t i = 0; i < E * H * H; ++i)
-    L.w[i] = ex_random(seed) / 4.0f;
+    L.w[i] = exact ? (float)(int)(8.0f * ex_random(seed)) / 8.0f : ex_random(seed) / 4.0f;
+  if (bf) { /* what the bf16 program sees (wr's biased row 0 rounds) */
+    ex_round_bf16(L.x, (size_t)(T * H));
+    ex_round_bf16(L.wr, (size_t)(H * E));
+    ex_round_bf16(L.w, (size_t)(E * H * H));
+  }
   return L;
 }
 
@@ -109,20 +122,20 @@ static void reference(const layer *L, float *out, int64_t *count) {
   free(v);
 }
 
-static double run_moe(etlContext ctx, etlProgram prog, const layer *L, float *out) {
+static double run_moe(etlContext ctx, etlProgram prog, etlDType dt, const layer *L, float *out) {
   int64_t T = L->T, H = L->H, E = L->E;
-  void *dx = ex_upload(ctx, L->x, (size_t)(T * H));
-  void *dwr = ex_upload(ctx, L->wr, (size_t)(H * E));
-  void *dw = ex_upload(ctx, L->w, (size_t)(E * H * H));
+  void *dx = ex_upload_as(ctx, L->x, (size_t)(T * H), dt);
+  void *dwr = ex_upload_as(ctx, L->wr, (size_t)(H * E), dt);
+  void *dw = ex_upload_as(ctx, L->w, (size_t)(E * H * H), dt);
   void *dout = ex_upload(ctx, NULL, (size_t)(T * H));
   int64_t sx[2] = {T, H}, swr[2] = {H, E}, sw[3] = {E, H, H};
   CHECK_ETL(etlBindDim(prog, "T", T));
   CHECK_ETL(etlBindDim(prog, "H", H));
   CHECK_ETL(etlBindDim(prog, "E", E));
   CHECK_ETL(etlBindDim(prog, "K", L->K));
-  CHECK_ETL(etlBindTensor(prog, "x", dx, ETL_F32, 2, sx));
-  CHECK_ETL(etlBindTensor(prog, "wr", dwr, ETL_F32, 2, swr));
-  CHECK_ETL(etlBindTensor(prog, "w", dw, ETL_F32, 3, sw));
+  CHECK_ETL(etlBindTensor(prog, "x", dx, dt, 2, sx));
+  CHECK_ETL(etlBindTensor(prog, "wr", dwr, dt, 2, swr));
+  CHECK_ETL(etlBindTensor(prog, "w", dw, dt, 3, sw));
   CHECK_ETL(etlBindTensor(prog, "out", dout, ETL_F32, 2, sx));
   double ms = ex_run_timed(prog);
   ex_download(ctx, out, dout, (size_t)(T * H));
@@ -142,14 +155,19 @@ int main(int argc, char **argv) {
   etlContext ctx = ses.ctx, sim = ses.sim;
   etlProgram prog = ses.prog, sim_prog = ses.sim_prog;
   int gpu = sim != NULL;
+  etlDType dt = ex_tensor_dtype(prog, "x");
+  int bf = dt == ETL_BF16;
 
   int failures = 0, runs = 0;
   uint64_t seed = 0x9E3779B97F4A7C15ull;
   for (int s = 0; s < args.nshapes; ++s) {
     int64_t T = args.shapes[s][0], H = args.shapes[s][1], E = args.shapes[s][2];
     int64_t K = args.shapes[s][3] ? args.shapes[s][3] : 1;
-    for (int r = UNIFORM; r <= EMPTY_EXPERTS; ++r) {
-      layer L = make_layer(T, H, E, K, (enum routing)r, &seed);
+    /* every routing on random data; with K = 1 also exact data (the last run) */
+    for (int run = UNIFORM; run <= EMPTY_EXPERTS + (K == 1); ++run) {
+      int exact = run > EMPTY_EXPERTS;
+      enum routing r = exact ? UNIFORM : (enum routing)run;
+      layer L = make_layer(T, H, E, K, r, exact, bf, &seed);
       size_t n = (size_t)(T * H);
       float *out = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n);
       int64_t *count = malloc(sizeof(int64_t) * (size_t)E);
@@ -159,19 +177,19 @@ int main(int argc, char **argv) {
         empty += count[e] == 0;
         most = count[e] > most ? count[e] : most;
       }
-      double ms = run_moe(ctx, prog, &L, out);
+      double ms = run_moe(ctx, prog, dt, &L, out);
       double err = ex_max_error(out, ref, n);
-      int ok = err < 1e-4;
-      printf("moe T=%-3lld H=%-3lld E=%-2lld K=%lld %-13s (busiest expert %3lld rows, %lld empty) "
-             "on %s: max error %.2e, etlRun %.2f ms %s\n",
-             (long long)T, (long long)H, (long long)E, (long long)K, routing_name[r],
-             (long long)most, (long long)empty, etlContextDeviceName(ctx), err, ms,
-             ok ? "OK" : "FAIL");
+      int ok = exact ? memcmp(out, ref, sizeof(float) * n) == 0 : err < 1e-4;
+      printf("moe%s T=%-3lld H=%-3lld E=%-2lld K=%lld %-13s%s (busiest expert %3lld rows, %lld "
+             "empty) on %s: max error %.2e, etlRun %.2f ms %s\n",
+             bf ? " bf16" : "", (long long)T, (long long)H, (long long)E, (long long)K,
+             routing_name[r], exact ? " exact" : "", (long long)most, (long long)empty,
+             etlContextDeviceName(ctx), err, ms, ok ? "OK" : "FAIL");
       if (gpu) {
         float *os = malloc(sizeof(float) * n);
-        run_moe(sim, sim_prog, &L, os);
+        run_moe(sim, sim_prog, dt, &L, os);
         double d = ex_max_error(out, os, n);
-        ok &= ex_report_gpu_vs_sim(d, 1e-4);
+        ok &= ex_report_gpu_vs_sim(d, exact ? 1e-30 : 1e-4);
         free(os);
       }
       failures += !ok;

@@ -5,7 +5,8 @@
 // address); and compiled f16/bf16 dots (programs/mma_dot.etl), which run on
 // the rendezvous and must equal an f32 k-order reference bit for bit; and
 // cp.async-pipelined K loops (programs/mma_pipeline.etl, mma_pipeline_deep.etl)
-// under the race check.
+// under the race check; dot(a, transpose(b)) with b staged untransposed and
+// dots mixing register and cp.async operands (programs/mma_dot_nt.etl).
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -233,6 +234,77 @@ TEST_CASE("sim mma: compiled f16/bf16 dots equal an f32 k-order reference bit fo
       bad += std::memcmp(&acc, &z[size_t(m * 32 + n)], 4) != 0;
     }
   CHECK(bad == 0);
+  etlProgramDestroy(prog);
+  etlContextDestroy(ctx);
+}
+
+TEST_CASE("sim mma: dot(a, transpose(b)) with b staged untransposed (plain ldmatrix), and a "
+          "register operand beside a cp.async one, equal an f32 k-order reference bit for bit") {
+  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_dot_nt.etlb";
+  if (!std::ifstream(path)) {
+    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    return;
+  }
+  etlContext ctx = nullptr;
+  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
+  etlProgram prog = nullptr;
+  REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
+                  etlGetLastErrorMessage());
+  REQUIRE(etlProgramSetRaceCheck(prog, 1) == ETL_SUCCESS);
+  auto val = [](size_t i, int salt) {
+    return float(int((i * 2654435761u + salt) % 255) - 127) / 64.0f;
+  };
+  // a [64, 48], b [24, 48] (bf16), x, y (f16), p [32, 16] (f32, bf16-exact), v [16, 24] (bf16).
+  std::vector<float> af(64 * 48), bfv(24 * 48), xf(16 * 32), yf(32 * 32), pf(32 * 16), vf(16 * 24);
+  std::vector<uint16_t> a(af.size()), b(bfv.size()), x(xf.size()), y(yf.size()), v(vf.size());
+  for (size_t i = 0; i < af.size(); ++i)
+    a[i] = bf16(af[i] = val(i, 5));
+  for (size_t i = 0; i < bfv.size(); ++i)
+    b[i] = bf16(bfv[i] = val(i, 6));
+  for (size_t i = 0; i < xf.size(); ++i)
+    x[i] = half(xf[i] = float(int(val(i, 7) * 8)));
+  for (size_t i = 0; i < yf.size(); ++i)
+    y[i] = half(yf[i] = float(int(val(i, 8) * 8)) / 4);
+  for (size_t i = 0; i < pf.size(); ++i)
+    pf[i] = val(i, 9);
+  for (size_t i = 0; i < vf.size(); ++i)
+    v[i] = bf16(vf[i] = val(i, 10));
+  std::vector<float> c(64 * 24, NAN), z(16 * 32, NAN), w(32 * 24, NAN);
+  int64_t sa[2] = {64, 48}, sb[2] = {24, 48}, sc[2] = {64, 24}, sx[2] = {16, 32}, sy[2] = {32, 32},
+          sp[2] = {32, 16}, sv[2] = {16, 24}, sw[2] = {32, 24};
+  CHECK(etlBindTensor(prog, "a", a.data(), ETL_BF16, 2, sa) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "b", b.data(), ETL_BF16, 2, sb) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "c", c.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "x", x.data(), ETL_F16, 2, sx) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F16, 2, sy) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 2, sx) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "p", pf.data(), ETL_F32, 2, sp) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "v", v.data(), ETL_BF16, 2, sv) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "w", w.data(), ETL_F32, 2, sw) == ETL_SUCCESS);
+  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+  // out[m, n] = sum over k, in k order, of lhs(m, k) * rhs(k, n).
+  auto bad_in = [](const std::vector<float> &out, int M, int N, int K, auto lhs, auto rhs) {
+    int bad = 0;
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        float acc = 0;
+        for (int k = 0; k < K; ++k) {
+          volatile float prod = lhs(m, k) * rhs(k, n);
+          acc = acc + prod;
+        }
+        bad += std::memcmp(&acc, &out[size_t(m * N + n)], 4) != 0;
+      }
+    return bad;
+  };
+  CHECK(bad_in(
+            c, 64, 24, 48, [&](int m, int k) { return af[size_t(m * 48 + k)]; },
+            [&](int k, int n) { return bfv[size_t(n * 48 + k)]; }) == 0);
+  CHECK(bad_in(
+            z, 16, 32, 32, [&](int m, int k) { return xf[size_t(m * 32 + k)]; },
+            [&](int k, int n) { return yf[size_t(n * 32 + k)]; }) == 0);
+  CHECK(bad_in(
+            w, 32, 24, 16, [&](int m, int k) { return pf[size_t(m * 16 + k)]; },
+            [&](int k, int n) { return vf[size_t(k * 24 + n)]; }) == 0);
   etlProgramDestroy(prog);
   etlContextDestroy(ctx);
 }

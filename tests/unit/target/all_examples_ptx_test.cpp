@@ -1,6 +1,6 @@
 //===- tests/unit/target/all_examples_ptx_test.cpp - Every example's PTX -===//
 //
-// Every program under examples/ (examples/NAME/NAME.etl), compiled by the
+// Every program under examples/ (examples/NAME/*.etl), compiled by the
 // driver exactly as `etlc compile --emit=ptx` does (imports resolved), for
 // sm_90 and sm_80; ptxas must accept the PTX, and `ptxas -v` must report no
 // spills (the kernel's .maxntid / .minnctapersm 1 let ptxas use up to 255

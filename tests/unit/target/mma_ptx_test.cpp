@@ -4,14 +4,17 @@
 // (compiler/lower/lower_mma.cpp) compiled for sm_80 and sm_90:
 // examples/gemm (bf16, n16 blocks) and tests/unit/runtime/programs/mma_dot.etl
 // (bf16 with n8 blocks, f16) have mma.sync m16n8k16 with f32 accumulation
-// and ldmatrix (.x4 for A, .trans for the row-major B) in their PTX, their
+// and ldmatrix (.x4 for A, .trans for the row-major B; plain for the b of
+// dot(a, transpose(b)): programs/mma_dot_nt.etl, prefill_attention's
+// q k^T) in their PTX, their
 // operands (loads of slices) arrive by cp.async (commit_group, wait_group;
 // the K loops of gemm and programs/mma_pipeline.etl are three-stage rings,
 // wait_group 1, with no result stores inside the loop, mma_pipeline_deep.etl's
 // a two-stage one, wait_group 0, writing each dot back; 0 ptxas spills),
 // and in the LLVM IR every mma/ldmatrix call carries the `convergent`
-// attribute. ptxas acceptance and zero spills of every example:
-// all_examples_ptx_test.cpp.
+// attribute; examples/mlp/mlp_bf16.etl and examples/moe/moe_bf16.etl have a
+// three-stage ring for every K loop. ptxas acceptance and zero spills of
+// every example: all_examples_ptx_test.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "driver/pipeline.h"
@@ -133,6 +136,34 @@ TEST_CASE("f16/bf16 dots: a K loop of acc += dot(load, load) is a cp.async ring 
   }
 }
 
+TEST_CASE("f16/bf16 dots: dot(a, transpose(b)) loads b's fragments by plain ldmatrix from b "
+          "staged untransposed") {
+  // The B operand of a transposed b: the x2 loads of programs/mma_dot_nt.etl's
+  // n8 units are not .trans (A's loads are always .x4).
+  for (const char *target : {"sm_80", "sm_90"}) {
+    CAPTURE(target);
+    std::string nt = compile_to("tests/unit/runtime/programs/mma_dot_nt.etl", target, "ptx");
+    CHECK(nt.find("ldmatrix.sync.aligned.m8n8.x2.shared.b16") != std::string::npos);
+    CHECK(nt.find("cp.async.cg.shared.global") != std::string::npos);
+    // prefill_attention's q k^T: the A load and then the B load are both
+    // plain .x4, then the mmas (P V and o_proj keep .trans for row-major B).
+    std::string pa = compile_to("examples/prefill_attention/prefill_attention.etl", target, "ptx");
+    std::istringstream lines(pa);
+    std::string line, prev;
+    int plain_pairs = 0;
+    while (std::getline(lines, line)) {
+      if (line.find("ldmatrix") == std::string::npos)
+        continue;
+      const bool plain_x4 =
+          line.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos;
+      plain_pairs += plain_x4 && prev == "plain";
+      prev = plain_x4 ? "plain" : "other";
+    }
+    CHECK(plain_pairs >= 1);
+    CHECK(pa.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
+  }
+}
+
 TEST_CASE("f16/bf16 dots: every mma and ldmatrix call is convergent in the LLVM IR") {
   std::string ir = compile_to("examples/gemm/gemm.etl", "sm_80", "llvm");
   std::regex call(R"(call .*@llvm\.nvvm\.(mma|ldmatrix)[^(]*\(.*\) #(\d+))");
@@ -156,4 +187,35 @@ TEST_CASE("f16/bf16 dots: every mma and ldmatrix call is convergent in the LLVM 
            line.find("@llvm.nvvm.ldmatrix") != std::string::npos;
   }
   CHECK(all == size_t(calls));
+}
+
+TEST_CASE("f16/bf16 dots: every K loop of the bf16 mlp and moe examples is a 3-stage cp.async "
+          "ring on mma.sync") {
+  // mlp_bf16: gate_up's two loops (x @ wg, x @ wu) and down's; moe_bf16: the
+  // router's and the expert tiles' loops. Each loop waits with wait_group 1
+  // (three stages) and drains with wait_group 0 after it. That no dot takes
+  // the FMA path is checked by the sim profile's tensor-core share
+  // (example_mlp_bf16_tensor_cores, example_moe_bf16_tensor_cores).
+  struct Case {
+    const char *path;
+    size_t loops;
+  };
+  const Case cases[] = {{"examples/mlp/mlp_bf16.etl", 3}, {"examples/moe/moe_bf16.etl", 2}};
+  auto count = [](const std::string &s, const char *what) {
+    size_t n = 0;
+    for (size_t at = 0; (at = s.find(what, at)) != std::string::npos; ++at)
+      ++n;
+    return n;
+  };
+  for (const Case &c : cases)
+    for (const char *target : {"sm_80", "sm_90"}) {
+      CAPTURE(c.path);
+      CAPTURE(target);
+      std::string ptx = compile_to(c.path, target, "ptx");
+      CHECK(count(ptx, "cp.async.wait_group 1;") == c.loops);
+      CHECK(count(ptx, "cp.async.wait_group 0;") == c.loops);
+      CHECK(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+      CHECK(ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
+      CHECK(ptx.find("cp.async.cg.shared.global") != std::string::npos);
+    }
 }

@@ -30,17 +30,18 @@ inline bool has(const std::string &s, const char *what) {
   return s.find(what) != std::string::npos;
 }
 
-/// examples/NAME/NAME.etl for every example, and with `runtime_programs`
+/// examples/NAME/*.etl for every example (NAME.etl and versions of it such
+/// as mlp_bf16.etl), and with `runtime_programs`
 /// tests/unit/runtime/programs/*.etl too; sorted.
 inline std::vector<std::filesystem::path> programs(bool runtime_programs = true) {
   namespace fs = std::filesystem;
   std::vector<fs::path> out;
   fs::path root(ETL_SOURCE_DIR);
-  for (const auto &d : fs::directory_iterator(root / "examples")) {
-    fs::path p = d.path() / (d.path().filename().string() + ".etl");
-    if (d.is_directory() && fs::exists(p))
-      out.push_back(p);
-  }
+  for (const auto &d : fs::directory_iterator(root / "examples")) // NAME/NAME.etl and versions
+    if (d.is_directory())                                         // (mlp/mlp_bf16.etl)
+      for (const auto &f : fs::directory_iterator(d.path()))
+        if (f.path().extension() == ".etl")
+          out.push_back(f.path());
   if (runtime_programs)
     for (const auto &d : fs::directory_iterator(root / "tests/unit/runtime/programs"))
       if (d.path().extension() == ".etl")
