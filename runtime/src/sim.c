@@ -8,7 +8,7 @@
  * sim_profile.c.
  *
  * A launch runs num_ctas = sim_workers CTAs, one pthread each. A CTA's
- * threads are ucontext fibers scheduled round-robin by that pthread; a fiber
+ * threads are fibers (sim_fiber.h) scheduled round-robin by that pthread; a fiber
  * gives up the CPU only in barrier() (until every live fiber of the CTA has
  * arrived; exited fibers count as arrived), at a warp shuffle (until every
  * lane of its mask has arrived: sim_warp.c, which also reports a lane that
@@ -33,11 +33,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "device.h"
 #include "sim_async.h"
+#include "sim_fiber.h"
 #include "sim_load.h"
 #include "sim_poison.h"
 #include "sim_profile.h"
@@ -91,7 +91,7 @@ typedef struct sim_range {
 enum { FIBER_RUNNABLE, FIBER_AT_BARRIER, FIBER_AT_SHUFFLE, FIBER_EXITED, FIBER_DEAD };
 
 typedef struct sim_fiber {
-  ucontext_t uc;
+  etl_fiber_ctx ctx;
   void *stack;
   uint32_t tid;
   int state;
@@ -110,8 +110,9 @@ typedef struct sim_cta {
   pthread_t thread;
   sim_fiber *fibers;
   sim_fiber *cur;
-  etl_warp *warps; /* ceil(tpc / 32): the shuffle rendezvous (sim_warp.h) */
-  ucontext_t sched_uc;
+  etl_warp *warps;     /* ceil(tpc / 32): the shuffle rendezvous (sim_warp.h) */
+  int *lane_state;     /* per thread, its fiber's state as etl_warp_settle reads it */
+  etl_fiber_ctx sched; /* the scheduler's context while a fiber runs */
   uint32_t n_live, n_at_barrier;
   int stopped;
   void *smem;
@@ -166,6 +167,15 @@ static int run_fail(sim_run *r, etlStatus st, const char *msg) {
 
 /*===-- Fibers -------------------------------------------------------------===*/
 
+/* Every change of a fiber's state goes through here, which keeps
+ * c->lane_state (what settle_warp hands etl_warp_settle) in step. */
+static void set_state(sim_cta *c, sim_fiber *f, int state) {
+  f->state = state;
+  c->lane_state[f->tid] = state == FIBER_RUNNABLE     ? ETL_LANE_RUNNING
+                          : state == FIBER_AT_SHUFFLE ? ETL_LANE_WAITING
+                                                      : ETL_LANE_GONE;
+}
+
 static void switch_to_fiber(sim_cta *c, sim_fiber *f) {
   c->cur = f;
 #ifdef ETL_ASAN
@@ -175,7 +185,7 @@ static void switch_to_fiber(sim_cta *c, sim_fiber *f) {
 #ifdef ETL_TSAN
   __tsan_switch_to_fiber(f->tsan, 0);
 #endif
-  swapcontext(&c->sched_uc, &f->uc);
+  etl_fiber_switch(&c->sched, &f->ctx);
 #ifdef ETL_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -194,7 +204,7 @@ static void yield_fiber(sim_cta *c, int dying) {
 #ifdef ETL_TSAN
   __tsan_switch_to_fiber(c->tsan_sched, 0);
 #endif
-  swapcontext(&f->uc, &c->sched_uc);
+  etl_fiber_switch(&f->ctx, &c->sched);
 #ifdef ETL_ASAN
   __sanitizer_finish_switch_fiber(f->asan_fake, &c->asan_sched_bottom, &c->asan_sched_size);
 #endif
@@ -210,7 +220,7 @@ static void fiber_main(void) {
   c->run->entry(c->run->args);
   if (c->cur->aq.n)
     async_leftover(c, "the kernel");
-  c->cur->state = FIBER_EXITED;
+  set_state(c, c->cur, FIBER_EXITED);
   yield_fiber(c, 1);
   abort(); /* never resumed */
 }
@@ -218,7 +228,7 @@ static void fiber_main(void) {
 /* Abandon the current fiber and stop its CTA. */
 static void stop_cta(sim_cta *c) {
   c->stopped = 1;
-  c->cur->state = FIBER_DEAD;
+  set_state(c, c->cur, FIBER_DEAD);
   yield_fiber(c, 1);
   abort();
 }
@@ -230,7 +240,7 @@ static void release_barrier(sim_cta *c) {
     etl_profile_flush(c->run->prof, c->cta);
   for (uint32_t i = 0; i < c->run->tpc; ++i)
     if (c->fibers[i].state == FIBER_AT_BARRIER)
-      c->fibers[i].state = FIBER_RUNNABLE;
+      set_state(c, &c->fibers[i], FIBER_RUNNABLE);
   c->n_at_barrier = 0;
 }
 
@@ -244,13 +254,7 @@ static void settle_warp(sim_cta *c, uint32_t w) {
   if (!wp->arrived)
     return;
   uint32_t tpc = c->run->tpc, lanes = tpc - w * 32 < 32 ? tpc - w * 32 : 32;
-  int state[32];
-  for (uint32_t l = 0; l < lanes; ++l) {
-    int s = c->fibers[w * 32 + l].state;
-    state[l] = s == FIBER_RUNNABLE     ? ETL_LANE_RUNNING
-               : s == FIBER_AT_SHUFFLE ? ETL_LANE_WAITING
-                                       : ETL_LANE_GONE;
-  }
+  const int *state = &c->lane_state[w * 32];
   uint32_t done = 0;
   char why[512];
   int rc = etl_warp_settle(wp, lanes, state, &done, why, sizeof why);
@@ -272,7 +276,7 @@ static void settle_warp(sim_cta *c, uint32_t w) {
     }
     for (uint32_t l = 0; l < lanes; ++l)
       if (done & (1u << l))
-        c->fibers[w * 32 + l].state = FIBER_RUNNABLE;
+        set_state(c, &c->fibers[w * 32 + l], FIBER_RUNNABLE);
   } else if (rc == ETL_WARP_DIVERGED) {
     char task[256], msg[1024];
     current_task(c, task, sizeof task);
@@ -283,23 +287,18 @@ static void settle_warp(sim_cta *c, uint32_t w) {
   }
 }
 
-/* Separate function: getcontext returns twice, keep it away from loops. */
-static __attribute__((noinline)) int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
+static int make_fiber(sim_run *r, sim_fiber *f, uint32_t tid) {
   f->tid = tid;
   f->race_task = UINT32_MAX;
   f->prof_group = UINT32_MAX;
   f->stack = malloc(r->stack_bytes);
   if (!f->stack)
     return -1;
-  if (getcontext(&f->uc) != 0) {
+  if (etl_fiber_make(&f->ctx, f->stack, r->stack_bytes, fiber_main) != 0) {
     free(f->stack);
     f->stack = NULL;
     return -1;
   }
-  f->uc.uc_stack.ss_sp = f->stack;
-  f->uc.uc_stack.ss_size = r->stack_bytes;
-  f->uc.uc_link = NULL;
-  makecontext(&f->uc, fiber_main, 0);
 #ifdef ETL_TSAN
   f->tsan = __tsan_create_fiber(0);
 #endif
@@ -357,7 +356,7 @@ static void op_barrier(void) {
   sim_cta *c = tls_cta;
   if (c->run->prof && c->cur->tid == 0)
     etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_BARRIER, 1);
-  c->cur->state = FIBER_AT_BARRIER;
+  set_state(c, c->cur, FIBER_AT_BARRIER);
   c->n_at_barrier++;
   yield_fiber(c, 0);
 }
@@ -371,7 +370,7 @@ static uint32_t op_shuffle(uint32_t value, uint32_t mode, uint32_t b, uint32_t c
   etl_warp *w = &c->warps[f->tid / 32];
   etl_warp_op op = {mode, cc, mask, line};
   etl_warp_arrive(w, f->tid % 32, value, &op, b);
-  f->state = FIBER_AT_SHUFFLE;
+  set_state(c, f, FIBER_AT_SHUFFLE);
   yield_fiber(c, 0); /* back once settle_warp has filled in the results */
   return w->out[f->tid % 32];
 }
@@ -384,7 +383,7 @@ static void op_mma(uint32_t kind, const uint32_t *in, uint32_t *out, uint32_t li
   etl_warp *w = &c->warps[f->tid / 32];
   etl_warp_op op = {ETL_WARP_MMA, kind, 0xFFFFFFFFu, line};
   etl_warp_arrive_mma(w, f->tid % 32, &op, in);
-  f->state = FIBER_AT_SHUFFLE;
+  set_state(c, f, FIBER_AT_SHUFFLE);
   yield_fiber(c, 0);
   memcpy(out, w->vout[f->tid % 32], 4 * sizeof(uint32_t));
 }
@@ -405,7 +404,7 @@ static void op_ldmatrix(const void *addr, uint32_t variant, uint32_t *out, uint3
   etl_warp *w = &c->warps[f->tid / 32];
   etl_warp_op op = {ETL_WARP_LDMATRIX, variant, 0xFFFFFFFFu, line};
   etl_warp_arrive_ldmatrix(w, f->tid % 32, &op, addr);
-  f->state = FIBER_AT_SHUFFLE;
+  set_state(c, f, FIBER_AT_SHUFFLE);
   yield_fiber(c, 0);
   uint32_t n = variant & 7u;
   memcpy(out, w->vout[f->tid % 32], (n <= 4 ? n : 4) * sizeof(uint32_t));
@@ -813,7 +812,8 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
     c->fibers = calloc(r.tpc, sizeof(sim_fiber));
     c->smem = calloc(1, m->smem_bytes ? m->smem_bytes : 16);
     c->warps = calloc((r.tpc + 31) / 32, sizeof(etl_warp));
-    if (!c->fibers || !c->smem || !c->warps) {
+    c->lane_state = calloc(r.tpc, sizeof(int)); /* ETL_LANE_RUNNING, as make_fiber's fibers */
+    if (!c->fibers || !c->smem || !c->warps || !c->lane_state) {
       run_fail(&r, ETL_ERROR_OUT_OF_MEMORY, "sim: out of memory");
       break;
     }
@@ -838,6 +838,7 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
     free(r.ctas[i].fibers);
     free(r.ctas[i].smem);
     free(r.ctas[i].warps);
+    free(r.ctas[i].lane_state);
   }
   st = r.status;
   if (st) {

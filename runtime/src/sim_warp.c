@@ -271,9 +271,13 @@ int etl_warp_settle(etl_warp *w, uint32_t n_lanes, const int *state, uint32_t *d
              n_lanes);
     return ETL_WARP_DIVERGED;
   }
-  for (uint32_t l = 0; l < n_lanes; ++l) {
-    if (!(w->arrived & (1u << l)))
-      continue;
+  /* The lanes of w->agreed hold one op. With `first` among them only the
+   * newer arrivals need comparing, lowest first: the same lane fails as
+   * when all are compared (settle runs after each arrival, so this keeps
+   * a warp's checks linear in its lanes, not quadratic). */
+  uint32_t check = (w->agreed >> first) & 1u ? w->arrived & ~w->agreed : w->arrived;
+  for (; check; check &= check - 1) {
+    uint32_t l = (uint32_t)__builtin_ctz(check);
     if (!same_op(&w->op[l], op)) {
       snprintf(msg, msg_size,
                "lanes of one warp reached different warp shuffles: lane %u is at %s (line %u, "
@@ -283,9 +287,10 @@ int etl_warp_settle(etl_warp *w, uint32_t n_lanes, const int *state, uint32_t *d
       return ETL_WARP_DIVERGED;
     }
   }
-  for (uint32_t l = 0; l < n_lanes; ++l) {
-    if (!(op->mask & (1u << l)) || (w->arrived & (1u << l)))
-      continue;
+  w->agreed = w->arrived;
+  uint32_t missing = op->mask & ~w->arrived; /* the mask is within the warp (checked above) */
+  if (missing) {
+    uint32_t l = (uint32_t)__builtin_ctz(missing);
     if (state[l] == ETL_LANE_GONE) {
       snprintf(msg, msg_size,
                "%s (line %u): lane %u never arrives (it has exited or waits at a CTA barrier) "
@@ -317,5 +322,6 @@ int etl_warp_settle(etl_warp *w, uint32_t n_lanes, const int *state, uint32_t *d
     }
   *done_mask = w->arrived;
   w->arrived = 0;
+  w->agreed = 0;
   return ETL_WARP_DONE;
 }

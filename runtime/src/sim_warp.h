@@ -48,6 +48,9 @@ enum { ETL_WARP_MMA = 16, ETL_WARP_LDMATRIX = 17 };
 
 typedef struct etl_warp {
   uint32_t arrived; /* bit per lane parked here */
+  /* the arrived lanes an earlier etl_warp_settle found at one op (it
+   * compares only the lanes that arrived since; cleared with arrived) */
+  uint32_t agreed;
   etl_warp_op op[32];
   uint32_t in[32], b[32], out[32];
   /* mma: a0..a3, b0, b1, c0..c3 in, d0..d3 out; ldmatrix: regs out */
