@@ -394,6 +394,37 @@ TileVal Lowerer::dot_mma(const TileVal &a, const TileVal &c, unsigned line,
   return mma_read_result(t, c_base);
 }
 
+void Lowerer::ring_prologue(llvm::Value *lo, llvm::Value *hi, int64_t S,
+                            const std::function<void(llvm::Value *, llvm::Value *)> &issue,
+                            const std::function<llvm::Value *(int64_t)> &slot) {
+  for (int64_t p = 0; p + 1 < S; ++p) {
+    llvm::Value *iv = b.CreateAdd(lo, b.getInt64(p));
+    if_then(b.CreateICmpSLT(iv, hi), [&] { issue(iv, slot(p)); });
+    m.async_commit(b);
+  }
+}
+
+llvm::Value *Lowerer::ring_advance(llvm::Value *iv, llvm::Value *lo, llvm::Value *hi, int64_t S,
+                                   llvm::AllocaInst *var,
+                                   const std::function<void(llvm::Value *, llvm::Value *)> &issue) {
+  llvm::Value *n = b.CreateSub(iv, lo);
+  llvm::Value *buf = b.CreateURem(n, b.getInt64(S));
+  llvm::Value *next = b.CreateAdd(iv, b.getInt64(S - 1));
+  // Groups committed: S - 1 + n, iteration iv's the (n + 1)-th: once at
+  // most S - 2 are pending it is this thread's; the barrier makes every
+  // thread's copies (and element stores) visible, and it is also where
+  // every warp has finished the mma of iteration iv - 1, so the slot that
+  // iteration read, (n + S - 1) % S, may be refilled with iteration
+  // iv + S - 1: one barrier per iteration.
+  m.async_wait(b, unsigned(S - 2));
+  m.barrier(b);
+  if_then(b.CreateICmpSLT(next, hi),
+          [&] { issue(next, b.CreateURem(b.CreateAdd(n, b.getInt64(S - 1)), b.getInt64(S))); });
+  m.async_commit(b);
+  b.CreateStore(iv, var);
+  return buf;
+}
+
 bool Lowerer::lower_pipelined_for(const Stmt &s) {
   if (s.step || s.body.size() != 1)
     return false;
@@ -470,31 +501,13 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   };
   // Prologue: iterations lo .. lo + S - 2 in flight, one group each (empty
   // past hi, so that the group count per iteration is uniform).
-  for (int64_t p = 0; p + 1 < S; ++p) {
-    llvm::Value *iv = b.CreateAdd(lo, b.getInt64(p));
-    if_then(b.CreateICmpSLT(iv, hi), [&] { issue(iv, b.getInt64(p)); });
-    m.async_commit(b);
-  }
+  ring_prologue(lo, hi, S, issue, [&](int64_t p) { return b.getInt64(p); });
   std::vector<std::vector<llvm::AllocaInst *>> frags;
   if (persist)
     for (int64_t i = 0; i < sets; ++i)
       frags.push_back(mma_zero_frags(t));
   for_range(lo, hi, b.getInt64(1), [&](llvm::Value *iv) {
-    llvm::Value *n = b.CreateSub(iv, lo);
-    llvm::Value *buf = b.CreateURem(n, b.getInt64(S));
-    llvm::Value *next = b.CreateAdd(iv, b.getInt64(S - 1));
-    // Groups committed: S - 1 + n, iteration iv's the (n + 1)-th: once at
-    // most S - 2 are pending it is this thread's; the barrier makes every
-    // thread's copies (and element stores) visible, and it is also where
-    // every warp has finished the mma of iteration iv - 1, so the slot that
-    // iteration read, (n + S - 1) % S, may be refilled with iteration
-    // iv + S - 1: one barrier per iteration.
-    m.async_wait(b, unsigned(S - 2));
-    m.barrier(b);
-    if_then(b.CreateICmpSLT(next, hi),
-            [&] { issue(next, b.CreateURem(b.CreateAdd(n, b.getInt64(S - 1)), b.getInt64(S))); });
-    m.async_commit(b);
-    b.CreateStore(iv, slot);
+    llvm::Value *buf = ring_advance(iv, lo, hi, S, slot, issue);
     llvm::Value *a_base = b.CreateMul(buf, b.getInt64(stage_bytes));
     llvm::Value *b_base = b.CreateAdd(a_base, b.getInt64(2 * M * K));
     if (persist) {

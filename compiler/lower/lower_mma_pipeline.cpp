@@ -307,26 +307,15 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
         stage_chunks(*l, o.cols, b.CreateAdd(base, b.getInt64(o.off)));
       }
   };
-  for (int64_t p = 0; p + 1 < S; ++p) {
-    llvm::Value *iv = b.CreateAdd(lo, b.getInt64(p));
-    if_then(b.CreateICmpSLT(iv, hi), [&] { issue(iv, b.CreateAdd(opaque_zero(), b.getInt64(p))); });
-    m.async_commit(b);
-  }
+  ring_prologue(lo, hi, S, issue,
+                [&](int64_t p) { return b.CreateAdd(opaque_zero(), b.getInt64(p)); });
   std::map<int, std::vector<std::vector<llvm::AllocaInst *>>> frags;
   for (const DotUse &u : dots)
     if (!frags.count(u.st->local_index))
       for (int64_t i = 0; i < sets_of[u.st->local_index]; ++i)
         frags[u.st->local_index].push_back(mma_zero_frags(u.t));
   for_range(lo, hi, b.getInt64(1), [&](llvm::Value *iv) {
-    llvm::Value *n = b.CreateSub(iv, lo);
-    llvm::Value *buf = b.CreateURem(n, b.getInt64(S));
-    llvm::Value *next = b.CreateAdd(iv, b.getInt64(S - 1));
-    m.async_wait(b, unsigned(S - 2));
-    m.barrier(b);
-    if_then(b.CreateICmpSLT(next, hi),
-            [&] { issue(next, b.CreateURem(b.CreateAdd(n, b.getInt64(S - 1)), b.getInt64(S))); });
-    m.async_commit(b);
-    b.CreateStore(iv, slot);
+    llvm::Value *buf = ring_advance(iv, lo, hi, S, slot, issue);
     // The statements in order, their scratch past the ring; a register
     // operand is evaluated where its dot stands.
     const int64_t saved_floor = scratch_floor;

@@ -442,6 +442,21 @@ public:
   /// cp.async copies of the slice `l` ([rows, cols]) into its swizzled
   /// staging area at byte offset `base` (i64) of the scratch area.
   void stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base);
+  /// The two halves of a cp.async ring of S stages over the loop lo .. hi,
+  /// shared by both pipelined loops. `issue(iv, buf)` copies iteration iv's
+  /// operands into ring slot buf (both i64). ring_prologue puts iterations
+  /// lo .. lo + S - 2 in flight, one commit group each (empty past hi, so
+  /// the group count per iteration is uniform); `slot(p)` is slot p's value.
+  void ring_prologue(llvm::Value *lo, llvm::Value *hi, int64_t S,
+                     const std::function<void(llvm::Value *, llvm::Value *)> &issue,
+                     const std::function<llvm::Value *(int64_t)> &slot);
+  /// At the top of iteration iv: wait for its group, one barrier, refill
+  /// the slot iteration iv - 1 read with iteration iv + S - 1, commit, and
+  /// store iv back into the loop variable `var` (issue moved it). Returns
+  /// iteration iv's slot, (iv - lo) % S.
+  llvm::Value *ring_advance(llvm::Value *iv, llvm::Value *lo, llvm::Value *hi, int64_t S,
+                            llvm::AllocaInst *var,
+                            const std::function<void(llvm::Value *, llvm::Value *)> &issue);
   /// A `for` loop whose body is `acc += dot(load(a[..]), load(b[..]))` on
   /// tensor cores, as a cp.async ring of 2 or 3 stages with the mma
   /// accumulators in registers across the loop (lower_mma.cpp); false
