@@ -14,9 +14,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -77,6 +79,28 @@ inline float bf16_value(uint16_t h) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
+}
+
+/// Compiles with `o` under ETL_TILE_DEBUG=1 (the driver prints its lines on
+/// std::cerr): compile's exit code, its output in `out`, its diagnostics in
+/// `err`, and in `lines` the debug lines that start with `prefix`
+/// ("lowering ", "prefetch ", "pipeline "), each ending in a newline.
+inline int compile_tile_debug(const CompileOptions &o, const char *prefix, std::string &out,
+                              std::string &err, std::string &lines) {
+  std::ostringstream os, es, debug;
+  setenv("ETL_TILE_DEBUG", "1", 1);
+  std::streambuf *cerr_buf = std::cerr.rdbuf(debug.rdbuf());
+  int code = compile(o, os, es);
+  std::cerr.rdbuf(cerr_buf);
+  unsetenv("ETL_TILE_DEBUG");
+  out = os.str();
+  err = es.str();
+  lines.clear();
+  std::istringstream is(debug.str());
+  for (std::string l; std::getline(is, l);)
+    if (l.rfind(prefix, 0) == 0)
+      lines += l + "\n";
+  return code;
 }
 
 /// Compiles `text` for sim and runs it once with `dims`, `binds` and

@@ -45,6 +45,7 @@ using namespace etl;
 using namespace etl::ptxcheck;
 using etl::testing::Bind;
 using etl::testing::compile_and_run;
+using etl::testing::compile_tile_debug;
 using etl::testing::RunOptions;
 
 namespace {
@@ -91,21 +92,11 @@ std::string prefetch_report(const std::string &src, bool tile_lowering,
   o.emit = "ptx";
   o.tile_lowering = tile_lowering;
   o.threads_per_cta = 128;
-  // The driver prints ETL_TILE_DEBUG's lines on std::cerr.
-  std::ostringstream out, err, debug;
-  setenv("ETL_TILE_DEBUG", "1", 1);
-  std::streambuf *cerr_buf = std::cerr.rdbuf(debug.rdbuf());
-  int code = compile(o, out, err);
-  std::cerr.rdbuf(cerr_buf);
-  unsetenv("ETL_TILE_DEBUG");
+  std::string out, err, lines;
+  int code = compile_tile_debug(o, what, out, err, lines);
   std::filesystem::remove(in);
-  INFO(err.str());
+  INFO(err);
   REQUIRE(code == 0);
-  std::string lines, s = debug.str();
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);)
-    if (l.rfind(what, 0) == 0)
-      lines += l + "\n";
   return lines;
 }
 

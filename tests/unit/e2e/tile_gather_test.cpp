@@ -16,6 +16,7 @@
 //            >= 95 %; ptxas reports no spills on sm_80 and sm_90.
 //
 //===----------------------------------------------------------------------===//
+#include "../target/ptx_programs.h"
 #include "compile_run.h"
 #include "driver/pipeline.h"
 
@@ -58,51 +59,17 @@ std::string compile_debug(const std::string &src, const char *target, std::strin
   o.input = in;
   o.targets = {target};
   o.emit = "ptx";
-  std::ostringstream out, err, debug;
-  setenv("ETL_TILE_DEBUG", "1", 1);
-  std::streambuf *cerr_buf = std::cerr.rdbuf(debug.rdbuf());
-  int code = compile(o, out, err);
-  std::cerr.rdbuf(cerr_buf);
-  unsetenv("ETL_TILE_DEBUG");
+  std::string err, lines;
+  int code = compile_tile_debug(o, "lowering ", ptx, err, lines);
   std::remove(in.c_str());
-  INFO(err.str());
+  INFO(err);
   REQUIRE(code == 0);
-  ptx = out.str();
-  std::string lines, s = debug.str();
-  std::istringstream is(s);
-  for (std::string l; std::getline(is, l);)
-    if (l.rfind("lowering ", 0) == 0)
-      lines += l + "\n";
   return lines;
 }
 
 /// ptxas -v's spill bytes (-1: ptxas is not installed).
 long spills(const std::string &ptx, const char *target) {
-  if (std::string(ETL_PTXAS).empty())
-    return -1;
-  std::string in = temp_path(target, ".ptx");
-  std::ofstream(in) << ptx;
-  std::string cmd =
-      std::string(ETL_PTXAS) + " -v -arch=" + target + " " + in + " -o /dev/null 2>&1";
-  std::string log;
-  FILE *pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  char buf[512];
-  while (fgets(buf, sizeof buf, pipe))
-    log += buf;
-  int rc = pclose(pipe);
-  std::remove(in.c_str());
-  INFO(log);
-  REQUIRE(rc == 0);
-  REQUIRE(log.find("bytes spill stores") != std::string::npos);
-  long n = 0;
-  size_t at = 0;
-  while ((at = log.find(" bytes spill ", at)) != std::string::npos) {
-    size_t b = log.rfind(' ', at - 1);
-    n += std::stol(log.substr(b + 1, at - b - 1));
-    at += 13;
-  }
-  return n;
+  return ptxcheck::ptxas_spills(ptx, target);
 }
 
 llvm::json::Value read_json(const std::string &path) {

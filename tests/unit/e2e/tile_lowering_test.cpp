@@ -27,6 +27,7 @@
 //            factor <= 1.1, results against double precision.
 //
 //===----------------------------------------------------------------------===//
+#include "../target/ptx_programs.h"
 #include "compile_run.h"
 #include "driver/pipeline.h"
 
@@ -79,31 +80,7 @@ std::string ptx_of(const std::string &src, const char *target) {
 
 /// ptxas -v's spill bytes (-1: ptxas is not installed).
 long spills(const std::string &ptx, const char *target) {
-  if (std::string(ETL_PTXAS).empty())
-    return -1;
-  std::string in = "/tmp/etl-tile-" + std::to_string(getpid()) + "-" + target + ".ptx";
-  std::ofstream(in) << ptx;
-  std::string cmd =
-      std::string(ETL_PTXAS) + " -v -arch=" + target + " " + in + " -o /dev/null 2>&1";
-  std::string log;
-  FILE *pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  char buf[512];
-  while (fgets(buf, sizeof buf, pipe))
-    log += buf;
-  int rc = pclose(pipe);
-  std::remove(in.c_str());
-  INFO(log);
-  REQUIRE(rc == 0);
-  REQUIRE(log.find("bytes spill stores") != std::string::npos);
-  long n = 0;
-  size_t at = 0;
-  while ((at = log.find(" bytes spill ", at)) != std::string::npos) {
-    size_t b = log.rfind(' ', at - 1);
-    n += std::stol(log.substr(b + 1, at - b - 1));
-    at += 13;
-  }
-  return n;
+  return ptxcheck::ptxas_spills(ptx, target);
 }
 
 /// Count of lines of `ptx` containing `what`.

@@ -113,6 +113,20 @@ inline size_t spill_bytes(const std::string &log) {
   return spills;
 }
 
+/// ptxas -v's spilled bytes for `ptx` on `target`, after checking that
+/// ptxas accepted it and reported spills at all; -1 when ptxas is not
+/// installed (ETL_PTXAS empty: the caller says so).
+inline long ptxas_spills(const std::string &ptx, const std::string &target) {
+  if (std::string(ETL_PTXAS).empty())
+    return -1;
+  std::string log;
+  int rc = run_ptxas(ptx, target, log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  REQUIRE(log.find("bytes spill stores") != std::string::npos);
+  return long(spill_bytes(log));
+}
+
 } // namespace etl::ptxcheck
 
 #endif // ETL_TESTS_PTX_PROGRAMS_H
