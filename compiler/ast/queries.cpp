@@ -3,10 +3,11 @@
 // Helpers the later stages (tile IR builder, lowering) ask of an annotated
 // tree: a call's keyword argument by name, the compile-time integer an
 // axis or extent expression stands for, the tensor a slice names, and the
-// tensors a kernel's tasks write.
+// tensors a kernel's tasks write; the walks of ast/walk.h.
 //
 //===----------------------------------------------------------------------===//
 #include "ast/ast.h"
+#include "ast/walk.h"
 
 namespace etl {
 
@@ -57,39 +58,42 @@ int slice_tensor(const Expr &slice) {
   return base.kind == ExprKind::Name && base.ref == NameRef::Tensor ? base.ref_index : -1;
 }
 
-namespace {
-
-void collect_written(const Expr &e, std::set<int> &out) {
-  if (e.kind == ExprKind::Call && (e.builtin == Builtin::Store || is_atomic_fn(e.builtin))) {
-    int t = e.args.empty() || !e.args[0] ? -1 : slice_tensor(*e.args[0]);
-    // A store whose target we cannot name: every tensor may be written.
-    out.insert(t);
-  }
-  for (const ExprPtr &a : e.args)
-    if (a)
-      collect_written(*a, out);
-  for (const KwArg &k : e.kwargs)
-    if (k.value)
-      collect_written(*k.value, out);
-}
-
-void collect_written(const std::vector<StmtPtr> &body, std::set<int> &out) {
-  for (const StmtPtr &s : body) {
-    for (const ExprPtr *x : {&s->value, &s->lo, &s->hi, &s->step})
-      if (*x)
-        collect_written(**x, out);
-    collect_written(s->body, out);
-    collect_written(s->else_body, out);
-  }
-}
-
-} // namespace
-
 std::set<int> written_tensors(const KernelDecl &k) {
   std::set<int> out;
+  auto store = [&](const Expr &e) {
+    if (e.kind == ExprKind::Call && (e.builtin == Builtin::Store || is_atomic_fn(e.builtin)))
+      // A store whose target we cannot name: every tensor may be written (-1).
+      out.insert(e.args.empty() || !e.args[0] ? -1 : slice_tensor(*e.args[0]));
+  };
   for (const TaskDecl &t : k.tasks)
-    collect_written(t.body, out);
+    walk_body(
+        t.body, [](const Stmt &) {}, store);
   return out;
+}
+
+void walk_expr(const Expr *e, const std::function<void(const Expr &)> &f) {
+  if (!e)
+    return;
+  f(*e);
+  for (const ExprPtr &a : e->args)
+    walk_expr(a.get(), f);
+  for (const KwArg &k : e->kwargs)
+    walk_expr(k.value.get(), f);
+  for (const ExprPtr &a : e->shape_args)
+    walk_expr(a.get(), f);
+}
+
+void walk_body(const std::vector<StmtPtr> &body, const std::function<void(const Stmt &)> &on_stmt,
+               const std::function<void(const Expr &)> &on_expr) {
+  for (const StmtPtr &s : body) {
+    if (!s)
+      continue;
+    on_stmt(*s);
+    for (const Expr *x : {s->value.get(), s->lo.get(), s->hi.get(), s->step.get()})
+      walk_expr(x, on_expr);
+    walk_body(s->body, on_stmt, on_expr);
+    walk_body(s->else_body, on_stmt, on_expr);
+  }
 }
 
 } // namespace etl

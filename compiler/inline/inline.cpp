@@ -11,6 +11,7 @@
 #include "inline/inline.h"
 
 #include "ast/builtins.h"
+#include "ast/walk.h"
 
 #include <algorithm>
 #include <functional>
@@ -70,33 +71,6 @@ void InlineSites::add_notes(Diag &diag) const {
 namespace {
 
 //===-- Walking and copying the tree --------------------------------------===//
-
-void walk(const Expr *e, const std::function<void(const Expr &)> &f) {
-  if (!e)
-    return;
-  f(*e);
-  for (const ExprPtr &a : e->args)
-    walk(a.get(), f);
-  for (const KwArg &k : e->kwargs)
-    walk(k.value.get(), f);
-  for (const ExprPtr &a : e->shape_args)
-    walk(a.get(), f);
-}
-
-void walk(const std::vector<StmtPtr> &body, const std::function<void(const Stmt &)> &on_stmt,
-          const std::function<void(const Expr &)> &on_expr) {
-  for (const StmtPtr &s : body) {
-    if (!s)
-      continue;
-    on_stmt(*s);
-    walk(s->value.get(), on_expr);
-    walk(s->lo.get(), on_expr);
-    walk(s->hi.get(), on_expr);
-    walk(s->step.get(), on_expr);
-    walk(s->body, on_stmt, on_expr);
-    walk(s->else_body, on_stmt, on_expr);
-  }
-}
 
 bool declares(const Stmt &s) {
   return s.kind == StmtKind::Let || s.kind == StmtKind::Var || s.kind == StmtKind::For;
@@ -260,7 +234,7 @@ private:
         diag_.error(DiagId::Redefinition, p.range, {p.name});
         diag_.note(DiagId::NoteDeclaredHere, params[p.name], {p.name});
       }
-    walk(
+    walk_body(
         f.body,
         [&](const Stmt &s) {
           if (declares(s)) {
@@ -285,7 +259,7 @@ private:
         undefined(e.name, e.range, visible, DiagId::UndefinedName);
       check_call(e, &f);
     };
-    walk(
+    walk_body(
         f.body,
         [&](const Stmt &s) {
           if (s.kind != StmtKind::Assign)
@@ -296,12 +270,12 @@ private:
             undefined(s.name, s.name_range, visible, DiagId::UndefinedName);
         },
         on_expr);
-    walk(f.ret.get(), on_expr);
+    walk_expr(f.ret.get(), on_expr);
   }
 
   /// Calls in task bodies: only unknown functions are reported here.
   void check_calls(const std::vector<StmtPtr> &body) {
-    walk(
+    walk_body(
         body, [](const Stmt &) {}, [&](const Expr &e) { check_call(e, nullptr); });
   }
 
@@ -360,7 +334,7 @@ private:
     const FnDecl &f = *fns_.at(name);
     expression_fn_[name] = false; // until shown otherwise (also ends cycles)
     bool ok = f.body.empty() && f.ret;
-    walk(f.ret.get(), [&](const Expr &c) {
+    walk_expr(f.ret.get(), [&](const Expr &c) {
       if (c.kind == ExprKind::Call && fns_.count(c.name) && !expression_fn(c.name))
         ok = false;
     });
@@ -370,7 +344,7 @@ private:
   /// Calls of fns with statements where only an expression can go.
   void check_outside_bodies() {
     for_index_exprs([&](ExprPtr &e, const char *where) {
-      walk(e.get(), [&](const Expr &c) {
+      walk_expr(e.get(), [&](const Expr &c) {
         if (c.kind == ExprKind::Call && fns_.count(c.name) && !expression_fn(c.name))
           diag_.error(DiagId::FnCallOutsideBody, c.callee_range, {c.name, where});
       });
@@ -561,7 +535,7 @@ private:
       out.push_back(std::move(let));
       env.renamed[p] = prefix + p;
     }
-    walk(
+    walk_body(
         f.body,
         [&](const Stmt &s) {
           if (declares(s))

@@ -39,6 +39,8 @@
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
+#include "ast/walk.h"
+
 namespace etl {
 
 namespace {
@@ -80,28 +82,6 @@ std::pair<TileVal, TileVal> dot_types(const DotForm &f) {
   if (f.b_nk)
     std::swap(c.shape[0], c.shape[1]);
   return {a, c};
-}
-
-void each_expr(const Expr &e, const std::function<void(const Expr &)> &f) {
-  f(e);
-  for (const ExprPtr &x : e.args)
-    each_expr(*x, f);
-  for (const KwArg &k : e.kwargs)
-    each_expr(*k.value, f);
-}
-
-/// Every statement of `body`, nested ones included, and every expression
-/// of them.
-void each_stmt(const std::vector<StmtPtr> &body, const std::function<void(const Stmt &)> &fs,
-               const std::function<void(const Expr &)> &fe) {
-  for (const StmtPtr &s : body) {
-    fs(*s);
-    for (const Expr *x : {s->value.get(), s->lo.get(), s->hi.get(), s->step.get()})
-      if (x)
-        each_expr(*x, fe);
-    each_stmt(s->body, fs, fe);
-    each_stmt(s->else_body, fs, fe);
-  }
 }
 
 } // namespace
@@ -178,7 +158,7 @@ int64_t Lowerer::mma_hoist_begin(const Stmt &s) {
   // Locals the loop assigns (let/var inside it, assignments) vary.
   std::set<int> assigned;
   std::vector<std::pair<int, const Expr *>> cands; // local, its dot
-  each_stmt(
+  walk_body(
       s.body,
       [&](const Stmt &st) {
         if (st.kind == StmtKind::Let || st.kind == StmtKind::Var || st.kind == StmtKind::Assign)

@@ -44,6 +44,8 @@
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
+#include "ast/walk.h"
+
 #include <functional>
 #include <map>
 #include <set>
@@ -51,16 +53,6 @@
 namespace etl {
 
 namespace {
-
-void walk(const Expr &e, const std::function<void(const Expr &)> &f) {
-  f(e);
-  for (const ExprPtr &a : e.args)
-    walk(*a, f);
-  for (const KwArg &k : e.kwargs)
-    walk(*k.value, f);
-  for (const ExprPtr &a : e.shape_args)
-    walk(*a, f);
-}
 
 bool is_dot_accumulate(const Stmt &st) {
   return st.kind == StmtKind::Assign && st.compound && st.assign_op == BinOp::Add && st.value &&
@@ -92,7 +84,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
   bool any_dot = false, all_16bit = true;
   for (const StmtPtr &st : s.body) {
     auto find = [&](const Expr &e) {
-      walk(e, [&](const Expr &x) {
+      walk_expr(&e, [&](const Expr &x) {
         if (x.kind == ExprKind::Call && x.builtin == Builtin::Dot) {
           any_dot = true;
           for (const ExprPtr &a : x.args)
@@ -124,7 +116,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     assigned.insert(st->local_index);
     bool acc = is_dot_accumulate(*st);
     std::string bad;
-    walk(*st->value, [&](const Expr &x) {
+    walk_expr(st->value.get(), [&](const Expr &x) {
       if (is_local(x))
         ++uses[x.ref_index];
       if (x.kind == ExprKind::Call && (x.builtin == Builtin::Store || is_atomic_fn(x.builtin)))
@@ -174,7 +166,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
         !x.kwargs.empty() || x.barrier_before || x.type.tile_shape.size() != 2)
       return false;
     bool invariant = true;
-    walk(x, [&](const Expr &y) {
+    walk_expr(&x, [&](const Expr &y) {
       if (is_local(y) && assigned.count(y.ref_index))
         invariant = false;
     });
@@ -274,10 +266,12 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
   int64_t widest = 0;
   for (const StmtPtr &st : s.body)
     if (!is_dot_accumulate(*st) && !ring_lets.count(st->local_index))
-      walk(*st->value, [&](const Expr &x) { widest = std::max(widest, numel(x.type.tile_shape)); });
+      walk_expr(st->value.get(),
+                [&](const Expr &x) { widest = std::max(widest, numel(x.type.tile_shape)); });
   for (const Operand &o : ops)
     if (!o.ring)
-      walk(*o.expr, [&](const Expr &x) { widest = std::max(widest, numel(x.type.tile_shape)); });
+      walk_expr(o.expr,
+                [&](const Expr &x) { widest = std::max(widest, numel(x.type.tile_shape)); });
   const int64_t reserve = 8 * widest;
   const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch) - scratch_floor;
   auto need = [&](int64_t n) { return n * ring_bytes + reg_bytes + reserve; };
