@@ -23,6 +23,34 @@
 
 namespace {
 
+/// A sim context with the artifact of tests/unit/runtime/programs/NAME.etl
+/// loaded, the race check on when asked; `prog` stays null, after saying
+/// why, when the artifact was not built (no etlc in this configuration).
+struct SimProgram {
+  etlContext ctx = nullptr;
+  etlProgram prog = nullptr;
+  SimProgram(const std::string &name, bool race_check) {
+    std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/" + name + ".etlb";
+    if (!std::ifstream(path)) {
+      MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+      return;
+    }
+    REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
+    REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
+                    etlGetLastErrorMessage());
+    if (race_check)
+      REQUIRE(etlProgramSetRaceCheck(prog, 1) == ETL_SUCCESS);
+  }
+  ~SimProgram() {
+    if (prog)
+      etlProgramDestroy(prog);
+    if (ctx)
+      etlContextDestroy(ctx);
+  }
+  SimProgram(const SimProgram &) = delete;
+  SimProgram &operator=(const SimProgram &) = delete;
+};
+
 const std::vector<int> waiting(32, ETL_LANE_WAITING);
 
 int settle(etl_warp &w, uint32_t n, const std::vector<int> &state, std::string &msg) {
@@ -180,16 +208,10 @@ TEST_CASE("sim mma: a lane that never arrives, or a partial warp, is a divergenc
 }
 
 TEST_CASE("sim mma: compiled f16/bf16 dots equal an f32 k-order reference bit for bit") {
-  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_dot.etlb";
-  if (!std::ifstream(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  SimProgram sim("mma_dot", false);
+  if (!sim.prog)
     return;
-  }
-  etlContext ctx = nullptr;
-  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
-  etlProgram prog = nullptr;
-  REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
-                  etlGetLastErrorMessage());
+  etlProgram prog = sim.prog;
   // Random-ish fractions (not exact sums): the same f32 operations in the
   // same order give the same bits.
   auto val = [](size_t i, int salt) {
@@ -234,23 +256,14 @@ TEST_CASE("sim mma: compiled f16/bf16 dots equal an f32 k-order reference bit fo
       bad += std::memcmp(&acc, &z[size_t(m * 32 + n)], 4) != 0;
     }
   CHECK(bad == 0);
-  etlProgramDestroy(prog);
-  etlContextDestroy(ctx);
 }
 
 TEST_CASE("sim mma: dot(a, transpose(b)) with b staged untransposed (plain ldmatrix), and a "
           "register operand beside a cp.async one, equal an f32 k-order reference bit for bit") {
-  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_dot_nt.etlb";
-  if (!std::ifstream(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  SimProgram sim("mma_dot_nt", true);
+  if (!sim.prog)
     return;
-  }
-  etlContext ctx = nullptr;
-  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
-  etlProgram prog = nullptr;
-  REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
-                  etlGetLastErrorMessage());
-  REQUIRE(etlProgramSetRaceCheck(prog, 1) == ETL_SUCCESS);
+  etlProgram prog = sim.prog;
   auto val = [](size_t i, int salt) {
     return float(int((i * 2654435761u + salt) % 255) - 127) / 64.0f;
   };
@@ -305,8 +318,6 @@ TEST_CASE("sim mma: dot(a, transpose(b)) with b staged untransposed (plain ldmat
   CHECK(bad_in(
             w, 32, 24, 16, [&](int m, int k) { return pf[size_t(m * 16 + k)]; },
             [&](int k, int n) { return vf[size_t(k * 24 + n)]; }) == 0);
-  etlProgramDestroy(prog);
-  etlContextDestroy(ctx);
 }
 
 TEST_CASE("sim mma: cp.async-pipelined K loops (programs/mma_pipeline.etl, three stages; "
@@ -314,17 +325,10 @@ TEST_CASE("sim mma: cp.async-pipelined K loops (programs/mma_pipeline.etl, three
           "race-free") {
   for (const char *name : {"mma_pipeline", "mma_pipeline_deep"}) {
     CAPTURE(name);
-    std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/" + name + ".etlb";
-    if (!std::ifstream(path)) {
-      MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    SimProgram sim(name, true);
+    if (!sim.prog)
       return;
-    }
-    etlContext ctx = nullptr;
-    REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
-    etlProgram prog = nullptr;
-    REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
-                    etlGetLastErrorMessage());
-    REQUIRE(etlProgramSetRaceCheck(prog, 1) == ETL_SUCCESS);
+    etlProgram prog = sim.prog;
     // K = 72: 16-byte aligned rows, the last K step half outside; K = 37:
     // unaligned rows (every chunk by the element path); one K step; K = 500:
     // three of mma_pipeline_deep's 240-wide steps (its ring wraps).
@@ -359,25 +363,16 @@ TEST_CASE("sim mma: cp.async-pipelined K loops (programs/mma_pipeline.etl, three
         }
       CHECK(bad == 0);
     }
-    etlProgramDestroy(prog);
-    etlContextDestroy(ctx);
   }
 }
 
 TEST_CASE("sim mma: a K loop of three dots with a computed A operand and a shared let operand "
           "(programs/mma_pipeline_multi.etl, lower_mma_pipeline.cpp) is exact on ragged K and "
           "race-free") {
-  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_pipeline_multi.etlb";
-  if (!std::ifstream(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  SimProgram sim("mma_pipeline_multi", true);
+  if (!sim.prog)
     return;
-  }
-  etlContext ctx = nullptr;
-  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
-  etlProgram prog = nullptr;
-  REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
-                  etlGetLastErrorMessage());
-  REQUIRE(etlProgramSetRaceCheck(prog, 1) == ETL_SUCCESS);
+  etlProgram prog = sim.prog;
   // K = 72: aligned rows, the last K step half outside the tensor (zero
   // fill); K = 37: unaligned rows (the element path); K = 16: one step;
   // K = 100 with ragged M and N: the ring wraps several times.
@@ -433,6 +428,4 @@ TEST_CASE("sim mma: a K loop of three dots with a computed A operand and a share
     }
     CHECK(bad == 0);
   }
-  etlProgramDestroy(prog);
-  etlContextDestroy(ctx);
 }
