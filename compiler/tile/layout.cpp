@@ -288,6 +288,34 @@ template <class F> static void remap(Layout &l, F f, bool drop_zero_regs) {
     b = f(b);
 }
 
+std::optional<std::vector<AxisBit>> axis_bits_of(const Layout &l, unsigned d) {
+  unsigned off = l.field_offset(d), n = l.lg[d];
+  uint32_t field = ((1u << n) - 1u) << off;
+  std::vector<std::optional<AxisBit>> found(n);
+  const std::vector<uint32_t> *spaces[] = {&l.reg, &l.lane, &l.warp};
+  for (unsigned s = 0; s < 3; ++s)
+    for (unsigned k = 0; k < spaces[s]->size(); ++k) {
+      uint32_t x = (*spaces[s])[k];
+      if (!(x & field))
+        continue;
+      if ((x & ~field) || (x & (x - 1u)))
+        return std::nullopt; // mixes dims, or several bits of d
+      unsigned p = 0;
+      while ((1u << (off + p)) != x)
+        ++p;
+      if (found[p])
+        return std::nullopt; // two bases for one bit
+      found[p] = AxisBit{s, k};
+    }
+  std::vector<AxisBit> out;
+  for (const std::optional<AxisBit> &f : found) {
+    if (!f)
+      return std::nullopt;
+    out.push_back(*f);
+  }
+  return out;
+}
+
 Layout slice_layout(const Layout &parent, unsigned axis) {
   Layout l = parent;
   l.kind = LayoutKind::Slice;

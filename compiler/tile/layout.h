@@ -102,6 +102,15 @@ Layout expand_layout(const Layout &l, unsigned axis);
 /// expand(slice(l, axis), axis): the layout a size-1 operand along `axis`
 /// needs to broadcast into `l` for free.
 Layout squash_layout(const Layout &l, unsigned axis);
+/// Where the bits of dim `d`'s coordinate live: for each bit p of its field
+/// (lowest first), the one basis that sets exactly that bit, as (space,
+/// index) with space 0 = register, 1 = lane, 2 = warp. nullopt when a bit has
+/// no such basis, or a basis mixes dim d's bits with others or sets several
+/// (a scan along d walks these bits in order; lower/lower_tile_reduce.cpp).
+struct AxisBit {
+  unsigned space, index;
+};
+std::optional<std::vector<AxisBit>> axis_bits_of(const Layout &l, unsigned d);
 /// Extent-1 dim `axis` becomes `n`: its bits go to registers (every thread
 /// holds the whole new dim).
 Layout broadcast_layout(const Layout &l, unsigned axis, int64_t n);
