@@ -170,6 +170,8 @@ llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
 llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
 /// Whether a `dot` call asks for `precision = tf32` (lower_mma_tf32.cpp).
 bool dot_wants_tf32(const Expr &call);
+/// The math function of a builtin (lower_math.cpp); throws for others.
+MathFn math_fn(Builtin f);
 /// Row stride (f32 elements) of a tensor-core dot's result area
 /// (lower_mma.cpp): N padded to 8 mod 32, so the 8-byte pair stores of one
 /// C fragment (rows g, columns 2t) fill the 32 banks twice: two wavefronts
@@ -406,6 +408,15 @@ public:
   /// read where it lies. None (nothing emitted) when the call has none of
   /// these, or does not qualify for mma.
   std::optional<TileVal> dot_staged(const Expr &call);
+  /// `dot(cast<f16|bf16>(f(dot(a1, b1))), b2)` with f elementwise
+  /// (lower_mma_chain.cpp): the inner dot's accumulators become the outer
+  /// dot's A fragments in registers (no shared-memory round trip of P).
+  /// None (nothing emitted) when the call has another form or does not fit.
+  std::optional<TileVal> dot_chained(const Expr &call);
+  /// One register of f(acc) for dot_chained: `e` evaluated with `inner`
+  /// (the dot) replaced by `acc` and its scalar leaves by `scalars`.
+  llvm::Value *chain_eval(const Expr &e, const Expr *inner, llvm::Value *acc,
+                          const std::map<const Expr *, llvm::Value *> &scalars);
   /// Before the AST `for` loop `s` (lower_mma_operands.cpp): the A operands
   /// of its dots that are locals the loop does not assign are staged once,
   /// swizzled, at the bottom of the scratch area, which the loop's other
