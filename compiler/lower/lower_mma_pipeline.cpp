@@ -282,12 +282,10 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
   const int64_t reg_base = S * ring_bytes, other_base = reg_base + reg_bytes;
   note_scratch(std::max(other_base, result_bytes) / 4);
 
-  // An opaque 0 (a volatile load) added to the offsets that would otherwise
-  // be constant but for the thread index: LLVM would hoist them out of the
-  // persistent loop, live across every task of the megakernel.
-  llvm::AllocaInst *zero_slot = entry_alloca(i64, "pipe.zero");
-  b.CreateStore(b.getInt64(0), zero_slot);
-  auto opaque_zero = [&] { return b.CreateLoad(i64, zero_slot, /*isVolatile=*/true); };
+  // An opaque 0 (Machine::opaque_zero) added to the offsets that would
+  // otherwise be constant but for the thread index: LLVM would hoist them
+  // out of the persistent loop, live across every task of the megakernel.
+  auto opaque_zero = [&] { return m.opaque_zero(b, b.getInt64Ty()); };
   // So is the thread index itself, for the loop's whole lowering: what is
   // computed from it stays in this task.
   llvm::Value *const saved_tid = tid;

@@ -291,6 +291,10 @@ TEST_CASE("f16/bf16 dots: every K loop of dots in examples/decode_layer and "
       CHECK(rings == c.loops);
       CHECK(ptx.find("mma.sync.aligned.m16n8k16") != std::string::npos);
       CHECK(ptx.find("ldmatrix.sync.aligned") != std::string::npos);
+      // The rings' opaque zero (Machine::opaque_zero) is a register `mov`,
+      // not a volatile load of a local-memory slot (it was: 24 a program).
+      CHECK(ptx.find(".local") == std::string::npos);
+      CHECK(ptx.find("ld.volatile.u64") == std::string::npos);
     }
 }
 
