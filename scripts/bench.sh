@@ -263,7 +263,7 @@ if "$build/examples/gemm_host" "$build/examples/gemm.etlb" --device sim --shape 
     >"$tmp/cost.json"; then
   python3 -c "$gemm_py"'
 p = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))["total"]
-scale = (64 * 64 * 128) / (4 * 4 * 8) # tasks x K steps, 4096^3 over 256^3 (64 x 64 x 32 tiles)
+scale = (32 * 64 * 128) / (2 * 4 * 8) # tasks x K steps, 4096^3 over 256^3 (128 x 64 x 32 tiles)
 tc, other = c["flops_tc"]["value"], c["flops_other"]["value"]
 by = c["bytes_read"]["value"] + c["bytes_written"]["value"]
 sol = c["sol"]["seconds"]

@@ -344,9 +344,8 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     for (const DotUse &u : dots) {
       auto &f = frags[u.st->local_index];
       llvm::Value *ab = base_of(ops[u.a]), *cb = base_of(ops[u.c]);
-      mma_for_units(u.t, int64_t(f.size()), [&](unsigned i, llvm::Value *unit) {
-        mma_accumulate(u.t, f[i], unit, ab, cb, u.st->value->range.begin.line);
-      });
+      mma_accumulate_sets(u.t, mma_warp_tile(u.t, int64_t(f.size())), f, ab, cb,
+                          u.st->value->range.begin.line);
     }
   });
   m.async_wait(b, 0); // the groups left are empty
@@ -360,8 +359,9 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
         continue;
       auto &f = frags[u.st->local_index];
       m.barrier(b);
-      mma_for_units(u.t, int64_t(f.size()),
-                    [&](unsigned i, llvm::Value *unit) { mma_store_frags(u.t, f[i], unit, 0); });
+      mma_sets_for_units(
+          u.t, mma_warp_tile(u.t, int64_t(f.size())), int64_t(f.size()),
+          [&](unsigned i, llvm::Value *unit) { mma_store_frags(u.t, f[i], unit, 0); });
       TileVal cur = read_local(u.st->local_index);
       assign_local(u.st->local_index,
                    arith(BinOp::Add, cur, mma_read_result(u.t, 0), cur.shape, cur.elem));

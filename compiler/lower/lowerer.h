@@ -480,6 +480,29 @@ public:
   /// (after a MmaLoopNotPipelined remark when the body has such dots) when
   /// the loop does not qualify.
   bool lower_pipelined_dots(const Stmt &s);
+  // ---- lower_mma_warptile.cpp -----------------------------------------------
+  /// A warp's block of wm x wn output units of a pipelined K loop
+  /// (lower_mma_warptile.cpp's banner); wm == 0: none, one unit at a time.
+  struct MmaWarpTile {
+    int64_t wm = 0, wn = 0;
+    bool on() const { return wm > 0; }
+  };
+  /// The warp tile of `t` when its accumulators persist as `sets` fragment
+  /// sets per warp, or none (the rule is the banner's).
+  MmaWarpTile mma_warp_tile(const MmaTile &t, int64_t sets) const;
+  /// The unit (i64) of this warp's set i in warp tile `wt`.
+  llvm::Value *mma_warp_unit(const MmaTile &t, const MmaWarpTile &wt, unsigned i);
+  /// mma_for_units over `sets` persistent sets, in `wt`'s order when on.
+  void mma_sets_for_units(const MmaTile &t, const MmaWarpTile &wt, int64_t sets,
+                          const std::function<void(unsigned, llvm::Value *)> &f);
+  /// One iteration's ldmatrix + mma into every persistent set: per k16 the
+  /// warp tile's fragments once and all its mma (wt on), else unit by unit.
+  void mma_accumulate_sets(const MmaTile &t, const MmaWarpTile &wt,
+                           const std::vector<std::vector<llvm::AllocaInst *>> &frags,
+                           llvm::Value *a_base, llvm::Value *b_base, unsigned line);
+  /// Scratch pointer (i8, shared) of element (row, col) of an A area of
+  /// `cols` columns at `base` in the XOR-swizzled staging layout (lower_mma.cpp).
+  llvm::Value *mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row, llvm::Value *col);
   // ---- lower_mma_tf32.cpp ---------------------------------------------------
   /// "ok" when an f32 dot with `precision = tf32` runs on tensor cores, else
   /// why not (the DotFmaPath remark's text).

@@ -6,7 +6,8 @@
 // the rendezvous and must equal an f32 k-order reference bit for bit; and
 // cp.async-pipelined K loops (programs/mma_pipeline.etl, mma_pipeline_deep.etl)
 // under the race check; dot(a, transpose(b)) with b staged untransposed and
-// dots mixing register and cp.async operands (programs/mma_dot_nt.etl).
+// dots mixing register and cp.async operands (programs/mma_dot_nt.etl); warp
+// tiles of a K loop of two dots (programs/mma_warptile.etl).
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -511,4 +512,53 @@ TEST_CASE("sim mma: chained dots (programs/mma_chain.etl, lower_mma_chain.cpp): 
       bad += double(w[size_t(m * 32 + n)]) != ref;
     }
   CHECK(bad == 0);
+}
+
+TEST_CASE("sim mma: warp tiles of a K loop of two dots (programs/mma_warptile.etl, "
+          "lower_mma_warptile.cpp) are exact on ragged shapes and race-free") {
+  SimProgram sim("mma_warptile", true);
+  if (!sim.prog)
+    return;
+  etlProgram prog = sim.prog;
+  // One whole tile; ragged M, N and unaligned K (the element path); several
+  // tiles with the ring wrapping.
+  const int64_t shapes[][3] = {{64, 64, 64}, {70, 33, 37}, {130, 100, 160}};
+  for (const auto &sh : shapes) {
+    const int64_t M = sh[0], N = sh[1], K = sh[2];
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    std::vector<float> af(size_t(M * K)), sf(static_cast<size_t>(K)), bfv(size_t(K * N));
+    std::vector<uint16_t> a(af.size()), s(sf.size()), b(bfv.size());
+    for (size_t i = 0; i < af.size(); ++i) // small integers: exact sums
+      a[i] = bf16(af[i] = float(int((i * 2654435761u) % 7) - 3));
+    for (size_t i = 0; i < sf.size(); ++i)
+      s[i] = bf16(sf[i] = float(int(i % 3) - 1) * 2);
+    for (size_t i = 0; i < bfv.size(); ++i)
+      b[i] = bf16(bfv[i] = float(int((i * 40503u + 11) % 7) - 3));
+    std::vector<float> c0(size_t(M * N), NAN), c1(c0);
+    int64_t sa[2] = {M, K}, ss[1] = {K}, sb[2] = {K, N}, sc[2] = {M, N};
+    CHECK(etlBindDim(prog, "M", M) == ETL_SUCCESS);
+    CHECK(etlBindDim(prog, "N", N) == ETL_SUCCESS);
+    CHECK(etlBindDim(prog, "K", K) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "a", a.data(), ETL_BF16, 2, sa) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "s", s.data(), ETL_BF16, 1, ss) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "b", b.data(), ETL_BF16, 2, sb) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "c0", c0.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "c1", c1.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+    REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+    int bad = 0;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        float lo = 0, raw = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          float x = af[size_t(m * K + k)], y = bfv[size_t(k * N + n)];
+          lo += x * sf[size_t(k)] * y;
+          raw += x * y;
+        }
+        bad += std::memcmp(&lo, &c0[size_t(m * N + n)], 4) != 0;
+        bad += std::memcmp(&raw, &c1[size_t(m * N + n)], 4) != 0;
+      }
+    CHECK(bad == 0);
+  }
 }
