@@ -138,10 +138,6 @@ struct PortCheck {
       }
       if (op.kind == TileOpKind::Load && !op.attr.empty()) // binds an element read
         known.insert(op.attr);
-      int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
-      ElemType e = f.values[size_t(v)].elem;
-      if (e == ElemType::BF16)
-        return fail("bf16 memory");
       if (!op.pad.empty() && op.pad != "inf" && op.pad != "-inf") {
         char *end = nullptr;
         std::strtod(op.pad.c_str(), &end);

@@ -11,7 +11,8 @@
 //   3. warps: when warp bases lie along the axis, each warp's partial goes
 //      to the shared scratch area (one writer per element and warp; warp
 //      major, so a request's lanes hit distinct banks), a barrier, every
-//      thread combines the partials of its elements, a barrier.
+//      thread combines the partials of its elements (warp by warp in a
+//      loop when there are more than 32), a barrier.
 //
 // The result's layout is slice(operand, axis) (tile/layout.h): its register
 // r holds the group of operand registers whose non-axis coordinates match.
@@ -158,14 +159,38 @@ void Lowerer::tile_reduce(const TOp &op) {
       if_then(ok, [&] { scratch_store(x, at, bytes); });
     }
     m.barrier(b);
-    for (uint32_t r = 0; r < nout; ++r) {
-      llvm::Value *lin = lin_of(r);
-      llvm::Value *acc = nullptr;
-      for (int64_t q = 0; q < W; ++q) {
-        llvm::Value *x = scratch_load(ty, b.CreateAdd(lin, b.getInt64(uint64_t(q * nelem))), bytes);
-        acc = acc ? combine(acc, x) : x;
+    // Many partials (W x nout over 32) are read warp by warp in a loop: a
+    // straight-line read lets the scheduler hoist every load and keep them
+    // all live (64 registers for 8 outputs of 8 warps: decode_layer's
+    // chunk spilled). Fewer stay straight-line.
+    if (W * int64_t(nout) <= 32) {
+      for (uint32_t r = 0; r < nout; ++r) {
+        llvm::Value *lin = lin_of(r);
+        llvm::Value *acc = nullptr;
+        for (int64_t q = 0; q < W; ++q) {
+          llvm::Value *x =
+              scratch_load(ty, b.CreateAdd(lin, b.getInt64(uint64_t(q * nelem))), bytes);
+          acc = acc ? combine(acc, x) : x;
+        }
+        res[r] = acc;
       }
-      res[r] = acc;
+    } else {
+      std::vector<llvm::Value *> lins;
+      std::vector<llvm::AllocaInst *> accs;
+      for (uint32_t r = 0; r < nout; ++r) {
+        lins.push_back(lin_of(r));
+        accs.push_back(entry_alloca(ty, "wacc"));
+        b.CreateStore(scratch_load(ty, lins.back(), bytes), accs.back());
+      }
+      for_range(b.getInt64(1), b.getInt64(uint64_t(W)), b.getInt64(1), [&](llvm::Value *q) {
+        llvm::Value *off = b.CreateMul(q, b.getInt64(uint64_t(nelem)));
+        for (uint32_t r = 0; r < nout; ++r) {
+          llvm::Value *x = scratch_load(ty, b.CreateAdd(lins[r], off), bytes);
+          b.CreateStore(combine(b.CreateLoad(ty, accs[r]), x), accs[r]);
+        }
+      });
+      for (uint32_t r = 0; r < nout; ++r)
+        res[r] = b.CreateLoad(ty, accs[r]);
     }
     m.barrier(b);
   }
