@@ -11,7 +11,8 @@
 //   3. warps: when warp bases lie along the axis, each warp's partial goes
 //      to the shared scratch area (one writer per element and warp; warp
 //      major, so a request's lanes hit distinct banks), a barrier, every
-//      thread combines the partials of its elements, a barrier.
+//      thread combines the partials of its elements, a barrier (where
+//      tile/smem.cpp's plan keeps it: scratch_release).
 //
 // The result's layout is slice(operand, axis) (tile/layout.h): its register
 // r holds the group of operand registers whose non-axis coordinates match.
@@ -167,7 +168,7 @@ void Lowerer::tile_reduce(const TOp &op) {
       }
       res[r] = acc;
     }
-    m.barrier(b);
+    scratch_release();
   }
   tregs[size_t(rv)] = res;
 }
