@@ -12,7 +12,8 @@
 //      to the shared scratch area (one writer per element and warp; warp
 //      major, so a request's lanes hit distinct banks), a barrier, every
 //      thread combines the partials of its elements (warp by warp in a
-//      loop when there are more than 32), a barrier.
+//      loop when there are more than 32), a barrier (where tile/smem.cpp's
+//      plan keeps it: scratch_release).
 //
 // The result's layout is slice(operand, axis) (tile/layout.h): its register
 // r holds the group of operand registers whose non-axis coordinates match.
@@ -192,7 +193,7 @@ void Lowerer::tile_reduce(const TOp &op) {
       for (uint32_t r = 0; r < nout; ++r)
         res[r] = b.CreateLoad(ty, accs[r]);
     }
-    m.barrier(b);
+    scratch_release();
   }
   tregs[size_t(rv)] = res;
 }

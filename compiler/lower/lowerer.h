@@ -562,6 +562,14 @@ public:
   void tile_begin(const TileFunc &f);
   void tile_ops(const std::vector<TOp> &ops);
   void tile_op(const TOp &op);
+  void tile_op_at(const TOp &op);
+  /// The staging op being lowered (tile_op, after plan_shared): its buffer
+  /// (null: it must not stage), whether note_scratch saw it staged.
+  const SmemBuffer *tile_buf = nullptr;
+  bool tile_buf_used = false, tile_staging = false;
+  /// The trailing barrier of a staging op, which frees its scratch for the
+  /// next one: kept unless plan_shared gave the next ones other bytes.
+  void scratch_release();
   void tile_for(const TOp &op);
   /// The `loads` (ops of `loop`'s body) with the loop variable at `at`,
   /// issued only when `when` (i1) holds (zeros otherwise); their registers.
