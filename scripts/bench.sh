@@ -39,6 +39,12 @@
 #    with o_proj): the cost model's SOL (the code's tiles) next to the causal minimum,
 #    ptxas registers and spills, and the modelled time from the sim profile
 #    at S=256.
+# 9. etl_plan_build (the per-shape plan of the first etlRun of a binding):
+#    the fast wait counting against the enumeration it replaced, for the
+#    synthetic tests/unit/runtime/programs/plan_stars.etl (2-D domains, `*`
+#    notify and wait edges, a dynamic group) at 10^4..10^6 tasks and for
+#    the layer examples at the dims of the sections above (ms, median of 3;
+#    "-": enumeration skipped, it takes minutes there).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -263,7 +269,7 @@ if "$build/examples/gemm_host" "$build/examples/gemm.etlb" --device sim --shape 
     >"$tmp/cost.json"; then
   python3 -c "$gemm_py"'
 p = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))["total"]
-scale = (64 * 64 * 128) / (4 * 4 * 8) # tasks x K steps, 4096^3 over 256^3 (64 x 64 x 32 tiles)
+scale = (32 * 64 * 128) / (2 * 4 * 8) # tasks x K steps, 4096^3 over 256^3 (128 x 64 x 32 tiles)
 tc, other = c["flops_tc"]["value"], c["flops_other"]["value"]
 by = c["bytes_read"]["value"] + c["bytes_written"]["value"]
 sol = c["sol"]["seconds"]
@@ -478,4 +484,22 @@ print("%-30s %12.2f %9.2f %6.1f%% %7.1f%% %6.2f %7.1f%%" % (sys.argv[3], sol * 1
   done
 else
   echo "(skipped: prefill_attention_host not built or python3-torch missing)"
+fi
+
+echo
+echo "== etl_plan_build: fast wait counting vs the enumeration (ms, median of 3; runtime/bench/plan_bench.c)"
+pbench="$build/runtime/etl_plan_bench"
+if [ -x "$pbench" ]; then
+  printf '%-18s %-28s %10s %10s %14s %10s %9s %5s\n' program binding tasks counters enumerate fast speedup same
+  "$etlc" compile "$root/tests/unit/runtime/programs/plan_stars.etl" -o "$tmp/plan_stars.etlb" --target sim
+  for spec in "both 100 100" "both 300 300" "both 1000 100" "fast 1000 1000"; do
+    read -r pmode pm pn <<<"$spec"
+    "$pbench" "$pmode" "$tmp/plan_stars.etlb" 132 "$pm" "$pn" || echo "plan_stars $spec: failed"
+  done
+  "$etlc" compile "$root/examples/moe_layer/moe_layer.etl" -o "$tmp/moe_layer_plan.etlb" --target sim 2>"$tmp/plan_err" &&
+    "$pbench" both "$tmp/moe_layer_plan.etlb" 132 256 2048 128 768 8 || { echo "moe_layer: failed"; head -3 "$tmp/plan_err"; }
+  "$etlc" compile "$root/examples/prefill_attention/prefill_attention.etl" -o "$tmp/pa_plan.etlb" --target sim 2>"$tmp/plan_err" &&
+    "$pbench" both "$tmp/pa_plan.etlb" 132 4096 8 1 1024 || { echo "prefill_attention: failed"; head -3 "$tmp/plan_err"; }
+else
+  echo "(skipped: $pbench not built)"
 fi

@@ -201,6 +201,10 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
   });
   if (!verified("after layout assignment"))
     return false;
+  timer.run("tile-smem", [&] {
+    plan_shared(m);
+    return 0;
+  });
   text += "\n// ---- after layout assignment ----\n" + print_tile(m);
   return true;
 }
@@ -217,6 +221,7 @@ std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads) {
   assign_layouts(m, k, c.graph, quiet);
   if (!verify_tile(m).empty())
     return std::nullopt;
+  plan_shared(m);
   return m;
 }
 

@@ -133,9 +133,23 @@ void Lowerer::scratch_store(llvm::Value *v, llvm::Value *elem, unsigned bytes) {
 }
 
 void Lowerer::note_scratch(int64_t numel) {
+  if (tf && tf->smem_planned && !tile_staging)
+    throw LowerError("tile IR op stages through shared memory outside plan_shared's ops");
+  if (tile_staging) {
+    if (!tile_buf)
+      throw LowerError("tile IR op stages through shared memory without a planned buffer");
+    if (numel * 4 > tile_buf->bytes)
+      throw LowerError("tile IR " + tile_buf->what + ": needs more shared memory than planned");
+    tile_buf_used = true;
+  }
   numel += scratch_floor / 4;
   if (numel > max_scratch_elems)
     max_scratch_elems = numel;
+}
+
+void Lowerer::scratch_release() {
+  if (!tile_buf || tile_buf->barrier_after)
+    m.barrier(b);
 }
 
 unsigned Lowerer::scratch_bytes(ElemType t) const { return t == ElemType::I64 ? 8 : 4; }
@@ -318,6 +332,8 @@ llvm::Function *Lowerer::lower_group(int g) {
       // takes the AST path (its half-built function is dropped).
       drop();
       tf = nullptr;
+      tile_buf = nullptr;
+      tile_staging = false;
     }
   }
   // Dot operands hoisted out of loops (mma_hoist_begin) sit below the

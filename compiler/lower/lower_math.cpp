@@ -25,8 +25,6 @@
 
 namespace etl {
 
-namespace {
-
 MathFn math_fn(Builtin f) {
   switch (f) {
   case Builtin::Exp:
@@ -57,6 +55,8 @@ MathFn math_fn(Builtin f) {
     throw LowerError(std::string("'") + builtin_name(f) + "' is not a math function");
   }
 }
+
+namespace {
 
 /// erf's polynomials (scripts/fit_erf.py), highest degree first.
 /// |x| < kErfSplit: erf(x) = x + x * P(x^2).

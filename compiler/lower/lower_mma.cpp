@@ -40,7 +40,9 @@
 //      warp's units one after the other (a warp-uniform loop); the pipelined
 //      loop keeps ceil(units / W) fragment sets per warp (unrolled, the last
 //      guarded when units % W != 0) zeroed once before the loop and in
-//      registers across all its iterations (kMaxAccRegs bounds them; a
+//      registers across all its iterations, as one warp tile whose A and B
+//      fragments load once per k16 where the sets form one
+//      (lower_mma_warptile.cpp; kMaxAccRegs bounds them; a
 //      bigger tile runs a whole dot per iteration as below, and says so
 //      in a MmaLoopAccumulators remark; so does a two-stage ring, a long K
 //      slice whose unrolled chain beside the live sets made ptxas spill);
@@ -106,6 +108,11 @@ static llvm::Value *swizzled_offset(Builder &b, const Swizzle &s, llvm::Value *r
   llvm::Value *off = b.CreateMul(row, b.getInt64(s.row_bytes));
   off = b.CreateAdd(off, b.CreateMul(chunk, b.getInt64(16)));
   return b.CreateAdd(off, b.CreateMul(b.CreateURem(col, b.getInt64(8)), b.getInt64(2)));
+}
+
+llvm::Value *Lowerer::mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
+                                llvm::Value *col) {
+  return scratch_ptr(b.CreateAdd(swizzled_offset(b, Swizzle(cols), row, col), base), 1);
 }
 
 std::string Lowerer::mma_fits(const TileVal &a, const TileVal &c, int64_t k_step, const char *mma,
@@ -489,6 +496,8 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
          {type(a), type(c), std::to_string(sets * 4 * t.n8), std::to_string(kMaxAccRegs)},
          DiagId::MmaLoopAccumulators});
   const int64_t c_base = persist ? 0 : S * stage_bytes;
+  // Each warp's sets as one warp tile where they form one (lower_mma_warptile.cpp).
+  const MmaWarpTile wt = persist ? mma_warp_tile(t, sets) : MmaWarpTile{};
   note_scratch(need(S, persist) / 4);
   // Copies of iteration `iv` into ring slot `buf` (i64): the slices are
   // evaluated with the loop variable at `iv`.
@@ -511,9 +520,7 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     llvm::Value *a_base = b.CreateMul(buf, b.getInt64(stage_bytes));
     llvm::Value *b_base = b.CreateAdd(a_base, b.getInt64(2 * M * K));
     if (persist) {
-      mma_for_units(t, sets, [&](unsigned i, llvm::Value *u) {
-        mma_accumulate(t, frags[i], u, a_base, b_base, d.range.begin.line);
-      });
+      mma_accumulate_sets(t, wt, frags, a_base, b_base, d.range.begin.line);
       return;
     }
     mma_for_units(t, 0, [&](unsigned, llvm::Value *u) {
@@ -533,8 +540,9 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     // the register layout and acc += the sum.
     if_then(b.CreateICmpSLT(lo, hi), [&] {
       m.barrier(b);
-      mma_for_units(t, sets,
-                    [&](unsigned i, llvm::Value *u) { mma_store_frags(t, frags[i], u, c_base); });
+      mma_sets_for_units(t, wt, sets, [&](unsigned i, llvm::Value *u) {
+        mma_store_frags(t, frags[i], u, c_base);
+      });
       TileVal cur = read_local(st.local_index);
       assign_local(st.local_index,
                    arith(st.assign_op, cur, mma_read_result(t, c_base), cur.shape, cur.elem));

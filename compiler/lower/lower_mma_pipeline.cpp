@@ -282,12 +282,10 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
   const int64_t reg_base = S * ring_bytes, other_base = reg_base + reg_bytes;
   note_scratch(std::max(other_base, result_bytes) / 4);
 
-  // An opaque 0 (a volatile load) added to the offsets that would otherwise
-  // be constant but for the thread index: LLVM would hoist them out of the
-  // persistent loop, live across every task of the megakernel.
-  llvm::AllocaInst *zero_slot = entry_alloca(i64, "pipe.zero");
-  b.CreateStore(b.getInt64(0), zero_slot);
-  auto opaque_zero = [&] { return b.CreateLoad(i64, zero_slot, /*isVolatile=*/true); };
+  // An opaque 0 (Machine::opaque_zero) added to the offsets that would
+  // otherwise be constant but for the thread index: LLVM would hoist them
+  // out of the persistent loop, live across every task of the megakernel.
+  auto opaque_zero = [&] { return m.opaque_zero(b, b.getInt64Ty()); };
   // So is the thread index itself, for the loop's whole lowering: what is
   // computed from it stays in this task.
   llvm::Value *const saved_tid = tid;
@@ -346,9 +344,8 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     for (const DotUse &u : dots) {
       auto &f = frags[u.st->local_index];
       llvm::Value *ab = base_of(ops[u.a]), *cb = base_of(ops[u.c]);
-      mma_for_units(u.t, int64_t(f.size()), [&](unsigned i, llvm::Value *unit) {
-        mma_accumulate(u.t, f[i], unit, ab, cb, u.st->value->range.begin.line);
-      });
+      mma_accumulate_sets(u.t, mma_warp_tile(u.t, int64_t(f.size())), f, ab, cb,
+                          u.st->value->range.begin.line);
     }
   });
   m.async_wait(b, 0); // the groups left are empty
@@ -362,8 +359,9 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
         continue;
       auto &f = frags[u.st->local_index];
       m.barrier(b);
-      mma_for_units(u.t, int64_t(f.size()),
-                    [&](unsigned i, llvm::Value *unit) { mma_store_frags(u.t, f[i], unit, 0); });
+      mma_sets_for_units(
+          u.t, mma_warp_tile(u.t, int64_t(f.size())), int64_t(f.size()),
+          [&](unsigned i, llvm::Value *unit) { mma_store_frags(u.t, f[i], unit, 0); });
       TileVal cur = read_local(u.st->local_index);
       assign_local(u.st->local_index,
                    arith(BinOp::Add, cur, mma_read_result(u.t, 0), cur.shape, cur.elem));

@@ -740,6 +740,8 @@ TileVal Lowerer::value(const Expr &e) {
   if (f == Builtin::Dot) {
     if (dot_wants_tf32(e))
       return dot_tf32(value(*e.args.at(0)), value(*e.args.at(1)), e.range);
+    if (std::optional<TileVal> r = dot_chained(e)) // before its inner dot is lowered alone
+      return *r;
     if (std::optional<TileVal> r = dot_async(e))
       return *r;
     if (std::optional<TileVal> r = dot_staged(e))

@@ -138,10 +138,6 @@ struct PortCheck {
       }
       if (op.kind == TileOpKind::Load && !op.attr.empty()) // binds an element read
         known.insert(op.attr);
-      int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
-      ElemType e = f.values[size_t(v)].elem;
-      if (e == ElemType::BF16)
-        return fail("bf16 memory");
       if (!op.pad.empty() && op.pad != "inf" && op.pad != "-inf") {
         char *end = nullptr;
         std::strtod(op.pad.c_str(), &end);
@@ -325,6 +321,27 @@ static double parse_number(const std::string &s) {
 }
 
 void Lowerer::tile_op(const TOp &op) {
+  if (tf->smem_planned &&
+      (op.smem >= 0 || op_family(op.kind) == OpFamily::Layout ||
+       op_family(op.kind) == OpFamily::Reduction || op_family(op.kind) == OpFamily::Contraction)) {
+    // A staging op runs at its buffer's offset (tile/smem.cpp); note_scratch
+    // checks that the lowering stages what the plan sized, and only then.
+    tile_buf = op.smem >= 0 ? &tf->smem.at(size_t(op.smem)) : nullptr;
+    tile_buf_used = false;
+    scratch_floor = tile_buf ? tile_buf->offset : 0;
+    tile_staging = true;
+    tile_op_at(op);
+    tile_staging = false;
+    scratch_floor = 0;
+    if (tile_buf && !tile_buf_used)
+      throw LowerError("tile IR " + tile_buf->what + ": planned shared memory left unused");
+    tile_buf = nullptr;
+    return;
+  }
+  tile_op_at(op);
+}
+
+void Lowerer::tile_op_at(const TOp &op) {
   switch (op_family(op.kind)) {
   case OpFamily::Memory:
     return op.kind == TileOpKind::Load ? tile_load(op) : tile_store(op);

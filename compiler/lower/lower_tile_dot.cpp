@@ -22,7 +22,8 @@
 // one row share the word; rows of a warp fall in different banks by the
 // XOR), then adds a product into each output register. The sums are SSA values: `acc += dot(..)` in
 // a `for` adds them to the loop's iter_arg, which stays in registers across the loop. A second
-// barrier frees the scratch for the next user.
+// barrier frees the scratch for the next user (scratch_release: only where
+// tile/smem.cpp's plan keeps it; the operands sit at the op's buffer).
 //
 // Numerics: per output, the products are added in the order of k from 0.0,
 // as the AST path does (mul and add; `--fmad` decides whether the target
@@ -162,7 +163,7 @@ void Lowerer::tile_dot(const TOp &op) {
     b.SetInsertPoint(done);
     acc.assign(phis.begin(), phis.end());
   }
-  m.barrier(b);
+  scratch_release();
   tregs[size_t(ir)] = acc;
 }
 

@@ -16,7 +16,8 @@
 // area: every thread writes its elements (one writer per replica group;
 // lanes holding copies split the registers among them) at their row-major
 // index (16-byte chunks XOR-swizzled by line), a barrier, every thread
-// reads the elements of the new layout, a barrier.
+// reads the elements of the new layout, a barrier (scratch_release: only
+// where tile/smem.cpp's plan keeps it; the area starts at its buffer).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -233,7 +234,7 @@ void Lowerer::tile_convert(const TOp &op) {
     for (unsigned j = 0; j < wd; ++j)
       res.push_back(b.CreateExtractElement(v, uint64_t(j)));
   }
-  m.barrier(b);
+  scratch_release();
 }
 
 /// The row-major index of coordinates `c` of a tile of `shape` in the

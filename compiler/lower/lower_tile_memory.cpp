@@ -18,7 +18,12 @@
 // tile's register that holds the element's row (gathered_at): every element
 // of a gathered row shares it, so a row moves at the proven vector width. A
 // rank-0 load with an `attr` is an element read: it binds that symbol for
-// the `Sym`s that follow (tile_data_syms).
+// the `Sym`s that follow (tile_data_syms). f16 and bf16 elements live in f32
+// registers: f16 is converted by fpext/fptrunc, bf16 as the AST path does it
+// (lower_convert.cpp: bf16 -> f32 a shift, f32 -> bf16 round to nearest
+// even with integer ops, the same on sim and NVPTX); a vector of bf16 moves
+// as 32-bit words (8 bf16 = one 128-bit access of 4 words), a word's low
+// half the lower element.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -27,16 +32,81 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 
 namespace etl {
 
 namespace {
 
-/// The type a tensor element has in memory (bf16 is not ported).
+/// The type a tensor element has in memory: f16 `half`, bf16 its bits
+/// (i16); the others their register type.
 llvm::Type *mem_elem_type(Lowerer &L, ElemType t) {
-  if (t == ElemType::F16)
-    return L.b.getHalfTy();
+  if (t == ElemType::F16 || t == ElemType::BF16)
+    return L.memory_type(t);
   return L.reg_type(t);
+}
+
+/// The type of one access of `n` elements of `t`: n bf16 travel as n/2 i32
+/// words (LLVM 16's NVPTX has no legal vector of i16, and would split
+/// `<8 x i16>` into narrow accesses), the others as `<n x T>`.
+llvm::Type *access_type(Lowerer &L, ElemType t, unsigned n) {
+  llvm::Type *ety = mem_elem_type(L, t);
+  if (n == 1)
+    return ety;
+  if (t == ElemType::BF16 && n % 2 == 0)
+    return n == 2 ? static_cast<llvm::Type *>(L.b.getInt32Ty())
+                  : llvm::FixedVectorType::get(L.b.getInt32Ty(), n / 2);
+  return llvm::FixedVectorType::get(ety, n);
+}
+
+/// The f32 registers of the `n` elements of one access `v` (access_type).
+/// A bf16 in the low half of a word is the word shifted left by 16, one in
+/// the high half the word with its low half cleared: bf16_bits_to_f32 bit
+/// for bit, one instruction each.
+std::vector<llvm::Value *> unpack_access(Lowerer &L, llvm::Value *v, ElemType t, unsigned n,
+                                         const std::function<llvm::Value *(llvm::Value *)> &widen) {
+  Builder &b = L.b;
+  std::vector<llvm::Value *> out;
+  if (n == 1) {
+    out.push_back(widen(v));
+    return out;
+  }
+  if (t == ElemType::BF16 && n % 2 == 0) {
+    for (unsigned w = 0; w < n / 2; ++w) {
+      llvm::Value *word = n == 2 ? v : b.CreateExtractElement(v, uint64_t(w));
+      out.push_back(b.CreateBitCast(b.CreateShl(word, 16), b.getFloatTy()));
+      out.push_back(b.CreateBitCast(b.CreateAnd(word, b.getInt32(0xFFFF0000u)), b.getFloatTy()));
+    }
+    return out;
+  }
+  for (unsigned e = 0; e < n; ++e)
+    out.push_back(widen(b.CreateExtractElement(v, uint64_t(e))));
+  return out;
+}
+
+/// One access (access_type) of the f32 registers `xs`, each narrowed to
+/// memory by `narrow`: bf16 pairs packed low element first.
+llvm::Value *pack_access(Lowerer &L, const std::vector<llvm::Value *> &xs, ElemType t,
+                         const std::function<llvm::Value *(llvm::Value *)> &narrow) {
+  Builder &b = L.b;
+  unsigned n = unsigned(xs.size());
+  llvm::Type *ty = access_type(L, t, n);
+  if (n == 1)
+    return narrow(xs[0]);
+  if (t == ElemType::BF16 && n % 2 == 0) {
+    llvm::Value *v = llvm::PoisonValue::get(ty);
+    for (unsigned w = 0; w < n / 2; ++w) {
+      llvm::Value *lo = b.CreateZExt(narrow(xs[2 * w]), b.getInt32Ty());
+      llvm::Value *hi = b.CreateZExt(narrow(xs[2 * w + 1]), b.getInt32Ty());
+      llvm::Value *word = b.CreateOr(lo, b.CreateShl(hi, 16));
+      v = n == 2 ? word : b.CreateInsertElement(v, word, uint64_t(w));
+    }
+    return v;
+  }
+  llvm::Value *v = llvm::PoisonValue::get(ty);
+  for (unsigned e = 0; e < n; ++e)
+    v = b.CreateInsertElement(v, narrow(xs[e]), uint64_t(e));
+  return v;
 }
 
 /// i1: a mask register is on.
@@ -202,7 +272,10 @@ void Lowerer::tile_load(const TOp &op) {
   llvm::Value *pad = is_float(s.elem)
                          ? convert_scalar(fconst(pv), f64, s.elem)
                          : llvm::ConstantInt::get(rty, uint64_t(int64_t(pv)), /*signed=*/true);
-  auto widen = [&](llvm::Value *x) { return s.elem == ElemType::F16 ? b.CreateFPExt(x, f32) : x; };
+  std::function<llvm::Value *(llvm::Value *)> widen = [&](llvm::Value *x) {
+    return s.elem == ElemType::F16 || s.elem == ElemType::BF16 ? from_memory(x, s.elem, nullptr)
+                                                               : x;
+  };
   // One access of `n` elements at coordinates `c` (i1 `ok`, null: always),
   // its registers appended to `out`.
   auto access = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
@@ -210,7 +283,7 @@ void Lowerer::tile_load(const TOp &op) {
     auto [addr, in] = element_at(*this, s, op, c, g);
     llvm::Value *p = addr;
     ok = and_of(*this, ok, in);
-    llvm::Type *ty = n > 1 ? llvm::FixedVectorType::get(ety, n) : ety;
+    llvm::Type *ty = access_type(*this, s.elem, n);
     auto load = [&] {
       auto one = [&](llvm::Type *t, llvm::Value *at) {
         return op.mem.non_coherent ? m.global_load_nc(b, t, at) : m.global_load(b, t, at);
@@ -227,10 +300,7 @@ void Lowerer::tile_load(const TOp &op) {
       auto *jb = llvm::BasicBlock::Create(ctx, "tload.join", fn);
       b.CreateCondBr(aligned_base(s, n), vb, sb);
       b.SetInsertPoint(vb);
-      llvm::Value *v = one(ty, p);
-      std::vector<llvm::Value *> fast;
-      for (unsigned e = 0; e < n; ++e)
-        fast.push_back(widen(b.CreateExtractElement(v, uint64_t(e))));
+      std::vector<llvm::Value *> fast = unpack_access(*this, one(ty, p), s.elem, n, widen);
       llvm::BasicBlock *vend = b.GetInsertBlock();
       b.CreateBr(jb);
       b.SetInsertPoint(sb);
@@ -303,9 +373,8 @@ void Lowerer::tile_store(const TOp &op) {
     throw LowerError("tile IR store of an undefined value");
   if (op.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
     m.barrier(b);
-  llvm::Type *ety = mem_elem_type(*this, s.elem);
-  auto narrow = [&](llvm::Value *x) {
-    return s.elem == ElemType::F16 ? b.CreateFPTrunc(x, b.getHalfTy()) : x;
+  std::function<llvm::Value *(llvm::Value *)> narrow = [&](llvm::Value *x) {
+    return s.elem == ElemType::F16 || s.elem == ElemType::BF16 ? to_memory(x, s.elem) : x;
   };
   auto access = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
                     llvm::Value *ok, const std::vector<llvm::Value *> &xs) {
@@ -322,10 +391,7 @@ void Lowerer::tile_store(const TOp &op) {
       auto *jb = llvm::BasicBlock::Create(ctx, "tstore.join", fn);
       b.CreateCondBr(aligned_base(s, unsigned(xs.size())), vb, sb);
       b.SetInsertPoint(vb);
-      llvm::Value *v = llvm::PoisonValue::get(llvm::FixedVectorType::get(ety, unsigned(xs.size())));
-      for (size_t e = 0; e < xs.size(); ++e)
-        v = b.CreateInsertElement(v, narrow(xs[e]), uint64_t(e));
-      m.global_store(b, v, p);
+      m.global_store(b, pack_access(*this, xs, s.elem, narrow), p);
       b.CreateBr(jb);
       b.SetInsertPoint(sb);
       for (size_t e = 0; e < xs.size(); ++e)

@@ -38,6 +38,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
+#include "tile/passes.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -52,17 +53,11 @@ namespace {
 using Part = std::vector<llvm::Value *>;
 using Combine = std::function<Part(const Part &, const Part &)>;
 
-/// A compact scratch index of an element from the hardware bits of its
-/// owner: the chosen lane bits lowest, then warp bits, then register bits.
-/// The lanes of one request hold distinct elements at consecutive words,
-/// so a store or load of one register never conflicts on a bank; copies
-/// (lanes or warps whose bits are left out) read the same word.
+/// The compact scratch index of an element from its owner's hardware bits
+/// (tile/layout.h's HwBits): lanes lowest, then warps, then registers.
 struct HwSlot {
   uint32_t lanes = 0, warps = 0, regs = 0; ///< the bits that count
-  unsigned bits() const {
-    return unsigned(__builtin_popcount(lanes) + __builtin_popcount(warps) +
-                    __builtin_popcount(regs));
-  }
+  explicit HwSlot(const HwBits &h) : lanes(h.lanes), warps(h.warps), regs(h.regs) {}
   /// The lane and warp part (i64), once per thread.
   llvm::Value *thread_part(Lowerer &L) const {
     Builder &b = L.b;
@@ -168,27 +163,20 @@ std::vector<Part> fold_axis(Lowerer &L, const TOp &op, const std::vector<Part> &
   // Each warp's partials go to [W][S] at the compact slot of the element
   // in the result's layout (HwSlot: the lanes of a request write and read
   // consecutive words).
-  HwSlot hs;
-  if (lo) {
-    for (size_t k = 0; k < lo->lane.size(); ++k)
-      if (lo->lane[k])
-        hs.lanes |= 1u << k;
-    for (size_t k = 0; k < lo->warp.size(); ++k)
-      if (lo->warp[k])
-        hs.warps |= 1u << k;
-    for (size_t k = 0; k < lo->reg.size(); ++k)
-      if (lo->reg[k])
-        hs.regs |= 1u << k;
-  }
-  int64_t S = int64_t(1) << hs.bits();
+  HwBits hb = lo ? fold_slot_bits(*lo) : HwBits{};
+  HwSlot hs(hb);
+  int64_t S = int64_t(1) << hb.count();
   int64_t W = int64_t(1) << wbits;
-  // Component c's area starts at word base[c] ([W][S] elements each).
+  // Component c's area starts at word base[c] ([W][S] elements each);
+  // tile/smem.cpp's reduction_scratch_bytes sizes the whole.
   std::vector<int64_t> base;
   int64_t words = 0;
   for (unsigned w : bytes) {
     base.push_back(words);
     words += (S * W * w + 3) / 4;
   }
+  if (words * 4 != reduction_scratch_bytes(*L.tf, op))
+    throw LowerError("tile IR reduce: scratch size differs from reduction_scratch_bytes");
   L.note_scratch(words);
   // This warp's index among the warps along the axis.
   llvm::Value *warp = b.CreateLShr(L.tid, b.getInt32(kLaneBits));
@@ -272,7 +260,7 @@ std::vector<Part> fold_axis(Lowerer &L, const TOp &op, const std::vector<Part> &
         res[r].push_back(b.CreateLoad(a->getAllocatedType(), a));
     }
   }
-  L.m.barrier(b);
+  L.scratch_release(); // where tile/smem.cpp's plan keeps the barrier
   return res;
 }
 
@@ -409,23 +397,15 @@ void Lowerer::tile_scan(const TOp &op) {
     while (p + mb < n && (*bits)[p + mb].space == 2)
       ++mb;
     int64_t runs = int64_t(1) << mb;
-    uint32_t low[3] = {0, 0, 0}, run = 0; // per space: the hardware bits of axis bits < p
+    uint32_t low[3] = {0, 0, 0}; // per space: the hardware bits of axis bits < p
     for (unsigned i = 0; i < p; ++i)
       low[(*bits)[i].space] |= 1u << (*bits)[i].index;
-    for (unsigned i = 0; i < mb; ++i)
-      run |= 1u << (*bits)[p + i].index;
-    HwSlot hs;
-    for (size_t k = 0; k < la.lane.size(); ++k)
-      if (la.lane[k] && !(low[1] >> k & 1u))
-        hs.lanes |= 1u << k;
-    for (size_t k = 0; k < la.warp.size(); ++k)
-      if (la.warp[k] && !((low[2] | run) >> k & 1u))
-        hs.warps |= 1u << k;
-    for (size_t k = 0; k < la.reg.size(); ++k)
-      if (la.reg[k] && !(low[0] >> k & 1u))
-        hs.regs |= 1u << k;
-    int64_t S = int64_t(1) << hs.bits();
-    note_scratch((runs * S * bytes + 3) / 4);
+    HwBits hb = scan_slot_bits(la, *bits, p, mb);
+    HwSlot hs(hb);
+    int64_t S = int64_t(1) << hb.count();
+    if ((runs * S * bytes + 3) / 4 * 4 > reduction_scratch_bytes(*tf, op))
+      throw LowerError("tile IR scan: scratch size exceeds reduction_scratch_bytes");
+    note_scratch(reduction_scratch_bytes(*tf, op) / 4);
     llvm::Value *mine = hs.thread_part(*this);
     llvm::Value *warp = b.CreateLShr(tid, b.getInt32(kLaneBits));
     llvm::Value *q = b.getInt64(0);
@@ -459,7 +439,13 @@ void Lowerer::tile_scan(const TOp &op) {
       s[r] = add(s[r], before);
       t[r] = full;
     }
-    m.barrier(b);
+    bool more = false; // another warp run reuses the buffer
+    for (unsigned i = p + mb; i < n; ++i)
+      more |= (*bits)[i].space == 2;
+    if (more)
+      m.barrier(b);
+    else
+      scratch_release();
     p += mb;
   }
   if (a.elem == ElemType::F16) // the result rounds once, like the AST path

@@ -170,6 +170,8 @@ llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
 llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
 /// Whether a `dot` call asks for `precision = tf32` (lower_mma_tf32.cpp).
 bool dot_wants_tf32(const Expr &call);
+/// The math function of a builtin (lower_math.cpp); throws for others.
+MathFn math_fn(Builtin f);
 /// Row stride (f32 elements) of a tensor-core dot's result area
 /// (lower_mma.cpp): N padded to 8 mod 32, so the 8-byte pair stores of one
 /// C fragment (rows g, columns 2t) fill the 32 banks twice: two wavefronts
@@ -406,6 +408,15 @@ public:
   /// read where it lies. None (nothing emitted) when the call has none of
   /// these, or does not qualify for mma.
   std::optional<TileVal> dot_staged(const Expr &call);
+  /// `dot(cast<f16|bf16>(f(dot(a1, b1))), b2)` with f elementwise
+  /// (lower_mma_chain.cpp): the inner dot's accumulators become the outer
+  /// dot's A fragments in registers (no shared-memory round trip of P).
+  /// None (nothing emitted) when the call has another form or does not fit.
+  std::optional<TileVal> dot_chained(const Expr &call);
+  /// One register of f(acc) for dot_chained: `e` evaluated with `inner`
+  /// (the dot) replaced by `acc` and its scalar leaves by `scalars`.
+  llvm::Value *chain_eval(const Expr &e, const Expr *inner, llvm::Value *acc,
+                          const std::map<const Expr *, llvm::Value *> &scalars);
   /// Before the AST `for` loop `s` (lower_mma_operands.cpp): the A operands
   /// of its dots that are locals the loop does not assign are staged once,
   /// swizzled, at the bottom of the scratch area, which the loop's other
@@ -469,6 +480,29 @@ public:
   /// (after a MmaLoopNotPipelined remark when the body has such dots) when
   /// the loop does not qualify.
   bool lower_pipelined_dots(const Stmt &s);
+  // ---- lower_mma_warptile.cpp -----------------------------------------------
+  /// A warp's block of wm x wn output units of a pipelined K loop
+  /// (lower_mma_warptile.cpp's banner); wm == 0: none, one unit at a time.
+  struct MmaWarpTile {
+    int64_t wm = 0, wn = 0;
+    bool on() const { return wm > 0; }
+  };
+  /// The warp tile of `t` when its accumulators persist as `sets` fragment
+  /// sets per warp, or none (the rule is the banner's).
+  MmaWarpTile mma_warp_tile(const MmaTile &t, int64_t sets) const;
+  /// The unit (i64) of this warp's set i in warp tile `wt`.
+  llvm::Value *mma_warp_unit(const MmaTile &t, const MmaWarpTile &wt, unsigned i);
+  /// mma_for_units over `sets` persistent sets, in `wt`'s order when on.
+  void mma_sets_for_units(const MmaTile &t, const MmaWarpTile &wt, int64_t sets,
+                          const std::function<void(unsigned, llvm::Value *)> &f);
+  /// One iteration's ldmatrix + mma into every persistent set: per k16 the
+  /// warp tile's fragments once and all its mma (wt on), else unit by unit.
+  void mma_accumulate_sets(const MmaTile &t, const MmaWarpTile &wt,
+                           const std::vector<std::vector<llvm::AllocaInst *>> &frags,
+                           llvm::Value *a_base, llvm::Value *b_base, unsigned line);
+  /// Scratch pointer (i8, shared) of element (row, col) of an A area of
+  /// `cols` columns at `base` in the XOR-swizzled staging layout (lower_mma.cpp).
+  llvm::Value *mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row, llvm::Value *col);
   // ---- lower_mma_tf32.cpp ---------------------------------------------------
   /// "ok" when an f32 dot with `precision = tf32` runs on tensor cores, else
   /// why not (the DotFmaPath remark's text).
@@ -533,6 +567,14 @@ public:
   void tile_begin(const TileFunc &f);
   void tile_ops(const std::vector<TOp> &ops);
   void tile_op(const TOp &op);
+  void tile_op_at(const TOp &op);
+  /// The staging op being lowered (tile_op, after plan_shared): its buffer
+  /// (null: it must not stage), whether note_scratch saw it staged.
+  const SmemBuffer *tile_buf = nullptr;
+  bool tile_buf_used = false, tile_staging = false;
+  /// The trailing barrier of a staging op, which frees its scratch for the
+  /// next one: kept unless plan_shared gave the next ones other bytes.
+  void scratch_release();
   void tile_for(const TOp &op);
   /// The `loads` (ops of `loop`'s body) with the loop variable at `at`,
   /// issued only when `when` (i1) holds (zeros otherwise); their registers.

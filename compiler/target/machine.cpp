@@ -1,10 +1,13 @@
 //===- target/machine.cpp - A target's machine ----------------------------===//
 //
 // What this owns: make_machine, the one place a target's kind picks the
-// Machine implementation, and the relaxed tensor atomics both machines emit.
+// Machine implementation, the relaxed tensor atomics both machines emit, and
+// the opaque zero (Machine::opaque_zero's fallback and its inline-asm form).
 //
 //===----------------------------------------------------------------------===//
 #include "target/machine.h"
+
+#include <llvm/IR/InlineAsm.h>
 
 namespace etl {
 
@@ -33,6 +36,23 @@ llvm::Value *emit_relaxed_atomic(Builder &b, AtomicOp op, llvm::Value *p, llvm::
              : op == AtomicOp::Max ? (fl ? RMW::FMax : RMW::Max)
                                    : (fl ? RMW::FMin : RMW::Min);
   return b.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), order);
+}
+
+llvm::Value *Machine::opaque_zero(Builder &b, llvm::IntegerType *ty) {
+  llvm::Function *f = b.GetInsertBlock()->getParent();
+  llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+  llvm::AllocaInst *slot = entry.CreateAlloca(ty, nullptr, "opaque.zero");
+  entry.CreateStore(llvm::ConstantInt::get(ty, 0), slot);
+  return b.CreateLoad(ty, slot, /*isVolatile=*/true);
+}
+
+llvm::Value *opaque_asm_value(Builder &b, llvm::Type *ty, const char *text, const char *cons) {
+  auto *fty = llvm::FunctionType::get(ty, false);
+  llvm::CallInst *c = b.CreateCall(fty, llvm::InlineAsm::get(fty, text, cons, /*sideeffect=*/true));
+  c->setOnlyAccessesInaccessibleMemory();
+  c->setDoesNotThrow();
+  c->addFnAttr(llvm::Attribute::WillReturn);
+  return c;
 }
 
 } // namespace etl

@@ -197,6 +197,16 @@ public:
   /// sm_id op, the worker index).
   virtual llvm::Value *sm_id(Builder &b) = 0;
 
+  /// A zero of integer type `ty` that the optimiser can neither see through,
+  /// hoist nor merge: each call is computed where it stands. The lowering
+  /// adds it to offsets that would be constant but for the thread index, so
+  /// LLVM keeps them in the task rather than hoisting them out of the
+  /// persistent loop, live across every task. NVPTX and sim: an inline `mov`
+  /// of 0 into a register (side-effecting, touching no memory the program
+  /// sees); this default, for other machines: a volatile load of a stack
+  /// slot holding 0.
+  virtual llvm::Value *opaque_zero(Builder &b, llvm::IntegerType *ty);
+
   // -- Math -----------------------------------------------------------------
   /// f32 -> f32 (`y` is pow's exponent, else null); only selectable
   /// instructions/intrinsics. Null when the machine has no direct form of
@@ -214,6 +224,12 @@ public:
 /// (target/machine.cpp), on a pointer of any address space.
 llvm::Value *emit_relaxed_atomic(Builder &b, AtomicOp op, llvm::Value *ptr, llvm::Value *v,
                                  llvm::Value *desired);
+
+/// An inline-asm register value for Machine::opaque_zero (target/machine.cpp):
+/// `text` with constraints `cons` ("=r", ...), side-effecting (never merged or
+/// hoisted) but touching only memory the program cannot see (no clobber of
+/// its loads and stores).
+llvm::Value *opaque_asm_value(Builder &b, llvm::Type *ty, const char *text, const char *cons);
 
 /// The machine for `t` (target/targets.def). Null with `error` set if LLVM
 /// cannot provide it.

@@ -284,6 +284,13 @@ public:
   llvm::Value *sm_id(Builder &b) override {
     return value_asm(b, b.getInt32Ty(), "mov.u32 $0, %smid;", "=r");
   }
+  llvm::Value *opaque_zero(Builder &b, llvm::IntegerType *ty) override {
+    if (ty->getBitWidth() == 64)
+      return opaque_asm_value(b, ty, "mov.u64 $0, 0;", "=l");
+    if (ty->getBitWidth() == 32)
+      return opaque_asm_value(b, ty, "mov.u32 $0, 0;", "=r");
+    return Machine::opaque_zero(b, ty);
+  }
 
   /// x - 2 pi k with k = round(x / (2 pi)), in two fma steps (Cody-Waite,
   /// 2 pi as f32 plus its f32 remainder): sin/cos.approx are accurate in

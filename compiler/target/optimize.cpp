@@ -24,6 +24,7 @@ void LLVMInitializeX86TargetInfo();
 void LLVMInitializeX86Target();
 void LLVMInitializeX86TargetMC();
 void LLVMInitializeX86AsmPrinter();
+void LLVMInitializeX86AsmParser(); // sim's inline asm (Machine::opaque_zero)
 }
 
 namespace etl {
@@ -39,6 +40,7 @@ void init_llvm_targets() {
     LLVMInitializeX86Target();
     LLVMInitializeX86TargetMC();
     LLVMInitializeX86AsmPrinter();
+    LLVMInitializeX86AsmParser();
   });
 }
 

@@ -174,6 +174,11 @@ public:
   void task_end(Builder &b) override { call(b, kOp_task_end, b.getVoidTy(), {}); }
   llvm::Value *clock_ns(Builder &b) override { return call(b, kOp_clock_ns, b.getInt64Ty(), {}); }
   llvm::Value *sm_id(Builder &b) override { return call(b, kOp_sm_id, b.getInt32Ty(), {}); }
+  llvm::Value *opaque_zero(Builder &b, llvm::IntegerType *ty) override {
+    if (ty->getBitWidth() == 64 || ty->getBitWidth() == 32) // x86-64, AT&T syntax
+      return opaque_asm_value(b, ty, "mov $$0, $0", "=r");
+    return Machine::opaque_zero(b, ty);
+  }
 
   /// libm, through LLVM's intrinsics where it has one (the object links
   /// with -lm) and a direct call of tanhf / erff where it has none.

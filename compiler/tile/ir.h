@@ -13,6 +13,8 @@
 //   assign.cpp the layout pass: memory facts, anchors, propagation,
 //              conversions where uses disagree, vector widths, remarks
 //   verify.cpp the structural, shape and layout rules of every op
+//   smem.cpp   the shared-memory allocator: a buffer per staging op, its
+//              live range, offsets, which trailing barriers can go
 //
 // `etlc --emit=tile` prints a kernel's IR before and after layout
 // assignment. The LLVM lowering (compiler/lower/lower_tile_*.cpp) consumes
@@ -28,6 +30,7 @@
 #include "tile/layout.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace etl {
@@ -122,6 +125,26 @@ struct TOp {
   std::vector<std::string> event_idx;
   // Convert: the path (after assignment).
   ConvertPath path = ConvertPath::None;
+  /// Its shared-memory buffer (index into TileFunc::smem, after
+  /// plan_shared), or -1: the op stages nothing in shared memory.
+  int smem = -1;
+};
+
+/// A shared-memory buffer of a task body (tile/smem.cpp): the scratch one
+/// op stages through (a re-layout, a cross-warp reduction, a dot's
+/// operands). Written before the op's own barrier, read after it; its
+/// bytes are busy from the op (`pos`) up to the next barrier every thread
+/// passes after the reads: the op's trailing barrier when `barrier_after`,
+/// else the next buffer's barrier along every path (loops wrap), which
+/// `live` lists as inclusive segments of op positions (pre-order, from 0).
+struct SmemBuffer {
+  int pos = 0;
+  std::string what; ///< the op, e.g. "reduce %5"
+  unsigned line = 0;
+  int64_t bytes = 0, align = 16;
+  std::vector<std::pair<int, int>> live;
+  int64_t offset = -1; ///< from the scratch start (after the 32-byte header)
+  bool barrier_after = true;
 };
 
 struct TileFunc {
@@ -135,6 +158,12 @@ struct TileFunc {
   /// expression build_tile_ir has no op for); empty when it expresses all.
   /// The LLVM lowering keeps such a body on its AST path.
   std::string untiled;
+  /// After plan_shared: the buffers and the scratch bytes they take (the
+  /// most a buffer ends at); `smem_op_by_op`: what reusing the area op by
+  /// op (every buffer at 0, a barrier after each) takes.
+  std::vector<SmemBuffer> smem;
+  int64_t smem_bytes = 0, smem_op_by_op = 0;
+  bool smem_planned = false;
 };
 
 struct TileModule {

@@ -29,6 +29,33 @@ void analyse_memory(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag
 /// another layout than its operand has. Runs analyse_memory first if needed.
 void assign_layouts(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag &diag);
 
+/// The shared-memory allocator (tile/smem.cpp), after assign_layouts: the
+/// buffer each staging op needs (shared_need), its live range over the
+/// body, and offsets that let buffers whose ranges are disjoint share
+/// bytes. A buffer's trailing barrier is dropped when the bytes it frees
+/// can be given to the buffers its reads may race with, within the scratch
+/// the body took op by op (its largest buffer).
+void plan_shared(TileModule &m);
+
+/// Bytes of shared memory op `op` of `f` stages through (the lowering's
+/// decision: a convert_layout not done in registers or by shuffles, a
+/// reduction across warps, an FMA dot's operands), 0 for none; `align`:
+/// 128 for the swizzled areas (convert_layout, dot), else 16.
+int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align);
+/// The bytes a Reduction-family op (reduce, argreduce, scan) stages through
+/// shared memory (0: none, no warp bit along its axis): the cross-warp step
+/// of a fold, the largest warp run of a scan (lower/lower_tile_reduce.cpp
+/// notes exactly this).
+int64_t reduction_scratch_bytes(const TileFunc &f, const TOp &op);
+
+/// Do two buffers' live ranges meet?
+bool live_overlap(const SmemBuffer &a, const SmemBuffer &b);
+
+/// First fit by decreasing size: each buffer's offset the lowest multiple
+/// of its alignment whose bytes no buffer live with it holds; returns the
+/// bytes they take.
+int64_t pack_buffers(std::vector<SmemBuffer> &bufs);
+
 /// Every rule of every op (operands defined before use, shapes, element
 /// types; after assignment: every tile value has a layout of its shape that
 /// covers the tile, and each op's layout rule). Empty when the IR is valid.

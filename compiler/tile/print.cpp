@@ -205,10 +205,36 @@ private:
       os_ << op_spelling(op.kind) << " " << list(op.operands) << res_type;
       break;
     }
+    if (op.smem >= 0)
+      os_ << " {smem=#S" << op.smem << "}";
     os_ << "\n";
   }
 };
 
+} // namespace
+
+namespace {
+/// plan_shared's buffers: offset, bytes, alignment, live range (op
+/// positions in pre-order from 0), whether the trailing barrier stays.
+void print_smem(const TileFunc &f, std::ostringstream &os) {
+  if (!f.smem_planned || f.smem.empty())
+    return;
+  size_t kept = 0;
+  for (const SmemBuffer &b : f.smem)
+    kept += b.barrier_after ? 1 : 0;
+  os << "  // shared memory: " << f.smem.size() << " buffer" << (f.smem.size() == 1 ? "" : "s")
+     << ", " << f.smem_bytes << " bytes (op by op: " << f.smem_op_by_op
+     << "), trailing barriers kept: " << kept << " of " << f.smem.size() << "\n";
+  for (size_t i = 0; i < f.smem.size(); ++i) {
+    const SmemBuffer &b = f.smem[i];
+    os << "  //   #S" << i << " @" << b.offset << " " << b.bytes << " bytes align " << b.align
+       << " live [";
+    for (size_t k = 0; k < b.live.size(); ++k)
+      os << (k ? ", " : "") << b.live[k].first << ".." << b.live[k].second;
+    os << "] " << b.what << " (line " << b.line << ")"
+       << (b.barrier_after ? ", barrier after" : ", no barrier after") << "\n";
+  }
+}
 } // namespace
 
 std::string print_tile(const TileModule &m) {
@@ -223,6 +249,7 @@ std::string print_tile(const TileModule &m) {
     for (size_t i = 0; i < f.layouts.size(); ++i)
       os << "  #L" << i << " = " << f.layouts[i].str() << "  // " << f.layouts[i].origin << "\n";
     Printer(f, os).ops(f.body, 1);
+    print_smem(f, os);
   }
   return os.str();
 }

@@ -1,7 +1,7 @@
 /*===- examples/gemm/gemm_host.c - Run gemm.etl and check it --------------===
  *
  * Loads the gemm artifact once and runs C = A @ B (bf16 A [M, K] and B [K, N],
- * f32 C) for several (M, N, K) bindings, most not multiples of the 64 x 64 x
+ * f32 C) for several (M, N, K) bindings, most not multiples of the 128 x 64 x
  * 32 tile, comparing with a plain C reference in double. Random data are
  * bf16 values in [-1, 1) (tolerance K * 2^-22 * sum |a||b| + tiny); the
  * binding with K = 48 also runs on small integers in [-3, 3], whose sums are

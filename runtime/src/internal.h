@@ -191,6 +191,12 @@ typedef struct etl_plan {
 /// Evaluate shapes, count tasks, compute event offsets and wait counts and
 /// build the static queue for `dims` over `num_ctas` CTAs (host side only).
 etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ctas, etl_plan **out);
+/// How etl_plan_build counts: ETL_PLAN_FAST (per projection point of each
+/// edge, plan.c) or ETL_PLAN_ENUMERATE (every element of every edge of
+/// every task: the reference the tests compare against). Same results.
+typedef enum etl_plan_mode { ETL_PLAN_FAST = 0, ETL_PLAN_ENUMERATE = 1 } etl_plan_mode;
+etlStatus etl_plan_build_mode(const etl_meta *m, const int64_t *dims, uint32_t num_ctas,
+                              etl_plan_mode mode, etl_plan **out);
 /// Free the host side of a plan (device memory is the caller's).
 void etl_plan_free_host(etl_plan *p);
 /// Row-major domain indices of task `linear` of group `g`, printed as

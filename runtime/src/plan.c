@@ -5,9 +5,12 @@
  *   - event layout: events back to back in one uint32 counter array, the
  *     slot value of event e being the element offset of its first element;
  *   - wait counts: each element starts at the number of notifications it
- *     receives, found by enumerating every task of every group (row-major
- *     over the domain, last variable fastest) and every notify edge (a star
- *     component covers the whole dimension);
+ *     receives from every task of every group (row-major over the domain,
+ *     last variable fastest) over every notify edge (a star component
+ *     covers the whole dimension). Counted per projection point of an edge
+ *     (ETL_PLAN_FAST, "Fast counting" below), the same numbers as visiting
+ *     every element (ETL_PLAN_ENUMERATE, the reference the tests compare
+ *     against, and what reports the first error);
  *   - the static queue: groups in the metadata's topological order, tasks in
  *     linear order, dealt round-robin over the CTAs continuing across
  *     groups; entries are (group, linear) uint32 pairs, per-CTA offsets
@@ -163,37 +166,36 @@ static int next_star_element(const etl_edge_meta *edge, const int64_t *shape, in
   return 0;
 }
 
-/* Visit every element an edge of task `vars` names; calls `fn` per element
- * offset. Returns a status (message set) on an out-of-range index. */
-static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
-                               const etl_edge_meta *edge, const int64_t *vars, const char *kind,
-                               uint64_t linear, uint32_t *counts) {
+/* What an edge of one task names, found by edge_resolve. */
+enum { EDGE_NONE = 0, EDGE_BOX = 1, EDGE_WHOLE = 2 };
+
+/* Evaluate and range-check the indices an edge of task `vars` names, in
+ * component order: EDGE_BOX with idx set (a star component at 0, covering
+ * its dimension), EDGE_NONE when a star covers an empty dimension (the
+ * later components are not looked at) or, for a wait, when an index reads
+ * data (the device checks it), EDGE_WHOLE for a notify whose index reads
+ * data (one token on every element of the event). Returns a status
+ * (message set) on an out-of-range index. */
+static etlStatus edge_resolve(const etl_meta *m, const etl_plan *p, uint32_t g,
+                              const etl_edge_meta *edge, const int64_t *vars, const char *kind,
+                              uint64_t linear, int notify, int64_t *idx, int *what) {
   const etl_event_meta *ev = &m->events[edge->event];
   const int64_t *shape = &p->event_shape[(size_t)edge->event * ETL_MAX_RANK];
-  int64_t idx[ETL_MAX_RANK];
   char err[160];
+  *what = EDGE_NONE;
   for (uint32_t k = 0; k < edge->n; ++k) {
     if (edge->idx[k].star == ETL_INDEX_DATA) { /* reads tensor data: the device checks it */
-      if (!counts)
+      if (!notify)
         return ETL_SUCCESS;
       /* A notify whose target is read from data: one token on every element
          of the event, which the task hands back once it knows its target
          (lower_kernel.cpp, emit_data_notify_release). */
-      uint64_t numel = 1;
-      for (uint32_t d = 0; d < edge->n; ++d) {
+      for (uint32_t d = 0; d < edge->n; ++d)
         if (edge->idx[d].star == ETL_INDEX_STAR)
           return etl_error(ETL_ERROR_INVALID_ARTIFACT,
                            "group '%s' %s event '%s' with `*` beside an index that reads data",
                            m->groups[g].name, kind, ev->name);
-        numel *= (uint64_t)shape[d];
-      }
-      uint32_t *c = &counts[p->event_offset[edge->event]];
-      for (uint64_t e = 0; e < numel; ++e) {
-        if (c[e] == UINT32_MAX)
-          return etl_error(ETL_ERROR_BINDING, "event '%s': more than 2^32-1 notifications",
-                           ev->name);
-        c[e] += 1;
-      }
+      *what = EDGE_WHOLE;
       return ETL_SUCCESS;
     }
     if (edge->idx[k].star == ETL_INDEX_STAR) {
@@ -219,15 +221,42 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
                        (long long)shape[k]);
     }
   }
-  if (!counts)
+  *what = EDGE_BOX;
+  return ETL_SUCCESS;
+}
+
+static etlStatus too_many(const etl_meta *m, uint32_t event) {
+  return etl_error(ETL_ERROR_BINDING, "event '%s': more than 2^32-1 notifications",
+                   m->events[event].name);
+}
+
+/* Enumeration (ETL_PLAN_ENUMERATE): visit every element an edge of task
+ * `vars` names, adding 1 to its count when `counts` is set. */
+static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
+                               const etl_edge_meta *edge, const int64_t *vars, const char *kind,
+                               uint64_t linear, uint32_t *counts) {
+  const int64_t *shape = &p->event_shape[(size_t)edge->event * ETL_MAX_RANK];
+  int64_t idx[ETL_MAX_RANK];
+  int what;
+  etlStatus st = edge_resolve(m, p, g, edge, vars, kind, linear, counts != NULL, idx, &what);
+  if (st || !counts || what == EDGE_NONE)
+    return st;
+  if (what == EDGE_WHOLE) {
+    uint32_t *c = &counts[p->event_offset[edge->event]];
+    for (uint64_t e = 0; e < p->event_elems[edge->event]; ++e) {
+      if (c[e] == UINT32_MAX)
+        return too_many(m, edge->event);
+      c[e] += 1;
+    }
     return ETL_SUCCESS;
+  }
   for (;;) {
     uint64_t off = 0;
     for (uint32_t k = 0; k < edge->n; ++k)
       off = off * (uint64_t)shape[k] + (uint64_t)idx[k];
     uint32_t *c = &counts[p->event_offset[edge->event] + off];
     if (*c == UINT32_MAX)
-      return etl_error(ETL_ERROR_BINDING, "event '%s': more than 2^32-1 notifications", ev->name);
+      return too_many(m, edge->event);
     *c += 1;
     if (!next_star_element(edge, shape, idx))
       break;
@@ -235,25 +264,15 @@ static etlStatus edge_elements(const etl_meta *m, const etl_plan *p, uint32_t g,
   return ETL_SUCCESS;
 }
 
-/* Waited elements of `edge` for task `vars` whose wait count is not zero
- * (indices already range-checked). */
+/* Enumeration: waited elements of `edge` for task `vars` whose wait count
+ * is not zero (indices already range-checked). */
 static uint32_t edge_pending(const etl_meta *m, const etl_plan *p, uint32_t g,
                              const etl_edge_meta *edge, const int64_t *vars) {
   const int64_t *shape = &p->event_shape[(size_t)edge->event * ETL_MAX_RANK];
   int64_t idx[ETL_MAX_RANK];
-  char err[160];
-  for (uint32_t k = 0; k < edge->n; ++k) {
-    if (edge->idx[k].star == ETL_INDEX_DATA)
-      return 0; /* never in a dynamic group (etlc rejects it) */
-    if (edge->idx[k].star == ETL_INDEX_STAR) {
-      if (shape[k] == 0)
-        return 0;
-      idx[k] = 0;
-    } else if (etl_expr_eval(&edge->idx[k].idx, p->dims, m->n_dims, vars, m->groups[g].rank,
-                             &idx[k], err, sizeof err) != 0) {
-      return 0;
-    }
-  }
+  int what;
+  if (edge_resolve(m, p, g, edge, vars, "waits on", 0, 0, idx, &what) || what != EDGE_BOX)
+    return 0; /* never in a dynamic group (etlc rejects it) */
   uint32_t n = 0;
   for (;;) {
     uint64_t off = 0;
@@ -266,8 +285,255 @@ static uint32_t edge_pending(const etl_meta *m, const etl_plan *p, uint32_t g,
   return n;
 }
 
+/*===-- Fast counting (ETL_PLAN_FAST) --------------------------------------===
+ * The same results without visiting an edge's star elements per task. A
+ * notify edge with star components adds 1 to every element of a box whose
+ * non-star indices the task fixes; the tasks' hits are counted per point of
+ * the projection onto the non-star dimensions (a scratch array no larger
+ * than the event) and spread over the event in one pass afterwards. A data
+ * notify (one token on every element) is counted per edge and spread the
+ * same way. A dynamic group's dependency counter sums, per wait edge, the
+ * elements of the box with a non-zero count: counted once per projection
+ * point, then looked up per task. What is still per task: the variables
+ * (an odometer) and the evaluation and range check of each non-star index.
+ * Edges are walked one at a time (task order inside), so on any error the
+ * enumeration reruns to report exactly the error it would have reported.
+ *===----------------------------------------------------------------------===*/
+
+/* Projection of an edge's event onto its non-star dimensions (row-major). */
+typedef struct edge_proj {
+  uint64_t stride[ETL_MAX_RANK]; /* 0 along a star dimension */
+  uint64_t size;                 /* points of the projection */
+  uint32_t stars;
+} edge_proj;
+
+static void proj_of(const etl_plan *p, const etl_edge_meta *edge, edge_proj *pr) {
+  const int64_t *shape = &p->event_shape[(size_t)edge->event * ETL_MAX_RANK];
+  pr->size = 1;
+  pr->stars = 0;
+  for (int k = (int)edge->n - 1; k >= 0; --k) {
+    if (edge->idx[k].star == ETL_INDEX_STAR) {
+      pr->stride[k] = 0;
+      pr->stars += 1;
+    } else {
+      pr->stride[k] = pr->size;
+      pr->size *= (uint64_t)shape[k];
+    }
+  }
+}
+
+/* Next element of a row-major walk over the whole event: `idx` and the
+ * projection point `at` advance together. */
+static void proj_step(const int64_t *shape, uint32_t n, const edge_proj *pr, int64_t *idx,
+                      uint64_t *at) {
+  for (int k = (int)n - 1; k >= 0; --k) {
+    *at += pr->stride[k];
+    if (++idx[k] < shape[k])
+      return;
+    *at -= pr->stride[k] * (uint64_t)shape[k];
+    idx[k] = 0;
+  }
+}
+
+/* Scratch of at least `n` zeroed words. */
+static uint32_t *scratch_zeroed(uint32_t **buf, uint64_t *cap, uint64_t n) {
+  if (n == 0)
+    n = 1;
+  if (n > *cap) {
+    uint32_t *b = realloc(*buf, (size_t)n * sizeof(uint32_t));
+    if (!b)
+      return NULL;
+    *buf = b;
+    *cap = n;
+  }
+  memset(*buf, 0, (size_t)n * sizeof(uint32_t));
+  return *buf;
+}
+
+/* Tasks a group's edges are evaluated for: expanders (the variables before
+ * the data-dependent one) or every task; variables of the first at lo. */
+static uint64_t edge_tasks(const etl_plan *p, uint32_t g, const etl_group_meta *gm, uint32_t *nvars,
+                           int64_t *vars) {
+  int dd = gm->data_var != ETL_NO_DATA_VAR;
+  *nvars = dd ? gm->data_var : gm->rank;
+  for (uint32_t k = 0; k < gm->rank; ++k)
+    vars[k] = p->group_lo[(size_t)g * ETL_MAX_RANK + k];
+  return dd ? p->group_prefix[g] : p->group_tasks[g];
+}
+
+/* The next task's variables (row-major over the first `nvars`). */
+static void next_vars(const etl_plan *p, uint32_t g, uint32_t nvars, int64_t *vars) {
+  for (int k = (int)nvars - 1; k >= 0; --k) {
+    if (++vars[k] < p->group_hi[(size_t)g * ETL_MAX_RANK + k])
+      return;
+    vars[k] = p->group_lo[(size_t)g * ETL_MAX_RANK + k];
+  }
+}
+
+/* Adds one notify edge of group g to the wait counts. */
+static etlStatus notify_fast(const etl_meta *m, etl_plan *p, uint32_t g, const etl_edge_meta *edge,
+                             uint32_t **scratch, uint64_t *cap) {
+  const etl_group_meta *gm = &m->groups[g];
+  const int64_t *shape = &p->event_shape[(size_t)edge->event * ETL_MAX_RANK];
+  uint32_t *c = &p->wait_counts[p->event_offset[edge->event]];
+  edge_proj pr;
+  proj_of(p, edge, &pr);
+  uint32_t *hit = NULL;
+  if (pr.stars && !(hit = scratch_zeroed(scratch, cap, pr.size)))
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
+  int64_t vars[ETL_MAX_RANK], idx[ETL_MAX_RANK];
+  uint32_t nvars;
+  uint64_t n = edge_tasks(p, g, gm, &nvars, vars);
+  uint64_t per = gm->data_var != ETL_NO_DATA_VAR && n ? p->group_tasks[g] / n : 1;
+  uint64_t whole = 0, hits = 0;
+  for (uint64_t lin = 0; lin < n; ++lin, next_vars(p, g, nvars, vars)) {
+    int what;
+    etlStatus st = edge_resolve(m, p, g, edge, vars, "notifies", lin * per, 1, idx, &what);
+    if (st)
+      return st;
+    if (what == EDGE_WHOLE) {
+      whole += 1;
+    } else if (what == EDGE_BOX) {
+      uint64_t at = 0;
+      for (uint32_t k = 0; k < edge->n; ++k)
+        at += (uint64_t)idx[k] * pr.stride[k];
+      if (hit) { /* at most one hit per task: fits */
+        hit[at] += 1;
+        hits += 1;
+      } else if (c[at] == UINT32_MAX) {
+        return too_many(m, edge->event);
+      } else {
+        c[at] += 1;
+      }
+    }
+  }
+  uint64_t elems = p->event_elems[edge->event];
+  for (uint64_t e = 0; whole && e < elems; ++e) {
+    if (c[e] > UINT32_MAX - whole)
+      return too_many(m, edge->event);
+    c[e] += (uint32_t)whole;
+  }
+  if (!hits)
+    return ETL_SUCCESS;
+  uint64_t at = 0;
+  memset(idx, 0, sizeof idx);
+  for (uint64_t e = 0; e < elems; ++e, proj_step(shape, edge->n, &pr, idx, &at)) {
+    if (c[e] > UINT32_MAX - hit[at])
+      return too_many(m, edge->event);
+    c[e] += hit[at];
+  }
+  return ETL_SUCCESS;
+}
+
+/* Range checks of one wait edge of group g. */
+static etlStatus wait_check(const etl_meta *m, const etl_plan *p, uint32_t g,
+                            const etl_edge_meta *edge) {
+  const etl_group_meta *gm = &m->groups[g];
+  int64_t vars[ETL_MAX_RANK], idx[ETL_MAX_RANK];
+  uint32_t nvars;
+  uint64_t n = edge_tasks(p, g, gm, &nvars, vars);
+  uint64_t per = gm->data_var != ETL_NO_DATA_VAR && n ? p->group_tasks[g] / n : 1;
+  for (uint64_t lin = 0; lin < n; ++lin, next_vars(p, g, nvars, vars)) {
+    int what;
+    etlStatus st = edge_resolve(m, p, g, edge, vars, "waits on", lin * per, 0, idx, &what);
+    if (st)
+      return st;
+  }
+  return ETL_SUCCESS;
+}
+
+static etlStatus counts_fast(const etl_meta *m, etl_plan *p, uint32_t **scratch, uint64_t *cap) {
+  for (uint32_t g = 0; g < m->n_groups; ++g) {
+    const etl_group_meta *gm = &m->groups[g];
+    for (uint32_t i = 0; i < gm->n_notifies; ++i) {
+      etlStatus st = notify_fast(m, p, g, &gm->notifies[i], scratch, cap);
+      if (st)
+        return st;
+    }
+    for (uint32_t i = 0; i < gm->n_waits; ++i) {
+      etlStatus st = wait_check(m, p, g, &gm->waits[i]);
+      if (st)
+        return st;
+    }
+  }
+  return ETL_SUCCESS;
+}
+
+/* The enumeration: every task of every group, every edge, every element. */
+static etlStatus counts_enumerate(const etl_meta *m, etl_plan *p) {
+  for (uint32_t g = 0; g < m->n_groups; ++g) {
+    const etl_group_meta *gm = &m->groups[g];
+    if (gm->n_notifies == 0 && gm->n_waits == 0)
+      continue;
+    int64_t vars[ETL_MAX_RANK];
+    /* a data-dependent range: its edges use only the prefix variables, and
+       each element holds one token per expander (settled when it runs) */
+    int dd = gm->data_var != ETL_NO_DATA_VAR;
+    uint64_t n = dd ? p->group_prefix[g] : p->group_tasks[g];
+    uint64_t per = dd && n ? p->group_tasks[g] / n : 1;
+    for (uint64_t lin = 0; lin < n; ++lin) {
+      if (dd)
+        prefix_vars(p, g, gm->rank, gm->data_var, lin, vars);
+      else
+        task_vars(p, g, gm->rank, lin, vars);
+      for (uint32_t i = 0; i < gm->n_notifies; ++i) {
+        etlStatus st =
+            edge_elements(m, p, g, &gm->notifies[i], vars, "notifies", lin * per, p->wait_counts);
+        if (st)
+          return st;
+      }
+      for (uint32_t i = 0; i < gm->n_waits; ++i) {
+        etlStatus st = edge_elements(m, p, g, &gm->waits[i], vars, "waits on", lin * per, NULL);
+        if (st)
+          return st;
+      }
+    }
+  }
+  return ETL_SUCCESS;
+}
+
+/* Dependency counters of dynamic group g's first `n` items (fast path):
+ * per wait edge, the box's elements with a non-zero count per projection
+ * point, then one look-up per task. Sums wrap as the enumeration's do. */
+static etlStatus deps_fast(const etl_meta *m, const etl_plan *p, uint32_t g, uint32_t *deps,
+                           uint32_t **scratch, uint64_t *cap) {
+  const etl_group_meta *gm = &m->groups[g];
+  for (uint32_t i = 0; i < gm->n_waits; ++i) {
+    const etl_edge_meta *edge = &gm->waits[i];
+    const int64_t *shape = &p->event_shape[(size_t)edge->event * ETL_MAX_RANK];
+    const uint32_t *c = &p->wait_counts[p->event_offset[edge->event]];
+    edge_proj pr;
+    proj_of(p, edge, &pr);
+    int64_t vars[ETL_MAX_RANK], idx[ETL_MAX_RANK];
+    uint32_t *nz = NULL;
+    if (pr.stars) {
+      if (!(nz = scratch_zeroed(scratch, cap, pr.size)))
+        return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
+      uint64_t at = 0;
+      memset(idx, 0, sizeof idx);
+      for (uint64_t e = 0; e < p->event_elems[edge->event];
+           ++e, proj_step(shape, edge->n, &pr, idx, &at))
+        nz[at] += c[e] != 0;
+    }
+    uint32_t nvars;
+    uint64_t n = edge_tasks(p, g, gm, &nvars, vars);
+    for (uint64_t lin = 0; lin < n; ++lin, next_vars(p, g, nvars, vars)) {
+      int what;
+      /* checked by counts_fast: never fails here */
+      if (edge_resolve(m, p, g, edge, vars, "waits on", 0, 0, idx, &what) || what != EDGE_BOX)
+        continue;
+      uint64_t at = 0;
+      for (uint32_t k = 0; k < edge->n; ++k)
+        at += (uint64_t)idx[k] * pr.stride[k];
+      deps[lin] += nz ? nz[at] : c[at] != 0;
+    }
+  }
+  return ETL_SUCCESS;
+}
+
 /* The initial state array for the dynamic groups (NULL when none). */
-static etlStatus build_dynamic(const etl_meta *m, etl_plan *p) {
+static etlStatus build_dynamic(const etl_meta *m, etl_plan *p, etl_plan_mode mode,
+                               uint32_t **scratch, uint64_t *cap) {
   int any = 0;
   for (uint32_t g = 0; g < m->n_groups; ++g)
     any |= m->groups[g].schedule == ETL_SCHEDULE_DYNAMIC;
@@ -286,27 +552,28 @@ static etlStatus build_dynamic(const etl_meta *m, etl_plan *p) {
     if (m->groups[g].schedule != ETL_SCHEDULE_DYNAMIC)
       continue;
     const etl_group_meta *gm = &m->groups[g];
-    int64_t vars[ETL_MAX_RANK];
-    if (gm->data_var != ETL_NO_DATA_VAR) {
-      /* expanders wait; the tasks are pushed by them (deps stay 0) */
-      for (uint64_t lin = 0; lin < p->group_prefix[g]; ++lin) {
-        prefix_vars(p, g, gm->rank, gm->data_var, lin, vars);
-        uint32_t n = 0;
+    int dd = gm->data_var != ETL_NO_DATA_VAR;
+    /* data-dependent: the expanders wait; the tasks are pushed by them
+       (deps stay 0) */
+    uint64_t n = dd ? p->group_prefix[g] : p->group_tasks[g];
+    if (mode == ETL_PLAN_FAST) {
+      etlStatus st = deps_fast(m, p, g, &deps[id], scratch, cap);
+      if (st)
+        return st;
+    } else {
+      int64_t vars[ETL_MAX_RANK];
+      for (uint64_t lin = 0; lin < n; ++lin) {
+        if (dd)
+          prefix_vars(p, g, gm->rank, gm->data_var, lin, vars);
+        else
+          task_vars(p, g, gm->rank, lin, vars);
+        uint32_t c = 0;
         for (uint32_t i = 0; i < gm->n_waits; ++i)
-          n += edge_pending(m, p, g, &gm->waits[i], vars);
-        deps[id + lin] = n;
+          c += edge_pending(m, p, g, &gm->waits[i], vars);
+        deps[id + lin] = c;
       }
-      id += p->group_prefix[g] + p->group_tasks[g];
-      continue;
     }
-    for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin) {
-      task_vars(p, g, gm->rank, lin, vars);
-      uint32_t n = 0;
-      for (uint32_t i = 0; i < gm->n_waits; ++i)
-        n += edge_pending(m, p, g, &gm->waits[i], vars);
-      deps[id + lin] = n;
-    }
-    id += p->group_tasks[g];
+    id += n + (dd ? p->group_tasks[g] : 0);
   }
   uint32_t tail = 0;
   uint64_t remaining = 0;
@@ -332,7 +599,14 @@ static etlStatus build_dynamic(const etl_meta *m, etl_plan *p) {
 
 etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ctas,
                          etl_plan **out) {
+  return etl_plan_build_mode(m, dims, num_ctas, ETL_PLAN_FAST, out);
+}
+
+etlStatus etl_plan_build_mode(const etl_meta *m, const int64_t *dims, uint32_t num_ctas,
+                              etl_plan_mode mode, etl_plan **out) {
   *out = NULL;
+  uint32_t *scratch = NULL; /* counting scratch of the fast path */
+  uint64_t cap = 0;
   if (num_ctas == 0)
     return etl_error(ETL_ERROR_INVALID_VALUE, "num_ctas is 0");
   etl_plan *p = calloc(1, sizeof *p);
@@ -452,35 +726,16 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
     st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
     goto fail;
   }
-  for (uint32_t g = 0; g < m->n_groups; ++g) {
-    const etl_group_meta *gm = &m->groups[g];
-    if (gm->n_notifies == 0 && gm->n_waits == 0)
-      continue;
-    int64_t vars[ETL_MAX_RANK];
-    /* a data-dependent range: its edges use only the prefix variables, and
-       each element holds one token per expander (settled when it runs) */
-    int dd = gm->data_var != ETL_NO_DATA_VAR;
-    uint64_t n = dd ? p->group_prefix[g] : p->group_tasks[g];
-    uint64_t per = dd && n ? p->group_tasks[g] / n : 1;
-    for (uint64_t lin = 0; lin < n; ++lin) {
-      if (dd)
-        prefix_vars(p, g, gm->rank, gm->data_var, lin, vars);
-      else
-        task_vars(p, g, gm->rank, lin, vars);
-      for (uint32_t i = 0; i < gm->n_notifies; ++i) {
-        st = edge_elements(m, p, g, &gm->notifies[i], vars, "notifies", lin * per, p->wait_counts);
-        if (st)
-          goto fail;
-      }
-      for (uint32_t i = 0; i < gm->n_waits; ++i) {
-        st = edge_elements(m, p, g, &gm->waits[i], vars, "waits on", lin * per, NULL);
-        if (st)
-          goto fail;
-      }
-    }
+  if (mode == ETL_PLAN_FAST)
+    st = counts_fast(m, p, &scratch, &cap);
+  if (mode != ETL_PLAN_FAST || st) { /* the enumeration, or its exact first error */
+    memset(p->wait_counts, 0, (size_t)(p->n_counters + 1) * sizeof(uint32_t));
+    st = counts_enumerate(m, p);
+    if (st)
+      goto fail;
   }
 
-  st = build_dynamic(m, p);
+  st = build_dynamic(m, p, mode, &scratch, &cap);
   if (st)
     goto fail;
 
@@ -509,9 +764,11 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
     }
     free(fill);
   }
+  free(scratch);
   *out = p;
   return ETL_SUCCESS;
 fail:
+  free(scratch);
   etl_plan_free_host(p);
   return st;
 }

@@ -73,13 +73,13 @@ elif ex == "decode_attention":
     dims = dict(NP=np_)
 elif ex == "rmsnorm_rope":
     b, d2, p, np_, mp, ps = 3, 16, 40, 10, 3, 16
-    tensors = dict(x=f32(b, 2 * d2), wn=f32(2 * d2), wq=f32(2 * d2, d2, 2, scale=0.2),
-                   wk=f32(2 * d2, d2, 2, scale=0.2), wv=f32(2 * d2, 2 * d2, scale=0.2),
+    tensors = dict(x=f32(b, 2 * d2), wn=f32(2 * d2), wq=f32(2 * d2, 2, d2, scale=0.2),
+                   wk=f32(2 * d2, 2, d2, scale=0.2), wv=f32(2 * d2, 2 * d2, scale=0.2),
                    cos_t=f32(p, d2), sin_t=f32(p, d2),
                    pos=np.array([0, 17, 39], np.int32),
                    page_table=rng.permutation(np_)[:b * mp].astype(np.int32),
-                   q_out=np.zeros((b, d2, 2), np.float32),
-                   kcache=np.zeros((np_ * ps, d2, 2), np.float32),
+                   q_out=np.zeros((b, 2, d2), np.float32),
+                   kcache=np.zeros((np_ * ps, 2, d2), np.float32),
                    vcache=np.zeros((np_ * ps, 2 * d2), np.float32))
     dims = dict(D2=d2, MP=mp, NP=np_)
     # eps large enough to change q_out measurably, so a lost --scalar shows
@@ -88,10 +88,10 @@ elif ex == "rmsnorm_rope":
     t = tensors
     x64 = t["x"].astype(np.float64)
     xn = x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + eps) * t["wn"]
-    q = (xn @ t["wq"].reshape(2 * d2, 2 * d2)).reshape(b, d2, 2)
+    # rotate_half pairs: dims (j, j + d2), i.e. q[:, 0, j] and q[:, 1, j]
+    q = (xn @ t["wq"].reshape(2 * d2, 2 * d2)).reshape(b, 2, d2)
     c, s = t["cos_t"][t["pos"]], t["sin_t"][t["pos"]]
-    refs = dict(q_out=np.stack([q[..., 0] * c - q[..., 1] * s, q[..., 0] * s + q[..., 1] * c],
-                               axis=-1))
+    refs = dict(q_out=np.stack([q[:, 0] * c - q[:, 1] * s, q[:, 0] * s + q[:, 1] * c], axis=1))
 elif ex == "gemm":
     m, n, k = 40, 24, 56
 

@@ -6,7 +6,8 @@
 // the rendezvous and must equal an f32 k-order reference bit for bit; and
 // cp.async-pipelined K loops (programs/mma_pipeline.etl, mma_pipeline_deep.etl)
 // under the race check; dot(a, transpose(b)) with b staged untransposed and
-// dots mixing register and cp.async operands (programs/mma_dot_nt.etl).
+// dots mixing register and cp.async operands (programs/mma_dot_nt.etl); warp
+// tiles of a K loop of two dots (programs/mma_warptile.etl).
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -15,6 +16,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -426,6 +428,137 @@ TEST_CASE("sim mma: a K loop of three dots with a computed A operand and a share
         bad += std::memcmp(&raw, &c2[at], 4) != 0;
       }
     }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("sim mma: chained dots (programs/mma_chain.etl, lower_mma_chain.cpp): P handed over "
+          "in registers equals P through shared memory bit for bit, and the reference, also in a "
+          "loop with the inner dot's a hoisted") {
+  SimProgram sim("mma_chain", true);
+  if (!sim.prog)
+    return;
+  etlProgram prog = sim.prog;
+  auto val = [](size_t i, int salt) {
+    return float(int((i * 2654435761u + salt) % 255) - 127) / 256.0f;
+  };
+  std::vector<float> qf(64 * 32), kf(32 * 32), vf(32 * 24), xf(64 * 16), yf(16 * 32), zf(32 * 32);
+  std::vector<uint16_t> q(qf.size()), k(kf.size()), v(vf.size()), y(yf.size()), z(zf.size());
+  for (size_t i = 0; i < qf.size(); ++i)
+    q[i] = bf16(qf[i] = val(i, 1));
+  for (size_t i = 0; i < kf.size(); ++i)
+    k[i] = bf16(kf[i] = val(i, 2));
+  for (size_t i = 0; i < vf.size(); ++i)
+    v[i] = bf16(vf[i] = val(i, 3));
+  for (size_t i = 0; i < xf.size(); ++i) // small integers: every sum of h is exact
+    xf[i] = float(int((i * 2654435761u) % 17) - 8);
+  for (size_t i = 0; i < yf.size(); ++i)
+    y[i] = half(yf[i] = float(int((i * 40503u + 11) % 7) - 3));
+  for (size_t i = 0; i < zf.size(); ++i)
+    z[i] = half(zf[i] = float(int((i * 97u + 5) % 7) - 3));
+  std::vector<float> o(64 * 24, NAN), o_split(o), ol(o), ol_split(o), w(64 * 32, NAN);
+  int64_t sq[2] = {64, 32}, sk[2] = {32, 32}, sv[2] = {32, 24}, so[2] = {64, 24}, sx[2] = {64, 16},
+          sy[2] = {16, 32}, sz[2] = {32, 32}, sw[2] = {64, 32};
+  CHECK(etlBindTensor(prog, "q", q.data(), ETL_BF16, 2, sq) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "k", k.data(), ETL_BF16, 2, sk) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "v", v.data(), ETL_BF16, 2, sv) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "o", o.data(), ETL_F32, 2, so) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "o_split", o_split.data(), ETL_F32, 2, so) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "x", xf.data(), ETL_F32, 2, sx) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F16, 2, sy) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "z", z.data(), ETL_F16, 2, sz) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "w", w.data(), ETL_F32, 2, sw) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "ol", ol.data(), ETL_F32, 2, so) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "ol_split", ol_split.data(), ETL_F32, 2, so) == ETL_SUCCESS);
+  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+  // The same products summed in the same order: identical bits.
+  CHECK(std::memcmp(o.data(), o_split.data(), o.size() * 4) == 0);
+  CHECK(std::memcmp(ol.data(), ol_split.data(), ol.size() * 4) == 0);
+  // P = bf16(exp(s / 8 - 2)) against double precision, within bf16's
+  // rounding of P (one ulp, 2^-8 relative, of each term).
+  int bad = 0;
+  for (int m = 0; m < 64; ++m) {
+    std::vector<double> p(32);
+    for (int j = 0; j < 32; ++j) {
+      double s = 0;
+      for (int c = 0; c < 32; ++c)
+        s += double(qf[size_t(m * 32 + c)]) * kf[size_t(j * 32 + c)];
+      p[size_t(j)] = std::exp(s * 0.125 - 2.0);
+    }
+    for (int n = 0; n < 24; ++n) {
+      double ref = 0, mag = 0;
+      for (int j = 0; j < 32; ++j) {
+        ref += p[size_t(j)] * vf[size_t(j * 24 + n)];
+        mag += std::fabs(p[size_t(j)] * vf[size_t(j * 24 + n)]);
+      }
+      bad += !(std::fabs(o[size_t(m * 24 + n)] - ref) <= mag / 128 + 1e-6);
+      // loop: exp(s / 8) = e^2 exp(s / 8 - 2), over the same 32 keys.
+      bad += !(std::fabs(ol[size_t(m * 24 + n)] - ref * std::exp(2.0)) <=
+               mag * std::exp(2.0) / 128 + 1e-6);
+    }
+  }
+  CHECK(bad == 0);
+  // h: w = f16(max(x y, 0) / 2) z, exact.
+  bad = 0;
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 32; ++n) {
+      double ref = 0;
+      for (int j = 0; j < 32; ++j) {
+        double s = 0;
+        for (int c = 0; c < 16; ++c)
+          s += double(xf[size_t(m * 16 + c)]) * yf[size_t(c * 32 + j)];
+        ref += std::max(s, 0.0) * 0.5 * zf[size_t(j * 32 + n)];
+      }
+      bad += double(w[size_t(m * 32 + n)]) != ref;
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("sim mma: warp tiles of a K loop of two dots (programs/mma_warptile.etl, "
+          "lower_mma_warptile.cpp) are exact on ragged shapes and race-free") {
+  SimProgram sim("mma_warptile", true);
+  if (!sim.prog)
+    return;
+  etlProgram prog = sim.prog;
+  // One whole tile; ragged M, N and unaligned K (the element path); several
+  // tiles with the ring wrapping.
+  const int64_t shapes[][3] = {{64, 64, 64}, {70, 33, 37}, {130, 100, 160}};
+  for (const auto &sh : shapes) {
+    const int64_t M = sh[0], N = sh[1], K = sh[2];
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    std::vector<float> af(size_t(M * K)), sf(static_cast<size_t>(K)), bfv(size_t(K * N));
+    std::vector<uint16_t> a(af.size()), s(sf.size()), b(bfv.size());
+    for (size_t i = 0; i < af.size(); ++i) // small integers: exact sums
+      a[i] = bf16(af[i] = float(int((i * 2654435761u) % 7) - 3));
+    for (size_t i = 0; i < sf.size(); ++i)
+      s[i] = bf16(sf[i] = float(int(i % 3) - 1) * 2);
+    for (size_t i = 0; i < bfv.size(); ++i)
+      b[i] = bf16(bfv[i] = float(int((i * 40503u + 11) % 7) - 3));
+    std::vector<float> c0(size_t(M * N), NAN), c1(c0);
+    int64_t sa[2] = {M, K}, ss[1] = {K}, sb[2] = {K, N}, sc[2] = {M, N};
+    CHECK(etlBindDim(prog, "M", M) == ETL_SUCCESS);
+    CHECK(etlBindDim(prog, "N", N) == ETL_SUCCESS);
+    CHECK(etlBindDim(prog, "K", K) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "a", a.data(), ETL_BF16, 2, sa) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "s", s.data(), ETL_BF16, 1, ss) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "b", b.data(), ETL_BF16, 2, sb) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "c0", c0.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "c1", c1.data(), ETL_F32, 2, sc) == ETL_SUCCESS);
+    REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+    int bad = 0;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        float lo = 0, raw = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          float x = af[size_t(m * K + k)], y = bfv[size_t(k * N + n)];
+          lo += x * sf[size_t(k)] * y;
+          raw += x * y;
+        }
+        bad += std::memcmp(&lo, &c0[size_t(m * N + n)], 4) != 0;
+        bad += std::memcmp(&raw, &c1[size_t(m * N + n)], 4) != 0;
+      }
     CHECK(bad == 0);
   }
 }

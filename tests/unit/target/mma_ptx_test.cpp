@@ -291,5 +291,34 @@ TEST_CASE("f16/bf16 dots: every K loop of dots in examples/decode_layer and "
       CHECK(rings == c.loops);
       CHECK(ptx.find("mma.sync.aligned.m16n8k16") != std::string::npos);
       CHECK(ptx.find("ldmatrix.sync.aligned") != std::string::npos);
+      // The rings' opaque zero (Machine::opaque_zero) is a register `mov`,
+      // not a volatile load of a local-memory slot (it was: 24 a program).
+      CHECK(ptx.find(".local") == std::string::npos);
+      CHECK(ptx.find("ld.volatile.u64") == std::string::npos);
     }
+}
+
+TEST_CASE("f16/bf16 dots: a chained dot's A operand stays in registers (no shared-memory stores "
+          "of P)") {
+  // tests/unit/target/mma_chain_pv.etl is attention's P V as one expression
+  // (lower/lower_mma_chain.cpp); mma_chain_pv_split.etl the same with q k^T
+  // in a `let`, whose P goes to shared memory as 16-bit stores (M N1 /
+  // threads a thread) and comes back by ldmatrix. Both stage q, k and v by
+  // cp.async, whose element-wise edge path stores 16-bit values too, the
+  // same in both: the chained form has fewer 16-bit shared stores.
+  const std::regex st16(R"(st\.shared(\.v[248])?\.[ub]16)");
+  auto count = [&](const std::string &ptx) {
+    return std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), st16),
+                         std::sregex_iterator());
+  };
+  for (const char *target : {"sm_80", "sm_90"}) {
+    CAPTURE(target);
+    std::string fused = compile_to("tests/unit/target/mma_chain_pv.etl", target, "ptx");
+    std::string split = compile_to("tests/unit/target/mma_chain_pv_split.etl", target, "ptx");
+    CHECK(fused.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+    const auto st_fused = count(fused), st_split = count(split);
+    CAPTURE(st_fused);
+    CAPTURE(st_split);
+    CHECK(st_fused < st_split);
+  }
 }

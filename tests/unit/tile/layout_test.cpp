@@ -273,3 +273,33 @@ TEST_CASE("mma m16n8k16 layouts: PTX's fragment maps, exactly") {
   CHECK(rep.has_replicas());
   CHECK(rep.surjective());
 }
+
+TEST_CASE("mma m16n8k16 layouts: the accumulators of two adjacent n8 tiles are the A fragment "
+          "of one k16 slice (chained dots pack them in place, lower/lower_mma_chain.cpp)") {
+  // Accumulator element index e (an f32 register) and A element index e
+  // (half e & 1 of packed register e >> 1) hold the same coordinate, for
+  // every lane and warp: A register r is the pair (acc[2r], acc[2r + 1]).
+  for (const std::vector<int64_t> &shape :
+       {std::vector<int64_t>{16, 16}, {16, 32}, {64, 32}, {32, 128}})
+    for (unsigned warps : {1u, 2u, 4u}) {
+      CAPTURE(shape[0]);
+      CAPTURE(shape[1]);
+      CAPTURE(warps);
+      Layout acc = mma_layout(MmaOperand::Acc, shape, warps);
+      Layout a = mma_layout(MmaOperand::A, shape, warps);
+      CHECK(acc == a);
+    }
+  // In PTX's terms: register j of n8 tile q's accumulators (row g + 8 (j >>
+  // 1), col 8 q + 2t + (j & 1)) is A element 4 q + j of the k16 slice
+  // holding tiles q and q ^ 1 (row g + 8 ((i >> 1) & 1), col 2t + (i & 1) +
+  // 8 (i >> 2)).
+  for (uint32_t ln = 0; ln < 32; ++ln) {
+    int64_t g = ln >> 2, t = ln & 3;
+    for (uint32_t q = 0; q < 2; ++q)
+      for (uint32_t j = 0; j < 4; ++j) {
+        const uint32_t i = 4 * q + j;
+        CHECK(std::vector<int64_t>{g + 8 * (j >> 1), 8 * q + 2 * t + (j & 1)} ==
+              std::vector<int64_t>{g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)});
+      }
+  }
+}

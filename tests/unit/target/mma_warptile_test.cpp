@@ -1,0 +1,54 @@
+//===- tests/unit/target/mma_warptile_test.cpp - Warp tiles in PTX ---------===//
+//
+// What this covers: the warp tiles of the pipelined K loops
+// (compiler/lower/lower_mma_warptile.cpp). examples/gemm (128 x 64 tile, 8
+// warps: a 32 x 32 warp tile each, lower_pipelined_for) and
+// tests/unit/runtime/programs/mma_warptile.etl (64 x 64, two dots: a 16 x 32
+// warp tile per accumulator, lower_pipelined_dots) load each k16 step's A and
+// B fragments once per warp tile: at most one ldmatrix per two mma in the
+// PTX of the K loop (one per mma, less what LLVM's CSE merges, in the
+// unit-per-warp order), with 0 ptxas spills on sm_80 and sm_90. Their sim
+// results (bit for bit on integer data): sim_mma_test.cpp and the gemm
+// example's tests; the sim's ldmatrix count: example_gemm_tensor_core_share.
+//
+//===----------------------------------------------------------------------===//
+#include "ptx_programs.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace etl;
+
+namespace {
+
+size_t count(const std::string &s, const char *what) {
+  size_t n = 0;
+  for (size_t at = 0; (at = s.find(what, at)) != std::string::npos; ++at)
+    ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("f16/bf16 dots: a pipelined K loop's warp tiles issue at most one ldmatrix per two "
+          "mma, without spills") {
+  for (const char *path :
+       {"examples/gemm/gemm.etl", "tests/unit/runtime/programs/mma_warptile.etl"})
+    for (const char *target : {"sm_80", "sm_90"}) {
+      CAPTURE(path);
+      CAPTURE(target);
+      std::string ptx = ptxcheck::compile_ptx(std::string(ETL_SOURCE_DIR) + "/" + path, target);
+      // Every ldmatrix and mma of these programs is in the K loop (the
+      // result goes back through st.shared, not fragments).
+      const size_t ldm = count(ptx, "ldmatrix.sync.aligned"), mma = count(ptx, "mma.sync.aligned");
+      CHECK(mma >= 8);
+      CHECK(2 * ldm <= mma);
+      long spills = ptxcheck::ptxas_spills(ptx, target);
+      if (spills < 0) {
+        MESSAGE("ptxas not found at configure time: skipping the spill check of " << path);
+        continue;
+      }
+      CHECK(spills == 0);
+    }
+}
