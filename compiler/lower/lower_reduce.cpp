@@ -354,6 +354,28 @@ TileVal Lowerer::reduce(const TileVal &v, int axis, Builtin op) {
 
 //===-- argmax / argmin ---------------------------------------------------===//
 
+llvm::Value *Lowerer::arg_wins(ElemType t, bool is_max, llvm::Value *pv, llvm::Value *pi,
+                               llvm::Value *qv, llvm::Value *qi) {
+  bool fl = is_float(t);
+  llvm::Value *lower = b.CreateICmpULT(qi, pi);
+  llvm::Value *eq = fl ? b.CreateFCmpOEQ(qv, pv) : b.CreateICmpEQ(qv, pv);
+  llvm::Value *better =
+      fl ? (is_max ? b.CreateFCmpOGT(qv, pv) : b.CreateFCmpOLT(qv, pv))
+         : b.CreateICmp(
+               int_predicate(is_max ? llvm::CmpInst::ICMP_SGT : llvm::CmpInst::ICMP_SLT, t), qv,
+               pv);
+  llvm::Value *wins = b.CreateOr(better, b.CreateAnd(eq, lower));
+  if (!fl)
+    return wins;
+  // The serial walk starts at index 0 and no comparison with a NaN succeeds.
+  llvm::Value *pn = b.CreateFCmpUNO(pv, pv), *qn = b.CreateFCmpUNO(qv, qv);
+  llvm::Value *ps = b.CreateAnd(pn, b.CreateICmpEQ(pi, b.getInt32(0)));
+  llvm::Value *qs = b.CreateAnd(qn, b.CreateICmpEQ(qi, b.getInt32(0)));
+  wins = b.CreateOr(wins, b.CreateAnd(pn, b.CreateNot(qn)));
+  wins = b.CreateOr(wins, b.CreateAnd(b.CreateAnd(pn, qn), lower));
+  return b.CreateOr(qs, b.CreateAnd(b.CreateNot(ps), wins));
+}
+
 TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
   TileVal r;
   r.elem = ElemType::I32;
@@ -382,26 +404,9 @@ TileVal Lowerer::arg_reduce(const TileVal &v, int axis, bool is_max) {
         ty, is_max ? (u ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits))
                    : (u ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits)));
   }
-  llvm::CmpInst::Predicate gt = int_predicate(llvm::CmpInst::ICMP_SGT, v.elem),
-                           lt = int_predicate(llvm::CmpInst::ICMP_SLT, v.elem);
   llvm::Value *none = b.getInt32(INT32_MAX); // the index of a dead element: loses every tie
-  // q beats p: a NaN at index 0 beats everything (the serial walk starts
-  // there and no comparison with a NaN succeeds); other NaNs lose to every
-  // number; otherwise the larger (smaller) value, then the lower index.
-  auto q_wins = [&, this](const Part &p, const Part &q) -> llvm::Value * {
-    llvm::Value *lower = b.CreateICmpULT(q[1], p[1]);
-    llvm::Value *eq = fl ? b.CreateFCmpOEQ(q[0], p[0]) : b.CreateICmpEQ(q[0], p[0]);
-    llvm::Value *better = fl ? (is_max ? b.CreateFCmpOGT(q[0], p[0]) : b.CreateFCmpOLT(q[0], p[0]))
-                             : b.CreateICmp(is_max ? gt : lt, q[0], p[0]);
-    llvm::Value *wins = b.CreateOr(better, b.CreateAnd(eq, lower));
-    if (!fl)
-      return wins;
-    llvm::Value *pn = b.CreateFCmpUNO(p[0], p[0]), *qn = b.CreateFCmpUNO(q[0], q[0]);
-    llvm::Value *ps = b.CreateAnd(pn, b.CreateICmpEQ(p[1], b.getInt32(0)));
-    llvm::Value *qs = b.CreateAnd(qn, b.CreateICmpEQ(q[1], b.getInt32(0)));
-    wins = b.CreateOr(wins, b.CreateAnd(pn, b.CreateNot(qn)));
-    wins = b.CreateOr(wins, b.CreateAnd(b.CreateAnd(pn, qn), lower));
-    return b.CreateOr(qs, b.CreateAnd(b.CreateNot(ps), wins));
+  auto q_wins = [&, this](const Part &p, const Part &q) {
+    return arg_wins(v.elem, is_max, p[0], p[1], q[0], q[1]);
   };
   AxisBits none_bits;
   FastReduce fr{*this, b, ab ? *ab : none_bits, nullptr, {worst, none}, {scratch_bytes(v.elem), 4}};

@@ -157,6 +157,20 @@ struct PortCheck {
         return fail("reduce over a mixed layout");
       return;
     }
+    case TileOpKind::ArgReduce:
+    case TileOpKind::Scan: {
+      const TValue &a = f.values[size_t(op.operands[0])];
+      if (!a.is_tile() || a.layout < 0 ||
+          (a.elem != ElemType::F32 && a.elem != ElemType::F16 && a.elem != ElemType::I32))
+        return fail(std::string(op_spelling(op.kind)) + " of this operand");
+      const Layout &l = f.layouts[size_t(a.layout)];
+      if (op.axis < 0 || unsigned(op.axis) >= l.rank())
+        return fail(op_spelling(op.kind));
+      if (op.kind == TileOpKind::ArgReduce ? !separable(l, unsigned(op.axis))
+                                           : !axis_bits_of(l, unsigned(op.axis)))
+        return fail(std::string(op_spelling(op.kind)) + " over a mixed layout");
+      return;
+    }
     case TileOpKind::Dot: { // the exact f32 FMA dot; tensor-core dots keep the AST path
       const TValue &a = f.values[size_t(op.operands[0])], &c = f.values[size_t(op.operands[1])];
       if (a.elem != ElemType::F32 || c.elem != ElemType::F32)

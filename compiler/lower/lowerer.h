@@ -544,6 +544,11 @@ public:
   TileVal cumsum(const TileVal &v, int axis);
   /// Index (i32) of the first maximum (or minimum) along `axis`.
   TileVal arg_reduce(const TileVal &v, int axis, bool is_max);
+  /// argmax/argmin's combine (both paths): does candidate (qv, qi) beat the
+  /// current (pv, pi)? The larger (smaller) value, then the lower index; a
+  /// NaN at index 0 beats everything, other NaNs lose to every number.
+  llvm::Value *arg_wins(ElemType t, bool is_max, llvm::Value *pv, llvm::Value *pi, llvm::Value *qv,
+                        llvm::Value *qi);
   /// The serial forms, for shapes the shuffle paths do not take.
   TileVal cumsum_serial(const TileVal &v, int axis);
   TileVal arg_reduce_serial(const TileVal &v, int axis, bool is_max);
@@ -603,7 +608,11 @@ public:
   void tile_shape_op(const TOp &op);
   void tile_convert(const TOp &op);
   bool tile_convert_shuffle(const TOp &op);
+  /// reduce and argreduce: one fold along the axis over (value[, index])
+  /// parts; scan: the inclusive prefix along the axis, in the operand's
+  /// layout (lower/lower_tile_reduce.cpp).
   void tile_reduce(const TOp &op);
+  void tile_scan(const TOp &op);
   /// The FMA `dot` of f32 tiles (lower/lower_tile_dot.cpp).
   void tile_dot(const TOp &op);
   /// The swizzled scratch index of tile coordinates `c` from element `base`

@@ -288,6 +288,60 @@ template <class F> static void remap(Layout &l, F f, bool drop_zero_regs) {
     b = f(b);
 }
 
+std::optional<std::vector<AxisBit>> axis_bits_of(const Layout &l, unsigned d) {
+  unsigned off = l.field_offset(d), n = l.lg[d];
+  uint32_t field = ((1u << n) - 1u) << off;
+  std::vector<std::optional<AxisBit>> found(n);
+  const std::vector<uint32_t> *spaces[] = {&l.reg, &l.lane, &l.warp};
+  for (unsigned s = 0; s < 3; ++s)
+    for (unsigned k = 0; k < spaces[s]->size(); ++k) {
+      uint32_t x = (*spaces[s])[k];
+      if (!(x & field))
+        continue;
+      if ((x & ~field) || (x & (x - 1u)))
+        return std::nullopt; // mixes dims, or several bits of d
+      unsigned p = 0;
+      while ((1u << (off + p)) != x)
+        ++p;
+      if (found[p])
+        return std::nullopt; // two bases for one bit
+      found[p] = AxisBit{s, k};
+    }
+  std::vector<AxisBit> out;
+  for (const std::optional<AxisBit> &f : found) {
+    if (!f)
+      return std::nullopt;
+    out.push_back(*f);
+  }
+  return out;
+}
+
+unsigned HwBits::count() const {
+  return unsigned(__builtin_popcount(lanes) + __builtin_popcount(warps) + __builtin_popcount(regs));
+}
+
+namespace {
+/// Bits k of `bases` that are non-zero and not in `skip`.
+uint32_t live_bases(const std::vector<uint32_t> &bases, uint32_t skip) {
+  uint32_t m = 0;
+  for (size_t k = 0; k < bases.size(); ++k)
+    if (bases[k] && !(skip >> k & 1u))
+      m |= 1u << k;
+  return m;
+}
+} // namespace
+
+HwBits fold_slot_bits(const Layout &result) {
+  return {live_bases(result.lane, 0), live_bases(result.warp, 0), live_bases(result.reg, 0)};
+}
+
+HwBits scan_slot_bits(const Layout &l, const std::vector<AxisBit> &bits, unsigned p, unsigned mb) {
+  uint32_t skip[3] = {0, 0, 0}; // per space (reg, lane, warp)
+  for (unsigned i = 0; i < p + mb && i < bits.size(); ++i)
+    skip[bits[i].space] |= 1u << bits[i].index;
+  return {live_bases(l.lane, skip[1]), live_bases(l.warp, skip[2]), live_bases(l.reg, skip[0])};
+}
+
 Layout slice_layout(const Layout &parent, unsigned axis) {
   Layout l = parent;
   l.kind = LayoutKind::Slice;

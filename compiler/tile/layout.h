@@ -102,6 +102,28 @@ Layout expand_layout(const Layout &l, unsigned axis);
 /// expand(slice(l, axis), axis): the layout a size-1 operand along `axis`
 /// needs to broadcast into `l` for free.
 Layout squash_layout(const Layout &l, unsigned axis);
+/// Where the bits of dim `d`'s coordinate live: for each bit p of its field
+/// (lowest first), the one basis that sets exactly that bit, as (space,
+/// index) with space 0 = register, 1 = lane, 2 = warp. nullopt when a bit has
+/// no such basis, or a basis mixes dim d's bits with others or sets several
+/// (a scan along d walks these bits in order; lower/lower_tile_reduce.cpp).
+struct AxisBit {
+  unsigned space, index;
+};
+std::optional<std::vector<AxisBit>> axis_bits_of(const Layout &l, unsigned d);
+/// The hardware bits that index a compact scratch slot: an element's slot is
+/// its owner's chosen lane bits (lowest), then warp bits, then register
+/// bits, so the lanes of one request hit consecutive words and copies share
+/// one (lower/lower_tile_reduce.cpp).
+struct HwBits {
+  uint32_t lanes = 0, warps = 0, regs = 0;
+  unsigned count() const;
+};
+/// reduce/argreduce's cross-warp step: every non-replica basis of the result.
+HwBits fold_slot_bits(const Layout &result);
+/// scan's run of warp bits p .. p+mb-1 of `bits` (axis_bits_of(l, axis)):
+/// the non-replica bases of `l` but those of the axis bits below p and the run's.
+HwBits scan_slot_bits(const Layout &l, const std::vector<AxisBit> &bits, unsigned p, unsigned mb);
 /// Extent-1 dim `axis` becomes `n`: its bits go to registers (every thread
 /// holds the whole new dim).
 Layout broadcast_layout(const Layout &l, unsigned axis, int64_t n);

@@ -42,6 +42,11 @@ void plan_shared(TileModule &m);
 /// reduction across warps, an FMA dot's operands), 0 for none; `align`:
 /// 128 for the swizzled areas (convert_layout, dot), else 16.
 int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align);
+/// The bytes a Reduction-family op (reduce, argreduce, scan) stages through
+/// shared memory (0: none, no warp bit along its axis): the cross-warp step
+/// of a fold, the largest warp run of a scan (lower/lower_tile_reduce.cpp
+/// notes exactly this).
+int64_t reduction_scratch_bytes(const TileFunc &f, const TOp &op);
 
 /// Do two buffers' live ranges meet?
 bool live_overlap(const SmemBuffer &a, const SmemBuffer &b);

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace etl {
@@ -203,21 +204,10 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
     align = 128;
     return round_up(out.numel(), 128 / bytes) * bytes;
   }
-  case TileOpKind::Reduce: { // lower_tile_reduce.cpp: step 3
-    const Layout *la = layout(op.operands[0]);
-    if (!la || op.axis < 0 || unsigned(op.axis) >= la->rank())
-      return 0;
-    const uint32_t field = ((1u << la->lg[size_t(op.axis)]) - 1u)
-                           << la->field_offset(unsigned(op.axis));
-    unsigned wbits = 0;
-    for (uint32_t w : la->warp)
-      wbits += (w & field) ? 1 : 0;
-    if (!wbits)
-      return 0;
-    const TValue &out = f.values[size_t(op.results[0])];
-    const int64_t bytes = out.elem == ElemType::I64 ? 8 : 4;
-    return (out.is_tile() ? out.numel() : 1) * (int64_t(1) << wbits) * bytes;
-  }
+  case TileOpKind::Reduce: // lower_tile_reduce.cpp
+  case TileOpKind::ArgReduce:
+  case TileOpKind::Scan:
+    return reduction_scratch_bytes(f, op);
   case TileOpKind::Dot: { // lower_tile_dot.cpp: a (unless in registers) and b, line-aligned
     const TValue &av = f.values[size_t(op.operands[0])], &bv = f.values[size_t(op.operands[1])];
     const TValue &rv = f.values[size_t(op.results[0])];
@@ -246,6 +236,55 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
   default:
     return 0;
   }
+}
+
+int64_t reduction_scratch_bytes(const TileFunc &f, const TOp &op) {
+  const TValue &a = f.values[size_t(op.operands[0])];
+  if (a.layout < 0 || op.axis < 0)
+    return 0;
+  const Layout &la = f.layouts[size_t(a.layout)];
+  const unsigned axis = unsigned(op.axis);
+  if (axis >= la.rank())
+    return 0;
+  const int64_t bytes = a.elem == ElemType::I64 ? 8 : 4; // Lowerer::scratch_bytes
+  auto words = [](int64_t n, int64_t w) { return (n * w + 3) / 4; };
+  if (op.kind == TileOpKind::Scan) {
+    std::optional<std::vector<AxisBit>> bits = axis_bits_of(la, axis);
+    if (!bits)
+      return 0;
+    int64_t most = 0;
+    for (unsigned p = 0; p < bits->size();) {
+      if ((*bits)[p].space != 2) {
+        ++p;
+        continue;
+      }
+      unsigned mb = 0;
+      while (p + mb < bits->size() && (*bits)[p + mb].space == 2)
+        ++mb;
+      int64_t slots = int64_t(1) << (mb + scan_slot_bits(la, *bits, p, mb).count());
+      most = std::max(most, words(slots, bytes) * 4);
+      p += mb;
+    }
+    return most;
+  }
+  const uint32_t field = ((1u << la.lg[axis]) - 1u) << la.field_offset(axis);
+  unsigned wbits = 0;
+  for (uint32_t w : la.warp)
+    wbits += (w & field) ? 1 : 0;
+  if (!wbits)
+    return 0;
+  const TValue &out = f.values[size_t(op.results[0])];
+  unsigned sbits = 0;
+  if (out.is_tile()) {
+    if (out.layout < 0)
+      return 0;
+    sbits = fold_slot_bits(f.layouts[size_t(out.layout)]).count();
+  }
+  const int64_t slots = int64_t(1) << (wbits + sbits);
+  int64_t total = words(slots, bytes);
+  if (op.kind == TileOpKind::ArgReduce)
+    total += words(slots, 4); // the i32 indices
+  return total * 4;
 }
 
 bool live_overlap(const SmemBuffer &a, const SmemBuffer &b) {
