@@ -52,30 +52,6 @@ namespace etl {
 
 namespace {
 
-/// `dot(x, y)` or `dot(x, transpose(y))` of 2-D tiles, no keywords: x, y and
-/// whether y is transposed ([N, K] rows); null x otherwise.
-struct ChainDot {
-  const Expr *a = nullptr, *b = nullptr;
-  bool b_nk = false;
-};
-
-ChainDot chain_dot(const Expr &e) {
-  ChainDot f;
-  if (e.kind != ExprKind::Call || e.builtin != Builtin::Dot || e.args.size() != 2 ||
-      !e.kwargs.empty())
-    return f;
-  const Expr *x = e.args[0].get(), *y = e.args[1].get();
-  bool nk = y->kind == ExprKind::Call && y->builtin == Builtin::Transpose && y->args.size() == 1 &&
-            y->kwargs.empty();
-  if (nk)
-    y = y->args[0].get();
-  if (!x->type.is_tile() || x->type.tile_shape.size() != 2 || !y->type.is_tile() ||
-      y->type.tile_shape.size() != 2)
-    return f;
-  f.a = x, f.b = y, f.b_nk = nk;
-  return f;
-}
-
 /// A scalar expression evaluated without meeting the CTA: literals, names
 /// and arithmetic of them.
 bool simple_scalar(const Expr &e) {
@@ -114,7 +90,7 @@ bool elementwise_of_dot(const Expr &e, const std::vector<int64_t> &shape, const 
   if (e.type.tile_shape != shape || (e.type.elem != ElemType::F32 && e.type.elem != ElemType::F16 &&
                                      e.type.elem != ElemType::BF16))
     return false;
-  if (chain_dot(e).a) {
+  if (dot_form(e).a) {
     if (inner)
       return false; // one accumulator feeds the operand
     inner = &e;
@@ -191,7 +167,7 @@ llvm::Value *Lowerer::chain_eval(const Expr &e, const Expr *inner, llvm::Value *
 }
 
 std::optional<TileVal> Lowerer::dot_chained(const Expr &call) {
-  const ChainDot outer = chain_dot(call);
+  const DotForm outer = dot_form(call);
   if (!outer.a || outer.a->type.tile_shape.size() != 2)
     return std::nullopt;
   const Expr &fa = *outer.a;
@@ -200,7 +176,7 @@ std::optional<TileVal> Lowerer::dot_chained(const Expr &call) {
   if (fa.kind != ExprKind::Call || fa.builtin != Builtin::Cast ||
       !elementwise_of_dot(fa, fa.type.tile_shape, inner_e, scalar_leaves) || !inner_e)
     return std::nullopt;
-  const ChainDot inner = chain_dot(*inner_e);
+  const DotForm inner = dot_form(*inner_e);
   auto logical = [](const Expr &x, bool nk) {
     TileVal v;
     v.elem = x.type.elem, v.shape = x.type.tile_shape;

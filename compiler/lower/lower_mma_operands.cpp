@@ -51,13 +51,7 @@ bool is_plain_load(const Expr &x) {
 
 bool is_tile2(const Expr &x) { return x.type.is_tile() && x.type.tile_shape.size() == 2; }
 
-/// `dot(a, b)` or `dot(a, transpose(b))` without keywords: its a, the
-/// expression of b's rows (b itself, or transpose's argument) and whether
-/// b is transposed; null a when `e` is not such a call.
-struct DotForm {
-  const Expr *a = nullptr, *b = nullptr;
-  bool b_nk = false;
-};
+} // namespace
 
 DotForm dot_form(const Expr &e) {
   DotForm f;
@@ -73,6 +67,8 @@ DotForm dot_form(const Expr &e) {
     f.a = nullptr;
   return f;
 }
+
+namespace {
 
 /// a and the logical B [K, N] of `f` as shapes and types (no registers).
 std::pair<TileVal, TileVal> dot_types(const DotForm &f) {

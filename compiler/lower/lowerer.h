@@ -168,6 +168,15 @@ llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
 /// Rounds an f32 register to the precision of `t` (f16, bf16, FP8); other
 /// types as they are (lower_convert.cpp).
 llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
+/// `dot(a, b)` or `dot(a, transpose(b))` of 2-D tiles without keywords: its
+/// a, the expression of b's rows (b itself, or transpose's argument) and
+/// whether b is transposed ([N, K] rows); null a when `e` is not such a call
+/// (lower_mma_operands.cpp; the staged and the chained dots read it).
+struct DotForm {
+  const Expr *a = nullptr, *b = nullptr;
+  bool b_nk = false;
+};
+DotForm dot_form(const Expr &e);
 /// Whether a `dot` call asks for `precision = tf32` (lower_mma_tf32.cpp).
 bool dot_wants_tf32(const Expr &call);
 /// The math function of a builtin (lower_math.cpp); throws for others.
