@@ -114,8 +114,6 @@ void check_shape(int64_t R, int64_t C, unsigned threads, bool nan,
                                      {"cx0", cx0.data(), ETL_F32, {R, C}}},
                                     opt);
   REQUIRE_MESSAGE(err.empty(), err);
-  auto X = [&](int64_t r, int64_t c) { return x[size_t(r * C + c)]; };
-  auto Nn = [&](int64_t r, int64_t c) { return n[size_t(r * C + c)]; };
   // The reference's serial rule: start at element 0, take strictly better.
   auto arg = [](auto at, int64_t len, bool is_max) {
     int64_t best = 0;
@@ -128,34 +126,31 @@ void check_shape(int64_t R, int64_t C, unsigned threads, bool nan,
   };
   auto same = [](float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; };
   int bad = 0;
-  for (int64_t r = 0; r < R; ++r) {
-    if (am1[size_t(r)] != arg([&](int64_t c) { return X(r, c); }, C, true))
-      ++bad;
-    if (an1[size_t(r)] != arg([&](int64_t c) { return Nn(r, c); }, C, false))
-      ++bad;
-    float s = 0;
-    int32_t si = 0;
-    for (int64_t c = 0; c < C; ++c) {
-      s += X(r, c);
-      si += Nn(r, c);
-      if (!same(cs1[size_t(r * C + c)], s) || cn1[size_t(r * C + c)] != si)
-        ++bad;
+  // Along one axis: `lines` lines of `len` elements, element j of line l at
+  // at(l, j); argmax of x (or of n when !max_x), argmin of the other, and
+  // the prefix sums of x and n.
+  auto check_axis = [&](int64_t lines, int64_t len, auto at, bool max_x, const int32_t *amax,
+                        const int32_t *amin, const float *csx, const int32_t *csn) {
+    for (int64_t l = 0; l < lines; ++l) {
+      auto xl = [&](int64_t j) { return x[at(l, j)]; };
+      auto nl = [&](int64_t j) { return n[at(l, j)]; };
+      bad += amax[l] != (max_x ? arg(xl, len, true) : arg(nl, len, true));
+      bad += amin[l] != (max_x ? arg(nl, len, false) : arg(xl, len, false));
+      float s = 0;
+      int32_t si = 0;
+      for (int64_t j = 0; j < len; ++j) {
+        s += xl(j);
+        si += nl(j);
+        bad += !same(csx[at(l, j)], s) || csn[at(l, j)] != si;
+      }
     }
-  }
-  for (int64_t c = 0; c < C; ++c) {
-    if (am0[size_t(c)] != arg([&](int64_t r) { return Nn(r, c); }, R, true))
-      ++bad;
-    if (an0[size_t(c)] != arg([&](int64_t r) { return X(r, c); }, R, false))
-      ++bad;
-    float s = 0;
-    int32_t si = 0;
-    for (int64_t r = 0; r < R; ++r) {
-      s += X(r, c);
-      si += Nn(r, c);
-      if (!same(cx0[size_t(r * C + c)], s) || cs0[size_t(r * C + c)] != si)
-        ++bad;
-    }
-  }
+  };
+  check_axis(
+      R, C, [&](int64_t r, int64_t c) { return size_t(r * C + c); }, true, am1.data(), an1.data(),
+      cs1.data(), cn1.data());
+  check_axis(
+      C, R, [&](int64_t c, int64_t r) { return size_t(r * C + c); }, false, am0.data(), an0.data(),
+      cx0.data(), cs0.data());
   CHECK(bad == 0);
 }
 
