@@ -23,6 +23,10 @@
  * in any order, and its routing weight is exp(0) / exp(0) = 1, so the
  * output must match the reference bit for bit.
  *
+ * H must be a multiple of 4 for moe.etl and of 8 for moe_bf16.etl (the
+ * kernels' `where` facts, which let every row of x, w, y and out move 128
+ * bits at a time); the host refuses other bindings.
+ *
  *   moe_host moe.etlb|moe_bf16.etlb [--device auto|sim|cuda] [--profile FILE] [--shape T,H,E,K]...
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
@@ -148,9 +152,9 @@ static double run_moe(etlContext ctx, etlProgram prog, etlDType dt, const layer 
 
 int main(int argc, char **argv) {
   ex_args args = ex_parse_args(argc, argv, usage);
-  /* T, H, E, K; each runs with every routing. One binding is not a multiple
-   * of any tile size. */
-  static const int64_t defaults[] = {64, 64, 8, 2, 37, 70, 5, 2, 50, 48, 4, 1};
+  /* T, H, E, K; each runs with every routing. One binding (T 37, H 72) is
+   * not a multiple of any tile size; every H is a multiple of 8. */
+  static const int64_t defaults[] = {64, 64, 8, 2, 37, 72, 5, 2, 50, 48, 4, 1};
   ex_session ses = ex_open_n(&args, defaults, 4, 3);
   etlContext ctx = ses.ctx, sim = ses.sim;
   etlProgram prog = ses.prog, sim_prog = ses.sim_prog;
@@ -163,6 +167,13 @@ int main(int argc, char **argv) {
   for (int s = 0; s < args.nshapes; ++s) {
     int64_t T = args.shapes[s][0], H = args.shapes[s][1], E = args.shapes[s][2];
     int64_t K = args.shapes[s][3] ? args.shapes[s][3] : 1;
+    int64_t align = bf ? 8 : 4; /* the kernel's `where H % 4 == 0` (f32), `% 8` (bf16) */
+    if (H % align != 0) {
+      fprintf(stderr,
+              "moe%s: H = %lld is not a multiple of %lld (the kernel's `where H %% %lld == 0`)\n",
+              bf ? "_bf16" : "", (long long)H, (long long)align, (long long)align);
+      return 2;
+    }
     /* every routing on random data; with K = 1 also exact data (the last run) */
     for (int run = UNIFORM; run <= EMPTY_EXPERTS + (K == 1); ++run) {
       int exact = run > EMPTY_EXPERTS;

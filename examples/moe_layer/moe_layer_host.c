@@ -18,6 +18,9 @@
  * less than its rms). A dropped expert or a wrong weight moves elements by
  * ~1/8 of the rms or more.
  *
+ * H and F must be multiples of 8 (the kernel's `where` facts, which let
+ * every bf16 row move 128 bits at a time); the host refuses other bindings.
+ *
  *   moe_layer_host ARTIFACT REFDIR... [--device auto|sim|cuda] [--profile FILE]
  *===----------------------------------------------------------------------===*/
 #include "../common/example_util.h"
@@ -71,6 +74,13 @@ static int run_one(etlContext ctx, etlProgram prog, const char *dir) {
   int64_t T = (int64_t)dims[0], H = (int64_t)dims[1], E = (int64_t)dims[2], F = (int64_t)dims[3],
           K = (int64_t)dims[4];
   uint32_t seed = (uint32_t)dims[5];
+  if (H % 8 != 0 || F % 8 != 0) { /* moe_layer.etl: where H % 8 == 0, F % 8 == 0 */
+    fprintf(stderr,
+            "%s: H = %lld and F = %lld must be multiples of 8 (moe_layer.etl's `where H %% 8 == 0, "
+            "F %% 8 == 0`: bf16 rows 16-byte aligned)\n",
+            dir, (long long)H, (long long)F);
+    exit(2);
+  }
   uint32_t s_x = seed * 8 + 1, s_wr = s_x + 1, s_wg = s_x + 2, s_wu = s_x + 3, s_wd = s_x + 4;
   free(dims);
   float *ids = load_ref(dir, "topk_ids", &n, shape);
