@@ -170,7 +170,7 @@ class Examples(unittest.TestCase):
         self.assertEqual(moe.dims, ("T", "H", "E", "K"))
         self.assertEqual([p.dims for p in moe.params],
                          [("T", "H"), ("H", "E"), ("E", "H", "H"), ("T", "H")])
-        self.assertEqual(moe.constraints, ("E <= TE", "K <= E"))
+        self.assertEqual(moe.constraints, ("E <= TE", "K <= E", "H % 4 == 0"))
         da = etl.load(artifact("decode_attention"), device="sim")
         self.assertEqual(dict((p.name, p.dims) for p in da.params)["kcache"],
                          ("NP * 16", "NH", "32"))
