@@ -172,7 +172,8 @@ TEST_CASE("tile IR argmax/argmin and cumsum: four warps, warp bits along the axi
 TEST_CASE("tile IR argmax/argmin and cumsum: the trips through scratch do not conflict on banks") {
   // Each warp's partials and block totals sit at compact slots of their
   // owners' hardware bits: a request's lanes hit consecutive words.
-  for (auto [R, C] : {std::pair<int64_t, int64_t>{8, 128}, {64, 8}}) {
+  for (std::pair<int64_t, int64_t> shape : {std::pair<int64_t, int64_t>{8, 128}, {64, 8}}) {
+    const int64_t R = shape.first, C = shape.second; // no structured binding: CAPTURE takes R
     std::string path = std::string(ETL_TEST_BINARY_DIR) + "/e2e_programs/tile_scan_profile_" +
                        std::to_string(R) + ".json";
     check_shape(R, C, 128, false, path);
