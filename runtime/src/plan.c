@@ -634,7 +634,8 @@ etlStatus etl_plan_build_mode(const etl_meta *m, const int64_t *dims, uint32_t n
     st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
     goto fail;
   }
-  memcpy(p->dims, dims, m->n_dims * sizeof(int64_t));
+  if (m->n_dims) /* dims may be null when the program has none */
+    memcpy(p->dims, dims, m->n_dims * sizeof(int64_t));
 
   /* runtime buffers */
   for (uint32_t t = 0; t < m->n_tensors; ++t) {
