@@ -8,13 +8,16 @@
 //     at the same width and sector efficiency: load_choice); `dot` an FMA
 //     result layout and, for an a whose rows fit in registers, the
 //     operand layout that holds them (b, and a larger a, go through
-//     shared memory in any layout); a store keeps its
+//     shared memory in any layout), or for a tensor-core dot
+//     (tile/mma.cpp) the mma accumulator layout, and the A layout for an a
+//     loaded outside the loop that holds the dot; a store keeps its
 //     value's layout (a value that can take any, such as a splat, takes the
 //     coalesced one; one whose lanes hold copies moves to it when that needs
 //     fewer warp-level requests: fewer_stores);
 //  2. forward propagation: elementwise ops keep their anchored operand's
-//     layout, reductions give slice(parent, axis), transpose permutes, a
-//     power-of-two reshape keeps the bases;
+//     layout (an mma accumulator's first; in a body with tensor-core dots
+//     an elementwise op of splats and aranges takes its use's), reductions give slice(parent,
+//     axis), transpose permutes, a power-of-two reshape keeps the bases;
 //  3. hints flow backwards into values that can take any layout for free
 //     (splat, arange, expand, broadcast, a loop's iter_arg whose initial
 //     value is such a value): the first use that disagrees sets the hint
