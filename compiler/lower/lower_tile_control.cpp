@@ -323,6 +323,15 @@ void Lowerer::tile_begin(const TileFunc &f) {
     }
   };
   uses(f.body);
+  tile_direct.clear();
+  std::function<void(const std::vector<TOp> &)> direct = [&](const std::vector<TOp> &ops) {
+    for (const TOp &op : ops) {
+      if (mma_dot(f, op))
+        mma_direct_b(op);
+      direct(op.body);
+    }
+  };
+  direct(f.body);
   // Every layout's per-thread coordinate, here where it dominates the body.
   for (const Layout &l : f.layouts)
     thread_dims(l);
@@ -337,7 +346,9 @@ void Lowerer::lower_tile_body(const TileFunc &f) {
 
 void Lowerer::tile_ops(const std::vector<TOp> &ops) {
   for (const TOp &op : ops)
-    if (!hoisted_ops.count(&op) && !tile_fused.count(&op)) // issued before the waits (prefetch.cpp)
+    // Issued before the waits (prefetch.cpp), done by a dot (lower_tile_mma.cpp).
+    if (!hoisted_ops.count(&op) && !tile_fused.count(&op) &&
+        !(tile_direct.count(&op) && !hoisted_ops.count(&op)))
       tile_op(op);
 }
 

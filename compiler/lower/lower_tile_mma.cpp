@@ -13,7 +13,13 @@
 //      the operand of dot(a, transpose(x)), as [N, K] rows: x's own
 //      k-contiguous rows) after it. Each thread writes its registers, one
 //      writer per replica group, runs of up to 8 consecutive columns as one
-//      vector store; then a barrier;
+//      vector store. A b that is a load used only by the dot (through a
+//      transpose too: mma_direct_b; a 2-D 16-bit slice, rows contiguous in
+//      16-byte aligned runs, no mask, pad or gather) is never loaded into
+//      registers: its 16-byte chunks go global -> shared by cp.async
+//      (tile_mma_copy; element by element, 0 outside, at a ragged edge or
+//      off a 16-byte base), then commit_group and wait_group 0; then a
+//      barrier;
 //   2. per k16 slice (unrolled): the A fragments of each of the warp's row
 //      blocks, by ldmatrix.x4 from the staged a, or packed from registers
 //      (A layout register i is PTX's element a_i of the fragment: pairs
@@ -52,7 +58,100 @@ unsigned lg2(int64_t n) {
   return r;
 }
 
+const TOp *def_of(const std::vector<TOp> &body, int v) {
+  for (const TOp &op : body) {
+    for (int r : op.results)
+      if (r == v)
+        return &op;
+    if (const TOp *d = def_of(op.body, v))
+      return d;
+  }
+  return nullptr;
+}
+
 } // namespace
+
+const TOp *Lowerer::mma_direct_b(const TOp &dot) {
+  auto one_use = [&](int v, const TOp *by) {
+    auto it = tile_users.find(v);
+    return it != tile_users.end() && it->second.size() == 1 && it->second[0] == by;
+  };
+  int v = dot.operands.at(1);
+  const TOp *d = def_of(tf->body, v), *tr = nullptr;
+  if (!d || !one_use(v, &dot))
+    return nullptr;
+  if (d->kind == TileOpKind::Transpose) {
+    tr = d;
+    v = d->operands.at(0);
+    d = def_of(tf->body, v);
+    if (!d || !one_use(v, tr))
+      return nullptr;
+  }
+  const TValue &lv = tf->values[size_t(v)];
+  bool gather = false;
+  for (const SlicePart &p : d->parts)
+    gather = gather || p.kind == SlicePart::Gather;
+  // A 2-D slice of 16-bit elements, rows contiguous in memory in runs of
+  // 16 bytes at 16-byte aligned offsets (tile/memory.cpp's facts), no mask
+  // or pad, not issued before the waits.
+  if (d->kind != TileOpKind::Load || gather || d->mask >= 0 || !d->pad.empty() ||
+      lv.shape.size() != 2 || lv.shape[1] % 8 != 0 ||
+      (lv.elem != ElemType::F16 && lv.elem != ElemType::BF16) || d->mem.fast_dim != 1 ||
+      d->mem.align_vec < 8 || d->barrier_before || hoisted_ops.count(d))
+    return nullptr;
+  tile_direct.insert(d);
+  if (tr)
+    tile_direct.insert(tr);
+  return d;
+}
+
+void Lowerer::tile_mma_copy(const TOp &load, int64_t base) {
+  // 16-byte chunks (8 elements of a row) spread over the threads: cp.async
+  // where the chunk lies inside the tensor and the tensor's base is 16-byte
+  // aligned, else element by element (0 outside), as the load would read
+  // them; rows land in the staging layout at the same (row, col).
+  const std::vector<int64_t> &shape = tf->values[size_t(load.results[0])].shape;
+  const int64_t cols = shape[1], cpr = cols / 8, chunks = shape[0] * cpr;
+  const bool nc = load.mem.non_coherent;
+  for_range(
+      b.CreateZExt(tid, i64), b.getInt64(uint64_t(chunks)), b.getInt64(T), [&](llvm::Value *q) {
+        llvm::Value *row = b.CreateUDiv(q, b.getInt64(uint64_t(cpr)));
+        llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(uint64_t(cpr))), b.getInt64(8));
+        llvm::Value *aligned = nullptr;
+        auto [p0, ok0] = tile_elem_addr(load, {row, col}, 8, &aligned);
+        auto [p7, ok7] = tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(7))}, 8, nullptr);
+        (void)p7;
+        llvm::Value *src = p0;
+        llvm::Value *fast = aligned;
+        for (llvm::Value *ok : {ok0, ok7})
+          if (ok)
+            fast = b.CreateAnd(fast, ok);
+        llvm::Value *dst = mma_a_ptr(cols, b.getInt64(uint64_t(base)), row, col);
+        if_then(fast, [&] { m.async_copy(b, dst, src, 16); });
+        if_then(b.CreateNot(fast), [&] {
+          for (unsigned j = 0; j < 8; ++j) {
+            auto [pj, in] =
+                tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(j))}, 1, nullptr);
+            llvm::Value *pp = pj;
+            llvm::AllocaInst *tmp = entry_alloca(b.getInt16Ty(), "tmma.edge");
+            b.CreateStore(b.getInt16(0), tmp);
+            auto rd = [&] {
+              b.CreateStore(nc ? m.global_load_nc(b, b.getInt16Ty(), pp)
+                               : m.global_load(b, b.getInt16Ty(), pp),
+                            tmp);
+            };
+            if (in)
+              if_then(in, rd);
+            else
+              rd();
+            llvm::Value *at =
+                mma_a_ptr(cols, b.getInt64(uint64_t(base)), row, b.CreateAdd(col, b.getInt64(j)));
+            m.shared_access(b, at, 2, true);
+            b.CreateStore(b.CreateLoad(b.getInt16Ty(), tmp), at);
+          }
+        });
+      });
+}
 
 llvm::Value *Lowerer::mma_half_bits(llvm::Value *v, bool bf16) {
   if (bf16) // the register holds a bf16 value exactly: its top 16 bits
@@ -123,9 +222,24 @@ void Lowerer::tile_mma_dot(const TOp &op) {
 
   // 1. Staging.
   note_scratch(st.bytes / 4);
+  const TOp *direct = mma_direct_b(op);
+  if (!direct && tregs[size_t(ib)].empty()) // a transpose tile_direct skipped
+    if (const TOp *tr = def_of(tf->body, ib))
+      if (tr->kind == TileOpKind::Transpose)
+        tregs[size_t(ib)] = tregs[size_t(tr->operands.at(0))];
+  if (direct) {
+    if (direct->barrier_before)
+      m.barrier(b);
+    tile_mma_copy(*direct, st.b_base);
+  }
   if (!st.a_regs)
     tile_mma_stage(ia, false, 0, bf16);
-  tile_mma_stage(ib, st.b_nk, st.b_base, bf16);
+  if (!direct)
+    tile_mma_stage(ib, st.b_nk, st.b_base, bf16);
+  else {
+    m.async_commit(b);
+    m.async_wait(b, 0);
+  }
   m.barrier(b);
 
   // First row of each of this warp's row blocks: its warp bits' rows XOR

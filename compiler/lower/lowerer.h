@@ -632,6 +632,23 @@ public:
   void tile_mma_stage(int v, bool nk, int64_t base, bool bf16);
   /// The 16 bits (i16) of an f16/bf16 value held in an f32 register.
   llvm::Value *mma_half_bits(llvm::Value *v, bool bf16);
+  /// Address (i8 pointer) and in-bounds test (null: none) of the element of
+  /// load or store `op` at tile coordinates `c`; `aligned` (when given):
+  /// i1, the tensor's base is a multiple of `n` elements
+  /// (lower_tile_memory.cpp).
+  std::pair<llvm::Value *, llvm::Value *> tile_elem_addr(const TOp &op,
+                                                         const std::vector<llvm::Value *> &c,
+                                                         unsigned n, llvm::Value **aligned);
+  /// The load a tensor-core dot's b is (through a transpose too), which the
+  /// dot copies global -> shared by cp.async instead of through registers,
+  /// or null (lower_tile_mma.cpp); tile_direct: such loads and transposes,
+  /// which emit nothing where they stand.
+  const TOp *mma_direct_b(const TOp &dot);
+  /// The slice of `load` copied by cp.async into a swizzled staging area at
+  /// byte `base` (row-major, its last dim along the rows; no commit, wait
+  /// or barrier).
+  void tile_mma_copy(const TOp &load, int64_t base);
+  std::set<const TOp *> tile_direct;
   /// Per value of the body being lowered: the ops that use it (tile_begin).
   std::map<int, std::vector<const TOp *>> tile_users;
   /// Adds a tensor-core dot accumulated into (lower_tile_mma.cpp): done.

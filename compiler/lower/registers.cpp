@@ -304,7 +304,7 @@ void warn_register_spills(const KernelDecl &k, unsigned threads,
     // dot accumulates onto x, broadcasts rename registers), 5/4 of them
     // with the addresses (prefill_attention's attn, BM = 128, BN = 16 at
     // 256 threads: 172 tile registers, need 215; ptxas 254 on sm_80 and
-    // 255 on sm_90 with o_proj beside it, no spill).
+    // sm_90 with o_proj beside it, no spill).
     if (tm)
       for (const TileFunc &f : tm->funcs)
         if (f.name == t.name && has_mma_dot(f, f.body) && tile_unported(f, k, t, threads).empty()) {

@@ -14,7 +14,9 @@
 //     accumulator layout of [M, K] is that map: a cast of an accumulator),
 //     else staged [M, K] row-major, swizzled, at byte 0 of the op's buffer;
 //   - b staged [K, N] (ldmatrix.trans), or [N, K] when it is a transpose
-//     (plain ldmatrix: the k-contiguous rows of its operand), after a.
+//     (plain ldmatrix: the k-contiguous rows of its operand), after a
+//     (from registers, or by cp.async when it is a load: the lowering's
+//     mma_direct_b).
 //
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"

@@ -8,6 +8,8 @@
 //            `acc += dot(..)` K loop keeps the AST path's cp.async ring; a
 //            shape mma_dot refuses, or fewer row blocks than warps, keeps
 //            the AST path too;
+//   copies   a b that is a load (through a transpose too) goes global ->
+//            shared by cp.async, element by element off a 16-byte base;
 //   layouts  the result is mma_layout(Acc, ..) (warps own row blocks), a
 //            cast of an accumulator is the next dot's A in registers (no
 //            shared staging of P: its buffer holds only b);
@@ -24,6 +26,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <unistd.h>
@@ -130,6 +133,9 @@ TEST_CASE("tile mma: bf16 dots take the tile IR with mma.sync and ldmatrix") {
     // ldmatrix reads P.
     CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 + 2 + 4);
     CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 3 * 2 + 2 * 4 + 2);
+    // Every b is a load: copied global -> shared by cp.async, not through
+    // registers (plain, nt, chain's k and v, fused).
+    CHECK(count(ptx, "cp.async.cg.shared.global") == 5);
   }
 }
 
@@ -223,11 +229,23 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
   struct Run {
     unsigned threads;
     bool race, ast;
-  } runs[] = {{32, false, false}, {128, false, false}, {128, true, false}, {128, false, true}};
+    size_t shift; // b, k and v this many elements past a 16-byte boundary
+  } runs[] = {{32, false, false, 0},
+              {128, false, false, 0},
+              {128, true, false, 0},
+              {128, false, true, 0},
+              {128, false, false, 1}};
   for (const Run &rn : runs) {
     CAPTURE(rn.threads);
     CAPTURE(rn.race);
     CAPTURE(rn.ast);
+    CAPTURE(rn.shift);
+    // b's copy by cp.async needs a 16-byte aligned base; off it, element
+    // by element (lower_tile_mma.cpp's tile_mma_copy).
+    std::vector<uint16_t> bs(b.size() + 8), ks(k.size() + 8), vs(v.size() + 8);
+    std::copy(b.begin(), b.end(), bs.begin() + long(rn.shift));
+    std::copy(k.begin(), k.end(), ks.begin() + long(rn.shift));
+    std::copy(v.begin(), v.end(), vs.begin() + long(rn.shift));
     std::vector<float> c(M * 32, -1.f), ct(M * 32, -1.f), o(M * 16, -1.f), cf(M * 32, -1.f);
     RunOptions ro_;
     ro_.threads_per_cta = rn.threads;
@@ -236,9 +254,9 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
       setenv("ETL_TILE_LOWERING", "0", 1);
     std::string err = compile_and_run(kMma, "tile_mma_ragged", {{"M", M}},
                                       {{"a", a.data(), ETL_BF16, {M, 32}},
-                                       {"b", b.data(), ETL_BF16, {32, 32}},
-                                       {"k", k.data(), ETL_BF16, {32, 32}},
-                                       {"v", v.data(), ETL_BF16, {32, 16}},
+                                       {"b", bs.data() + rn.shift, ETL_BF16, {32, 32}},
+                                       {"k", ks.data() + rn.shift, ETL_BF16, {32, 32}},
+                                       {"v", vs.data() + rn.shift, ETL_BF16, {32, 16}},
                                        {"c", c.data(), ETL_F32, {M, 32}},
                                        {"ct", ct.data(), ETL_F32, {M, 32}},
                                        {"o", o.data(), ETL_F32, {M, 16}},
