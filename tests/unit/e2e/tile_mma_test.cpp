@@ -39,11 +39,13 @@ namespace {
 // plain: A staged, B [K, N] (ldmatrix.trans); nt: B = transpose(load(k))
 // staged as [N, K] rows (plain ldmatrix); chain: P = bf16(s / 16) from the
 // accumulator registers as the A of dot(P, v); fused: acc * 2 + dot(..)
-// in a loop, the mma accumulating onto acc * 2 (3 times plain's c).
+// in a loop, the mma accumulating onto acc * 2 (3 times plain's c);
+// twice: b used by two dots (as it is and transposed) is staged from
+// registers, not copied by cp.async.
 const char *kMma = R"(
 kernel tm<M: dim>(a: tensor<bf16>[M, 32], b: tensor<bf16>[32, 32], k: tensor<bf16>[32, 32],
                   v: tensor<bf16>[32, 16], c: tensor<f32>[M, 32], ct: tensor<f32>[M, 32],
-                  o: tensor<f32>[M, 16], cf: tensor<f32>[M, 32]) {
+                  o: tensor<f32>[M, 16], cf: tensor<f32>[M, 32], cw: tensor<f32>[M, 32]) {
   task plain[i in 0 .. cdiv(M, 64)] {
     store(c[i * 64 .. +64, 0 .. +32], dot(load(a[i * 64 .. +64, 0 .. +32]), load(b[0 .. +32, 0 .. +32])));
   }
@@ -61,6 +63,11 @@ kernel tm<M: dim>(a: tensor<bf16>[M, 32], b: tensor<bf16>[32, 32], k: tensor<bf1
       acc = acc * 2.0 + dot(load(a[i * 64 .. +64, 0 .. +32]), load(b[0 .. +32, 0 .. +32]));
     }
     store(cf[i * 64 .. +64, 0 .. +32], acc);
+  }
+  task twice[i in 0 .. cdiv(M, 64)] {
+    let w = load(b[0 .. +32, 0 .. +32]);
+    let x = load(a[i * 64 .. +64, 0 .. +32]);
+    store(cw[i * 64 .. +64, 0 .. +32], dot(x, w) + dot(x, transpose(w)));
   }
 }
 )";
@@ -123,16 +130,17 @@ TEST_CASE("tile mma: bf16 dots take the tile IR with mma.sync and ldmatrix") {
     std::string ptx;
     std::string lines = lowering_lines(kMma, target, ptx);
     CHECK(lines == "lowering plain: tile IR\nlowering nt: tile IR\nlowering chain: tile IR\n"
-                   "lowering fused: tile IR\n");
+                   "lowering fused: tile IR\nlowering twice: tile IR\n");
     // Each of the 4 warps owns one m16 row block of the 64 rows. plain and
     // nt: 2 k16 x 4 n8 mmas; chain: that and 2 k16 x 2 n8; fused as plain.
-    CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 8 + 8 + 8 + 4 + 8);
+    CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") ==
+          8 + 8 + 8 + 4 + 8 + 16);
     // .trans: plain's b (2 k16 x 2 n16 units) and chain's v (2 k16 x 1);
     // plain: the staged a of plain, nt and chain's first dot (2 k16 each),
     // the [N, K] b of nt and chain (2 x 2 each), and fused as plain. No
     // ldmatrix reads P.
-    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 + 2 + 4);
-    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 3 * 2 + 2 * 4 + 2);
+    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 + 2 + 4 + 4);
+    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 3 * 2 + 2 * 4 + 2 + 2 * 2 + 4);
     // Every b is a load: copied global -> shared by cp.async, not through
     // registers (plain, nt, chain's k and v, fused).
     CHECK(count(ptx, "cp.async.cg.shared.global") == 5);
@@ -152,7 +160,8 @@ TEST_CASE("tile mma: result layouts, and P in registers as the next dot's A") {
       CHECK(f.layouts[size_t(r.layout)] == mma_layout(MmaOperand::Acc, r.shape, 4));
       MmaStaging s = mma_staging(f, *d);
       CHECK(s.ok);
-      CHECK(s.b_nk == ((f.name == "nt" || f.name == "chain") && d == ds.front()));
+      CHECK(s.b_nk == (((f.name == "nt" || f.name == "chain") && d == ds.front()) ||
+                       (f.name == "twice" && d == ds.back())));
     }
     // The chain's second dot reads a from registers: its buffer is v's alone.
     MmaStaging last = mma_staging(f, *ds.back());
@@ -208,14 +217,16 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
   fill(b, bi, 2);
   fill(k, ki, 3);
   fill(v, vi, 4);
-  std::vector<float> rc(M * 32), rt(M * 32), ro(M * 16);
+  std::vector<float> rc(M * 32), rt(M * 32), ro(M * 16), rw(M * 32); // rw: a b^T
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < 32; ++j) {
-      int64_t s = 0, t = 0;
+      int64_t s = 0, t = 0, w = 0;
       for (int64_t q = 0; q < 32; ++q) {
         s += ai[size_t(i * 32 + q)] * bi[size_t(q * 32 + j)];
         t += ai[size_t(i * 32 + q)] * ki[size_t(j * 32 + q)];
+        w += ai[size_t(i * 32 + q)] * bi[size_t(j * 32 + q)];
       }
+      rw[size_t(i * 32 + j)] = float(w);
       rc[size_t(i * 32 + j)] = float(s);
       rt[size_t(i * 32 + j)] = float(t);
     }
@@ -246,7 +257,8 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
     std::copy(b.begin(), b.end(), bs.begin() + long(rn.shift));
     std::copy(k.begin(), k.end(), ks.begin() + long(rn.shift));
     std::copy(v.begin(), v.end(), vs.begin() + long(rn.shift));
-    std::vector<float> c(M * 32, -1.f), ct(M * 32, -1.f), o(M * 16, -1.f), cf(M * 32, -1.f);
+    std::vector<float> c(M * 32, -1.f), ct(M * 32, -1.f), o(M * 16, -1.f), cf(M * 32, -1.f),
+        cw(M * 32, -1.f);
     RunOptions ro_;
     ro_.threads_per_cta = rn.threads;
     ro_.race_check = rn.race;
@@ -260,14 +272,16 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
                                        {"c", c.data(), ETL_F32, {M, 32}},
                                        {"ct", ct.data(), ETL_F32, {M, 32}},
                                        {"o", o.data(), ETL_F32, {M, 16}},
-                                       {"cf", cf.data(), ETL_F32, {M, 32}}},
+                                       {"cf", cf.data(), ETL_F32, {M, 32}},
+                                       {"cw", cw.data(), ETL_F32, {M, 32}}},
                                       ro_);
     unsetenv("ETL_TILE_LOWERING");
     REQUIRE_MESSAGE(err.empty(), err);
-    int bad_c = 0, bad_t = 0, bad_o = 0, bad_f = 0;
+    int bad_c = 0, bad_t = 0, bad_o = 0, bad_f = 0, bad_w = 0;
     for (size_t i = 0; i < c.size(); ++i) {
       bad_c += c[i] != rc[i];
       bad_f += cf[i] != 3 * rc[i];
+      bad_w += cw[i] != rc[i] + rw[i];
       bad_t += ct[i] != rt[i];
     }
     for (size_t i = 0; i < o.size(); ++i)
@@ -276,5 +290,6 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
     CHECK(bad_t == 0);
     CHECK(bad_o == 0);
     CHECK(bad_f == 0);
+    CHECK(bad_w == 0);
   }
 }
