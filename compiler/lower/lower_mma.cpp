@@ -20,7 +20,8 @@
 //      their swizzled place with cp.async (Machine::async_copy), then
 //      commit_group, wait_group 0 and the barrier; a chunk that crosses the
 //      tensor's edge or whose address is not 16-byte aligned is read
-//      element by element (0 outside) and stored as in the register path.
+//      element by element (0 outside) into registers and stored as one
+//      16-byte chunk at the same place (no extra bank conflicts).
 //      A `for` loop whose body is `acc += dot(load(..), load(..))`
 //      (lower_pipelined_for) is a ring of S operand stages (S = 3 when it
 //      fits the portable shared-memory budget, else 2): a prologue issues
@@ -189,14 +190,21 @@ void Lowerer::stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base) 
     llvm::Value *fast = b.CreateAnd(inside, aligned);
     if_then(fast, [&] { m.async_copy(b, scratch_ptr(off, 1), p, 16); });
     if_then(b.CreateNot(fast), [&] {
+      // The chunk's 8 elements (0 outside) gathered in registers, then one
+      // 16-byte store: the same place and width as the cp.async it stands
+      // for, so a ragged edge costs no extra shared wavefronts.
+      llvm::Type *v8 = llvm::FixedVectorType::get(b.getInt16Ty(), 8);
+      llvm::AllocaInst *tmp = entry_alloca(v8, "mma.edge");
+      b.CreateStore(llvm::Constant::getNullValue(v8), tmp);
       for (unsigned j = 0; j < 8; ++j) {
         auto [pj, in] = l.at(b.CreateAdd(e, b.getInt64(j)), 1);
         llvm::Value *pp = pj;
-        llvm::AllocaInst *tmp = entry_alloca(b.getInt16Ty(), "mma.edge");
-        b.CreateStore(b.getInt16(0), tmp);
-        if_then(in, [&] { b.CreateStore(m.global_load(b, b.getInt16Ty(), pp), tmp); });
-        scratch_store(b.CreateLoad(b.getInt16Ty(), tmp), b.CreateAdd(off, b.getInt64(2 * j)), 1);
+        if_then(in, [&] {
+          llvm::Value *x = m.global_load(b, b.getInt16Ty(), pp);
+          b.CreateStore(b.CreateInsertElement(b.CreateLoad(v8, tmp), x, b.getInt32(j)), tmp);
+        });
       }
+      scratch_store(b.CreateLoad(v8, tmp), off, 1);
     });
   });
 }
