@@ -49,14 +49,15 @@
 // tf32)` is lower_mma.cpp's lower_pipelined_for: its cp.async ring with
 // stages of this layout (tf32_stage_bytes, tf32_stage_chunks), raw operands
 // rounded at the fragment loads (tf32_accumulate_sets / _unit), the
-// accumulators in registers across the loop, one write-back after it.
+// accumulators in registers across the loop, one write-back after it; so
+// does lower_mma_pipeline.cpp's general loop when all its dots are tf32
+// (tf32_area_bytes / tf32_place / tf32_stage_regs: an operand's area in the
+// A or B layout by its role, register operands rounded as they are staged).
 //
 // Shared memory: 4 (M Ka + K Nb) bytes of operands (the strides above),
 // then 4 M mma_result_stride(N) bytes of result. A tf32 dot that is one
 // row, of another shape, or too large keeps the exact f32 FMA path of
-// lower_compute.cpp and says why in a remark (DiagId::DotFmaPath). Not done:
-// tf32 dots in lower_mma_pipeline.cpp's general loop (lets, several
-// statements): such a loop runs each dot as above, one stage waited for.
+// lower_compute.cpp and says why in a remark (DiagId::DotFmaPath).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -118,17 +119,39 @@ int64_t Lowerer::tf32_stage_bytes(const MmaTile &t) const {
   return tf32_b_offset(t) + 4 * t.K * b_stride(t.N);
 }
 
+int64_t Lowerer::tf32_area_bytes(int64_t rows, int64_t cols, bool b_role) const {
+  return 4 * rows * (b_role ? b_stride(cols) : a_stride(cols));
+}
+
+Lowerer::ChunkPlace Lowerer::tf32_place(int64_t cols, bool b_role) {
+  const int64_t stride = b_role ? b_stride(cols) : a_stride(cols);
+  const unsigned x = b_role ? b_xor(cols) : a_xor(cols);
+  return [this, stride, x](llvm::Value *row, llvm::Value *col) {
+    return offset(b, b.getInt64(0), stride, x, row, col);
+  };
+}
+
+void Lowerer::tf32_stage_regs(const TileVal &v, int64_t cols, bool b_role, llvm::Value *base) {
+  const int64_t stride = b_role ? b_stride(cols) : a_stride(cols);
+  const unsigned x = b_role ? b_xor(cols) : a_xor(cols);
+  for (unsigned k = 0; k < v.regs.size(); ++k) {
+    auto write = [&, k] {
+      llvm::Value *e = elem_index(k);
+      llvm::Value *row = b.CreateUDiv(e, b.getInt64(cols)),
+                  *col = b.CreateURem(e, b.getInt64(cols));
+      scratch_store(m.to_tf32(b, v.regs[k]), offset(b, base, stride, x, row, col), 1);
+    };
+    if (llvm::Value *alive = elem_alive(k, v.numel()))
+      if_then(alive, write);
+    else
+      write();
+  }
+}
+
 void Lowerer::tf32_stage_chunks(const MmaTile &t, const ChunkLoad &la, const ChunkLoad &lb,
                                 llvm::Value *base) {
-  const int64_t sa = a_stride(t.K), sb = b_stride(t.N);
-  const unsigned xa = a_xor(t.K), xb = b_xor(t.N);
-  llvm::Value *zero = b.getInt64(0);
-  stage_chunks(la, t.K, base, [&](llvm::Value *row, llvm::Value *col) {
-    return offset(b, zero, sa, xa, row, col);
-  });
-  stage_chunks(
-      lb, t.N, b.CreateAdd(base, b.getInt64(tf32_b_offset(t))),
-      [&](llvm::Value *row, llvm::Value *col) { return offset(b, zero, sb, xb, row, col); });
+  stage_chunks(la, t.K, base, tf32_place(t.K, false));
+  stage_chunks(lb, t.N, b.CreateAdd(base, b.getInt64(tf32_b_offset(t))), tf32_place(t.N, true));
 }
 
 void Lowerer::tf32_accumulate(const MmaTile &t, int64_t wm, int64_t wn, llvm::Value *r0,
@@ -227,28 +250,13 @@ TileVal Lowerer::dot_tf32(const TileVal &a, const TileVal &c, SourceRange where)
     return dot(a, c, where); // f32 operands: no second remark there
   }
   const MmaTile t = mma_tile(a, c);
-  const int64_t K = t.K, N = t.N, sa = a_stride(K), sb = b_stride(N);
+  const int64_t K = t.K, N = t.N;
   const int64_t b_base = tf32_b_offset(t), c_base = tf32_stage_bytes(t);
   note_scratch((c_base + 4 * t.M * mma_result_stride(N)) / 4);
-  const unsigned xa = a_xor(K), xb = b_xor(N);
 
   // 1. Stage both operands as tf32 bit patterns, rows padded or swizzled.
-  auto stage = [&](const TileVal &v, int64_t cols, int64_t stride, unsigned x, int64_t base) {
-    for (unsigned k = 0; k < v.regs.size(); ++k) {
-      auto write = [&, k] {
-        llvm::Value *e = elem_index(k);
-        llvm::Value *row = b.CreateUDiv(e, b.getInt64(cols)),
-                    *col = b.CreateURem(e, b.getInt64(cols));
-        scratch_store(m.to_tf32(b, v.regs[k]), offset(b, b.getInt64(base), stride, x, row, col), 1);
-      };
-      if (llvm::Value *alive = elem_alive(k, v.numel()))
-        if_then(alive, write);
-      else
-        write();
-    }
-  };
-  stage(a, K, sa, xa, 0);
-  stage(c, N, sb, xb, b_base);
+  tf32_stage_regs(a, K, false, b.getInt64(0));
+  tf32_stage_regs(c, N, true, b.getInt64(b_base));
   m.barrier(b);
   // 2. and 3. Warp tiles as dot_mma's, its write-back.
   return tf32_units(t, c_base, false, where.begin.line);

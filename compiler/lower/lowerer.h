@@ -540,6 +540,12 @@ public:
   /// swizzled rows) and where B starts in it;
   int64_t tf32_stage_bytes(const MmaTile &t) const;
   int64_t tf32_b_offset(const MmaTile &t) const;
+  /// bytes and placement (stage_chunks) of one operand area of `rows` x
+  /// `cols` floats as an A ([M, K]) or B ([K, N], `b_role`) operand;
+  int64_t tf32_area_bytes(int64_t rows, int64_t cols, bool b_role) const;
+  ChunkPlace tf32_place(int64_t cols, bool b_role);
+  /// an operand from registers into such an area at `base`, rounded;
+  void tf32_stage_regs(const TileVal &v, int64_t cols, bool b_role, llvm::Value *base);
   /// both operands' cp.async copies into the stage at `base` (i64 bytes);
   void tf32_stage_chunks(const MmaTile &t, const ChunkLoad &la, const ChunkLoad &lb,
                          llvm::Value *base);

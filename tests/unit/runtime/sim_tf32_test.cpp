@@ -271,7 +271,8 @@ TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for
   for (size_t i = 0; i < y.size(); ++i)
     y[i] = frac(i, 14);
   a[0] = kTie, b[0] = -kTie; // ties: rounded away from zero, not truncated
-  std::vector<float> c(64 * 32, NAN), d(64 * 32, NAN), z(32 * 24, NAN);
+  std::vector<float> c(64 * 32, NAN), d(64 * 32, NAN), z(32 * 24, NAN), e(32 * 32, NAN),
+      f(32 * 32, NAN);
   int64_t sa[2] = {64, 64}, sb[2] = {64, 32}, sx[2] = {32, 45}, sy[2] = {45, 24}, sz[2] = {32, 24};
   CHECK(etlBindTensor(prog, "a", a.data(), ETL_F32, 2, sa) == ETL_SUCCESS);
   CHECK(etlBindTensor(prog, "b", b.data(), ETL_F32, 2, sb) == ETL_SUCCESS);
@@ -280,6 +281,9 @@ TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for
   CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, sx) == ETL_SUCCESS);
   CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, sy) == ETL_SUCCESS);
   CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 2, sz) == ETL_SUCCESS);
+  int64_t se[2] = {32, 32};
+  CHECK(etlBindTensor(prog, "e", e.data(), ETL_F32, 2, se) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "f", f.data(), ETL_F32, 2, se) == ETL_SUCCESS);
   REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
   etlProgramDestroy(prog);
   etlContextDestroy(ctx);
@@ -311,5 +315,18 @@ TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for
   CHECK(bad_d == 0);
   CHECK(bad_z == 0);        // the ragged loop: 0 past K = 45, unaligned rows copied per element
   CHECK(trunc_differs > 0); // operands not rounded would give other sums
+  // Task p (the general loop): a's first 32 rows and K = 64 against b;
+  // acc2's operand is 2 a, whose rounding and sums are 2 times a's exactly.
+  std::vector<float> a2(a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    a2[i] = 2.0f * a[i];
+  int bad_e = 0, bad_f = 0;
+  for (int64_t m = 0; m < 32; ++m)
+    for (int64_t n = 0; n < 32; ++n) {
+      bad_e += bits(e[size_t(m * 32 + n)]) != bits(ksum(a.data(), b.data(), 64, 32, m, n, tf32));
+      bad_f += bits(f[size_t(m * 32 + n)]) != bits(ksum(a2.data(), b.data(), 64, 32, m, n, tf32));
+    }
+  CHECK(bad_e == 0);
+  CHECK(bad_f == 0);
   CHECK(bits(c[0]) == bits(ksum(a.data(), b.data(), 64, 32, 0, 0, tf32)));
 }
