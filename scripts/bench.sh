@@ -284,6 +284,33 @@ print("%-28s %-24s %8s %9.2f %9s %7s  (2 M N K at the tensor peak alone; SOL add
       ("", "", "", 2 * 4096 ** 3 / TC * 1e6, "", ""))
 ' "$tmp/prof.json" "$tmp/cost.json"
 fi
+# gemm_tf32 (f32 operands, precision = tf32, 128 x 64 x 16 tiles) scaled the
+# same way, against the dense tf32 peak (494.7 TFLOP/s): the cost model
+# counts a tf32 dot as FP32 FLOPs, so SOL here is max(A, B read once and C
+# written / BW, 2 M N K at the tf32 peak), the model max(the cost model's
+# bytes / BW, the sim's tensor FLOPs at the tf32 peak, the shared
+# wavefronts). Before its K loop took the cp.async ring (each dot staged
+# from registers, waited for, written back and added per K step) this row
+# read 2375.10 us of model, 11.7% of SOL, 250 registers (sm_90 ptxas).
+if "$build/examples/gemm_host" "$build/examples/gemm_tf32.etlb" --device sim --shape 256,256,256 \
+     --profile "$tmp/prof.json" >/dev/null &&
+  "$etlc" compile "$root/examples/gemm/gemm_tf32.etl" --emit=cost --bind M=4096,N=4096,K=4096 --format=json \
+    >"$tmp/cost.json"; then
+  python3 -c "$gemm_py"'
+TF32 = 494.7e12
+p = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))["total"]
+scale = (32 * 64 * 256) / (2 * 4 * 16) # tasks x K steps, 4096^3 over 256^3 (128 x 64 x 16 tiles)
+by = c["bytes_read"]["value"] + c["bytes_written"]["value"]
+flops = 2 * 4096 ** 3
+sol = max(3 * 4 * 4096 ** 2 / BW, flops / TF32)
+tcf = sum(g["sync"].get("tensor_flops", 0) for g in p["groups"]) * scale
+smem = (p["shared"]["wavefronts"] + sum(g["sync"]["ldmatrix_wavefronts"] for g in p["groups"])) * scale / SMEM
+model = max(by / BW, tcf / TF32, smem)
+print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %9s %7.1f%% %6.2f %9.2f" % ("gemm_tf32 (f32, scaled)", "M=N=K=4096",
+      c["tasks"]["value"], sol * 1e6, model * 1e6, 100 * sol / model, "-", 100 * tcf / flops,
+      p["shared"]["bank_conflict_factor"], smem * 1e6))
+' "$tmp/prof.json" "$tmp/cost.json"
+fi
 bind=T=256,H=128,E=8,K=2
 for ex in moe_bf16 moe; do # bf16 first: its SOL is the "% TC SOL" reference
   "$build/examples/moe_host" "$build/examples/$ex.etlb" --device sim --shape 256,128,8,2 \
