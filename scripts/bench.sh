@@ -285,7 +285,7 @@ g = group(p, "tile")["sync"]
 print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %9s %7.1f%% %6.2f %9.2f" % ("gemm (bf16, scaled)", "M=N=K=4096",
       c["tasks"]["value"], sol * 1e6, model * 1e6, 100 * sol / model, "-", 100 * tcf / tc,
       g["ldmatrix_wavefronts"] / max(1, g["ldmatrix_phases"]), smem * 1e6))
-print("%-28s %-24s %8s %9.2f %9s %7s  (2 M N K at the tensor peak alone; SOL adds the acc += per K step at FP32)" %
+print("%-28s %-24s %8s %9.2f %9s %7s  (2 M N K at the tensor peak alone; acc += dot adds in the mma: no FP32 term)" %
       ("", "", "", 2 * 4096 ** 3 / TC * 1e6, "", ""))
 ' "$tmp/prof.json" "$tmp/cost.json" "$tmp/prof2.json"
 fi
