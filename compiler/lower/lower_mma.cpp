@@ -30,7 +30,12 @@
 //      the CTA at one barrier (every thread's copies visible; every warp
 //      done with iteration k - 1's ldmatrix, so its slot may be refilled),
 //      issues iteration k + S - 1 into slot (k - lo + S - 1) % S, commits,
-//      and runs ldmatrix + mma on slot (k - lo) % S. The same ring takes
+//      and runs ldmatrix + mma on slot (k - lo) % S; the loop, and the
+//      statements after it in its block (Lowerer::tid_after_mma_loop, taken
+//      by lower_stmts), see the thread index plus an opaque 0 so that LLVM
+//      keeps their thread-dependent offsets in the task instead of hoisting
+//      them out of the megakernel's task loop (examples/gemm's 128 x 128
+//      tile spilled without it). The same ring takes
 //      `acc += dot(load(..), load(..), precision = tf32)` of f32 slices
 //      (MmaTile::tf32): stages in lower_mma_tf32.cpp's layout, 4 floats per
 //      chunk, rounded at its fragment loads, m16n8k8 per k8;
@@ -521,6 +526,13 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   // Each warp's sets as one warp tile where they form one (lower_mma_warptile.cpp).
   const MmaWarpTile wt = persist ? mma_warp_tile(t, sets) : MmaWarpTile{};
   note_scratch(need(S, persist) / 4);
+  // The thread index plus an opaque 0 (Machine::opaque_zero) for the loop's
+  // whole lowering, as lower_mma_pipeline.cpp does: the ring's and the
+  // fragments' offsets, constant but for it, would otherwise be hoisted out
+  // of the megakernel's task loop, live across every task (examples/gemm's
+  // 128 x 128 tile spilled on sm_80 and sm_90 without it).
+  llvm::Value *const saved_tid = tid;
+  tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
   // Copies of iteration `iv` into ring slot `buf` (i64): the slices are
   // evaluated with the loop variable at `iv`.
   auto issue = [&](llvm::Value *iv, llvm::Value *buf) {
@@ -579,6 +591,9 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
       assign_local(st.local_index,
                    arith(st.assign_op, cur, mma_read_result(t, c_base), cur.shape, cur.elem));
     });
+  if (persist)
+    tid_after_mma_loop = tid; // for the result's consumers (lower_stmts)
+  tid = saved_tid;
   loop_by_name[s.name].pop_back();
   return true;
 }

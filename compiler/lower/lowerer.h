@@ -735,6 +735,12 @@ public:
   // Per group function.
   llvm::Function *fn = nullptr;
   llvm::Value *args = nullptr, *tid = nullptr, *smem = nullptr;
+  /// Set by lower_pipelined_for when its accumulators persist: the thread
+  /// index plus an opaque 0 that lower_stmts uses for the statements after
+  /// the loop in its block (the consumer of the result, e.g. a store of a
+  /// whole tile), so that LLVM does not hoist their per-register offsets
+  /// out of the megakernel's task loop, live across it (lower_mma.cpp).
+  llvm::Value *tid_after_mma_loop = nullptr;
   const TaskDecl *task = nullptr;
   std::vector<llvm::Value *> task_vars;
   std::map<int, llvm::AllocaInst *> loop_vars; ///< For local_index -> i64 slot

@@ -1,16 +1,16 @@
 /*===- examples/gemm/gemm_host.c - Run gemm.etl and check it --------------===
  *
  * Loads the gemm artifact once and runs C = A @ B (bf16 A [M, K] and B [K, N],
- * f32 C) for several (M, N, K) bindings, most not multiples of the 128 x 64 x
- * 32 tile, comparing with a plain C reference in double. Random data are
- * bf16 values in [-1, 1) (tolerance K * 2^-22 * sum |a||b| + tiny); the
- * binding with K = 48 also runs on small integers in [-3, 3], whose sums are
- * exact in f32 in any order, and must then match bit for bit. On a GPU each
- * binding also runs on sim and the two must agree. gemm_tf32.etl (f32 A and
- * B, `precision = tf32`; the dtype of `a` in the artifact says which) runs
- * on the same data as f32, the reference multiplying the operands rounded
- * as cvt.rna.tf32 does (their products are exact in f32, so the same
- * tolerance holds).
+ * f32 C) for several (M, N, K) bindings, most not multiples of the 128 x 128
+ * x 32 tile (300 x 260 x 48: 3 x 3 ragged tasks), comparing with a plain C
+ * reference in double. Random data are bf16 values in [-1, 1) (tolerance
+ * K * 2^-22 * sum |a||b| + tiny); the bindings with K = 48 also run on small
+ * integers in [-3, 3], whose sums are exact in f32 in any order, and must
+ * then match bit for bit. On a GPU each binding also runs on sim and the two
+ * must agree. gemm_tf32.etl (f32 A and B, `precision = tf32`; the dtype of
+ * `a` in the artifact says which) runs on the same data as f32, the
+ * reference multiplying the operands rounded as cvt.rna.tf32 does (their
+ * products are exact in f32, so the same tolerance holds).
  *
  *   gemm_host gemm.etlb|gemm_tf32.etlb [--device auto|sim|cuda] [--profile FILE] [--shape M,N,K]...
  *===----------------------------------------------------------------------===*/
@@ -133,7 +133,8 @@ static int check(ex_session *ses, int64_t M, int64_t N, int64_t K, int exact, ui
 
 int main(int argc, char **argv) {
   ex_args args = ex_parse_args(argc, argv, usage);
-  static const int64_t defaults[][3] = {{64, 64, 32}, {100, 72, 48}, {1, 1, 1}, {130, 65, 97}};
+  static const int64_t defaults[][3] = {
+      {64, 64, 32}, {100, 72, 48}, {1, 1, 1}, {130, 65, 97}, {300, 260, 48}};
   ex_session ses =
       ex_open_n(&args, &defaults[0][0], 3, (int)(sizeof defaults / sizeof defaults[0]));
   int failures = 0, runs = 0;
