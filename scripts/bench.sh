@@ -249,9 +249,11 @@ echo " and TC share are against that bound; the expert GEMMs with the tiles the 
 #              bound on its DRAM bytes), the same FLOPs, its shared
 #              wavefronts / (SMs x clock));
 #    "% TC SOL" divides the bf16 group's SOL by the model (the bound the
-#    tensor cores set, for both). gemm 4096^3: the model scaled from the sim
-#    profile at 256^3 (every task runs the same code per K step, so shared
-#    wavefronts and tensor FLOPs scale with tasks x K steps, 4096 x), with
+#    tensor cores set, for both). gemm 4096^3: the model extrapolated from
+#    sim profiles at 256 x 256 x 256 and 256 x 256 x 512 (every task runs the
+#    same code per K step, then its write-back once: a task's shared
+#    wavefronts and tensor FLOPs are a + b K, a and b from the two profiles,
+#    times the 256 x more tasks of 4096^2; the tile sizes divide 256), with
 #    DRAM at the minimum (A and B read once: L2 holds the reuse). "smem us":
 #    the model's shared-memory term (loads, stores and ldmatrix wavefronts).
 echo
@@ -262,27 +264,61 @@ import json, sys
 BW, FP32, TC, SMEM = 3350e9, 66.9e12, 989.4e12, 132 * 1.98e9
 def group(doc, name):
     return next(g for g in doc["groups"] if g["name"] == name)
+def at4096(p, p2, f): # f(profile) at K = 256 and 512 -> 4096^3: (a + b 4096) x 256 tasks
+    return (f(p) + (f(p2) - f(p)) * (4096 - 256) / 256) * 256
 '
 if "$build/examples/gemm_host" "$build/examples/gemm.etlb" --device sim --shape 256,256,256 \
      --profile "$tmp/prof.json" >/dev/null &&
+  "$build/examples/gemm_host" "$build/examples/gemm.etlb" --device sim --shape 256,256,512 \
+    --profile "$tmp/prof2.json" >/dev/null &&
   "$etlc" compile "$root/examples/gemm/gemm.etl" --emit=cost --bind M=4096,N=4096,K=4096 --format=json \
     >"$tmp/cost.json"; then
   python3 -c "$gemm_py"'
-p = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))["total"]
-scale = (32 * 64 * 128) / (2 * 4 * 8) # tasks x K steps, 4096^3 over 256^3 (128 x 64 x 32 tiles)
+p = json.load(open(sys.argv[1])); p2 = json.load(open(sys.argv[3])); c = json.load(open(sys.argv[2]))["total"]
+at = lambda f: at4096(p, p2, f)
 tc, other = c["flops_tc"]["value"], c["flops_other"]["value"]
 by = c["bytes_read"]["value"] + c["bytes_written"]["value"]
 sol = c["sol"]["seconds"]
-smem = (p["shared"]["wavefronts"] + sum(g["sync"]["ldmatrix_wavefronts"] for g in p["groups"])) * scale / SMEM
+smem = at(lambda q: q["shared"]["wavefronts"] + sum(g["sync"]["ldmatrix_wavefronts"] for g in q["groups"])) / SMEM
 model = max(by / BW, tc / TC + other / FP32, smem)
-tcf = sum(g["sync"].get("tensor_flops", 0) for g in p["groups"]) * scale
+tcf = at(lambda q: sum(g["sync"].get("tensor_flops", 0) for g in q["groups"]))
 g = group(p, "tile")["sync"]
 print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %9s %7.1f%% %6.2f %9.2f" % ("gemm (bf16, scaled)", "M=N=K=4096",
       c["tasks"]["value"], sol * 1e6, model * 1e6, 100 * sol / model, "-", 100 * tcf / tc,
       g["ldmatrix_wavefronts"] / max(1, g["ldmatrix_phases"]), smem * 1e6))
-print("%-28s %-24s %8s %9.2f %9s %7s  (2 M N K at the tensor peak alone; SOL adds the acc += per K step at FP32)" %
+print("%-28s %-24s %8s %9.2f %9s %7s  (2 M N K at the tensor peak alone; acc += dot adds in the mma: no FP32 term)" %
       ("", "", "", 2 * 4096 ** 3 / TC * 1e6, "", ""))
-' "$tmp/prof.json" "$tmp/cost.json"
+' "$tmp/prof.json" "$tmp/cost.json" "$tmp/prof2.json"
+fi
+# gemm_tf32 (f32 operands, precision = tf32, 128 x 64 x 16 tiles)
+# extrapolated the same way, against the dense tf32 peak (494.7 TFLOP/s):
+# the cost model counts a tf32 dot as FP32 FLOPs, so SOL here is max(A, B
+# read once and C written / BW, 2 M N K at the tf32 peak), the model max(the
+# cost model's bytes / BW, the sim's tensor FLOPs at the tf32 peak, the
+# shared wavefronts). Before its K loop took the cp.async ring (each dot
+# staged from registers, waited for, written back and added per K step)
+# this row read 2375.10 us of model, 11.7 % of SOL, 250 registers
+# (sm_90 ptxas).
+if "$build/examples/gemm_host" "$build/examples/gemm_tf32.etlb" --device sim --shape 256,256,256 \
+     --profile "$tmp/prof.json" >/dev/null &&
+  "$build/examples/gemm_host" "$build/examples/gemm_tf32.etlb" --device sim --shape 256,256,512 \
+    --profile "$tmp/prof2.json" >/dev/null &&
+  "$etlc" compile "$root/examples/gemm/gemm_tf32.etl" --emit=cost --bind M=4096,N=4096,K=4096 --format=json \
+    >"$tmp/cost.json"; then
+  python3 -c "$gemm_py"'
+TF32 = 494.7e12
+p = json.load(open(sys.argv[1])); p2 = json.load(open(sys.argv[3])); c = json.load(open(sys.argv[2]))["total"]
+at = lambda f: at4096(p, p2, f)
+by = c["bytes_read"]["value"] + c["bytes_written"]["value"]
+flops = 2 * 4096 ** 3
+sol = max(3 * 4 * 4096 ** 2 / BW, flops / TF32)
+tcf = at(lambda q: sum(g["sync"].get("tensor_flops", 0) for g in q["groups"]))
+smem = at(lambda q: q["shared"]["wavefronts"] + sum(g["sync"]["ldmatrix_wavefronts"] for g in q["groups"])) / SMEM
+model = max(by / BW, tcf / TF32, smem)
+print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %9s %7.1f%% %6.2f %9.2f" % ("gemm_tf32 (f32, scaled)", "M=N=K=4096",
+      c["tasks"]["value"], sol * 1e6, model * 1e6, 100 * sol / model, "-", 100 * tcf / flops,
+      p["shared"]["bank_conflict_factor"], smem * 1e6))
+' "$tmp/prof.json" "$tmp/cost.json" "$tmp/prof2.json"
 fi
 bind=T=256,H=128,E=8,K=2
 for ex in moe_bf16 moe; do # bf16 first: its SOL is the "% TC SOL" reference

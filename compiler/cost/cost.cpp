@@ -123,12 +123,22 @@ struct FlopCounter {
     }
   }
 
+  /// `acc += dot(a, b)` of f16/bf16 tiles: the mma adds into its C operand
+  /// (the accumulator fragments, lower_mma.cpp), so the += is inside the
+  /// dot's 2 M N K and costs no FP32 add of its own.
+  static bool fused_mma_accumulate(const Stmt &s) {
+    const Expr *d = s.value.get();
+    return s.assign_op == BinOp::Add && d && d->kind == ExprKind::Call &&
+           d->builtin == Builtin::Dot && d->args.size() == 2 && is_half(d->args[0]->type.elem) &&
+           is_half(d->args[1]->type.elem);
+  }
+
   void stmts(const std::vector<StmtPtr> &body, const Sym &w) {
     for (const StmtPtr &s : body) {
       if (s->value)
         expr(*s->value, w);
       if (s->kind == StmtKind::Assign && s->compound && s->local_index >= 0 &&
-          size_t(s->local_index) < task.locals.size())
+          size_t(s->local_index) < task.locals.size() && !fused_mma_accumulate(*s))
         other = other + w * numel(task.locals[size_t(s->local_index)].type.tile_shape);
       if (s->kind == StmtKind::If) { // an upper bound: both branches counted
         stmts(s->body, w);

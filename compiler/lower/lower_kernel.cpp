@@ -642,9 +642,16 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
 //===-- Statements -------------------------------------------------------===//
 
 void Lowerer::lower_stmts(const std::vector<StmtPtr> &body) {
+  llvm::Value *const saved_tid = tid;
   for (const StmtPtr &s : body)
-    if (!hoisted_stmts.count(s.get())) // run before the waits (prefetch.cpp)
+    if (!hoisted_stmts.count(s.get())) { // run before the waits (prefetch.cpp)
+      tid_after_mma_loop = nullptr;
       lower_stmt(*s);
+      if (tid_after_mma_loop) // the rest of this block (lowerer.h)
+        tid = tid_after_mma_loop;
+    }
+  tid_after_mma_loop = nullptr;
+  tid = saved_tid;
 }
 
 void Lowerer::lower_stmt(const Stmt &s) {

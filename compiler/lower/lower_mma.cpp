@@ -20,7 +20,8 @@
 //      their swizzled place with cp.async (Machine::async_copy), then
 //      commit_group, wait_group 0 and the barrier; a chunk that crosses the
 //      tensor's edge or whose address is not 16-byte aligned is read
-//      element by element (0 outside) and stored as in the register path.
+//      element by element (0 outside) into registers and stored as one
+//      16-byte chunk at the same place (no extra bank conflicts).
 //      A `for` loop whose body is `acc += dot(load(..), load(..))`
 //      (lower_pipelined_for) is a ring of S operand stages (S = 3 when it
 //      fits the portable shared-memory budget, else 2): a prologue issues
@@ -29,7 +30,15 @@
 //      the CTA at one barrier (every thread's copies visible; every warp
 //      done with iteration k - 1's ldmatrix, so its slot may be refilled),
 //      issues iteration k + S - 1 into slot (k - lo + S - 1) % S, commits,
-//      and runs ldmatrix + mma on slot (k - lo) % S;
+//      and runs ldmatrix + mma on slot (k - lo) % S; the loop, and the
+//      statements after it in its block (Lowerer::tid_after_mma_loop, taken
+//      by lower_stmts), see the thread index plus an opaque 0 so that LLVM
+//      keeps their thread-dependent offsets in the task instead of hoisting
+//      them out of the megakernel's task loop (examples/gemm's 128 x 128
+//      tile spilled without it). The same ring takes
+//      `acc += dot(load(..), load(..), precision = tf32)` of f32 slices
+//      (MmaTile::tf32): stages in lower_mma_tf32.cpp's layout, 4 floats per
+//      chunk, rounded at its fragment loads, m16n8k8 per k8;
 //   2. warp tiles: the output is cut into m16 x n16 units (n8 when N % 16 !=
 //      0); warp w owns units w, w + W, ... Per k16 a unit loads its A
 //      fragment with ldmatrix.x4 and its B fragments with ldmatrix.x4.trans
@@ -171,32 +180,43 @@ std::optional<TileVal> Lowerer::dot_async(const Expr &call) {
   });
 }
 
-void Lowerer::stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base) {
-  // One 16-byte chunk (8 elements of a row) per copy: cp.async where the
-  // chunk lies inside the tensor and its address is 16-byte aligned, else
-  // element by element (0 outside), as lower_load reads them.
+void Lowerer::stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base,
+                           const ChunkPlace &place) {
+  // One 16-byte chunk (8 16-bit or 4 32-bit elements of a row) per copy:
+  // cp.async where the chunk lies inside the tensor and its address is
+  // 16-byte aligned, else element by element (0 outside), as lower_load
+  // reads them.
   const Swizzle s(cols);
-  const int64_t cpr = cols / 8, chunks = l.shape[0] * cpr;
+  const unsigned bytes = byte_size(l.elem), per = 16 / bytes;
+  llvm::Type *ety = b.getIntNTy(8 * bytes);
+  const int64_t cpr = cols / per, chunks = l.shape[0] * cpr;
   for_range(b.CreateZExt(tid, i64), b.getInt64(chunks), b.getInt64(T), [&](llvm::Value *q) {
     llvm::Value *row = b.CreateUDiv(q, b.getInt64(cpr));
-    llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(cpr)), b.getInt64(8));
+    llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(cpr)), b.getInt64(per));
     llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(cols)), col);
-    llvm::Value *off = b.CreateAdd(swizzled_offset(b, s, row, col), base);
-    auto [src, inside] = l.at(e, 8);
+    llvm::Value *off = b.CreateAdd(place ? place(row, col) : swizzled_offset(b, s, row, col), base);
+    auto [src, inside] = l.at(e, per);
     llvm::Value *p = src; // a structured binding cannot be captured in C++17 (clang)
     llvm::Value *aligned =
         b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p, i64), b.getInt64(15)), b.getInt64(0));
     llvm::Value *fast = b.CreateAnd(inside, aligned);
     if_then(fast, [&] { m.async_copy(b, scratch_ptr(off, 1), p, 16); });
     if_then(b.CreateNot(fast), [&] {
-      for (unsigned j = 0; j < 8; ++j) {
+      // The chunk's elements (0 outside) gathered in registers, then one
+      // 16-byte store: the same place and width as the cp.async it stands
+      // for, so a ragged edge costs no extra shared wavefronts.
+      llvm::Type *vty = llvm::FixedVectorType::get(ety, per);
+      llvm::AllocaInst *tmp = entry_alloca(vty, "mma.edge");
+      b.CreateStore(llvm::Constant::getNullValue(vty), tmp);
+      for (unsigned j = 0; j < per; ++j) {
         auto [pj, in] = l.at(b.CreateAdd(e, b.getInt64(j)), 1);
         llvm::Value *pp = pj;
-        llvm::AllocaInst *tmp = entry_alloca(b.getInt16Ty(), "mma.edge");
-        b.CreateStore(b.getInt16(0), tmp);
-        if_then(in, [&] { b.CreateStore(m.global_load(b, b.getInt16Ty(), pp), tmp); });
-        scratch_store(b.CreateLoad(b.getInt16Ty(), tmp), b.CreateAdd(off, b.getInt64(2 * j)), 1);
+        if_then(in, [&] {
+          llvm::Value *x = m.global_load(b, ety, pp);
+          b.CreateStore(b.CreateInsertElement(b.CreateLoad(vty, tmp), x, b.getInt32(j)), tmp);
+        });
       }
+      scratch_store(b.CreateLoad(vty, tmp), off, 1);
     });
   });
 }
@@ -204,6 +224,7 @@ void Lowerer::stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base) 
 Lowerer::MmaTile Lowerer::mma_tile(const TileVal &a, const TileVal &c) const {
   MmaTile t;
   t.bf16 = a.elem == ElemType::BF16;
+  t.tf32 = a.elem == ElemType::F32;
   t.M = a.shape[0], t.K = c.shape[0], t.N = c.shape[1];
   t.nb = t.N % 16 == 0 ? 16 : 8;
   t.n_units = t.N / t.nb;
@@ -439,8 +460,10 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   if (st.kind != StmtKind::Assign || !st.compound || st.assign_op != BinOp::Add)
     return false;
   const Expr &d = *st.value;
+  // f16/bf16 dots, or f32 ones with `precision = tf32` (lower_mma_tf32.cpp).
+  const bool tf32 = dot_wants_tf32(d);
   if (d.kind != ExprKind::Call || d.builtin != Builtin::Dot || d.args.size() != 2 ||
-      !d.kwargs.empty())
+      d.kwargs.size() != (tf32 ? 1 : 0))
     return false;
   for (const ExprPtr &x : d.args)
     if (x->kind != ExprKind::Call || x->builtin != Builtin::Load || !x->kwargs.empty() ||
@@ -452,17 +475,21 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   loop_by_name[s.name].push_back(slot);
   b.CreateStore(lo, slot);
   // The shapes and the form of both slices (chunk_load's IR here is dead).
-  std::optional<ChunkLoad> la = chunk_load(*d.args[0]), lb = chunk_load(*d.args[1]);
+  const int eb = tf32 ? 4 : 2;
+  std::optional<ChunkLoad> la = chunk_load(*d.args[0], eb), lb = chunk_load(*d.args[1], eb);
   TileVal a, c;
   if (la && lb) {
     a.elem = la->elem, a.shape = la->shape;
     c.elem = lb->elem, c.shape = lb->shape;
   }
   const int64_t M = la ? a.shape[0] : 0, K = la ? a.shape[1] : 0, N = lb ? c.shape[1] : 0;
-  const int64_t stage_bytes = 2 * (M * K + K * N), result_bytes = 4 * M * mma_result_stride(N);
-  const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
-  const bool ok = la && lb && c.shape[0] == K && mma_eligible(a, c) == "ok";
+  const bool ok = la && lb && c.shape[0] == K &&
+                  (tf32 ? tf32_eligible(a, c) == "ok" : mma_eligible(a, c) == "ok");
   const MmaTile t = ok ? mma_tile(a, c) : MmaTile{};
+  const int64_t stage_bytes = t.tf32 ? tf32_stage_bytes(t) : 2 * (M * K + K * N),
+                b_off = t.tf32 ? tf32_b_offset(t) : 2 * M * K,
+                result_bytes = 4 * M * mma_result_stride(N);
+  const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
   // Accumulators in registers across the loop: the warp's units as a static
   // number of fragment sets, 4 n8 f32 registers each; past kMaxAccRegs
   // (ptxas would spill) every iteration runs a whole dot as before.
@@ -487,8 +514,8 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
     return false;
   }
   auto type = [](const TileVal &v) {
-    return std::string(v.elem == ElemType::BF16 ? "bf16" : "f16") + "[" +
-           std::to_string(v.shape[0]) + ", " + std::to_string(v.shape[1]) + "]";
+    return std::string(spelling(v.elem)) + "[" + std::to_string(v.shape[0]) + ", " +
+           std::to_string(v.shape[1]) + "]";
   };
   if (!persist_sets)
     remarks.push_back(
@@ -499,14 +526,25 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   // Each warp's sets as one warp tile where they form one (lower_mma_warptile.cpp).
   const MmaWarpTile wt = persist ? mma_warp_tile(t, sets) : MmaWarpTile{};
   note_scratch(need(S, persist) / 4);
+  // The thread index plus an opaque 0 (Machine::opaque_zero) for the loop's
+  // whole lowering, as lower_mma_pipeline.cpp does: the ring's and the
+  // fragments' offsets, constant but for it, would otherwise be hoisted out
+  // of the megakernel's task loop, live across every task (examples/gemm's
+  // 128 x 128 tile spilled on sm_80 and sm_90 without it).
+  llvm::Value *const saved_tid = tid;
+  tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
   // Copies of iteration `iv` into ring slot `buf` (i64): the slices are
   // evaluated with the loop variable at `iv`.
   auto issue = [&](llvm::Value *iv, llvm::Value *buf) {
     b.CreateStore(iv, slot);
-    std::optional<ChunkLoad> xa = chunk_load(*d.args[0]), xb = chunk_load(*d.args[1]);
+    std::optional<ChunkLoad> xa = chunk_load(*d.args[0], eb), xb = chunk_load(*d.args[1], eb);
     llvm::Value *base = b.CreateMul(buf, b.getInt64(stage_bytes));
+    if (t.tf32) {
+      tf32_stage_chunks(t, *xa, *xb, base);
+      return;
+    }
     stage_chunks(*xa, K, base);
-    stage_chunks(*xb, N, b.CreateAdd(base, b.getInt64(2 * M * K)));
+    stage_chunks(*xb, N, b.CreateAdd(base, b.getInt64(b_off)));
   };
   // Prologue: iterations lo .. lo + S - 2 in flight, one group each (empty
   // past hi, so that the group count per iteration is uniform).
@@ -518,14 +556,20 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   for_range(lo, hi, b.getInt64(1), [&](llvm::Value *iv) {
     llvm::Value *buf = ring_advance(iv, lo, hi, S, slot, issue);
     llvm::Value *a_base = b.CreateMul(buf, b.getInt64(stage_bytes));
-    llvm::Value *b_base = b.CreateAdd(a_base, b.getInt64(2 * M * K));
+    llvm::Value *b_base = b.CreateAdd(a_base, b.getInt64(b_off));
     if (persist) {
-      mma_accumulate_sets(t, wt, frags, a_base, b_base, d.range.begin.line);
+      if (t.tf32)
+        tf32_accumulate_sets(t, wt, frags, a_base, b_base, d.range.begin.line);
+      else
+        mma_accumulate_sets(t, wt, frags, a_base, b_base, d.range.begin.line);
       return;
     }
     mma_for_units(t, 0, [&](unsigned, llvm::Value *u) {
       std::vector<llvm::AllocaInst *> acc = mma_zero_frags(t);
-      mma_accumulate(t, acc, u, a_base, b_base, d.range.begin.line);
+      if (t.tf32)
+        tf32_accumulate_unit(t, acc, u, a_base, b_base, true, d.range.begin.line);
+      else
+        mma_accumulate(t, acc, u, a_base, b_base, d.range.begin.line);
       mma_store_frags(t, acc, u, c_base);
     });
     TileVal cur = read_local(st.local_index);
@@ -547,6 +591,9 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
       assign_local(st.local_index,
                    arith(st.assign_op, cur, mma_read_result(t, c_base), cur.shape, cur.elem));
     });
+  if (persist)
+    tid_after_mma_loop = tid; // for the result's consumers (lower_stmts)
+  tid = saved_tid;
   loop_by_name[s.name].pop_back();
   return true;
 }

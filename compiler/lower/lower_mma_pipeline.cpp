@@ -4,7 +4,10 @@
 // tried when lower_mma.cpp's lower_pipelined_for (a body of exactly
 // `acc += dot(load(..), load(..))`) does not take the loop. It takes a `for`
 // without `step` whose body is a sequence of `let`/`var`/assignments to
-// locals and `acc_i += dot(A_i, B_i)` of f16/bf16 tiles on tensor cores:
+// locals and `acc_i += dot(A_i, B_i)` of f16/bf16 tiles on tensor cores,
+// or of f32 tiles when every dot says `precision = tf32` (lower_mma_tf32.cpp:
+// its layout, by an operand's A or B role, m16n8k8, raw ring operands and
+// register operands rounded by cvt.rna at the fragment loads or staging):
 //
 //   - ring operands: an operand that is a raw load `load(t[..])` (no mask,
 //     pad or gather; Lowerer::chunk_load), or a `let` bound to one and used
@@ -38,8 +41,8 @@
 // reserve for the other statements' scratch (8 bytes per element of their
 // largest tile) must fit the portable budget with S = 3, else S = 2; the
 // result areas (one accumulator at a time) overlap the drained ring.
-// Whatever keeps a loop with f16/bf16 dots off this path is said in a
-// remark (DiagId::MmaLoopNotPipelined).
+// Whatever keeps a loop with f16/bf16 (or all-tf32) dots off this path is
+// said in a remark (DiagId::MmaLoopNotPipelined).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -57,7 +60,9 @@ namespace {
 bool is_dot_accumulate(const Stmt &st) {
   return st.kind == StmtKind::Assign && st.compound && st.assign_op == BinOp::Add && st.value &&
          st.value->kind == ExprKind::Call && st.value->builtin == Builtin::Dot &&
-         st.value->args.size() == 2 && st.value->kwargs.empty();
+         st.value->args.size() == 2 &&
+         (st.value->kwargs.empty() ||
+          (st.value->kwargs.size() == 1 && dot_wants_tf32(*st.value))); // tf32: f32 operands
 }
 
 bool is_local(const Expr &e) { return e.kind == ExprKind::Name && e.ref == NameRef::Local; }
@@ -81,15 +86,19 @@ std::string tile_str(const Type &t) {
 bool Lowerer::lower_pipelined_dots(const Stmt &s) {
   // Which statements hold dots at all: a loop without any is not ours, and
   // keeps no remark.
-  bool any_dot = false, all_16bit = true;
+  bool any_dot = false, all_16bit = true, all_tf32 = true;
   for (const StmtPtr &st : s.body) {
     auto find = [&](const Expr &e) {
       walk_expr(&e, [&](const Expr &x) {
         if (x.kind == ExprKind::Call && x.builtin == Builtin::Dot) {
           any_dot = true;
-          for (const ExprPtr &a : x.args)
+          all_tf32 = all_tf32 && dot_wants_tf32(x);
+          for (const ExprPtr &a : x.args) {
             if (a->type.elem != ElemType::F16 && a->type.elem != ElemType::BF16)
               all_16bit = false;
+            if (a->type.elem != ElemType::F32)
+              all_tf32 = false;
+          }
         }
       });
     };
@@ -97,8 +106,12 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
       if (e)
         find(*e);
   }
-  if (!any_dot || !all_16bit) // f32 dots: the FMA or tf32 paths say their own
+  // Exact f32 dots (or a mix): the FMA path says its own. tf32 dots (all
+  // of them) take the same ring with lower_mma_tf32.cpp's layout, rounding
+  // and m16n8k8.
+  if (!any_dot || !(all_16bit || all_tf32))
     return false;
+  const bool tf32 = all_tf32;
   auto refuse = [&](const std::string &why) {
     remarks.push_back({s.range, {s.name, why}, DiagId::MmaLoopNotPipelined});
     return false;
@@ -132,8 +145,9 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
         if (is_local(*a))
           ++operand_uses[a->ref_index];
         if (a->kind == ExprKind::Call && a->builtin == Builtin::Transpose)
-          return refuse("a dot of a transposed operand (staged untransposed one dot at a time "
-                        "instead, lower_mma_operands.cpp)");
+          return refuse(tf32 ? "a dot of a transposed operand (each tf32 dot runs on its own)"
+                             : "a dot of a transposed operand (staged untransposed one dot at a "
+                               "time instead, lower_mma_operands.cpp)");
       }
   }
   // Accumulators: assigned only by their dots, read nowhere else in the body.
@@ -170,7 +184,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
       if (is_local(y) && assigned.count(y.ref_index))
         invariant = false;
     });
-    return invariant && chunk_load(x).has_value();
+    return invariant && chunk_load(x, tf32 ? 4 : 2).has_value();
   };
   // Ring lets: `let a = load(..)` used only as dot operands.
   std::map<int, const Stmt *> ring_lets;
@@ -183,6 +197,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     bool ring;
     int64_t rows, cols, off; ///< off: bytes into the stage / the register area
     TileVal val;             ///< registers: this iteration's value
+    bool b_role = false;     ///< tf32: staged as a B operand (its own layout)
   };
   struct DotUse {
     const Stmt *st;
@@ -193,7 +208,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
   std::map<std::string, size_t> op_of;
   std::vector<DotUse> dots;
   int64_t ring_bytes = 0, reg_bytes = 0, result_bytes = 0;
-  auto operand = [&](const Expr &x) {
+  auto operand = [&](const Expr &x, bool b_role) {
     std::string key = "e" + std::to_string(reinterpret_cast<uintptr_t>(&x));
     const Expr *e = &x;
     bool ring = false;
@@ -210,12 +225,15 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     } else {
       ring = ring_load(x);
     }
+    if (tf32 && b_role) // A and B areas differ in tf32's layout
+      key += "b";
     if (auto it = op_of.find(key); it != op_of.end())
       return it->second;
     Operand o{e, ring, x.type.tile_shape[0], x.type.tile_shape[1], 0, {}};
+    o.b_role = b_role;
     int64_t &area = ring ? ring_bytes : reg_bytes;
     o.off = area;
-    area += 2 * o.rows * o.cols;
+    area += tf32 ? tf32_area_bytes(o.rows, o.cols, b_role) : 2 * o.rows * o.cols;
     ops.push_back(o);
     op_of[key] = ops.size() - 1;
     return ops.size() - 1;
@@ -229,7 +247,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     a.elem = d.args[0]->type.elem, a.shape = d.args[0]->type.tile_shape;
     c.elem = d.args[1]->type.elem, c.shape = d.args[1]->type.tile_shape;
     std::string why = a.shape.size() == 2 && c.shape.size() == 2 && a.shape[1] == c.shape[0]
-                          ? mma_eligible(a, c)
+                          ? (tf32 ? tf32_eligible(a, c) : mma_eligible(a, c))
                           : "a dot that is not [M, K] x [K, N]";
     if (why != "ok")
       return undo("the dot of " + tile_str(d.args[0]->type) + " and " + tile_str(d.args[1]->type) +
@@ -238,8 +256,8 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     auto [it, fresh] = acc_shape.emplace(st->local_index, std::make_pair(t.M, t.N));
     if (!fresh && it->second != std::make_pair(t.M, t.N))
       return undo("two dots of different shapes add to one accumulator");
-    size_t ia = operand(*d.args[0]);
-    size_t ic = operand(*d.args[1]);
+    size_t ia = operand(*d.args[0], false);
+    size_t ic = operand(*d.args[1], true);
     dots.push_back({st.get(), ia, ic, t});
     result_bytes = std::max(result_bytes, 4 * t.M * mma_result_stride(t.N));
   }
@@ -295,8 +313,9 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     llvm::Value *base = b.CreateMul(buf, b.getInt64(ring_bytes));
     for (const Operand &o : ops)
       if (o.ring) {
-        std::optional<ChunkLoad> l = chunk_load(*o.expr);
-        stage_chunks(*l, o.cols, b.CreateAdd(base, b.getInt64(o.off)));
+        std::optional<ChunkLoad> l = chunk_load(*o.expr, tf32 ? 4 : 2);
+        stage_chunks(*l, o.cols, b.CreateAdd(base, b.getInt64(o.off)),
+                     tf32 ? tf32_place(o.cols, o.b_role) : nullptr);
       }
   };
   ring_prologue(lo, hi, S, issue,
@@ -331,8 +350,11 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     llvm::Value *regs_at = b.CreateAdd(opaque_zero(), b.getInt64(reg_base));
     for (Operand &o : ops)
       if (!o.ring) {
-        mma_stage_regs(o.val, o.cols, b.CreateAdd(regs_at, b.getInt64(o.off)),
-                       o.val.elem == ElemType::BF16);
+        if (tf32)
+          tf32_stage_regs(o.val, o.cols, o.b_role, b.CreateAdd(regs_at, b.getInt64(o.off)));
+        else
+          mma_stage_regs(o.val, o.cols, b.CreateAdd(regs_at, b.getInt64(o.off)),
+                         o.val.elem == ElemType::BF16);
         any_reg = true;
       }
     if (any_reg)
@@ -344,8 +366,11 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
     for (const DotUse &u : dots) {
       auto &f = frags[u.st->local_index];
       llvm::Value *ab = base_of(ops[u.a]), *cb = base_of(ops[u.c]);
-      mma_accumulate_sets(u.t, mma_warp_tile(u.t, int64_t(f.size())), f, ab, cb,
-                          u.st->value->range.begin.line);
+      const MmaWarpTile wt = mma_warp_tile(u.t, int64_t(f.size()));
+      if (tf32) // ring and register areas alike rounded at the fragment loads
+        tf32_accumulate_sets(u.t, wt, f, ab, cb, u.st->value->range.begin.line);
+      else
+        mma_accumulate_sets(u.t, wt, f, ab, cb, u.st->value->range.begin.line);
     }
   });
   m.async_wait(b, 0); // the groups left are empty

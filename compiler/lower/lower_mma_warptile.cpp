@@ -12,7 +12,8 @@
 // (16 wm) x (nb wn) tile of the output) and per k16 step loads its wm A
 // fragments and wn B fragments once, then issues the wm wn n8 mma of the
 // block: (wm + wn) / (wm wn n8) ldmatrix per mma (0.5 for a 32 x 32 warp
-// tile, 0.375 for 64 x 32 or 32 x 64).
+// tile, 0.375 for 64 x 32 or 32 x 64: examples/gemm's 128 x 128 tile at 8
+// warps, 32 x 64 each, 64 accumulator registers = kMmaLoopAccRegs).
 //
 // The rule (mma_warp_tile): a warp tile applies when the accumulators
 // persist across the loop (the caller's register budget, kMmaLoopAccRegs),

@@ -407,7 +407,7 @@ TileVal Lowerer::lower_load(const Expr &call) {
   return r;
 }
 
-std::optional<Lowerer::ChunkLoad> Lowerer::chunk_load(const Expr &call) {
+std::optional<Lowerer::ChunkLoad> Lowerer::chunk_load(const Expr &call, int elem_bytes) {
   if (call.kind != ExprKind::Call || call.builtin != Builtin::Load || call.args.size() != 1 ||
       !call.kwargs.empty() || call.type.tile_shape.size() != 2)
     return std::nullopt;
@@ -418,7 +418,7 @@ std::optional<Lowerer::ChunkLoad> Lowerer::chunk_load(const Expr &call) {
     if (is_gather(*ix.args[i]))
       return std::nullopt;
   SliceAccess s = slice_access(*this, ix, call);
-  if (s.tile_dim.back() != 1 || s.shape.size() != 2 || byte_size(s.elem) != 2)
+  if (s.tile_dim.back() != 1 || s.shape.size() != 2 || int(byte_size(s.elem)) != elem_bytes)
     return std::nullopt;
   ChunkLoad c;
   c.elem = s.elem;
@@ -738,8 +738,11 @@ TileVal Lowerer::value(const Expr &e) {
     return a;
   }
   if (f == Builtin::Dot) {
-    if (dot_wants_tf32(e))
+    if (dot_wants_tf32(e)) {
+      if (std::optional<TileVal> r = dot_tf32_async(e)) // both operands loads: cp.async
+        return *r;
       return dot_tf32(value(*e.args.at(0)), value(*e.args.at(1)), e.range);
+    }
     if (std::optional<TileVal> r = dot_chained(e)) // before its inner dot is lowered alone
       return *r;
     if (std::optional<TileVal> r = dot_async(e))

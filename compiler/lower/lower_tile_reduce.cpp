@@ -56,8 +56,8 @@ using Combine = std::function<Part(const Part &, const Part &)>;
 /// The compact scratch index of an element from its owner's hardware bits
 /// (tile/layout.h's HwBits): lanes lowest, then warps, then registers.
 struct HwSlot {
-  uint32_t lanes = 0, warps = 0, regs = 0; ///< the bits that count
-  explicit HwSlot(const HwBits &h) : lanes(h.lanes), warps(h.warps), regs(h.regs) {}
+  HwBits bits; ///< the bits that count
+  explicit HwSlot(const HwBits &h) : bits(h) {}
   /// The lane and warp part (i64), once per thread.
   llvm::Value *thread_part(Lowerer &L) const {
     Builder &b = L.b;
@@ -72,16 +72,16 @@ struct HwSlot {
           at = b.CreateOr(at, b.CreateShl(bit, b.getInt32(pos++)));
         }
     };
-    take(lane, lanes);
-    take(warp, warps);
+    take(lane, bits.lanes);
+    take(warp, bits.warps);
     return b.CreateZExt(at, L.i64);
   }
   /// The register part of register r (a constant).
   int64_t reg_part(uint32_t r) const {
-    unsigned pos = unsigned(__builtin_popcount(lanes) + __builtin_popcount(warps));
+    unsigned pos = unsigned(__builtin_popcount(bits.lanes) + __builtin_popcount(bits.warps));
     int64_t at = 0;
     for (unsigned k = 0; k < 32; ++k)
-      if (regs >> k & 1u)
+      if (bits.regs >> k & 1u)
         at |= int64_t(r >> k & 1u) << pos++;
     return at;
   }

@@ -381,6 +381,9 @@ public:
     unsigned n8 = 2; ///< mmas (n8 blocks) per unit and k16
     /// B staged as [N, K] rows (col-major B): plain ldmatrix, not .trans.
     bool b_nk = false;
+    /// f32 operands on m16n8k8 tf32 (lower_mma_tf32.cpp): the staging
+    /// layout, fragments and mma of that file.
+    bool tf32 = false;
   };
   MmaTile mma_tile(const TileVal &a, const TileVal &c) const;
   /// The pieces of dot_mma that lower_pipelined_for reuses (lower_mma.cpp):
@@ -458,10 +461,18 @@ public:
     bool barrier_before = false;
     std::function<std::pair<llvm::Value *, llvm::Value *>(llvm::Value *, unsigned)> at;
   };
-  std::optional<ChunkLoad> chunk_load(const Expr &call);
+  /// `elem_bytes`: the element size asked for (2; 4 for the f32 operands
+  /// of a tf32 dot).
+  std::optional<ChunkLoad> chunk_load(const Expr &call, int elem_bytes = 2);
   /// cp.async copies of the slice `l` ([rows, cols]) into its swizzled
-  /// staging area at byte offset `base` (i64) of the scratch area.
-  void stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base);
+  /// staging area at byte offset `base` (i64) of the scratch area: 16-byte
+  /// chunks (8 16-bit or 4 32-bit elements of a row); `place(row, col)`,
+  /// when given, is the byte offset of a chunk's first element in another
+  /// layout that keeps chunks contiguous (the tf32 one) instead of
+  /// swizzled_offset's.
+  using ChunkPlace = std::function<llvm::Value *(llvm::Value *, llvm::Value *)>;
+  void stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base,
+                    const ChunkPlace &place = nullptr);
   /// The two halves of a cp.async ring of S stages over the loop lo .. hi,
   /// shared by both pipelined loops. `issue(iv, buf)` copies iteration iv's
   /// operands into ring slot buf (both i64). ring_prologue puts iterations
@@ -519,6 +530,44 @@ public:
   /// `dot(a, b, precision = tf32)` (lower_mma_tf32.cpp's banner); the FMA
   /// path with a remark at `where` when tf32_eligible says why not.
   TileVal dot_tf32(const TileVal &a, const TileVal &c, SourceRange where);
+  /// `dot(load(a[..]), load(b[..]), precision = tf32)`: both operands copied
+  /// global -> shared by cp.async (raw f32, rounded at the fragment loads);
+  /// none (nothing that matters emitted) when the call has another form or
+  /// does not qualify (the caller takes dot_tf32, which says why).
+  std::optional<TileVal> dot_tf32_async(const Expr &call);
+  /// The pieces of a tf32 dot that the pipelined K loop shares
+  /// (lower_pipelined_for): bytes of one stage (A then B, their padded or
+  /// swizzled rows) and where B starts in it;
+  int64_t tf32_stage_bytes(const MmaTile &t) const;
+  int64_t tf32_b_offset(const MmaTile &t) const;
+  /// bytes and placement (stage_chunks) of one operand area of `rows` x
+  /// `cols` floats as an A ([M, K]) or B ([K, N], `b_role`) operand;
+  int64_t tf32_area_bytes(int64_t rows, int64_t cols, bool b_role) const;
+  ChunkPlace tf32_place(int64_t cols, bool b_role);
+  /// an operand from registers into such an area at `base`, rounded;
+  void tf32_stage_regs(const TileVal &v, int64_t cols, bool b_role, llvm::Value *base);
+  /// both operands' cp.async copies into the stage at `base` (i64 bytes);
+  void tf32_stage_chunks(const MmaTile &t, const ChunkLoad &la, const ChunkLoad &lb,
+                         llvm::Value *base);
+  /// the K loop of one warp block of wm x wn units from (r0, n0) (rows 16
+  /// apart, columns nb apart; accumulators accs[r wn + c]) on the stage at
+  /// a_base / b_base: per k8 its A and B fragments by 32-bit shared loads
+  /// (`raw`: f32 as copied, rounded here by cvt.rna; else tf32 bits), then
+  /// its mma;
+  void tf32_accumulate(const MmaTile &t, int64_t wm, int64_t wn, llvm::Value *r0, llvm::Value *n0,
+                       const std::vector<const std::vector<llvm::AllocaInst *> *> &accs,
+                       llvm::Value *a_base, llvm::Value *b_base, bool raw, unsigned line);
+  /// unit u's K loop (one block of 1 x 1);
+  void tf32_accumulate_unit(const MmaTile &t, const std::vector<llvm::AllocaInst *> &acc,
+                            llvm::Value *u, llvm::Value *a_base, llvm::Value *b_base, bool raw,
+                            unsigned line);
+  /// mma_accumulate_sets for tf32 (raw operands: the ring's).
+  void tf32_accumulate_sets(const MmaTile &t, const MmaWarpTile &wt,
+                            const std::vector<std::vector<llvm::AllocaInst *>> &frags,
+                            llvm::Value *a_base, llvm::Value *b_base, unsigned line);
+  /// Every unit of a staged tf32 dot (operands at 0 and tf32_b_offset),
+  /// through the result area at `c_base` to the register layout.
+  TileVal tf32_units(const MmaTile &t, int64_t c_base, bool raw, unsigned line);
   /// Optimisation remarks (DiagId::DotFmaPath), for BackendResult::remarks.
   std::vector<BackendRemark> remarks;
   void assign_local(int index, const TileVal &v);
@@ -715,6 +764,12 @@ public:
   // Per group function.
   llvm::Function *fn = nullptr;
   llvm::Value *args = nullptr, *tid = nullptr, *smem = nullptr;
+  /// Set by lower_pipelined_for when its accumulators persist: the thread
+  /// index plus an opaque 0 that lower_stmts uses for the statements after
+  /// the loop in its block (the consumer of the result, e.g. a store of a
+  /// whole tile), so that LLVM does not hoist their per-register offsets
+  /// out of the megakernel's task loop, live across it (lower_mma.cpp).
+  llvm::Value *tid_after_mma_loop = nullptr;
   const TaskDecl *task = nullptr;
   std::vector<llvm::Value *> task_vars;
   std::map<int, llvm::AllocaInst *> loop_vars; ///< For local_index -> i64 slot

@@ -118,6 +118,16 @@ private:
     return regs_of(e.type, threads_);
   }
 
+  /// `a` is an operand of tensor-core dot `e` that goes global -> shared by
+  /// cp.async (a plain load of an f16/bf16 tile: lower_mma.cpp,
+  /// lower_mma_operands.cpp), never through registers.
+  static bool cp_async_operand(const Expr &e, const Expr &a) {
+    auto half = [](ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; };
+    return e.kind == ExprKind::Call && e.builtin == Builtin::Dot && e.args.size() == 2 &&
+           e.kwargs.empty() && half(e.args[0]->type.elem) && half(e.args[1]->type.elem) &&
+           a.kind == ExprKind::Call && a.builtin == Builtin::Load && a.kwargs.empty();
+  }
+
   /// The most registers evaluating `e` needs at once: each operand's needs
   /// on top of the results of the operands before it, and all operands with
   /// the result.
@@ -138,7 +148,7 @@ private:
     }
     std::vector<const Expr *> ops;
     for (const ExprPtr &a : e.args)
-      if (a)
+      if (a && !cp_async_operand(e, *a))
         ops.push_back(a.get());
     for (const KwArg &k : e.kwargs)
       if (k.value)

@@ -142,15 +142,23 @@ void etl_mma_m16n8k8_tf32_ref(const float A[16][8], const float B[8][8], const f
     }
 }
 
-/* m16n8k8 tf32: one f32 bit pattern per register (etl_abi.h). */
+/* m16n8k8 tf32: one f32 bit pattern per register (etl_abi.h). The tensor
+ * core reads only the top 19 bits of an A or B register (PTX: the 13 low
+ * bits of a non-tf32 operand are truncated), so they are cleared here: an
+ * operand that was not rounded by cvt.rna.tf32 first gives the truncated,
+ * not the rounded, product, as on the hardware. */
 static void settle_mma_tf32(etl_warp *w) {
   float A[16][8], B[8][8], C[16][8], D[16][8];
   for (uint32_t l = 0; l < 32; ++l) {
-    uint32_t g = l >> 2, t = l & 3;
-    for (uint32_t j = 0; j < 4; ++j)
-      memcpy(&A[g + 8 * (j & 1)][t + 4 * (j >> 1)], &w->vin[l][j], 4);
-    for (uint32_t j = 0; j < 2; ++j)
-      memcpy(&B[t + 4 * j][g], &w->vin[l][4 + j], 4);
+    uint32_t g = l >> 2, t = l & 3, x;
+    for (uint32_t j = 0; j < 4; ++j) {
+      x = w->vin[l][j] & 0xFFFFE000u;
+      memcpy(&A[g + 8 * (j & 1)][t + 4 * (j >> 1)], &x, 4);
+    }
+    for (uint32_t j = 0; j < 2; ++j) {
+      x = w->vin[l][4 + j] & 0xFFFFE000u;
+      memcpy(&B[t + 4 * j][g], &x, 4);
+    }
     for (uint32_t i = 0; i < 4; ++i)
       memcpy(&C[g + 8 * (i >> 1)][2 * t + (i & 1)], &w->vin[l][6 + i], 4);
   }

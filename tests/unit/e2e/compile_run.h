@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 namespace etl::testing {
 
 /// One tensor binding: host data (sim runs on host memory) and its shape.
@@ -100,6 +102,23 @@ inline int compile_tile_debug(const CompileOptions &o, const char *prefix, std::
   for (std::string l; std::getline(is, l);)
     if (l.rfind(prefix, 0) == 0)
       lines += l + "\n";
+  return code;
+}
+
+/// compile_tile_debug of source text: writes `text` to a file of its own
+/// under the test binary directory (o.input), compiles it with `o` and
+/// removes it again.
+inline int compile_text_tile_debug(const std::string &text, CompileOptions o, const char *prefix,
+                                   std::string &out, std::string &err, std::string &lines) {
+  static int serial = 0;
+  std::filesystem::path dir = std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
+  std::filesystem::create_directories(dir);
+  std::filesystem::path in =
+      dir / ("tile-debug-" + std::to_string(getpid()) + "-" + std::to_string(serial++) + ".etl");
+  std::ofstream(in) << text;
+  o.input = in.string();
+  int code = compile_tile_debug(o, prefix, out, err, lines);
+  std::filesystem::remove(in);
   return code;
 }
 

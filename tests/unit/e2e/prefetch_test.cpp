@@ -45,7 +45,7 @@ using namespace etl;
 using namespace etl::ptxcheck;
 using etl::testing::Bind;
 using etl::testing::compile_and_run;
-using etl::testing::compile_tile_debug;
+using etl::testing::compile_text_tile_debug;
 using etl::testing::RunOptions;
 
 namespace {
@@ -85,16 +85,13 @@ std::string write_temp(const std::string &src, const char *tag) {
 /// GROUP: N load(s) before the waits", "pipeline GROUP: ...").
 std::string prefetch_report(const std::string &src, bool tile_lowering,
                             const char *what = "prefetch ") {
-  std::string in = write_temp(src, "report");
   CompileOptions o;
-  o.input = in;
   o.targets = {"sm_90"};
   o.emit = "ptx";
   o.tile_lowering = tile_lowering;
   o.threads_per_cta = 128;
   std::string out, err, lines;
-  int code = compile_tile_debug(o, what, out, err, lines);
-  std::filesystem::remove(in);
+  int code = compile_text_tile_debug(src, o, what, out, err, lines);
   INFO(err);
   REQUIRE(code == 0);
   return lines;

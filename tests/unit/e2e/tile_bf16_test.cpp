@@ -34,7 +34,6 @@
 #include <limits>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 
 using namespace etl;
 using namespace etl::testing;
@@ -54,15 +53,11 @@ std::string residual_source() { return read_source("tests/golden/bf16_tile.etl")
 
 /// ETL_TILE_DEBUG's "lowering GROUP: PATH" lines and the PTX of `src`.
 std::string lowering_lines(const std::string &src, const char *target, std::string &ptx) {
-  std::string in = "/tmp/etl-bf16-" + std::to_string(getpid()) + ".etl";
-  std::ofstream(in) << src;
   CompileOptions o;
-  o.input = in;
   o.targets = {target};
   o.emit = "ptx";
   std::string err, lines;
-  int code = compile_tile_debug(o, "lowering ", ptx, err, lines);
-  std::remove(in.c_str());
+  int code = compile_text_tile_debug(src, o, "lowering ", ptx, err, lines);
   INFO(err);
   REQUIRE(code == 0);
   return lines;

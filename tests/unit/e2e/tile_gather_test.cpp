@@ -33,7 +33,6 @@
 #include <iostream>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 
 using namespace etl;
 using namespace etl::testing;
@@ -47,21 +46,13 @@ std::string example_source(const char *name) {
   return ss.str();
 }
 
-std::string temp_path(const char *tag, const char *ext) {
-  return "/tmp/etl-gather-" + std::to_string(getpid()) + "-" + tag + ext;
-}
-
 /// `ETL_TILE_DEBUG=1`'s "lowering GROUP: PATH" lines for `src`, and the PTX.
 std::string compile_debug(const std::string &src, const char *target, std::string &ptx) {
-  std::string in = temp_path("src", ".etl");
-  std::ofstream(in) << src;
   CompileOptions o;
-  o.input = in;
   o.targets = {target};
   o.emit = "ptx";
   std::string err, lines;
-  int code = compile_tile_debug(o, "lowering ", ptx, err, lines);
-  std::remove(in.c_str());
+  int code = compile_text_tile_debug(src, o, "lowering ", ptx, err, lines);
   INFO(err);
   REQUIRE(code == 0);
   return lines;

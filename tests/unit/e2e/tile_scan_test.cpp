@@ -26,7 +26,6 @@
 #include <limits>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -62,16 +61,12 @@ kernel scans(x: tensor<f32>[R, C], n: tensor<i32>[R, C], am1: tensor<i32>[R],
 
 /// ETL_TILE_DEBUG's route of group `t` for sim at `threads`.
 std::string route(const std::string &src, unsigned threads) {
-  std::string in = "/tmp/etl-tile-scan-" + std::to_string(getpid()) + ".etl";
-  std::ofstream(in) << src;
   CompileOptions o;
-  o.input = in;
   o.targets = {"sim"};
   o.emit = "llvm";
   o.threads_per_cta = threads;
   std::string out, err, lines;
-  int code = testing::compile_tile_debug(o, "lowering ", out, err, lines);
-  std::remove(in.c_str());
+  int code = testing::compile_text_tile_debug(src, o, "lowering ", out, err, lines);
   INFO(err);
   REQUIRE(code == 0);
   return lines;

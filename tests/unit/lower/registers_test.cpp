@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <unistd.h>
 
@@ -116,6 +117,22 @@ TEST_CASE("registers: live tiles at the busiest statement, per thread") {
   Front wide(kI64);
   // 64 elements a thread at 256 threads, two registers each; p and p + p.
   CHECK(tile_registers(wide.task(), 256) == 256);
+}
+
+TEST_CASE("registers: the loads a tensor-core dot reads take none (cp.async to shared)") {
+  // examples/gemm at 256 threads: acc and the dot's result, 64 each; the
+  // 128 x 32 and 32 x 128 bf16 loads (16 each) are staged by cp.async.
+  std::ifstream in(std::string(ETL_SOURCE_DIR) + "/examples/gemm/gemm.etl");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(text.find("const BN = 128;") != std::string::npos);
+  Front f(text);
+  CHECK(tile_registers(f.task(), 256) == 128);
+  // The same loop on f32 (FMA path: the operands are registers): 160.
+  std::string f32 = text;
+  for (size_t at; (at = f32.find("bf16")) != std::string::npos;)
+    f32.replace(at, 4, "f32");
+  Front g(f32);
+  CHECK(tile_registers(g.task(), 256) == 160);
 }
 
 TEST_CASE("registers: the budget per thread of each target") {

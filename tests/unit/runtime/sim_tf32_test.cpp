@@ -1,8 +1,11 @@
 // The simulator's tf32 tensor-core op (runtime/src/sim_warp.c, ETL_MMA_TF32:
-// mma.sync.m16n8k8 .tf32 with PTX's fragment layouts, operands rounded as
-// cvt.rna.tf32.f32 does) against a reference written here independently
-// (rounding by frexp/std::round, not by bit tricks), and the compiled f32
-// dots of programs/mma_tf32.etl: `precision = tf32` equals an f32 k-order
+// mma.sync.m16n8k8 .tf32 with PTX's fragment layouts, operands read by
+// their top 19 bits as the hardware does, so an operand the compiler forgot
+// to round by cvt.rna.tf32.f32 gives a different sum) against a reference
+// written here independently (rounding by frexp/std::round, not by bit
+// tricks), and the compiled f32 dots of programs/mma_tf32.etl and
+// programs/mma_tf32_loop.etl (K loops on the cp.async ring, operands copied
+// raw and rounded at the fragment loads): `precision = tf32` equals an f32 k-order
 // sum of tf32-rounded products bit for bit (ties rounded away from zero
 // included), the default precision stays the exact f32 product, and the
 // profile counts 2 M N K tensor FLOPs for the tf32 dots and no shared-memory
@@ -64,7 +67,14 @@ TEST_CASE("sim tf32 rounding: nearest, ties away from zero, inf and NaN kept") {
   }
 }
 
-TEST_CASE("sim mma m16n8k8 tf32: D = C + A B from PTX's fragments, operands rounded") {
+/// What the tensor core reads of an operand register: its top 19 bits.
+static float trunc19(float x) {
+  uint32_t u = bits(x) & 0xFFFFE000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+TEST_CASE("sim mma m16n8k8 tf32: D = C + A B from PTX's fragments, operands truncated") {
   float A[16][8], B[8][8], C[16][8];
   for (int r = 0; r < 16; ++r)
     for (int k = 0; k < 8; ++k)
@@ -93,21 +103,27 @@ TEST_CASE("sim mma m16n8k8 tf32: D = C + A B from PTX's fragments, operands roun
   char msg[512] = "";
   uint32_t done = 0;
   REQUIRE(etl_warp_settle(&w, 32, waiting.data(), &done, msg, sizeof msg) == ETL_WARP_DONE);
-  int bad = 0, unrounded_differs = 0;
+  int bad = 0, rounded_differs = 0, unrounded_differs = 0;
   for (uint32_t l = 0; l < 32; ++l)
     for (uint32_t i = 0; i < 4; ++i) {
       uint32_t r = (l >> 2) + 8 * (i >> 1), n = 2 * (l & 3) + (i & 1);
-      float want = C[r][n], plain = C[r][n];
+      float want = C[r][n], plain = C[r][n], rounded = C[r][n];
       for (int k = 0; k < 8; ++k) {
-        volatile float p = tf32(A[r][k]) * tf32(B[k][n]), q = A[r][k] * B[k][n];
+        volatile float p = trunc19(A[r][k]) * trunc19(B[k][n]), q = A[r][k] * B[k][n],
+                       o = tf32(A[r][k]) * tf32(B[k][n]);
         want = want + p;
         plain = plain + q;
+        rounded = rounded + o;
       }
       bad += bits(want) != w.vout[l][i];
       unrounded_differs += bits(plain) != w.vout[l][i];
+      rounded_differs += bits(rounded) != w.vout[l][i];
     }
   CHECK(bad == 0);
-  CHECK(unrounded_differs > 0); // the rounding is visible in these operands
+  CHECK(unrounded_differs > 0); // the low bits are dropped
+  // An operand not rounded by cvt.rna first is truncated, as on the
+  // hardware: the compiled dots must round (they do: the test below).
+  CHECK(rounded_differs > 0);
 }
 
 TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit for bit") {
@@ -195,9 +211,10 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
           bits(z[size_t(m * 40 + n)]) != bits(ksum(x.data(), y.data(), 16, 40, m, n, 0, 16, false));
   for (int64_t m = 0; m < 16; ++m)
     for (int64_t n = 0; n < 16; ++n) {
-      float acc = 0; // acc += dot(..) per k8 step: one partial sum per step
-      for (int64_t k0 = 0; k0 < 24; k0 += 8)
-        acc = acc + ksum(a.data(), b.data(), 24, 16, m, n, k0, k0 + 8, true);
+      // acc += dot(..) per k8 step on the cp.async ring: the accumulators
+      // stay in registers across the loop, so one k-order sum over K = 24,
+      // then added to acc's 0 once.
+      float acc = 0.0f + ksum(a.data(), b.data(), 24, 16, m, n, 0, 24, true);
       bad_w += bits(w[size_t(m * 16 + n)]) != bits(acc);
     }
   int bad_o = 0;
@@ -231,4 +248,85 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   size_t factor = json.find("\"bank_conflict_factor\": ", json.find("\"shared\": ", group_r));
   REQUIRE(factor != std::string::npos);
   CHECK(std::stod(json.substr(factor + 24)) <= 1.0);
+}
+
+TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for bit, ragged too") {
+  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_tf32_loop.etlb";
+  if (!std::ifstream(path)) {
+    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    return;
+  }
+  etlContext ctx = nullptr;
+  REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
+  etlProgram prog = nullptr;
+  REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
+                  etlGetLastErrorMessage());
+  std::vector<float> a(64 * 64), b(64 * 32), x(32 * 45), y(45 * 24);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = frac(i, 11);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = frac(i, 12);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = frac(i, 13);
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = frac(i, 14);
+  a[0] = kTie, b[0] = -kTie; // ties: rounded away from zero, not truncated
+  std::vector<float> c(64 * 32, NAN), d(64 * 32, NAN), z(32 * 24, NAN), e(32 * 32, NAN),
+      f(32 * 32, NAN);
+  int64_t sa[2] = {64, 64}, sb[2] = {64, 32}, sx[2] = {32, 45}, sy[2] = {45, 24}, sz[2] = {32, 24};
+  CHECK(etlBindTensor(prog, "a", a.data(), ETL_F32, 2, sa) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "b", b.data(), ETL_F32, 2, sb) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "c", c.data(), ETL_F32, 2, sb) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "d", d.data(), ETL_F32, 2, sb) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, sx) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, sy) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 2, sz) == ETL_SUCCESS);
+  int64_t se[2] = {32, 32};
+  CHECK(etlBindTensor(prog, "e", e.data(), ETL_F32, 2, se) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "f", f.data(), ETL_F32, 2, se) == ETL_SUCCESS);
+  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+  etlProgramDestroy(prog);
+  etlContextDestroy(ctx);
+  // An f32 k-order sum of products of rounded (or truncated) operands.
+  auto ksum = [](const float *p, const float *q, int64_t K, int64_t N, int64_t m, int64_t n,
+                 float (*op)(float)) {
+    float acc = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      volatile float prod = op(p[m * K + k]) * op(q[k * N + n]);
+      acc = acc + prod;
+    }
+    return acc;
+  };
+  int bad_c = 0, bad_d = 0, cd = 0, trunc_differs = 0, bad_z = 0;
+  for (int64_t m = 0; m < 64; ++m)
+    for (int64_t n = 0; n < 32; ++n) {
+      size_t i = size_t(m * 32 + n);
+      float want = ksum(a.data(), b.data(), 64, 32, m, n, tf32);
+      bad_c += bits(c[i]) != bits(want);
+      bad_d += bits(d[i]) != bits(want);
+      cd += bits(c[i]) != bits(d[i]);
+      trunc_differs += bits(c[i]) != bits(ksum(a.data(), b.data(), 64, 32, m, n, trunc19));
+    }
+  for (int64_t m = 0; m < 32; ++m)
+    for (int64_t n = 0; n < 24; ++n)
+      bad_z += bits(z[size_t(m * 24 + n)]) != bits(ksum(x.data(), y.data(), 45, 24, m, n, tf32));
+  CHECK(cd == 0);    // the ring's loop and the one-dot form (cp.async, one stage)
+  CHECK(bad_c == 0); // both rounded by cvt.rna at the fragment loads
+  CHECK(bad_d == 0);
+  CHECK(bad_z == 0);        // the ragged loop: 0 past K = 45, unaligned rows copied per element
+  CHECK(trunc_differs > 0); // operands not rounded would give other sums
+  // Task p (the general loop): a's first 32 rows and K = 64 against b;
+  // acc2's operand is 2 a, whose rounding and sums are 2 times a's exactly.
+  std::vector<float> a2(a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    a2[i] = 2.0f * a[i];
+  int bad_e = 0, bad_f = 0;
+  for (int64_t m = 0; m < 32; ++m)
+    for (int64_t n = 0; n < 32; ++n) {
+      bad_e += bits(e[size_t(m * 32 + n)]) != bits(ksum(a.data(), b.data(), 64, 32, m, n, tf32));
+      bad_f += bits(f[size_t(m * 32 + n)]) != bits(ksum(a2.data(), b.data(), 64, 32, m, n, tf32));
+    }
+  CHECK(bad_e == 0);
+  CHECK(bad_f == 0);
+  CHECK(bits(c[0]) == bits(ksum(a.data(), b.data(), 64, 32, 0, 0, tf32)));
 }

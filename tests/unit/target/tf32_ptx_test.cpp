@@ -6,7 +6,9 @@
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and cvt.rna.tf32.f32,
 // ptxas accepts it with no spills, the mma calls are convergent in the LLVM
 // IR; a program whose f32 dots keep the default precision has neither (the
-// exact FMA path).
+// exact FMA path). The three K loops of programs/mma_tf32_loop.etl run on a
+// cp.async ring of three stages (wait_group 1 in each loop), their raw f32
+// operands rounded by cvt.rna at the fragment loads, with no spills.
 //
 //===----------------------------------------------------------------------===//
 #include "ptx_programs.h"
@@ -36,6 +38,35 @@ TEST_CASE("tf32 dots: the PTX has mma.sync m16n8k8 tf32 and cvt.rna.tf32.f32; pt
     CHECK(ptxcheck::has(ptx, kMma));
     CHECK(ptxcheck::has(ptx, "cvt.rna.tf32.f32"));
     CHECK(!ptxcheck::has(ptx, "ldmatrix")); // 32-bit elements: plain shared loads
+    if (std::string(ETL_PTXAS).empty()) {
+      MESSAGE("ptxas not found at configure time: skipping PTX assembly");
+      continue;
+    }
+    std::string log;
+    int rc = ptxcheck::run_ptxas(ptx, target, log);
+    INFO(log);
+    CHECK(rc == 0);
+    CHECK(log.find("bytes spill stores") != std::string::npos);
+    CHECK(ptxcheck::spill_bytes(log) == 0);
+  }
+}
+
+TEST_CASE("tf32 K loops: a cp.async ring of three stages, rounding at the fragments; 0 spills") {
+  const std::string src =
+      std::string(ETL_SOURCE_DIR) + "/tests/unit/runtime/programs/mma_tf32_loop.etl";
+  for (const char *target : {"sm_80", "sm_90"}) {
+    CAPTURE(target);
+    std::string ptx = ptxcheck::compile_ptx(src, target);
+    CHECK(ptxcheck::has(ptx, kMma));
+    CHECK(ptxcheck::has(ptx, "cp.async.cg.shared.global"));
+    // S = 3: wait_group S - 2, once per loop (tasks g and r: lower_mma.cpp's
+    // ring; task p: lower_mma_pipeline.cpp's).
+    size_t waits = 0;
+    for (size_t at = 0; (at = ptx.find("cp.async.wait_group 1;", at)) != std::string::npos; ++at)
+      ++waits;
+    CHECK(waits == 3);
+    CHECK(ptxcheck::has(ptx, "cvt.rna.tf32.f32"));
+    CHECK(!ptxcheck::has(ptx, "ldmatrix"));
     if (std::string(ETL_PTXAS).empty()) {
       MESSAGE("ptxas not found at configure time: skipping PTX assembly");
       continue;
