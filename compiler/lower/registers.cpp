@@ -132,20 +132,6 @@ private:
   /// on top of the results of the operands before it, and all operands with
   /// the result.
   int64_t need(const Expr &e) const {
-    // dot(load(..), load(..)) of 16-bit tiles runs on tensor cores with both
-    // operands copied global -> shared by cp.async (lower_mma.cpp's
-    // dot_async and pipelined K loops, lower_tile_mma.cpp's b): only the
-    // result takes registers.
-    if (e.kind == ExprKind::Call && e.builtin == Builtin::Dot && e.args.size() == 2 &&
-        e.kwargs.empty()) {
-      bool staged = true;
-      for (const ExprPtr &a : e.args)
-        staged = staged && a && a->kind == ExprKind::Call && a->builtin == Builtin::Load &&
-                 a->kwargs.empty() &&
-                 (a->type.elem == ElemType::F16 || a->type.elem == ElemType::BF16);
-      if (staged)
-        return fresh(e);
-    }
     std::vector<const Expr *> ops;
     for (const ExprPtr &a : e.args)
       if (a && !cp_async_operand(e, *a))
