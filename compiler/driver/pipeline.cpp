@@ -8,6 +8,7 @@
 #include "driver/pipeline.h"
 
 #include "artifact/artifact.h"
+#include "ast/walk.h"
 #include "cost/cost.h"
 #include "driver/defines.h"
 #include "driver/metadata.h"
@@ -327,7 +328,23 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   const KernelDecl &k = c.program->kernels[0];
   unsigned threads = opts.threads_per_cta ? opts.threads_per_cta : pick_threads(k, opts.targets);
   timer.run("registers", [&] {
-    warn_register_spills(k, threads, opts.targets, c.diag);
+    const char *no_tiles = std::getenv("ETL_TILE_LOWERING");
+    // The tile IR's estimate is for bodies with tensor-core dots: built
+    // here only when some task has a dot of 16-bit tiles.
+    bool mma = false;
+    for (const TaskDecl &t : k.tasks)
+      walk_body(
+          t.body, [](const Stmt &) {},
+          [&](const Expr &e) {
+            mma =
+                mma ||
+                (e.kind == ExprKind::Call && e.builtin == Builtin::Dot && !e.args.empty() &&
+                 (e.args[0]->type.elem == ElemType::F16 || e.args[0]->type.elem == ElemType::BF16));
+          });
+    std::optional<TileModule> tm;
+    if (mma && opts.tile_lowering && !(no_tiles && std::string(no_tiles) == "0"))
+      tm = lowering_tiles(c, threads);
+    warn_register_spills(k, threads, opts.targets, c.diag, tm ? &*tm : nullptr);
     return true;
   });
   if (c.diag.has_errors()) // -Werror

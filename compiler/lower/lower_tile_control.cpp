@@ -24,12 +24,16 @@
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
+#include "ast/walk.h"
 #include "tile/layout.h"
+#include "tile/passes.h"
 
 #include <llvm/IR/Constants.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <set>
 
 namespace etl {
@@ -48,6 +52,12 @@ struct PortCheck {
   const TaskDecl &t;
   std::set<std::string> known;
   std::string why;
+  /// Why the body's tensor-core dots stay on the AST path (ast_pipelined).
+  std::string pipelined;
+  unsigned warps = 1;
+  /// Values used as the b operand of a tensor-core dot (a transpose feeding
+  /// one is a renaming of registers the dot stages as [N, K] rows).
+  std::set<int> mma_b;
 
   bool sym_ok(const std::optional<Sym> &s) {
     if (!s)
@@ -102,6 +112,15 @@ struct PortCheck {
           a.layout >= 0 ? reshape_layout(f.layouts[size_t(a.layout)], r.shape) : std::nullopt;
       if (!l || r.layout < 0 || *l != f.layouts[size_t(r.layout)])
         fail("reshape through scratch");
+      return;
+    }
+    case TileOpKind::Transpose: { // a renaming: the operand's bases, fields swapped
+      const TValue &a = f.values[size_t(op.operands[0])], &r = f.values[size_t(op.results[0])];
+      if (!mma_b.count(op.results[0]))
+        return fail("transpose");
+      if (a.layout < 0 || r.layout < 0 ||
+          transpose_layout(f.layouts[size_t(a.layout)]) != f.layouts[size_t(r.layout)])
+        fail("transpose through scratch");
       return;
     }
     case TileOpKind::Arange:
@@ -171,8 +190,20 @@ struct PortCheck {
         return fail(std::string(op_spelling(op.kind)) + " over a mixed layout");
       return;
     }
-    case TileOpKind::Dot: { // the exact f32 FMA dot; tensor-core dots keep the AST path
+    case TileOpKind::Dot: { // the exact f32 FMA dot, or a tensor-core one (tile/mma.cpp)
       const TValue &a = f.values[size_t(op.operands[0])], &c = f.values[size_t(op.operands[1])];
+      if (mma_dot(f, op)) {
+        if (!pipelined.empty()) // the AST path's cp.async ring does better
+          return fail(pipelined);
+        if (!mma_staging(f, op).ok)
+          return fail("dot of " + std::string(spelling(a.elem)) + " tiles without the mma layout");
+        // Warps own m16 row blocks: with fewer blocks than warps some
+        // would repeat others' work; the AST path spreads m16 x n16 units.
+        if (a.shape[0] < 16 * int64_t(warps))
+          return fail("dot of " + std::to_string(a.shape[0]) + " rows, fewer m16 blocks than " +
+                      std::to_string(warps) + " warps");
+        return;
+      }
       if (a.elem != ElemType::F32 || c.elem != ElemType::F32)
         return fail("dot of " + std::string(spelling(a.elem)) + " tiles");
       if (!op.attr.empty())
@@ -196,6 +227,54 @@ struct PortCheck {
   }
 };
 
+/// Values used as the b operand of a tensor-core dot (tile/mma.cpp), and
+/// nowhere else.
+void mma_b_operands(const TileFunc &f, const std::vector<TOp> &body, std::set<int> &out) {
+  std::map<int, int> uses, b_uses;
+  std::function<void(const std::vector<TOp> &)> walk = [&](const std::vector<TOp> &ops) {
+    for (const TOp &op : ops) {
+      for (int v : op.operands)
+        ++uses[v];
+      for (const SlicePart &p : op.parts)
+        if (p.kind == SlicePart::Gather)
+          ++uses[p.gather];
+      if (mma_dot(f, op))
+        ++b_uses[op.operands[1]];
+      walk(op.body);
+    }
+  };
+  walk(body);
+  for (const auto &[v, n] : b_uses)
+    if (uses[v] == n)
+      out.insert(v);
+}
+
+/// A `for` loop of `t` with an `acc += dot(a, b)` statement of f16/bf16
+/// operands: the AST path's pipelined K loops (lower_pipelined_for,
+/// lower_pipelined_dots) run such loops as a cp.async ring with the
+/// accumulators in registers, which the tile IR does not do yet, so a body
+/// with one keeps that path; empty when there is none.
+std::string ast_pipelined(const TaskDecl &t) {
+  std::string why;
+  walk_body(
+      t.body,
+      [&](const Stmt &s) {
+        if (s.kind != StmtKind::For || !why.empty())
+          return;
+        for (const StmtPtr &st : s.body) {
+          const Expr *d = st->value.get();
+          if (st->kind != StmtKind::Assign || !st->compound || st->assign_op != BinOp::Add || !d ||
+              d->kind != ExprKind::Call || d->builtin != Builtin::Dot || d->args.size() != 2)
+            continue;
+          ElemType e = d->args[0]->type.elem;
+          if (e == ElemType::F16 || e == ElemType::BF16)
+            why = "a pipelined tensor-core K loop (acc += dot) over '" + s.name + "'";
+        }
+      },
+      [](const Expr &) {});
+  return why;
+}
+
 } // namespace
 
 std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
@@ -216,7 +295,8 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
       return std::string("element type ") + spelling(v.elem);
   if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
     return "threads per CTA not 32 times a power of two";
-  PortCheck c{f, t, {}, {}};
+  PortCheck c{f, t, {}, {}, ast_pipelined(t), tile_warps(threads), {}};
+  mma_b_operands(f, f.body, c.mma_b);
   for (const TaskIndexDecl &d : t.domain)
     c.known.insert(d.name);
   for (const DimDecl &d : k.dims)
@@ -233,6 +313,25 @@ void Lowerer::tile_begin(const TileFunc &f) {
   tile_loop_vars.clear();
   tile_data_syms.clear();
   tcoord_cache.clear();
+  tile_users.clear();
+  tile_fused.clear();
+  std::function<void(const std::vector<TOp> &)> uses = [&](const std::vector<TOp> &ops) {
+    for (const TOp &op : ops) {
+      for (int v : op.operands)
+        tile_users[v].push_back(&op);
+      uses(op.body);
+    }
+  };
+  uses(f.body);
+  tile_direct.clear();
+  std::function<void(const std::vector<TOp> &)> direct = [&](const std::vector<TOp> &ops) {
+    for (const TOp &op : ops) {
+      if (mma_dot(f, op))
+        mma_direct_b(op);
+      direct(op.body);
+    }
+  };
+  direct(f.body);
   // Every layout's per-thread coordinate, here where it dominates the body.
   for (const Layout &l : f.layouts)
     thread_dims(l);
@@ -247,7 +346,9 @@ void Lowerer::lower_tile_body(const TileFunc &f) {
 
 void Lowerer::tile_ops(const std::vector<TOp> &ops) {
   for (const TOp &op : ops)
-    if (!hoisted_ops.count(&op)) // issued before the waits (prefetch.cpp)
+    // Issued before the waits (prefetch.cpp), done by a dot (lower_tile_mma.cpp).
+    if (!hoisted_ops.count(&op) && !tile_fused.count(&op) &&
+        !(tile_direct.count(&op) && !hoisted_ops.count(&op)))
       tile_op(op);
 }
 

@@ -33,6 +33,7 @@
 #include "lower/lowerer.h"
 
 #include "tile/layout.h"
+#include "tile/passes.h"
 
 #include <llvm/IR/Constants.h>
 
@@ -41,6 +42,8 @@
 namespace etl {
 
 void Lowerer::tile_dot(const TOp &op) {
+  if (mma_dot(*tf, op))
+    return tile_mma_dot(op);
   const int ia = op.operands.at(0), ib = op.operands.at(1), ir = op.results.at(0);
   const TValue &av = tf->values[size_t(ia)], &bv = tf->values[size_t(ib)];
   const TValue &rv = tf->values[size_t(ir)];

@@ -178,6 +178,11 @@ void Lowerer::tile_shape_op(const TOp &op) {
     }
     return;
   }
+  case TileOpKind::Transpose: // the fields swapped (tile_unported checked): same registers
+    if (tregs[size_t(op.operands[0])].size() != nregs)
+      throw LowerError("tile IR transpose that is not a renaming");
+    res = tregs[size_t(op.operands[0])];
+    return;
   case TileOpKind::Reshape: { // same bases (tile_unported checked): same registers
     const std::vector<llvm::Value *> &in = tregs[size_t(op.operands[0])];
     if (in.empty() || (out.is_tile() && in.size() != nregs))

@@ -427,3 +427,16 @@ void Lowerer::tile_store(const TOp &op) {
 }
 
 } // namespace etl
+
+namespace etl {
+
+std::pair<llvm::Value *, llvm::Value *> Lowerer::tile_elem_addr(const TOp &op,
+                                                                const std::vector<llvm::Value *> &c,
+                                                                unsigned n, llvm::Value **aligned) {
+  Slice s = slice_of(*this, op);
+  if (aligned)
+    *aligned = aligned_base_of(*this, s, n);
+  return element_at(*this, s, op, c);
+}
+
+} // namespace etl

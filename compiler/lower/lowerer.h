@@ -673,6 +673,35 @@ public:
   void tile_scan(const TOp &op);
   /// The FMA `dot` of f32 tiles (lower/lower_tile_dot.cpp).
   void tile_dot(const TOp &op);
+  /// A tensor-core `dot` (tile/mma.cpp's mma_dot) whose result registers
+  /// are the mma accumulators (lower/lower_tile_mma.cpp).
+  void tile_mma_dot(const TOp &op);
+  /// Value v's registers to its swizzled 16-bit staging area at byte
+  /// `base`: [R, C] rows, or [C, R] rows when `nk` (no barrier).
+  void tile_mma_stage(int v, bool nk, int64_t base, bool bf16);
+  /// The 16 bits (i16) of an f16/bf16 value held in an f32 register.
+  llvm::Value *mma_half_bits(llvm::Value *v, bool bf16);
+  /// Address (i8 pointer) and in-bounds test (null: none) of the element of
+  /// load or store `op` at tile coordinates `c`; `aligned` (when given):
+  /// i1, the tensor's base is a multiple of `n` elements
+  /// (lower_tile_memory.cpp).
+  std::pair<llvm::Value *, llvm::Value *> tile_elem_addr(const TOp &op,
+                                                         const std::vector<llvm::Value *> &c,
+                                                         unsigned n, llvm::Value **aligned);
+  /// The load a tensor-core dot's b is (through a transpose too), which the
+  /// dot copies global -> shared by cp.async instead of through registers,
+  /// or null (lower_tile_mma.cpp); tile_direct: such loads and transposes,
+  /// which emit nothing where they stand.
+  const TOp *mma_direct_b(const TOp &dot);
+  /// The slice of `load` copied by cp.async into a swizzled staging area at
+  /// byte `base` (row-major, its last dim along the rows; no commit, wait
+  /// or barrier).
+  void tile_mma_copy(const TOp &load, int64_t base);
+  std::set<const TOp *> tile_direct;
+  /// Per value of the body being lowered: the ops that use it (tile_begin).
+  std::map<int, std::vector<const TOp *>> tile_users;
+  /// Adds a tensor-core dot accumulated into (lower_tile_mma.cpp): done.
+  std::set<const TOp *> tile_fused;
   /// The swizzled scratch index of tile coordinates `c` from element `base`
   /// (a multiple of 128 bytes), and the write of a tile's registers there
   /// (one writer per replica group, vectors where the layout allows; no

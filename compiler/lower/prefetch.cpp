@@ -34,13 +34,15 @@
 // (lower_tile_control.cpp) issues iteration lo's before the loop (if it
 // runs) and, at the top of iteration k, those of k + step (if it runs)
 // before k's compute, carried into the next iteration in phis; at most
-// kPipelineRegs registers per thread of them per loop (two copies live).
+// kPipelineRegs registers per thread of them per loop (two copies live);
+// not the operands of tensor-core dots, which are staged in shared memory.
 // Both are off with ETL_PREFETCH=0.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
 #include "ast/builtins.h"
+#include "tile/passes.h"
 
 namespace etl {
 
@@ -198,7 +200,22 @@ std::vector<const TOp *> loop_prefetch(const TOp &loop, const TileFunc &f, const
     known.insert(d.name);
   known.insert(outer.begin(), outer.end());
   known.insert(loop.var);
-  return hoistable_ops(loop.body, f, written, known, kPipelineRegs);
+  std::vector<const TOp *> ops = hoistable_ops(loop.body, f, written, known, kPipelineRegs);
+  // Operands of tensor-core dots (through a transpose too) go to shared
+  // memory where they are used: a copy one iteration ahead would hold
+  // registers that the accumulators need (FlashAttention-2's loop).
+  std::set<int> mma_ops;
+  for (const TOp &op : loop.body)
+    if (mma_dot(f, op))
+      mma_ops.insert(op.operands.begin(), op.operands.end());
+  for (const TOp &op : loop.body)
+    if (op.kind == TileOpKind::Transpose && mma_ops.count(op.results[0]))
+      mma_ops.insert(op.operands[0]);
+  std::vector<const TOp *> keep;
+  for (const TOp *op : ops)
+    if (!mma_ops.count(op->results.empty() ? -1 : op->results[0]))
+      keep.push_back(op);
+  return keep;
 }
 
 } // namespace etl

@@ -8,13 +8,16 @@
 //     at the same width and sector efficiency: load_choice); `dot` an FMA
 //     result layout and, for an a whose rows fit in registers, the
 //     operand layout that holds them (b, and a larger a, go through
-//     shared memory in any layout); a store keeps its
+//     shared memory in any layout), or for a tensor-core dot
+//     (tile/mma.cpp) the mma accumulator layout, and the A layout for an a
+//     loaded outside the loop that holds the dot; a store keeps its
 //     value's layout (a value that can take any, such as a splat, takes the
 //     coalesced one; one whose lanes hold copies moves to it when that needs
 //     fewer warp-level requests: fewer_stores);
 //  2. forward propagation: elementwise ops keep their anchored operand's
-//     layout, reductions give slice(parent, axis), transpose permutes, a
-//     power-of-two reshape keeps the bases;
+//     layout (an mma accumulator's first; in a body with tensor-core dots
+//     an elementwise op of splats and aranges takes its use's), reductions give slice(parent,
+//     axis), transpose permutes, a power-of-two reshape keeps the bases;
 //  3. hints flow backwards into values that can take any layout for free
 //     (splat, arange, expand, broadcast, a loop's iter_arg whose initial
 //     value is such a value): the first use that disagrees sets the hint
@@ -68,6 +71,12 @@ private:
   /// or expand without a hint): a firm requirement replaces them.
   std::set<int> weak_;
   bool rewrite_ = false, changed_ = false;
+  /// Per enclosing loop being walked: the values its body defines.
+  std::vector<std::set<int>> loop_defs_;
+  /// The operands of each elementwise op's result; whether the body has a
+  /// tensor-core dot (tile/mma.cpp).
+  std::map<int, std::vector<int>> ew_;
+  bool mma_ = false;
   using Cache = std::vector<std::pair<std::pair<int, Layout>, int>>;
 
   const TValue &val(int v) const { return f_.values[size_t(v)]; }
@@ -83,8 +92,24 @@ private:
     if (it == def_.end())
       return false;
     TileOpKind k = it->second;
-    return k == TileOpKind::Splat || k == TileOpKind::Arange || k == TileOpKind::Expand ||
-           k == TileOpKind::Broadcast;
+    if (k == TileOpKind::Splat || k == TileOpKind::Arange || k == TileOpKind::Expand ||
+        k == TileOpKind::Broadcast)
+      return true;
+    // In a body with tensor-core dots, an elementwise op of such values
+    // (a causal mask from aranges) follows its uses too, so that it meets
+    // the accumulator layout without a conversion.
+    auto ew = ew_.find(v);
+    if (!mma_ || ew == ew_.end())
+      return false;
+    bool any = false;
+    for (int o : ew->second) {
+      if (!tile(o))
+        continue;
+      if (!adaptable(o))
+        return false;
+      any = true;
+    }
+    return any;
   }
   int new_value(int like, const Layout &l) {
     TValue t = val(like);
@@ -109,6 +134,9 @@ private:
     for (const TOp &op : body) {
       for (int r : op.results)
         def_[r] = op.kind;
+      if (op_family(op.kind) == OpFamily::Elementwise && !op.results.empty())
+        ew_[op.results[0]] = op.operands;
+      mma_ = mma_ || mma_dot(f_, op);
       if (op.kind == TileOpKind::Splat || op.kind == TileOpKind::Arange)
         remat_[op.results[0]] = op;
       if (op.kind == TileOpKind::Load && !op.results.empty()) {
@@ -296,6 +324,12 @@ private:
       if (!tile(r))
         break;
       int pick = -1;
+      // An accumulator of a tensor-core dot first: its layout is the one
+      // its rows' reductions and the next dot's A want (FlashAttention-2).
+      for (int v : op.operands)
+        if (tile(v) && lay_[size_t(v)] && !adaptable(v) && pick < 0 &&
+            lay_[size_t(v)]->kind == LayoutKind::Mma)
+          pick = v;
       for (int v : op.operands)
         if (tile(v) && (lay_[size_t(v)] || def_.count(v)) && !adaptable(v) && pick < 0)
           pick = v;
@@ -355,6 +389,25 @@ private:
       set(L(op.operands[0]));
       break;
     case TileOpKind::Dot: {
+      if (std::optional<Layout> acc = mma_dot_layout(f_, op, warps_)) {
+        // Tensor cores: the result in the m16n8 accumulator layout (warps
+        // own row blocks). a stays where it is: in the A layout (a cast of
+        // an accumulator of [M, K], the same map) the lowering packs its
+        // registers into fragments, else it stages a and b through
+        // swizzled shared memory for ldmatrix (lower/lower_tile_mma.cpp).
+        set(*acc);
+        // An a loaded outside the loop that holds the dot (attention's q)
+        // is loaded in the A layout: its fragments stay in registers
+        // across the loop instead of being staged every iteration.
+        int a = op.operands[0];
+        Layout la = mma_layout(MmaOperand::A, val(a).shape, warps_);
+        if (!loop_defs_.empty() && !loop_defs_.back().count(a) && loads_.count(a) &&
+            !loads_.at(a).gather && !hint_.count(a)) {
+          hint_[a] = la;
+          changed_ = true;
+        }
+        break;
+      }
       // FMA: b keeps its producer's layout; the lowering stages it in
       // shared memory and each thread reads, per k, the b columns of its
       // outputs (lower/lower_tile_dot.cpp). A 2-D a whose rows fit in
@@ -407,7 +460,10 @@ private:
       else if (!adaptable(init))
         lay_[size_t(arg)] = L(init);
     }
+    loop_defs_.emplace_back();
+    defs(op.body, loop_defs_.back());
     std::vector<TOp> body = ops(op.body, cache);
+    loop_defs_.pop_back();
     if (rewrite_) {
       // The yield is the last op; converts for it go right before it.
       TOp y = body.back();
@@ -429,6 +485,14 @@ private:
     }
     if (rewrite_)
       out.push_back(std::move(op));
+  }
+
+  static void defs(const std::vector<TOp> &body, std::set<int> &out) {
+    for (const TOp &op : body) {
+      out.insert(op.results.begin(), op.results.end());
+      out.insert(op.block_args.begin(), op.block_args.end());
+      defs(op.body, out);
+    }
   }
 
   void yield_layouts(TOp &op, TOp &y, std::vector<TOp> &body, Cache &cache) {

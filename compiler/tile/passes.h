@@ -9,6 +9,7 @@
 #include "diag/diag.h"
 #include "tile/ir.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,22 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align);
 /// of a fold, the largest warp run of a scan (lower/lower_tile_reduce.cpp
 /// notes exactly this).
 int64_t reduction_scratch_bytes(const TileFunc &f, const TOp &op);
+
+/// A `dot` the tile IR runs on tensor cores (tile/mma.cpp): f16 or bf16
+/// [M, K] x [K, N], default precision, M, N, K powers of two, M % 16 ==
+/// K % 16 == N % 8 == 0.
+bool mma_dot(const TileFunc &f, const TOp &op);
+/// Its result layout, mma_layout(Acc, [M, N], warps); nullopt for any other op.
+std::optional<Layout> mma_dot_layout(const TileFunc &f, const TOp &op, unsigned warps);
+/// How such a dot (after assign_layouts) stages its operands in its shared
+/// buffer: a from registers (in the A layout) or at byte 0, [M, K] swizzled;
+/// b at `b_base`, [K, N] or, for a transposed b, [N, K] rows; `bytes` in all.
+struct MmaStaging {
+  bool ok = false; ///< an mma dot whose result has the accumulator layout
+  bool a_regs = false, b_nk = false;
+  int64_t b_base = 0, bytes = 0;
+};
+MmaStaging mma_staging(const TileFunc &f, const TOp &op);
 
 /// Do two buffers' live ranges meet?
 bool live_overlap(const SmemBuffer &a, const SmemBuffer &b);

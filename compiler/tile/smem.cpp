@@ -209,6 +209,11 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
   case TileOpKind::Scan:
     return reduction_scratch_bytes(f, op);
   case TileOpKind::Dot: { // lower_tile_dot.cpp: a (unless in registers) and b, line-aligned
+    if (mma_dot(f, op)) { // lower_tile_mma.cpp: 16-bit, swizzled (tile/mma.cpp)
+      MmaStaging s = mma_staging(f, op);
+      align = 128;
+      return s.ok ? s.bytes : 0;
+    }
     const TValue &av = f.values[size_t(op.operands[0])], &bv = f.values[size_t(op.operands[1])];
     const TValue &rv = f.values[size_t(op.results[0])];
     const Layout *la = layout(op.operands[0]), *lr = layout(op.results[0]);

@@ -276,21 +276,21 @@ kernel tri<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 16 == 0 {
   CHECK(text.find("sum[t](16*i + 16)") != std::string::npos);
 }
 
-TEST_CASE("cost: prefill_attention's causal loop (32-row query tiles, 32-row KV tiles)") {
+TEST_CASE("cost: prefill_attention's causal loop (128-row query tiles, 16-row KV tiles)") {
   std::string src = read_example("prefill_attention");
   for (auto [S, H] : {std::pair<int64_t, int64_t>{4096, 8}, {130, 3}}) {
     auto c = costs(src, {{"S", S}, {"NKV", H}, {"G", 1}, {"HID", 256}});
     REQUIRE(c.size() == 3); // attn, o_proj, total
     int64_t trips = 0;      // KV tiles over the query tiles: up to the causal limit
-    for (int64_t i = 0; i < cdiv(S, 32); ++i)
-      trips += std::min(i + 1, cdiv(S, 32));
-    CHECK(c[0].tc == 2.0 * 2 * 32 * 32 * 128 * trips * H); // both dots, per trip
+    for (int64_t i = 0; i < cdiv(S, 128); ++i)
+      trips += std::min(8 * (i + 1), cdiv(S, 16));
+    CHECK(c[0].tc == 2.0 * 2 * 128 * 16 * 128 * trips * H); // both dots, per trip
     // at least the causal triangle's 4 H D S (S + 1) / 2, at most 1.1 x that at S = 4096
     CHECK(c[0].tc >= 4.0 * H * 128 * S * (S + 1) / 2);
     if (S == 4096)
       CHECK(c[0].tc <= 1.1 * 4.0 * H * 128 * S * (S + 1) / 2);
-    CHECK(c[0].read == 2.0 * 128 * S * H * 3);                // q, k and v once
-    CHECK(c[1].tc == 2.0 * 32 * cdiv(S, 32) * 128 * H * 256); // o_proj on whole row tiles
+    CHECK(c[0].read == 2.0 * 128 * S * H * 3); // q, k and v once
+    CHECK(c[1].tc == 2.0 * 128 * cdiv(S, 128) * 128 * H * 256); // o_proj on whole row tiles
   }
 }
 

@@ -4,8 +4,9 @@
 //
 //   path     f32 dots (the default `precision = ieee`), in K loops, with
 //            non-power-of-two tiles and one-row dots, are lowered from the
-//            tile IR (tile_unported says ""); f16 operands and
-//            `precision = tf32` (tensor cores) keep the AST path;
+//            tile IR (tile_unported says ""); f16 operands of fewer m16
+//            row blocks than warps and `precision = tf32` (tensor cores)
+//            keep the AST path;
 //   sim      ragged GEMMs (M, N, K not multiples of the tiles) with small
 //            integer operands, whose sums f32 holds exactly, equal a C
 //            reference bit for bit, at 1 and 4 warps and under the race
@@ -109,7 +110,8 @@ kernel h(a: tensor<f16>[16, 16], b: tensor<f32>[16, 16], c: tensor<f32>[3, 16, 1
 }
 )",
                                                128);
-  CHECK(q["half"] == "dot of f16 tiles");
+  // A tensor-core dot of one m16 row block at 4 warps (tile_mma_test.cpp).
+  CHECK(q["half"] == "dot of 16 rows, fewer m16 blocks than 4 warps");
   CHECK(q["tf"] == "dot precision=tf32");
   CHECK(q["ieee"] == "");
 }

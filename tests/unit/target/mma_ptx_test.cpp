@@ -145,8 +145,9 @@ TEST_CASE("f16/bf16 dots: dot(a, transpose(b)) loads b's fragments by plain ldma
     std::string nt = compile_to("tests/unit/runtime/programs/mma_dot_nt.etl", target, "ptx");
     CHECK(nt.find("ldmatrix.sync.aligned.m8n8.x2.shared.b16") != std::string::npos);
     CHECK(nt.find("cp.async.cg.shared.global") != std::string::npos);
-    // prefill_attention's q k^T: the A load and then the B load are both
-    // plain .x4, then the mmas (P V and o_proj keep .trans for row-major B).
+    // prefill_attention's q k^T (tile IR, q's fragments in registers): the
+    // B loads of its k16 steps are plain .x4 one after the other (P V and
+    // o_proj keep .trans for row-major B).
     std::string pa = compile_to("examples/prefill_attention/prefill_attention.etl", target, "ptx");
     std::istringstream lines(pa);
     std::string line, prev;

@@ -1,0 +1,345 @@
+//===- lower/lower_tile_mma.cpp - The tile IR path: tensor-core dot -------===//
+//
+// What this owns: `dot` of f16 or bf16 tiles on the tile IR path
+// (Lowerer::tile_mma_dot), for the dots tile/mma.cpp names (mma_dot: powers
+// of two, M % 16 == K % 16 == N % 8 == 0). The layout pass gave the result
+// mma_layout(Acc, [M, N], warps): warp w owns the m16 row blocks its warp
+// bits select, register bits take the rest (columns first), and the mma
+// accumulators ARE the value's registers: nothing is written back.
+//
+//   1. staging (tile/mma.cpp's MmaStaging, at the op's planned buffer): a,
+//      unless it is in the A layout, is written [M, K] row-major with
+//      lower_mma.cpp's 16-byte-chunk XOR swizzle at byte 0; b [K, N] (or,
+//      the operand of dot(a, transpose(x)), as [N, K] rows: x's own
+//      k-contiguous rows) after it. Each thread writes its registers, one
+//      writer per replica group, runs of up to 8 consecutive columns as one
+//      vector store. A b that is a load used only by the dot (through a
+//      transpose too: mma_direct_b; a 2-D 16-bit slice, rows contiguous in
+//      16-byte aligned runs, no mask, pad or gather) is never loaded into
+//      registers: its 16-byte chunks go global -> shared by cp.async
+//      (tile_mma_copy; element by element, 0 outside, at a ragged edge or
+//      off a 16-byte base), then commit_group and wait_group 0; then a
+//      barrier;
+//   2. per k16 slice (unrolled): the A fragments of each of the warp's row
+//      blocks, by ldmatrix.x4 from the staged a, or packed from registers
+//      (A layout register i is PTX's element a_i of the fragment: pairs
+//      (2j, 2j + 1) form fragment register j, lower half first, so a
+//      cast<bf16>(p) of an accumulator p feeds the next dot without shared
+//      memory: FlashAttention-2's P V); the B fragments of each n16 (or n8)
+//      column unit by ldmatrix.x4.trans (x2 for n8; plain for [N, K]), as
+//      lower_mma.cpp's mma_load_b; one mma.sync per row block and n8 tile,
+//      accumulating into the result registers (zero before the first);
+//   3. the trailing barrier frees the buffer where tile/smem.cpp's plan keeps
+//      it. When the dot's only use is `x + dot(..)` with x already computed
+//      in the same layout, the accumulators start from x's registers and
+//      the add is done (tile_fused: its result is the dot's registers).
+//
+// Numerics: mma.sync with f32 accumulation in k order, as the AST path's
+// dot_mma (sim: products exact, summed in k order). A dot whose one use is
+// `x + dot(..)` accumulates onto x (x + p0 + p1 ..., where the AST path
+// adds x to the finished sum: equal when the sums are exact).
+//
+//===----------------------------------------------------------------------===//
+#include "lower/lowerer.h"
+
+#include "tile/layout.h"
+#include "tile/passes.h"
+
+#include <llvm/IR/Constants.h>
+
+namespace etl {
+
+namespace {
+
+unsigned lg2(int64_t n) {
+  unsigned r = 0;
+  while ((int64_t(1) << r) < n)
+    ++r;
+  return r;
+}
+
+const TOp *def_of(const std::vector<TOp> &body, int v) {
+  for (const TOp &op : body) {
+    for (int r : op.results)
+      if (r == v)
+        return &op;
+    if (const TOp *d = def_of(op.body, v))
+      return d;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+const TOp *Lowerer::mma_direct_b(const TOp &dot) {
+  auto one_use = [&](int v, const TOp *by) {
+    auto it = tile_users.find(v);
+    return it != tile_users.end() && it->second.size() == 1 && it->second[0] == by;
+  };
+  int v = dot.operands.at(1);
+  const TOp *d = def_of(tf->body, v), *tr = nullptr;
+  if (!d || !one_use(v, &dot))
+    return nullptr;
+  if (d->kind == TileOpKind::Transpose) {
+    tr = d;
+    v = d->operands.at(0);
+    d = def_of(tf->body, v);
+    if (!d || !one_use(v, tr))
+      return nullptr;
+  }
+  const TValue &lv = tf->values[size_t(v)];
+  bool gather = false;
+  for (const SlicePart &p : d->parts)
+    gather = gather || p.kind == SlicePart::Gather;
+  // A 2-D slice of 16-bit elements, rows contiguous in memory in runs of
+  // 16 bytes at 16-byte aligned offsets (tile/memory.cpp's facts), no mask
+  // or pad, not issued before the waits.
+  if (d->kind != TileOpKind::Load || gather || d->mask >= 0 || !d->pad.empty() ||
+      lv.shape.size() != 2 || lv.shape[1] % 8 != 0 ||
+      (lv.elem != ElemType::F16 && lv.elem != ElemType::BF16) || d->mem.fast_dim != 1 ||
+      d->mem.align_vec < 8 || d->barrier_before || hoisted_ops.count(d))
+    return nullptr;
+  tile_direct.insert(d);
+  if (tr)
+    tile_direct.insert(tr);
+  return d;
+}
+
+void Lowerer::tile_mma_copy(const TOp &load, int64_t base) {
+  // 16-byte chunks (8 elements of a row) spread over the threads: cp.async
+  // where the chunk lies inside the tensor and the tensor's base is 16-byte
+  // aligned, else element by element (0 outside), as the load would read
+  // them; rows land in the staging layout at the same (row, col).
+  const std::vector<int64_t> &shape = tf->values[size_t(load.results[0])].shape;
+  const int64_t cols = shape[1], cpr = cols / 8, chunks = shape[0] * cpr;
+  const bool nc = load.mem.non_coherent;
+  for_range(
+      b.CreateZExt(tid, i64), b.getInt64(uint64_t(chunks)), b.getInt64(T), [&](llvm::Value *q) {
+        llvm::Value *row = b.CreateUDiv(q, b.getInt64(uint64_t(cpr)));
+        llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(uint64_t(cpr))), b.getInt64(8));
+        llvm::Value *aligned = nullptr;
+        auto [p0, ok0] = tile_elem_addr(load, {row, col}, 8, &aligned);
+        auto [p7, ok7] = tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(7))}, 8, nullptr);
+        (void)p7;
+        llvm::Value *src = p0;
+        llvm::Value *fast = aligned;
+        for (llvm::Value *ok : {ok0, ok7})
+          if (ok)
+            fast = b.CreateAnd(fast, ok);
+        llvm::Value *dst = mma_a_ptr(cols, b.getInt64(uint64_t(base)), row, col);
+        if_then(fast, [&] { m.async_copy(b, dst, src, 16); });
+        if_then(b.CreateNot(fast), [&] {
+          for (unsigned j = 0; j < 8; ++j) {
+            auto [pj, in] =
+                tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(j))}, 1, nullptr);
+            llvm::Value *pp = pj;
+            llvm::AllocaInst *tmp = entry_alloca(b.getInt16Ty(), "tmma.edge");
+            b.CreateStore(b.getInt16(0), tmp);
+            auto rd = [&] {
+              b.CreateStore(nc ? m.global_load_nc(b, b.getInt16Ty(), pp)
+                               : m.global_load(b, b.getInt16Ty(), pp),
+                            tmp);
+            };
+            if (in)
+              if_then(in, rd);
+            else
+              rd();
+            llvm::Value *at =
+                mma_a_ptr(cols, b.getInt64(uint64_t(base)), row, b.CreateAdd(col, b.getInt64(j)));
+            m.shared_access(b, at, 2, true);
+            b.CreateStore(b.CreateLoad(b.getInt16Ty(), tmp), at);
+          }
+        });
+      });
+}
+
+llvm::Value *Lowerer::mma_half_bits(llvm::Value *v, bool bf16) {
+  if (bf16) // the register holds a bf16 value exactly: its top 16 bits
+    return b.CreateTrunc(b.CreateLShr(b.CreateBitCast(v, i32), 16), b.getInt16Ty());
+  return b.CreateBitCast(b.CreateFPTrunc(v, b.getHalfTy()), b.getInt16Ty());
+}
+
+void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, bool bf16) {
+  const Layout &l = layout_of(v);
+  const std::vector<int64_t> &shape = tf->values[size_t(v)].shape;
+  const unsigned sd = nk ? 0 : 1; // the value dim that runs along a staged row
+  const int64_t cols = shape[sd];
+  // Runs of w registers that are consecutive columns of a staged row, where
+  // no lane or warp basis touches the low bits: one store of w halves.
+  unsigned w = 1;
+  while (w < 8 && l.contiguous_regs(sd) >= 2 * w)
+    w *= 2;
+  const uint32_t low = ((w - 1u) << l.field_offset(sd));
+  for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
+    for (uint32_t x : *bs)
+      if (x & low)
+        w = 1;
+  for (size_t k = lg2(w); k < l.reg.size(); ++k)
+    if (l.reg[k] & low)
+      w = 1;
+  llvm::Type *vty = w == 1 ? static_cast<llvm::Type *>(b.getInt16Ty())
+                           : llvm::FixedVectorType::get(b.getInt16Ty(), w);
+  auto write = [&] {
+    for (uint32_t r = 0; r < l.num_regs(); r += w) {
+      if (reg_replica(l, r))
+        continue;
+      std::vector<llvm::Value *> c = reg_coords(l, r);
+      llvm::Value *x = nullptr;
+      if (w == 1)
+        x = mma_half_bits(tregs[size_t(v)].at(r), bf16);
+      else {
+        x = llvm::PoisonValue::get(vty);
+        for (unsigned j = 0; j < w; ++j)
+          x = b.CreateInsertElement(x, mma_half_bits(tregs[size_t(v)].at(r + j), bf16),
+                                    uint64_t(j));
+      }
+      llvm::Value *p = mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
+      m.shared_access(b, p, 2 * w, true);
+      b.CreateAlignedStore(x, p, llvm::Align(2 * w));
+    }
+  };
+  if (llvm::Value *writer = replica_writer(l))
+    if_then(writer, write);
+  else
+    write();
+}
+
+void Lowerer::tile_mma_dot(const TOp &op) {
+  const MmaStaging st = mma_staging(*tf, op);
+  if (!st.ok)
+    throw LowerError("tile IR dot on tensor cores without the accumulator layout");
+  const int ia = op.operands.at(0), ib = op.operands.at(1), ir = op.results.at(0);
+  const TValue &av = tf->values[size_t(ia)], &bv = tf->values[size_t(ib)];
+  const Layout &lr = layout_of(ir);
+  const bool bf16 = av.elem == ElemType::BF16;
+  const int64_t M = av.shape[0], K = av.shape[1], N = bv.shape[1];
+  const unsigned line = op.loc.begin.line;
+  // The accumulator layout's register bits: col 1, row 8, the n8 tiles,
+  // then the row blocks left to registers (tile/layout.cpp mma_layout).
+  const unsigned nbits = lg2(N / 8), kbits = lg2(K / 16);
+  const unsigned rbits = unsigned(lr.reg.size()) - 2 - nbits;
+  const int64_t n8 = N / 8, blocks = int64_t(1) << rbits;
+
+  // 1. Staging.
+  note_scratch(st.bytes / 4);
+  const TOp *direct = mma_direct_b(op);
+  if (!direct && tregs[size_t(ib)].empty()) // a transpose tile_direct skipped
+    if (const TOp *tr = def_of(tf->body, ib))
+      if (tr->kind == TileOpKind::Transpose)
+        tregs[size_t(ib)] = tregs[size_t(tr->operands.at(0))];
+  if (direct) {
+    if (direct->barrier_before)
+      m.barrier(b);
+    tile_mma_copy(*direct, st.b_base);
+  }
+  if (!st.a_regs)
+    tile_mma_stage(ia, false, 0, bf16);
+  if (!direct)
+    tile_mma_stage(ib, st.b_nk, st.b_base, bf16);
+  else {
+    m.async_commit(b);
+    m.async_wait(b, 0);
+  }
+  m.barrier(b);
+
+  // First row of each of this warp's row blocks: its warp bits' rows XOR
+  // the block's register bits' rows.
+  const unsigned roff = lr.field_offset(0);
+  const uint32_t rmask = (1u << lr.lg[0]) - 1u;
+  llvm::Value *warp = b.CreateZExt(b.CreateLShr(tid, b.getInt32(kLaneBits)), i64);
+  llvm::Value *wrow = b.getInt64(0);
+  for (size_t k = 0; k < lr.warp.size(); ++k)
+    if (uint32_t rb = lr.warp[k] >> roff & rmask)
+      wrow = b.CreateXor(wrow, b.CreateMul(b.CreateAnd(b.CreateLShr(warp, k), 1), b.getInt64(rb)));
+  std::vector<llvm::Value *> row0;
+  for (int64_t q = 0; q < blocks; ++q) {
+    uint32_t rows = 0;
+    for (unsigned k = 0; k < rbits; ++k)
+      if (q >> k & 1)
+        rows ^= lr.reg[2 + nbits + k] >> roff & rmask;
+    row0.push_back(rows ? b.CreateXor(wrow, b.getInt64(rows)) : wrow);
+  }
+  llvm::Value *lane = b.CreateZExt(b.CreateAnd(tid, b.getInt32(31)), i64);
+  llvm::Value *lrow = b.CreateAnd(lane, 15),
+              *lhalf = b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(8));
+
+  MmaTile t;
+  t.bf16 = bf16;
+  t.M = M, t.K = K, t.N = N;
+  t.nb = N % 16 == 0 ? 16 : 8;
+  t.n_units = N / t.nb;
+  t.n8 = unsigned(t.nb / 8);
+  t.b_nk = st.b_nk;
+
+  // `x + dot(a, b)` (the dot's one use, x computed already, in the same
+  // layout): the mma accumulates onto x, and the add is this op's result
+  // (FlashAttention-2's acc * alpha + P V: no second set of accumulators).
+  const TOp *add = nullptr;
+  int x = -1;
+  auto use = tile_users.find(ir);
+  if (use != tile_users.end() && use->second.size() == 1) {
+    const TOp *u = use->second[0];
+    if (u->kind == TileOpKind::Binary && u->attr == "add" && u->operands.size() == 2) {
+      x = u->operands[0] == ir ? u->operands[1] : u->operands[0];
+      const TValue &xv = tf->values[size_t(x)];
+      if (x != ir && xv.is_tile() && xv.elem == ElemType::F32 &&
+          xv.layout == tf->values[size_t(ir)].layout && tregs[size_t(x)].size() == lr.num_regs())
+        add = u;
+    }
+  }
+  std::vector<llvm::Value *> acc(lr.num_regs(), llvm::ConstantFP::get(f32, 0.0));
+  if (add)
+    acc = tregs[size_t(x)];
+  auto acc_at = [&](int64_t q, int64_t tile, unsigned i) -> llvm::Value *& {
+    return acc.at(size_t(i | uint32_t(tile) << 2 | uint32_t(q) << (2 + nbits)));
+  };
+  for (int64_t kk = 0; kk < K / 16; ++kk) {
+    // 2. The A fragments of every row block.
+    std::vector<std::vector<llvm::Value *>> fa;
+    for (int64_t q = 0; q < blocks; ++q) {
+      if (!st.a_regs) {
+        llvm::Value *p = mma_a_ptr(K, b.getInt64(0), b.CreateAdd(row0[q], lrow),
+                                   b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
+        fa.push_back(m.ldmatrix(b, p, 4, false, line));
+        continue;
+      }
+      std::vector<llvm::Value *> frag;
+      const uint32_t at = uint32_t(kk) << 3 | uint32_t(q) << (3 + kbits);
+      for (uint32_t j = 0; j < 4; ++j) {
+        llvm::Value *lo = b.CreateZExt(mma_half_bits(tregs[size_t(ia)].at(at | 2 * j), bf16), i32);
+        llvm::Value *hi =
+            b.CreateZExt(mma_half_bits(tregs[size_t(ia)].at(at | (2 * j + 1)), bf16), i32);
+        frag.push_back(b.CreateOr(lo, b.CreateShl(hi, 16)));
+      }
+      fa.push_back(frag);
+    }
+    // The B fragments unit by unit, and the mmas.
+    for (int64_t u = 0; u < t.n_units; ++u) {
+      std::vector<llvm::Value *> fb =
+          mma_load_b(t, b.getInt64(uint64_t(st.b_base)), b.getInt64(uint64_t(16 * kk)),
+                     b.getInt64(uint64_t(u * t.nb)), lane, line);
+      for (unsigned j = 0; j < t.n8; ++j) {
+        const int64_t tile = u * int64_t(t.n8) + j;
+        for (int64_t q = 0; q < blocks; ++q) {
+          std::vector<llvm::Value *> c;
+          for (unsigned i = 0; i < 4; ++i)
+            c.push_back(acc_at(q, tile, i));
+          std::vector<llvm::Value *> d =
+              m.mma_m16n8k16(b, bf16, fa[size_t(q)], {fb[2 * j], fb[2 * j + 1]}, c, line);
+          for (unsigned i = 0; i < 4; ++i)
+            acc_at(q, tile, i) = d[i];
+        }
+      }
+    }
+  }
+  (void)n8;
+  // 3. Every warp is done reading the buffer.
+  scratch_release();
+  tregs[size_t(ir)] = acc;
+  if (add) {
+    tregs[size_t(add->results[0])] = acc;
+    tile_fused.insert(add);
+  }
+}
+
+} // namespace etl

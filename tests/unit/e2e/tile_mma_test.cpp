@@ -1,0 +1,295 @@
+//===- tests/unit/e2e/tile_mma_test.cpp - Tensor-core dots on the tile IR -===//
+//
+// What this pins (tile/mma.cpp, lower/lower_tile_mma.cpp):
+//
+//   path     bf16 dots of power-of-two m16n8k16 shapes with an m16 row
+//            block per warp take the tile IR (ETL_TILE_DEBUG's lowering
+//            lines) with mma.sync and ldmatrix in the PTX; a body with an
+//            `acc += dot(..)` K loop keeps the AST path's cp.async ring; a
+//            shape mma_dot refuses, or fewer row blocks than warps, keeps
+//            the AST path too;
+//   copies   a b that is a load (through a transpose too) goes global ->
+//            shared by cp.async, element by element off a 16-byte base;
+//   layouts  the result is mma_layout(Acc, ..) (warps own row blocks), a
+//            cast of an accumulator is the next dot's A in registers (no
+//            shared staging of P: its buffer holds only b);
+//   sim      ragged M (100 rows: the last tile is partial), small integers
+//            whose sums f32 holds exactly: a C reference and the AST path
+//            (ETL_TILE_LOWERING=0) bit for bit, at 1 and 4 warps and under
+//            the race check (the staging barriers are in place).
+//
+//===----------------------------------------------------------------------===//
+#include "compile_run.h"
+#include "driver/pipeline.h"
+#include "lower/lowerer.h"
+#include "tile/passes.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <unistd.h>
+
+using namespace etl;
+using namespace etl::testing;
+
+namespace {
+
+// plain: A staged, B [K, N] (ldmatrix.trans); nt: B = transpose(load(k))
+// staged as [N, K] rows (plain ldmatrix); chain: P = bf16(s / 16) from the
+// accumulator registers as the A of dot(P, v); fused: acc * 2 + dot(..)
+// in a loop, the mma accumulating onto acc * 2 (3 times plain's c);
+// twice: b used by two dots (as it is and transposed) is staged from
+// registers, not copied by cp.async.
+const char *kMma = R"(
+kernel tm<M: dim>(a: tensor<bf16>[M, 32], b: tensor<bf16>[32, 32], k: tensor<bf16>[32, 32],
+                  v: tensor<bf16>[32, 16], c: tensor<f32>[M, 32], ct: tensor<f32>[M, 32],
+                  o: tensor<f32>[M, 16], cf: tensor<f32>[M, 32], cw: tensor<f32>[M, 32]) {
+  task plain[i in 0 .. cdiv(M, 64)] {
+    store(c[i * 64 .. +64, 0 .. +32], dot(load(a[i * 64 .. +64, 0 .. +32]), load(b[0 .. +32, 0 .. +32])));
+  }
+  task nt[i in 0 .. cdiv(M, 64)] {
+    store(ct[i * 64 .. +64, 0 .. +32],
+          dot(load(a[i * 64 .. +64, 0 .. +32]), transpose(load(k[0 .. +32, 0 .. +32]))));
+  }
+  task chain[i in 0 .. cdiv(M, 64)] {
+    let s = dot(load(a[i * 64 .. +64, 0 .. +32]), transpose(load(k[0 .. +32, 0 .. +32])));
+    store(o[i * 64 .. +64, 0 .. +16], dot(cast<bf16>(s * 0.0625), load(v[0 .. +32, 0 .. +16])));
+  }
+  task fused[i in 0 .. cdiv(M, 64)] {
+    var acc = zeros<f32>[64, 32];
+    for j in 0 .. 2 {
+      acc = acc * 2.0 + dot(load(a[i * 64 .. +64, 0 .. +32]), load(b[0 .. +32, 0 .. +32]));
+    }
+    store(cf[i * 64 .. +64, 0 .. +32], acc);
+  }
+  task twice[i in 0 .. cdiv(M, 64)] {
+    let w = load(b[0 .. +32, 0 .. +32]);
+    let x = load(a[i * 64 .. +64, 0 .. +32]);
+    store(cw[i * 64 .. +64, 0 .. +32], dot(x, w) + dot(x, transpose(w)));
+  }
+}
+)";
+
+int64_t small(int64_t i, int64_t salt) { return (i * 7 + salt) % 5 - 2; } // -2 .. 2
+
+size_t count(const std::string &s, const char *what) {
+  size_t n = 0, at = 0;
+  while ((at = s.find(what, at)) != std::string::npos) {
+    ++n;
+    ++at;
+  }
+  return n;
+}
+
+/// ETL_TILE_DEBUG's lowering lines and the PTX of `src` for `target`.
+std::string lowering_lines(const std::string &src, const char *target, std::string &ptx,
+                           unsigned threads = 128) {
+  std::string in = "/tmp/etl-tmma-" + std::to_string(getpid()) + ".etl";
+  std::ofstream(in) << src;
+  CompileOptions o;
+  o.input = in;
+  o.targets = {target};
+  o.emit = "ptx";
+  o.threads_per_cta = threads;
+  std::string err, lines;
+  int code = compile_tile_debug(o, "lowering ", ptx, err, lines);
+  std::remove(in.c_str());
+  INFO(err);
+  REQUIRE(code == 0);
+  return lines;
+}
+
+/// The tile IR of the first kernel of `text`, layouts assigned, shared memory planned.
+TileModule tiles(const std::string &text, unsigned threads, Compilation &c) {
+  c.file = c.sm.add("t.etl", text);
+  REQUIRE_MESSAGE(compile_front(c), c.diag.render());
+  const KernelDecl &k = c.program->kernels[0];
+  TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
+  assign_layouts(m, k, c.graph, c.diag);
+  plan_shared(m);
+  std::vector<std::string> errs = verify_tile(m);
+  CHECK_MESSAGE(errs.empty(), (errs.empty() ? "" : errs[0]));
+  return m;
+}
+
+void dots(const std::vector<TOp> &body, std::vector<const TOp *> &out) {
+  for (const TOp &op : body) {
+    if (op.kind == TileOpKind::Dot)
+      out.push_back(&op);
+    dots(op.body, out);
+  }
+}
+
+} // namespace
+
+TEST_CASE("tile mma: bf16 dots take the tile IR with mma.sync and ldmatrix") {
+  for (const char *target : {"sm_90", "sm_80"}) {
+    INFO("target " << target);
+    std::string ptx;
+    std::string lines = lowering_lines(kMma, target, ptx);
+    CHECK(lines == "lowering plain: tile IR\nlowering nt: tile IR\nlowering chain: tile IR\n"
+                   "lowering fused: tile IR\nlowering twice: tile IR\n");
+    // Each of the 4 warps owns one m16 row block of the 64 rows. plain and
+    // nt: 2 k16 x 4 n8 mmas; chain: that and 2 k16 x 2 n8; fused as plain.
+    CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") ==
+          8 + 8 + 8 + 4 + 8 + 16);
+    // .trans: plain's b (2 k16 x 2 n16 units) and chain's v (2 k16 x 1);
+    // plain: the staged a of plain, nt and chain's first dot (2 k16 each),
+    // the [N, K] b of nt and chain (2 x 2 each), and fused as plain. No
+    // ldmatrix reads P.
+    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 + 2 + 4 + 4);
+    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 3 * 2 + 2 * 4 + 2 + 2 * 2 + 4);
+    // Every b is a load: copied global -> shared by cp.async, not through
+    // registers (plain, nt, chain's k and v, fused).
+    CHECK(count(ptx, "cp.async.cg.shared.global") == 5);
+  }
+}
+
+TEST_CASE("tile mma: result layouts, and P in registers as the next dot's A") {
+  Compilation c;
+  TileModule m = tiles(kMma, 128, c);
+  for (const TileFunc &f : m.funcs) {
+    CAPTURE(f.name);
+    std::vector<const TOp *> ds;
+    dots(f.body, ds);
+    REQUIRE(!ds.empty());
+    for (const TOp *d : ds) {
+      const TValue &r = f.values[size_t(d->results[0])];
+      CHECK(f.layouts[size_t(r.layout)] == mma_layout(MmaOperand::Acc, r.shape, 4));
+      MmaStaging s = mma_staging(f, *d);
+      CHECK(s.ok);
+      CHECK(s.b_nk == (((f.name == "nt" || f.name == "chain") && d == ds.front()) ||
+                       (f.name == "twice" && d == ds.back())));
+    }
+    // The chain's second dot reads a from registers: its buffer is v's alone.
+    MmaStaging last = mma_staging(f, *ds.back());
+    CHECK(last.a_regs == (f.name == "chain")); // fused: a is loaded inside the loop
+    if (f.name == "chain") {
+      CHECK(last.bytes == 2 * 32 * 16);
+      CHECK(f.smem.at(size_t(ds.back()->smem)).bytes == 2 * 32 * 16);
+    } else {
+      CHECK(last.bytes == 2 * 64 * 32 + 2 * 32 * 32); // a [64, 32], then b
+    }
+  }
+}
+
+TEST_CASE("tile mma: an acc += dot K loop keeps the AST path; so does a non-mma shape") {
+  std::string ptx;
+  std::string lines = lowering_lines(R"(
+kernel g<M: dim, K: dim>(a: tensor<bf16>[M, K], b: tensor<bf16>[K, 32], c: tensor<f32>[M, 32],
+                         d: tensor<f32>[M, 24], e: tensor<f32>[M, 32]) {
+  task loop[i in 0 .. cdiv(M, 32)] {
+    var acc = zeros<f32>[32, 32];
+    for kk in 0 .. cdiv(K, 32) {
+      acc += dot(load(a[i * 32 .. +32, kk * 32 .. +32]), load(b[kk * 32 .. +32, 0 .. +32]));
+    }
+    store(c[i * 32 .. +32, 0 .. +32], acc);
+  }
+  task odd[i in 0 .. cdiv(M, 64)] {
+    store(d[i * 64 .. +64, 0 .. +24], dot(load(a[i * 64 .. +64, 0 .. +32]), load(b[0 .. +32, 0 .. +24])));
+  }
+  task few[i in 0 .. cdiv(M, 32)] {
+    store(e[i * 32 .. +32, 0 .. +32], dot(load(a[i * 32 .. +32, 0 .. +32]), load(b[0 .. +32, 0 .. +32])));
+  }
+}
+)",
+                                     "sm_90", ptx);
+  CHECK(lines.find("lowering loop: AST (a pipelined tensor-core K loop (acc += dot) over 'kk')") !=
+        std::string::npos);
+  CHECK(lines.find("lowering odd: AST (dot of bf16 tiles") != std::string::npos);
+  CHECK(lines.find("lowering few: AST (dot of 32 rows, fewer m16 blocks than 4 warps)") !=
+        std::string::npos);
+}
+
+TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit for bit") {
+  const int64_t M = 100;
+  std::vector<uint16_t> a(M * 32), b(32 * 32), k(32 * 32), v(32 * 16);
+  std::vector<int64_t> ai(a.size()), bi(b.size()), ki(k.size()), vi(v.size());
+  auto fill = [](std::vector<uint16_t> &h, std::vector<int64_t> &x, int64_t salt) {
+    for (size_t i = 0; i < h.size(); ++i) {
+      x[i] = small(int64_t(i), salt);
+      h[i] = bf16_bits(float(x[i]));
+    }
+  };
+  fill(a, ai, 1);
+  fill(b, bi, 2);
+  fill(k, ki, 3);
+  fill(v, vi, 4);
+  std::vector<float> rc(M * 32), rt(M * 32), ro(M * 16), rw(M * 32); // rw: a b^T
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < 32; ++j) {
+      int64_t s = 0, t = 0, w = 0;
+      for (int64_t q = 0; q < 32; ++q) {
+        s += ai[size_t(i * 32 + q)] * bi[size_t(q * 32 + j)];
+        t += ai[size_t(i * 32 + q)] * ki[size_t(j * 32 + q)];
+        w += ai[size_t(i * 32 + q)] * bi[size_t(j * 32 + q)];
+      }
+      rw[size_t(i * 32 + j)] = float(w);
+      rc[size_t(i * 32 + j)] = float(s);
+      rt[size_t(i * 32 + j)] = float(t);
+    }
+    for (int64_t j = 0; j < 16; ++j) {
+      double s = 0; // P = t / 16 (|t| <= 128: exact in bf16), sums of multiples of 1/16
+      for (int64_t q = 0; q < 32; ++q)
+        s += double(rt[size_t(i * 32 + q)]) / 16.0 * double(vi[size_t(q * 16 + j)]);
+      ro[size_t(i * 16 + j)] = float(s);
+    }
+  }
+  struct Run {
+    unsigned threads;
+    bool race, ast;
+    size_t shift; // b, k and v this many elements past a 16-byte boundary
+  } runs[] = {{32, false, false, 0},
+              {128, false, false, 0},
+              {128, true, false, 0},
+              {128, false, true, 0},
+              {128, false, false, 1}};
+  for (const Run &rn : runs) {
+    CAPTURE(rn.threads);
+    CAPTURE(rn.race);
+    CAPTURE(rn.ast);
+    CAPTURE(rn.shift);
+    // b's copy by cp.async needs a 16-byte aligned base; off it, element
+    // by element (lower_tile_mma.cpp's tile_mma_copy).
+    std::vector<uint16_t> bs(b.size() + 8), ks(k.size() + 8), vs(v.size() + 8);
+    std::copy(b.begin(), b.end(), bs.begin() + long(rn.shift));
+    std::copy(k.begin(), k.end(), ks.begin() + long(rn.shift));
+    std::copy(v.begin(), v.end(), vs.begin() + long(rn.shift));
+    std::vector<float> c(M * 32, -1.f), ct(M * 32, -1.f), o(M * 16, -1.f), cf(M * 32, -1.f),
+        cw(M * 32, -1.f);
+    RunOptions ro_;
+    ro_.threads_per_cta = rn.threads;
+    ro_.race_check = rn.race;
+    if (rn.ast)
+      setenv("ETL_TILE_LOWERING", "0", 1);
+    std::string err = compile_and_run(kMma, "tile_mma_ragged", {{"M", M}},
+                                      {{"a", a.data(), ETL_BF16, {M, 32}},
+                                       {"b", bs.data() + rn.shift, ETL_BF16, {32, 32}},
+                                       {"k", ks.data() + rn.shift, ETL_BF16, {32, 32}},
+                                       {"v", vs.data() + rn.shift, ETL_BF16, {32, 16}},
+                                       {"c", c.data(), ETL_F32, {M, 32}},
+                                       {"ct", ct.data(), ETL_F32, {M, 32}},
+                                       {"o", o.data(), ETL_F32, {M, 16}},
+                                       {"cf", cf.data(), ETL_F32, {M, 32}},
+                                       {"cw", cw.data(), ETL_F32, {M, 32}}},
+                                      ro_);
+    unsetenv("ETL_TILE_LOWERING");
+    REQUIRE_MESSAGE(err.empty(), err);
+    int bad_c = 0, bad_t = 0, bad_o = 0, bad_f = 0, bad_w = 0;
+    for (size_t i = 0; i < c.size(); ++i) {
+      bad_c += c[i] != rc[i];
+      bad_f += cf[i] != 3 * rc[i];
+      bad_w += cw[i] != rc[i] + rw[i];
+      bad_t += ct[i] != rt[i];
+    }
+    for (size_t i = 0; i < o.size(); ++i)
+      bad_o += o[i] != ro[i];
+    CHECK(bad_c == 0);
+    CHECK(bad_t == 0);
+    CHECK(bad_o == 0);
+    CHECK(bad_f == 0);
+    CHECK(bad_w == 0);
+  }
+}
