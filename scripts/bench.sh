@@ -298,7 +298,9 @@ fi
 # shared wavefronts). Before its K loop took the cp.async ring (each dot
 # staged from registers, waited for, written back and added per K step)
 # this row read 2375.10 us of model, 11.7 % of SOL, 250 registers
-# (sm_90 ptxas).
+# (sm_90 ptxas). A's fragments by ldmatrix.x4 instead of four 32-bit loads
+# left it at 39.1 %: a conflict-free 32-bit warp load and an ldmatrix phase
+# are one 128-byte wavefront each (shared requests -31 %, wavefronts equal).
 if "$build/examples/gemm_host" "$build/examples/gemm_tf32.etlb" --device sim --shape 256,256,256 \
      --profile "$tmp/prof.json" >/dev/null &&
   "$build/examples/gemm_host" "$build/examples/gemm_tf32.etlb" --device sim --shape 256,256,512 \

@@ -19,11 +19,16 @@
 //      copies 16-byte chunks (4 floats) raw into the same layout
 //      (stage_chunks with this file's placement; element by element with 0
 //      outside at ragged edges or where a chunk is not 16-byte aligned),
-//      commit, wait_group 0; then a barrier. ldmatrix moves 16-bit elements,
-//      so the fragments are read with plain 32-bit shared loads (raw f32
-//      rounded there by cvt.rna: the same bits as the register path), laid
-//      out so that each warp-wide load hits 32 different banks: A's (row g,
-//      col t), g < 8, t < 4, and B's (row t, col g). Rows of a multiple of
+//      commit, wait_group 0; then a barrier. A's fragments are read by
+//      ldmatrix.x4, whose 8 x 8 b16 matrices are 8 x 4 f32 ones: matrix i
+//      (rows 8 (i & 1) .., cols 4 (i >> 1) .. of the m16 x k8 block; lane l
+//      gives row l & 15, col 4 (l >> 4)) gives lane l the word l % 4 of its
+//      row l / 4 in register i, PTX's A fragment; B's [K, N] rows cannot
+//      use .trans (it swaps 16-bit halves), so B's are plain 32-bit shared
+//      loads. Raw f32 is rounded after either load by cvt.rna (the same
+//      bits as the register path). The layout keeps each ldmatrix phase's
+//      8 rows (16 bytes each) in distinct 16-byte bank groups and each
+//      warp-wide B load on 32 banks: (row t, col g). Rows of a multiple of
 //      32 floats are XOR-swizzled in 16-byte chunks (A: chunk ^ row % 8; B:
 //      chunk ^ 2 (row % 4)), which also keeps the staging stores (32
 //      consecutive elements of a row per warp) conflict-free; other rows
@@ -34,8 +39,8 @@
 //      the repeated fragment loads). Either way a 16-byte chunk of 4 floats
 //      from a column % 4 == 0 stays contiguous and aligned: cp.async's unit;
 //   2. warp tiles as dot_mma's: m16 x n16 units (n8 when N % 16 != 0), warp
-//      w runs units w, w + W, ...; per k8 four A loads (PTX's A fragment:
-//      row g + 8(i & 1), col t + 4(i >> 1)) and per n8 two B loads (k = t +
+//      w runs units w, w + W, ...; per k8 one A ldmatrix.x4 (PTX's A
+//      fragment: row g + 8(i & 1), col t + 4(i >> 1)) and per n8 two B loads (k = t +
 //      4j, n = g), one mma per n8, the accumulators in registers over K
 //      (tf32_accumulate: a warp block of wm x wn units loads its wm A and wn
 //      B fragment sets once per k8, the warp tile of
@@ -169,17 +174,22 @@ void Lowerer::tf32_accumulate(const MmaTile &t, int64_t wm, int64_t wn, llvm::Va
     llvm::Value *off = offset(b, base, stride, x, row, col);
     return raw ? m.to_tf32(b, scratch_load(f32, off, 1)) : scratch_load(i32, off, 1);
   };
+  // ldmatrix's lane rows for A: lane l gives row l & 15, col 4 (l >> 4).
+  llvm::Value *lrow = b.CreateAnd(lane, 15),
+              *lcol = b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(4));
   for_range(b.getInt64(0), b.getInt64(t.K), b.getInt64(8), [&](llvm::Value *k0) {
-    // A (PTX's fragment): row g + 8 (i & 1), col t + 4 (i >> 1) of each
-    // m16 row block; B: k = t + 4 i, n = g of each n8 block.
+    // A (PTX's fragment: row g + 8 (i & 1), col t + 4 (i >> 1) of each m16
+    // row block) by one ldmatrix.x4: a row of 4 f32 is 8 b16, so matrix i
+    // (rows 8 (i & 1) .., cols 4 (i >> 1) ..) gives lane l the word l % 4
+    // of its row l / 4, register i. B: k = t + 4 i, n = g of each n8 block.
     std::vector<std::vector<llvm::Value *>> fa(static_cast<size_t>(wm)),
         fb(static_cast<size_t>(wn));
-    for (int64_t r = 0; r < wm; ++r)
-      for (unsigned i = 0; i < 4; ++i) {
-        llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(g, b.getInt64(16 * r + 8 * (i & 1))));
-        llvm::Value *col = b.CreateAdd(k0, b.CreateAdd(q, b.getInt64(4 * (i >> 1))));
-        fa[size_t(r)].push_back(frag(a_base, sa, xa, row, col));
-      }
+    for (int64_t r = 0; r < wm; ++r) {
+      llvm::Value *row = b.CreateAdd(r0, b.CreateAdd(lrow, b.getInt64(16 * r)));
+      llvm::Value *p = scratch_ptr(offset(b, a_base, sa, xa, row, b.CreateAdd(k0, lcol)), 1);
+      for (llvm::Value *v : m.ldmatrix(b, p, 4, false, line))
+        fa[size_t(r)].push_back(raw ? m.to_tf32(b, b.CreateBitCast(v, f32)) : v);
+    }
     for (int64_t c = 0; c < wn; ++c)
       for (unsigned j = 0; j < t.n8; ++j)
         for (unsigned i = 0; i < 2; ++i) {

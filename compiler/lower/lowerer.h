@@ -551,8 +551,8 @@ public:
                          llvm::Value *base);
   /// the K loop of one warp block of wm x wn units from (r0, n0) (rows 16
   /// apart, columns nb apart; accumulators accs[r wn + c]) on the stage at
-  /// a_base / b_base: per k8 its A and B fragments by 32-bit shared loads
-  /// (`raw`: f32 as copied, rounded here by cvt.rna; else tf32 bits), then
+  /// a_base / b_base: per k8 its A fragments by ldmatrix.x4, B's by 32-bit
+  /// loads (`raw`: f32 as copied, rounded here by cvt.rna; else tf32 bits), then
   /// its mma;
   void tf32_accumulate(const MmaTile &t, int64_t wm, int64_t wn, llvm::Value *r0, llvm::Value *n0,
                        const std::vector<const std::vector<llvm::AllocaInst *> *> &accs,

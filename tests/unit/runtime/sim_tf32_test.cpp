@@ -28,6 +28,15 @@
 
 namespace {
 
+/// The sum of every `"key": N` in a profile's JSON.
+long long sum_of(const std::string &json, const std::string &key) {
+  const std::string k = "\"" + key + "\": ";
+  long long n = 0;
+  for (size_t at = 0; (at = json.find(k, at)) != std::string::npos; at += k.size())
+    n += std::stoll(json.substr(at + k.size()));
+  return n;
+}
+
 /// tf32 by arithmetic: 11 significant bits, ties away from zero (std::round).
 float tf32(float x) {
   if (x == 0 || !std::isfinite(x))
@@ -248,6 +257,11 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   size_t factor = json.find("\"bank_conflict_factor\": ", json.find("\"shared\": ", group_r));
   REQUIRE(factor != std::string::npos);
   CHECK(std::stod(json.substr(factor + 24)) <= 1.0);
+  // A's fragments by ldmatrix.x4: each phase's 8 row addresses in distinct
+  // 16-byte bank groups (padded rows of 24 and 16 floats, swizzled of 64).
+  long long phases = sum_of(json, "ldmatrix_phases"), ldm_wf = sum_of(json, "ldmatrix_wavefronts");
+  CHECK(phases > 0);
+  CHECK(ldm_wf == phases);
 }
 
 TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for bit, ragged too") {
@@ -284,9 +298,22 @@ TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for
   int64_t se[2] = {32, 32};
   CHECK(etlBindTensor(prog, "e", e.data(), ETL_F32, 2, se) == ETL_SUCCESS);
   CHECK(etlBindTensor(prog, "f", f.data(), ETL_F32, 2, se) == ETL_SUCCESS);
+  std::string profile = std::string(ETL_TEST_BINARY_DIR) + "/sim_tf32_loop_test.profile.json";
+  REQUIRE(etlProgramSetProfile(prog, profile.c_str()) == ETL_SUCCESS);
   REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
   etlProgramDestroy(prog);
   etlContextDestroy(ctx);
+  {
+    // The rings' A fragments (raw f32, rounded after the load) by
+    // ldmatrix.x4, one wavefront a phase.
+    std::ifstream in(profile);
+    REQUIRE(in);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    long long phases = sum_of(ss.str(), "ldmatrix_phases");
+    CHECK(phases > 0);
+    CHECK(sum_of(ss.str(), "ldmatrix_wavefronts") == phases);
+  }
   // An f32 k-order sum of products of rounded (or truncated) operands.
   auto ksum = [](const float *p, const float *q, int64_t K, int64_t N, int64_t m, int64_t n,
                  float (*op)(float)) {

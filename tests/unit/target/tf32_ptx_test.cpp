@@ -37,7 +37,10 @@ TEST_CASE("tf32 dots: the PTX has mma.sync m16n8k8 tf32 and cvt.rna.tf32.f32; pt
     std::string ptx = ptxcheck::compile_ptx(program(), target);
     CHECK(ptxcheck::has(ptx, kMma));
     CHECK(ptxcheck::has(ptx, "cvt.rna.tf32.f32"));
-    CHECK(!ptxcheck::has(ptx, "ldmatrix")); // 32-bit elements: plain shared loads
+    // A fragments: ldmatrix.x4 of 8 x 4 f32 (8 x 8 b16) matrices, never
+    // .trans (it would swap b16 halves); B ([K, N] rows): plain loads.
+    CHECK(ptxcheck::has(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    CHECK(!ptxcheck::has(ptx, ".trans"));
     if (std::string(ETL_PTXAS).empty()) {
       MESSAGE("ptxas not found at configure time: skipping PTX assembly");
       continue;
@@ -66,7 +69,8 @@ TEST_CASE("tf32 K loops: a cp.async ring of three stages, rounding at the fragme
       ++waits;
     CHECK(waits == 3);
     CHECK(ptxcheck::has(ptx, "cvt.rna.tf32.f32"));
-    CHECK(!ptxcheck::has(ptx, "ldmatrix"));
+    CHECK(ptxcheck::has(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    CHECK(!ptxcheck::has(ptx, ".trans"));
     if (std::string(ETL_PTXAS).empty()) {
       MESSAGE("ptxas not found at configure time: skipping PTX assembly");
       continue;
