@@ -70,24 +70,6 @@ namespace etl {
 
 namespace {
 
-unsigned lg2(int64_t n) {
-  unsigned r = 0;
-  while ((int64_t(1) << r) < n)
-    ++r;
-  return r;
-}
-
-const TOp *def_of(const std::vector<TOp> &body, int v) {
-  for (const TOp &op : body) {
-    for (int r : op.results)
-      if (r == v)
-        return &op;
-    if (const TOp *d = def_of(op.body, v))
-      return d;
-  }
-  return nullptr;
-}
-
 /// The `for` whose body holds `op` at its top level.
 const TOp *loop_of(const std::vector<TOp> &body, const TOp *op) {
   for (const TOp &o : body) {
@@ -110,13 +92,13 @@ const TOp *Lowerer::mma_direct_b(const TOp &dot) {
     return it != tile_users.end() && it->second.size() == 1 && it->second[0] == by;
   };
   int v = dot.operands.at(1);
-  const TOp *d = def_of(tf->body, v), *tr = nullptr;
+  const TOp *d = defining_op(tf->body, v), *tr = nullptr;
   if (!d || !one_use(v, &dot))
     return nullptr;
   if (d->kind == TileOpKind::Transpose) {
     tr = d;
     v = d->operands.at(0);
-    d = def_of(tf->body, v);
+    d = defining_op(tf->body, v);
     if (!d || !one_use(v, tr))
       return nullptr;
   }
@@ -206,7 +188,7 @@ void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, bool bf16) {
     for (uint32_t x : *bs)
       if (x & low)
         w = 1;
-  for (size_t k = lg2(w); k < l.reg.size(); ++k)
+  for (size_t k = ceil_log2(w); k < l.reg.size(); ++k)
     if (l.reg[k] & low)
       w = 1;
   llvm::Type *vty = w == 1 ? static_cast<llvm::Type *>(b.getInt16Ty())
@@ -248,7 +230,7 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   const unsigned line = op.loc.begin.line;
   // The accumulator layout's register bits: col 1, row 8, the n8 tiles,
   // then the row blocks left to registers (tile/layout.cpp mma_layout).
-  const unsigned nbits = lg2(N / 8), kbits = lg2(K / 16);
+  const unsigned nbits = ceil_log2(N / 8), kbits = ceil_log2(K / 16);
   const unsigned rbits = unsigned(lr.reg.size()) - 2 - nbits;
   const int64_t n8 = N / 8, blocks = int64_t(1) << rbits;
 
@@ -256,7 +238,7 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   note_scratch(st.bytes / 4);
   const TOp *direct = mma_direct_b(op);
   if (!direct && tregs[size_t(ib)].empty()) // a transpose tile_direct skipped
-    if (const TOp *tr = def_of(tf->body, ib))
+    if (const TOp *tr = defining_op(tf->body, ib))
       if (tr->kind == TileOpKind::Transpose)
         tregs[size_t(ib)] = tregs[size_t(tr->operands.at(0))];
   // A ring load (tile_ring_step) landed before this iteration's barrier.

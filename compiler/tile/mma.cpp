@@ -27,20 +27,20 @@ namespace {
 
 bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
-const TOp *def_of(const std::vector<TOp> &body, int v) {
+int64_t line_bytes(int64_t n) { return (n + 127) / 128 * 128; }
+
+} // namespace
+
+const TOp *defining_op(const std::vector<TOp> &body, int v) {
   for (const TOp &op : body) {
     for (int r : op.results)
       if (r == v)
         return &op;
-    if (const TOp *d = def_of(op.body, v))
+    if (const TOp *d = defining_op(op.body, v))
       return d;
   }
   return nullptr;
 }
-
-int64_t line_bytes(int64_t n) { return (n + 127) / 128 * 128; }
-
-} // namespace
 
 bool mma_dot(const TileFunc &f, const TOp &op) {
   if (op.kind != TileOpKind::Dot || !op.attr.empty() || op.operands.size() != 2 ||
@@ -72,7 +72,7 @@ MmaStaging mma_staging(const TileFunc &f, const TOp &op) {
   const Layout &lr = f.layouts[size_t(r.layout)];
   s.ok = lr == mma_layout(MmaOperand::Acc, r.shape, lr.num_warps());
   s.a_regs = f.layouts[size_t(a.layout)] == mma_layout(MmaOperand::A, a.shape, lr.num_warps());
-  const TOp *d = def_of(f.body, op.operands[1]);
+  const TOp *d = defining_op(f.body, op.operands[1]);
   s.b_nk = d && d->kind == TileOpKind::Transpose;
   s.b_base = s.a_regs ? 0 : line_bytes(2 * a.numel());
   s.bytes = s.b_base + line_bytes(2 * b.numel());

@@ -49,6 +49,8 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align);
 /// notes exactly this).
 int64_t reduction_scratch_bytes(const TileFunc &f, const TOp &op);
 
+/// The op of `body` (or of a nested body) whose results include value `v`.
+const TOp *defining_op(const std::vector<TOp> &body, int v);
 /// A `dot` the tile IR runs on tensor cores (tile/mma.cpp): f16 or bf16
 /// [M, K] x [K, N], default precision, M, N, K powers of two, M % 16 ==
 /// K % 16 == N % 8 == 0.
