@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <unistd.h>
 
 using namespace etl;
 using namespace etl::testing;
@@ -86,16 +85,12 @@ size_t count(const std::string &s, const char *what) {
 /// ETL_TILE_DEBUG's lowering lines and the PTX of `src` for `target`.
 std::string lowering_lines(const std::string &src, const char *target, std::string &ptx,
                            unsigned threads = 128) {
-  std::string in = "/tmp/etl-tmma-" + std::to_string(getpid()) + ".etl";
-  std::ofstream(in) << src;
   CompileOptions o;
-  o.input = in;
   o.targets = {target};
   o.emit = "ptx";
   o.threads_per_cta = threads;
   std::string err, lines;
-  int code = compile_tile_debug(o, "lowering ", ptx, err, lines);
-  std::remove(in.c_str());
+  int code = compile_text_tile_debug(src, o, "lowering ", ptx, err, lines);
   INFO(err);
   REQUIRE(code == 0);
   return lines;
