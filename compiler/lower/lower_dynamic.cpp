@@ -140,14 +140,14 @@ llvm::Value *Lowerer::emit_try_pop() {
       auto *spin = llvm::BasicBlock::Create(ctx, "slot.spin", fn);
       auto *pause = llvm::BasicBlock::Create(ctx, "slot.pause", fn);
       auto *done = llvm::BasicBlock::Create(ctx, "slot.done", fn);
+      llvm::AllocaInst *last = spin_clock();
       b.CreateBr(head);
       b.SetInsertPoint(head);
       llvm::Value *v = m.load_acquire(b, sp);
       b.CreateStore(v, val);
       b.CreateCondBr(b.CreateICmpNE(v, b.getInt32(0)), done, spin);
       b.SetInsertPoint(spin);
-      llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
-      ab->setVolatile(true);
+      llvm::Value *ab = spin_abort_flag(last);
       b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), done, pause);
       b.SetInsertPoint(pause);
       m.spin_pause(b);
@@ -451,7 +451,11 @@ void Lowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin
   auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
   llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
   llvm::AllocaInst *pos = entry_alloca(i32, "pos");
-  if_then(is0, [&] { b.CreateStore(b.CreateLoad(i32, at(kSmemPos)), pos); });
+  llvm::AllocaInst *last = nullptr;
+  if_then(is0, [&] {
+    b.CreateStore(b.CreateLoad(i32, at(kSmemPos)), pos);
+    last = spin_clock();
+  });
   auto *head = llvm::BasicBlock::Create(ctx, "wait.loop", fn);
   b.CreateBr(head);
   b.SetInsertPoint(head);
@@ -459,9 +463,7 @@ void Lowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin
     b.CreateStore(b.getInt32(kDecReady), at(kSmemDynDecision));
     llvm::Value *ready = all_waits_ready(gp);
     if_then(b.CreateNot(ready), [&] {
-      llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
-      ab->setVolatile(true);
-      llvm::Value *aborted = b.CreateICmpNE(ab, b.getInt32(0));
+      llvm::Value *aborted = b.CreateICmpNE(spin_abort_flag(last), b.getInt32(0));
       b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));
       if_then(aborted, [&] { b.CreateStore(b.getInt32(1), at(kSmemAbort)); });
       if_then(b.CreateNot(aborted), [&] { emit_pop_decision(); });

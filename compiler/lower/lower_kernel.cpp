@@ -10,10 +10,14 @@
 // tile ops in lower_tile.cpp, index arithmetic in lower_index.cpp) and
 // notifies (barrier, thread 0 fences and decrements with release atomics).
 // Task fast path: no host-mapped memory. The control block (abort flag
-// args[ABORT], per-CTA progress words) is read and written by thread 0 once
-// at the start, every 16th task or after ~1 ms (poll_control), at the end,
-// and in every spin-wait while it backs off; a CTA that sees the abort flag
-// publishes it in shared memory so all its threads leave. Thread 0 fetches
+// args[ABORT], per-CTA progress words) is a PCIe round trip away, and the
+// GPU serves those reads one after another (an H100 took about 1 us per CTA
+// when each CTA read it before its first task: 140 us until the last CTA
+// started). Thread 0 reads the abort flag and writes its progress word every
+// 16th task or after ~1 ms (poll_control), writes the word at the end, and
+// reads the flag in a spin-wait once ~1 ms has passed since the wait began
+// or last read it (spin_abort_flag); nothing is read at the start. A CTA that
+// sees the abort flag publishes it in shared memory so all its threads leave. Thread 0 fetches
 // the next static-queue entry while the current task runs.
 // Timeline (args[TIMELINE] != 0): thread 0 also broadcasts the queue
 // position p and writes record p's start (after the waits) and end (after
@@ -219,12 +223,12 @@ llvm::Function *Lowerer::lower_kernel() {
     b.CreateStore(first, cursor);
     b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, b.CreateAdd(c64, b.getInt64(1)))), end);
     b.CreateStore(b.getInt32(0), smem_at(kSmemAbort));
-    // The task count continues from the control block's word (read once).
-    llvm::LoadInst *done = b.CreateLoad(i32, progress_word(cta));
-    done->setVolatile(true);
-    b.CreateStore(done, smem_at(kSmemProgress));
-    // The first task polls the control block (once per launch at least).
-    b.CreateStore(b.getInt32(kPollEveryTasks), poll_since);
+    // The task count starts at 0 (the runtime zeroes the control block's
+    // words before each launch), and the first poll comes after
+    // kPollEveryTasks tasks or kPollEveryNs: no host-mapped read before the
+    // first task, where 132 CTAs' reads would queue one behind another.
+    b.CreateStore(b.getInt32(0), smem_at(kSmemProgress));
+    b.CreateStore(b.getInt32(0), poll_since);
     b.CreateStore(m.clock_ns(b), poll_last);
     b.CreateStore(b.getInt32(kExitGroup), next_grp);
     b.CreateStore(b.getInt32(0), next_lin);
@@ -306,6 +310,27 @@ llvm::Value *Lowerer::poll_control() {
     publish_progress(m.cta_id(b));
     b.CreateStore(b.getInt32(1), poll_since);
     b.CreateStore(now, poll_last);
+  });
+  return b.CreateLoad(i32, ab);
+}
+
+llvm::AllocaInst *Lowerer::spin_clock() {
+  llvm::AllocaInst *last = entry_alloca(i64, "spin.last");
+  b.CreateStore(m.clock_ns(b), last);
+  return last;
+}
+
+llvm::Value *Lowerer::spin_abort_flag(llvm::AllocaInst *last) {
+  llvm::AllocaInst *ab = entry_alloca(i32, "spin.abort");
+  b.CreateStore(b.getInt32(0), ab);
+  llvm::Value *now = m.clock_ns(b);
+  llvm::Value *due =
+      b.CreateICmpUGE(b.CreateSub(now, b.CreateLoad(i64, last)), b.getInt64(kPollEveryNs));
+  if_then(due, [&] {
+    llvm::LoadInst *flag = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
+    flag->setVolatile(true);
+    b.CreateStore(flag, ab);
+    b.CreateStore(now, last);
   });
   return b.CreateLoad(i32, ab);
 }
@@ -618,13 +643,13 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
             auto *abort_bb = llvm::BasicBlock::Create(ctx, "wait.abort", fn);
             auto *pause = llvm::BasicBlock::Create(ctx, "wait.pause", fn);
             auto *done = llvm::BasicBlock::Create(ctx, "wait.done", fn);
+            llvm::AllocaInst *last = spin_clock();
             b.CreateBr(head);
             b.SetInsertPoint(head);
             llvm::Value *v = m.load_acquire(b, p);
             b.CreateCondBr(b.CreateICmpEQ(v, b.getInt32(0)), done, body);
             b.SetInsertPoint(body);
-            llvm::LoadInst *ab = b.CreateLoad(i32, arg_slot_ptr(ETL_SLOT_ABORT));
-            ab->setVolatile(true);
+            llvm::Value *ab = spin_abort_flag(last);
             b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), abort_bb, pause);
             b.SetInsertPoint(abort_bb);
             b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));

@@ -228,6 +228,14 @@ private:
   /// kPollEveryNs, reads the abort flag and publishes the progress count;
   /// returns the flag read (i32), 0 when it was not due.
   llvm::Value *poll_control();
+  /// Thread 0, before a spin-wait: the clock (an i64 alloca) that
+  /// spin_abort_flag measures from.
+  llvm::AllocaInst *spin_clock();
+  /// Thread 0, in a spin-wait's back-off: the abort flag (i32), read from
+  /// the host-mapped control block only once kPollEveryNs has passed since
+  /// `*last` (which it then resets), else 0: a PCIe read per spin would
+  /// queue every waiting CTA behind the others' reads.
+  llvm::Value *spin_abort_flag(llvm::AllocaInst *last);
   /// Thread 0: copies the shared progress count to CTA `cta`'s control word.
   void publish_progress(llvm::Value *cta);
   /// etl_main's poll state (thread 0): calls since the last poll, its clock.

@@ -277,9 +277,11 @@ typedef struct etl_timeline_record {
 /* The control block args[ETL_SLOT_ABORT] points to: host-mapped memory on
  * CUDA, so both sides see it while the kernel runs. Bytes [0, 4): the abort
  * flag (non-zero = stop now). From byte ETL_CONTROL_PROGRESS: one u32 per
- * CTA, the number of tasks it has finished, written only by that CTA's
- * thread 0 with volatile accesses; the host's watchdog reads them to tell a
- * slow run from a stuck one. Size: ETL_CONTROL_BYTES(num_ctas). */
+ * CTA, the number of tasks it has finished in this launch, which the runtime
+ * zeroes before each launch and only that CTA's thread 0 writes (volatile
+ * stores, never read back: a host-mapped read is a PCIe round trip); the
+ * host's watchdog reads them to tell a slow run from a stuck one. Size:
+ * ETL_CONTROL_BYTES(num_ctas). */
 #define ETL_CONTROL_PROGRESS 64u
 #define ETL_CONTROL_BYTES(num_ctas) (ETL_CONTROL_PROGRESS + 4u * (uint32_t)(num_ctas))
 

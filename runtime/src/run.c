@@ -153,6 +153,9 @@ static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *str
       st = c->dev->zero(c, pl->buffer_dptr[i], pl->buffer_bytes[i], stream);
   if (st)
     return st;
+  /* the control block: no abort, and every CTA's task count from 0 (the
+   * kernel never reads those words, it only writes them) */
+  memset((char *)c->abort_host + ETL_CONTROL_PROGRESS, 0, 4u * (size_t)c->num_ctas);
   __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
   return c->dev->launch(p, pl, stream, in_flight);
 }
