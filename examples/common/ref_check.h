@@ -10,6 +10,7 @@
  *
  * Tolerance (ex_check_close): element i passes when
  *   |got_i - ref_i| <= rtol * |ref_i| + atol * rms(ref)
+ * (ex_check_close_rows: rms(ref) or that of element i's row, the larger)
  * so `atol` is relative to the output's scale (an absolute floor for
  * elements near zero, where a relative bound means nothing after
  * cancellation) and `rtol` is per element. For bf16 outputs rtol = 2^-7 is
@@ -126,31 +127,51 @@ static inline float *ex_npy_load(const char *path, size_t *count, int64_t shape[
   return out;
 }
 
-/* Compares got with ref under the rule in the banner, prints one line (the
- * worst element, how many fail) and returns 1 when all pass. NaN fails. */
-static inline int ex_check_close(const char *what, const float *got, const float *ref, size_t n,
-                                 double rtol, double atol) {
+/* Compares got with ref under the rule in the banner, with rms(ref) the
+ * larger of the whole output's and that of the `row` consecutive elements
+ * holding element i (row = n: the whole output's alone), prints one line
+ * (the worst element, how many fail) and returns 1 when all pass. NaN
+ * fails. A per-row scale is for outputs whose rows differ in size and whose
+ * error scales with their own row's: attention, where a query with few keys
+ * has outputs (and rounding differences) several times those of one with
+ * many. */
+static inline int ex_check_close_rows(const char *what, const float *got, const float *ref,
+                                      size_t n, size_t row, double rtol, double atol) {
   double ss = 0;
   for (size_t i = 0; i < n; ++i)
     ss += (double)ref[i] * ref[i];
   double rms = n ? sqrt(ss / (double)n) : 0, worst = 0;
   size_t bad = 0, at = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double d = fabs((double)got[i] - (double)ref[i]);
-    double lim = rtol * fabs((double)ref[i]) + atol * rms;
-    double r = d / (lim > 0 ? lim : 1e-30);
-    if (!(r <= 1.0))
-      ++bad;
-    if (!(r <= worst)) {
-      worst = r;
-      at = i;
+  if (row == 0 || row > n)
+    row = n;
+  for (size_t r0 = 0; r0 < n; r0 += row) {
+    size_t r1 = r0 + row < n ? r0 + row : n;
+    double rss = 0;
+    for (size_t i = r0; i < r1; ++i)
+      rss += (double)ref[i] * ref[i];
+    double scale = fmax(rms, sqrt(rss / (double)(r1 - r0)));
+    for (size_t i = r0; i < r1; ++i) {
+      double d = fabs((double)got[i] - (double)ref[i]);
+      double lim = rtol * fabs((double)ref[i]) + atol * scale;
+      double r = d / (lim > 0 ? lim : 1e-30);
+      if (!(r <= 1.0))
+        ++bad;
+      if (!(r <= worst)) {
+        worst = r;
+        at = i;
+      }
     }
   }
   printf("  %s: %zu elements, rms %.3g, worst at %zu: got %.6g want %.6g (%.2f of the "
-         "tolerance rtol %.3g + atol %.3g*rms), %zu out of tolerance %s\n",
-         what, n, rms, at, n ? got[at] : 0.0, n ? ref[at] : 0.0, worst, rtol, atol, bad,
-         bad ? "FAIL" : "OK");
+         "tolerance rtol %.3g + atol %.3g*rms%s), %zu out of tolerance %s\n",
+         what, n, rms, at, n ? got[at] : 0.0, n ? ref[at] : 0.0, worst, rtol, atol,
+         row < n ? " of its row" : "", bad, bad ? "FAIL" : "OK");
   return bad == 0;
+}
+
+static inline int ex_check_close(const char *what, const float *got, const float *ref, size_t n,
+                                 double rtol, double atol) {
+  return ex_check_close_rows(what, got, ref, n, n, rtol, atol);
 }
 
 #endif

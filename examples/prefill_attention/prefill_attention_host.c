@@ -11,12 +11,18 @@
  * (examples/common/ref_check.h, ex_seeded): bf16-exact values, so both sides
  * compute with the same numbers.
  *
- * Tolerance of out: |etl - torch| <= 2^-7 * |torch| + 2^-7 * rms(torch) per
- * element (ex_check_close). out is bf16 (2^-8 relative rounding, and
+ * Tolerance of out: |etl - torch| <= 2^-7 * |torch| + 2^-7 * rms per
+ * element, rms the larger of torch's whole out and its row of D values
+ * (ex_check_close_rows). out is bf16 (2^-8 relative rounding, and
  * a value near a rounding boundary may round either way after f32 sums in
  * another order); ETL also rounds the probabilities to bf16 before P.V
  * (2^-9 relative per term, independent across keys: about 2^-10 of the
- * output's rms), and exp runs as ex2.approx on a GPU. A wrong mask, a
+ * row's rms), and exp runs as ex2.approx on a GPU. The row's scale matters
+ * for the first queries of a long sequence: with a handful of keys their
+ * outputs (and those roundings) are several times the rms of the whole
+ * output, which the thousands of keys of later rows make small (S = 1000,
+ * query 6: 0.0011 off, 1.3 times a whole-output floor, on sim and on an
+ * H100 alike). A wrong mask, a
  * missed KV tile or a bad rescale moves elements by far more.
  * y = out @ wo sums NKV * G * D products, and inherits out's differences
  * from PyTorch's: the probabilities' bf16 rounding (about 2^-10 of out's
@@ -55,15 +61,15 @@ static void *upload_seeded(etlContext ctx, uint32_t seed, size_t n, float scale)
 }
 
 /* Downloads n bf16 values and compares them with ref (the banner's rule,
- * rtol 2^-7 and this atol). */
+ * rtol 2^-7 and this atol, per rows of `row` values). */
 static int check_bf16(etlContext ctx, const char *what, void *d, const float *ref, size_t n,
-                      double atol) {
+                      size_t row, double atol) {
   uint16_t *h = malloc(2 * n + 2);
   float *got = malloc(sizeof(float) * (n + 1));
   CHECK_ETL(etlMemcpyDtoH(ctx, h, d, 2 * n));
   for (size_t i = 0; i < n; ++i)
     got[i] = ex_bf16_to_f32(h[i]);
-  int ok = ex_check_close(what, got, ref, n, 1.0 / 128, atol);
+  int ok = ex_check_close_rows(what, got, ref, n, row, 1.0 / 128, atol);
   free(h);
   free(got);
   return ok;
@@ -117,8 +123,8 @@ static int run_one(etlContext ctx, etlProgram prog, const char *dir) {
   printf("prefill_attention S=%lld NKV=%lld G=%lld D=%lld HID=%lld on %s: etlRun %.2f ms\n",
          (long long)S, (long long)NKV, (long long)G, (long long)D, (long long)HID,
          etlContextDeviceName(ctx), ms);
-  int ok = check_bf16(ctx, "out vs PyTorch", dout, ref, nq, 1.0 / 128);
-  ok &= check_bf16(ctx, "y = out @ wo vs PyTorch", dy, ref_y, ny, 1.0 / 32);
+  int ok = check_bf16(ctx, "out vs PyTorch", dout, ref, nq, (size_t)D, 1.0 / 128);
+  ok &= check_bf16(ctx, "y = out @ wo vs PyTorch", dy, ref_y, ny, ny, 1.0 / 32);
   void *bufs[] = {dq, dk, dv, dwo, dout, dy};
   for (int i = 0; i < 6; ++i)
     CHECK_ETL(etlFree(ctx, bufs[i]));
