@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""gpu_bench.py — ETL's tensor-core programs on a CUDA GPU next to PyTorch.
+
+    python3 scripts/gpu_bench.py [BUILD_DIR] [--reps N] [--quick]
+
+Needs a CUDA device and a PyTorch with CUDA (exits 77 saying why when either
+is missing). Loads the artifacts BUILD_DIR/examples/{gemm,gemm_tf32,mlp_bf16,
+prefill_attention,decode_layer}.etlb (default build/) on "cuda" through the
+Python package and runs each at the sizes below on torch's stream, next to
+what PyTorch does for the same function: torch.mm (cuBLAS) for the GEMMs,
+F.silu and three torch.mm for the MLP, scaled_dot_product_attention
+(FlashAttention) plus torch.mm for prefill attention with o_proj, and for
+one Qwen3 decode layer step (Qwen3-8B and 0.6B dims, paged KV cache) the
+same step as about 30 PyTorch ops, run eagerly and replayed as a CUDA graph
+(its GB/s: the weights and the KV rows read once, over ETL's time).
+--sim runs it all on the simulator against torch on the CPU at small sizes,
+which checks this script (its times mean nothing).
+
+Timing: per run, a CUDA event before the launch and one after it on the same
+stream; the median of --reps runs after 3 warm-ups (ETL's runtime finishes a
+run before it launches the next, so runs are timed one by one, and torch's
+the same way for a like comparison). Both include the host's launch work
+(ETL's: the synchronous upload of the argument block and event counters);
+the 128^3 GEMM row shows that fixed cost per run. The inputs are fresh random data
+(never zeros); every output is poisoned with NaN before the checked run.
+
+Checks (not timing): each ETL output against a float32 reference computed by
+PyTorch on the GPU (TF32 off) from the same inputs, as ||out - ref|| / ||ref||;
+a row fails above its bound (bf16 inputs with f32 accumulation 1e-4, tf32
+5e-3, bf16 outputs 2e-2) and the script then exits 1. It prints a table:
+ETL ms and TFLOP/s, torch ms and TFLOP/s, ETL / torch time, and the error.
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "python"))
+
+
+def skip(why):
+    print("gpu_bench: skipped: " + why)
+    sys.exit(77)
+
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    skip("PyTorch is not installed")
+
+DEV = "cuda"  # "cpu" with --sim: the artifacts on sim, small sizes (checks this script)
+
+
+def timed(fn, reps, after=None):
+    """Median milliseconds of fn() over reps runs after 3 warm-ups, each
+    between two CUDA events on the current stream; after() (an ETL run's
+    wait, which raises its error) once the second event has completed."""
+    times = []
+    if DEV == "cpu":
+        for i in range(1 + reps):
+            t0 = time.perf_counter()
+            fn()
+            if after:
+                after()
+            if i:
+                times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+    for i in range(3 + reps):
+        t0 = torch.cuda.Event(enable_timing=True)
+        t1 = torch.cuda.Event(enable_timing=True)
+        t0.record()
+        fn()
+        t1.record()
+        t1.synchronize()
+        if after:
+            after()
+        if i >= 3:
+            times.append(t0.elapsed_time(t1))
+    return statistics.median(times)
+
+
+def timed_etl(prog, reps, **args):
+    """timed() of one ETL run, queued on torch's stream and waited for after
+    the second event. The arguments are bound once before, so the timed
+    region holds etlRunAsync alone: its argument and counter uploads and the
+    launch, which a bound program repeats on every run."""
+    prog(**args)
+    prog.wait()
+    return timed(lambda: prog.run(), reps, prog.wait)
+
+
+def rel_err(out, ref):
+    out = out.double()
+    ref = ref.double()
+    if not torch.isfinite(out).all():
+        return math.inf
+    return (torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref)).item()
+
+
+def run_etl(prog, **args):
+    """One ETL run, finished (wait raises the run's error)."""
+    prog(**args)
+    prog.wait()
+
+
+def gemm_case(prog, m, n, k, tf32, reps):
+    dt = torch.float32 if tf32 else torch.bfloat16
+    a = torch.randn(m, k, device=DEV).to(dt)
+    b = torch.randn(k, n, device=DEV).to(dt)
+    c = torch.full((m, n), math.nan, device=DEV)
+    run_etl(prog, a=a, b=b, c=c)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ref = a.float() @ b.float()
+    err = rel_err(c, ref)
+    etl_ms = timed_etl(prog, reps, a=a, b=b, c=c)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch_ms = timed(lambda: torch.mm(a, b), reps)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return etl_ms, torch_ms, 2.0 * m * n * k, err
+
+
+def mlp_case(prog, t, d, f, reps):
+    bf = torch.bfloat16
+    s = 1.0 / math.sqrt(d)
+    x = torch.randn(t, d, device=DEV).to(bf)
+    wg = (torch.randn(d, f, device=DEV) * s).to(bf)
+    wu = (torch.randn(d, f, device=DEV) * s).to(bf)
+    wd = (torch.randn(f, d, device=DEV) / math.sqrt(f)).to(bf)
+    out = torch.full((t, d), math.nan, device=DEV)
+    run_etl(prog, x=x, wg=wg, wu=wu, wd=wd, out=out)
+    xf = x.float()
+    h = (F.silu(xf @ wg.float()) * (xf @ wu.float())).to(bf)  # the program's h is bf16
+    ref = h.float() @ wd.float()
+    err = rel_err(out, ref)
+    etl_ms = timed_etl(prog, reps, x=x, wg=wg, wu=wu, wd=wd, out=out)
+
+    def torch_mlp():
+        return torch.mm(F.silu(torch.mm(x, wg)) * torch.mm(x, wu), wd)
+
+    torch_ms = timed(torch_mlp, reps)
+    return etl_ms, torch_ms, 2.0 * t * d * f * 3, err
+
+
+def prefill_case(prog, s, nkv, g, hid, reps, d=128):
+    bf = torch.bfloat16
+    q = torch.randn(s, nkv, g, d, device=DEV).to(bf)
+    k = torch.randn(s, nkv, d, device=DEV).to(bf)
+    v = torch.randn(s, nkv, d, device=DEV).to(bf)
+    wo = (torch.randn(nkv, g, d, hid, device=DEV) / math.sqrt(nkv * g * d)).to(bf)
+    out = torch.full((s, nkv, g, d), math.nan, device=DEV).to(bf)
+    y = torch.full((s, hid), math.nan, device=DEV).to(bf)
+    args = dict(q=q, k=k, v=v, out=out, wo=wo, y=y)
+    run_etl(prog, **args)
+
+    def heads(dtype):
+        # [S, NKV, G, D] -> [1, NKV * G, S, D], contiguous; head g * G + r reads KV
+        # head g (laid out and expanded outside the timed region: torch is timed
+        # on its attention and GEMM alone)
+        qh = q.to(dtype).reshape(s, nkv * g, d).transpose(0, 1).contiguous()[None]
+        kh = k.to(dtype).transpose(0, 1).repeat_interleave(g, dim=0).contiguous()[None]
+        vh = v.to(dtype).transpose(0, 1).repeat_interleave(g, dim=0).contiguous()[None]
+        return qh, kh, vh, wo.to(dtype).reshape(nkv * g * d, hid)
+
+    def torch_prefill(qh, kh, vh, w):
+        o = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
+        o = o[0].transpose(0, 1).reshape(s, nkv * g * d)
+        return o, torch.mm(o, w)
+
+    # the reference: the softmax written out in float32, one head at a time
+    qh, kh, vh, w = heads(torch.float32)
+    causal = torch.ones(s, s, dtype=torch.bool, device=DEV).tril()
+    o_ref = torch.empty(nkv * g, s, d, device=DEV)
+    for h in range(nkv * g):
+        sc = (qh[0, h] @ kh[0, h].T) / math.sqrt(d)
+        o_ref[h] = torch.softmax(sc.masked_fill(~causal, -math.inf), dim=1) @ vh[0, h]
+    o_ref = o_ref.transpose(0, 1).reshape(s, nkv * g * d)
+    y_ref = o_ref @ w
+    err = max(rel_err(out.reshape(s, -1), o_ref), rel_err(y, y_ref))
+    etl_ms = timed_etl(prog, reps, **args)
+    bf_heads = heads(bf)
+    torch_ms = (timed(lambda: torch_prefill(*bf_heads), reps)
+                if hasattr(F, "scaled_dot_product_attention") else math.nan)
+    nh = nkv * g
+    flops = 4.0 * nh * d * s * (s + 1) / 2 + 2.0 * s * nh * d * hid  # causal QK^T, PV; o_proj
+    return etl_ms, torch_ms, flops, err
+
+
+def decode_case(prog, dims_name, kv_lens, reps):
+    """One Qwen3 decode layer step (examples/decode_layer) against the same
+    step written as PyTorch ops in bf16 (about 30 kernels), eager and
+    replayed as a CUDA graph. The error is against decode_layer_check.py's
+    float32 reference (that script is the layer's correctness test)."""
+    sys.path.insert(0, os.path.join(here, "..", "examples", "decode_layer"))
+    import decode_layer_check as dl
+
+    H, NKV, G, FF = dl.DIMS[dims_name]
+    B, DH, DH2, PS = len(kv_lens), dl.DH, dl.DH2, dl.PS
+    a, extra = dl.make_case(dl.DIMS[dims_name], kv_lens, torch.Generator().manual_seed(3))
+    ref_out = dl.reference(a)[0]
+    a = {k: v.to(DEV) for k, v in a.items()}
+    a["out"].fill_(math.nan)
+    prog.run(eps=dl.EPS, **extra, **a)
+    prog.wait()
+    err = rel_err(a["out"].cpu(), ref_out)
+    etl_ms = timed_etl(prog, reps, eps=dl.EPS, **extra, **a)
+
+    bf = torch.bfloat16
+    kc, vc = a["kcache"].clone(), a["vcache"].clone()
+    pos = (a["kv_len"] - 1).long()
+    L = max(kv_lens)
+    p = torch.arange(L, device=DEV)
+    pt = a["page_table"].long()
+    cache_rows = pt[torch.arange(B, device=DEV), pos // PS] * PS + pos % PS
+    gather = pt[:, p // PS] * PS + p % PS  # [B, L]
+    masked = p[None, :] >= a["kv_len"][:, None]  # keys past each request's length
+    c, sn = a["cos_t"][pos][:, None, :], a["sin_t"][pos][:, None, :]
+    w = {k: a[k].reshape(a[k].shape[0], -1) for k in ("wq", "wk", "wv", "wg", "wu", "wd")}
+    wo = a["wo"].reshape(-1, H)
+
+    def rms(t, wt):
+        t = t.float()
+        return (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + dl.EPS) * wt.float()).to(bf)
+
+    def rope(t):
+        t = t.float()
+        lo, hi = t[..., :DH2], t[..., DH2:]
+        return torch.cat([lo * c - hi * sn, hi * c + lo * sn], dim=-1).to(bf)
+
+    def step():
+        x = a["x"]
+        xn = rms(x, a["ln1"])
+        q = rope(rms((xn @ w["wq"]).reshape(B, NKV * G, DH), a["qn"]))
+        k = rope(rms((xn @ w["wk"]).reshape(B, NKV, DH), a["kn"]))
+        kc[cache_rows] = k
+        vc[cache_rows] = (xn @ w["wv"]).reshape(B, NKV, DH)
+        K = kc[gather].repeat_interleave(G, dim=2)  # [B, L, NQ, DH]
+        V = vc[gather].repeat_interleave(G, dim=2)
+        sc = torch.einsum("bhd,blhd->bhl", q, K).float() / math.sqrt(DH)
+        pr = torch.softmax(sc.masked_fill(masked[:, None, :], -math.inf), dim=-1).to(bf)
+        attn = torch.einsum("bhl,blhd->bhd", pr, V).reshape(B, -1)
+        h1 = x + attn @ wo
+        h2 = rms(h1, a["ln2"])
+        return h1 + (F.silu(h2 @ w["wg"]) * (h2 @ w["wu"])) @ w["wd"]
+
+    kc0, vc0 = kc.clone(), vc.clone()
+    torch_err = rel_err(step().cpu(), ref_out)  # the baseline computes the same step
+    kc.copy_(kc0)
+    vc.copy_(vc0)
+    eager_ms = timed(step, reps)
+    graph_ms = math.nan
+    if DEV == "cuda":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        graph_ms = timed(graph.replay, reps)
+    wbytes = 2 * (H * (NKV * G + 2 * NKV) * DH + NKV * G * DH * H + 3 * H * FF)
+    kvbytes = 2 * 2 * sum(kv_lens) * NKV * DH
+    return etl_ms, eager_ms, graph_ms, (wbytes + kvbytes) / 1e9, err, torch_err
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("build", nargs="?", default=os.path.join(here, "..", "build"))
+    ap.add_argument("--reps", type=int, default=20, help="timed runs per row (median)")
+    ap.add_argument("--quick", action="store_true", help="the 4096 rows only")
+    ap.add_argument("--sim", action="store_true",
+                    help="run on sim against torch on the CPU at small sizes (checks the script)")
+    opts = ap.parse_args()
+    global DEV
+    if opts.sim:
+        DEV = "cpu"
+    elif not torch.cuda.is_available():
+        skip("no CUDA device (torch.cuda.is_available() is False)")
+    os.environ.setdefault("ETL_BUILD_DIR", opts.build)
+    import etl  # after ETL_BUILD_DIR: the package finds the build's runtime through it
+
+    torch.manual_seed(0)
+    ex = os.path.join(opts.build, "examples")
+
+    def load(name):
+        return etl.load(os.path.join(ex, name + ".etlb"), device="sim" if opts.sim else "cuda")
+
+    dev = "sim (torch on the CPU)" if opts.sim else torch.cuda.get_device_name()
+    print("gpu_bench on %s (torch %s), median of %d runs" % (dev, torch.__version__, opts.reps))
+    rows = []
+    gemm = load("gemm")
+    big = 64 if opts.sim else 4096  # the large sizes, scaled down on sim
+    sizes = [big] if opts.quick or opts.sim else [128, 1024, 2048, 4096, 8192]
+    for n in sizes:
+        rows.append(("gemm bf16", "%d^3" % n, 1e-4) + gemm_case(gemm, n, n, n, False, opts.reps))
+    odd = (100, 70, 40) if opts.sim else (4000, 3000, 1000)
+    if not opts.quick:
+        rows.append(("gemm bf16", "%dx%dx%d" % odd, 1e-4) +
+                    gemm_case(gemm, *odd, False, opts.reps))
+    rows.append(("gemm tf32", "%d^3" % big, 5e-3) +
+                gemm_case(load("gemm_tf32"), big, big, big, True, opts.reps))
+    t, f = (40, 96) if opts.sim else (4096, 12288)
+    rows.append(("mlp bf16", "T%d D%d F%d" % (t, big, f), 2e-2) +
+                mlp_case(load("mlp_bf16"), t, big, f, opts.reps))
+    pa = load("prefill_attention")
+    shapes = [(4096, 8, 4, 4096)] if opts.quick else [(1024, 8, 4, 4096), (4096, 8, 4, 4096),
+                                                       (4096, 8, 1, 1024)]
+    if opts.sim:
+        shapes = [(150, 2, 2, 64)]
+    for s, nkv, g, hid in shapes:
+        rows.append(("prefill+o_proj", "S%d NKV%d G%d HID%d" % (s, nkv, g, hid), 2e-2) +
+                    prefill_case(pa, s, nkv, g, hid, opts.reps))
+
+    dec = []
+    dl_art = load("decode_layer")
+    for dims_name, kv_lens in ([("0.6b", [64])] if opts.sim else
+                               [("8b", [1024]), ("8b", [1024] * 16), ("0.6b", [512] * 4)]):
+        dec.append(("decode layer", "%s B=%d kv %d" % (dims_name, len(kv_lens), kv_lens[0]),
+                    2e-2) + decode_case(dl_art, dims_name, kv_lens, opts.reps))
+
+    print("%-15s %-20s %9s %9s %9s %9s %8s %10s" %
+          ("program", "shape", "ETL ms", "TFLOP/s", "torch ms", "TFLOP/s", "ETL/torch", "rel err"))
+    bad = 0
+    for name, shape, bound, etl_ms, torch_ms, flops, err in rows:
+        ok = err <= bound
+        bad += not ok
+        print("%-15s %-20s %9.3f %9.1f %9.3f %9.1f %8.2fx %10.2e%s" %
+              (name, shape, etl_ms, flops / etl_ms * 1e-9, torch_ms, flops / torch_ms * 1e-9,
+               etl_ms / torch_ms, err, "" if ok else "  FAIL (bound %.0e)" % bound))
+    print()
+    print("%-15s %-20s %9s %9s %9s %9s %9s %10s %10s" %
+          ("program", "shape", "ETL ms", "GB/s", "eager ms", "graph ms", "ETL/graph", "rel err",
+           "torch err"))
+    for name, shape, bound, etl_ms, eager_ms, graph_ms, gb, err, terr in dec:
+        ok = err <= bound and terr <= bound
+        bad += not ok
+        print("%-15s %-20s %9.3f %9.0f %9.3f %9.3f %8.2fx %10.2e %10.2e%s" %
+              (name, shape, etl_ms, gb / etl_ms * 1e3, eager_ms, graph_ms, etl_ms / graph_ms,
+               err, terr, "" if ok else "  FAIL (bound %.0e)" % bound))
+    if bad:
+        print("gpu_bench: %d row(s) over their error bound" % bad)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
