@@ -190,9 +190,7 @@ void Lowerer::stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base,
   const unsigned bytes = byte_size(l.elem), per = 16 / bytes;
   llvm::Type *ety = b.getIntNTy(8 * bytes);
   const int64_t cpr = cols / per, chunks = l.shape[0] * cpr;
-  for_range(b.CreateZExt(tid, i64), b.getInt64(chunks), b.getInt64(T), [&](llvm::Value *q) {
-    llvm::Value *row = b.CreateUDiv(q, b.getInt64(cpr));
-    llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(cpr)), b.getInt64(per));
+  auto chunk = [&](llvm::Value *row, llvm::Value *col) {
     llvm::Value *e = b.CreateAdd(b.CreateMul(row, b.getInt64(cols)), col);
     llvm::Value *off = b.CreateAdd(place ? place(row, col) : swizzled_offset(b, s, row, col), base);
     auto [src, inside] = l.at(e, per);
@@ -218,6 +216,21 @@ void Lowerer::stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base,
       }
       scratch_store(b.CreateLoad(vty, tmp), off, 1);
     });
+  };
+  if (chunks % T == 0 && T % cpr == 0) {
+    // Every thread copies chunks / T chunks, all in the column its thread id
+    // gives and T / cpr rows apart: unrolled, the row and column computed
+    // once (a loop over q = tid, tid + T, ... divides q in each turn).
+    llvm::Value *t = b.CreateZExt(tid, i64);
+    llvm::Value *row0 = b.CreateUDiv(t, b.getInt64(cpr));
+    llvm::Value *col = b.CreateMul(b.CreateURem(t, b.getInt64(cpr)), b.getInt64(per));
+    for (int64_t i = 0; i < chunks / T; ++i)
+      chunk(b.CreateAdd(row0, b.getInt64(i * (T / cpr))), col);
+    return;
+  }
+  for_range(b.CreateZExt(tid, i64), b.getInt64(chunks), b.getInt64(T), [&](llvm::Value *q) {
+    chunk(b.CreateUDiv(q, b.getInt64(cpr)),
+          b.CreateMul(b.CreateURem(q, b.getInt64(cpr)), b.getInt64(per)));
   });
 }
 
