@@ -217,10 +217,12 @@ void Lowerer::stage_chunks(const ChunkLoad &l, int64_t cols, llvm::Value *base,
       scratch_store(b.CreateLoad(vty, tmp), off, 1);
     });
   };
-  if (chunks % T == 0 && T % cpr == 0) {
+  if (chunks % T == 0 && T % cpr == 0 && chunks / T <= 2) {
     // Every thread copies chunks / T chunks, all in the column its thread id
     // gives and T / cpr rows apart: unrolled, the row and column computed
-    // once (a loop over q = tid, tid + T, ... divides q in each turn).
+    // once (a loop over q = tid, tid + T, ... divides q in each turn). Only
+    // up to two: prefill_attention's o_proj copies 8 + 4, and unrolled its
+    // task function outgrew LLVM's inliner (a `.func` call, spilling).
     llvm::Value *t = b.CreateZExt(tid, i64);
     llvm::Value *row0 = b.CreateUDiv(t, b.getInt64(cpr));
     llvm::Value *col = b.CreateMul(b.CreateURem(t, b.getInt64(cpr)), b.getInt64(per));
