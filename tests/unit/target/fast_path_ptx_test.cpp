@@ -235,11 +235,10 @@ std::string maxntid(const std::string &ptx) {
   return at == std::string::npos ? "" : ptx.substr(at + 9, ptx.find(',', at) - at - 9);
 }
 
-} // namespace
-
-TEST_CASE("fast path: a host access in the task loop without the poll test is found") {
-  // The task loop reads the abort flag (args[3]) every iteration: no poll.
-  const char *ptx = R"(.version 7.8
+/// A hand-written etl_main for the checker's own tests: the header, the
+/// argument block's pointer in %rd2, then `body`, then `ret`.
+std::string synthetic_kernel(const std::string &body) {
+  return R"(.version 7.8
 .target sm_90
 .address_size 64
 .visible .entry etl_main(
@@ -248,16 +247,21 @@ TEST_CASE("fast path: a host access in the task loop without the poll test is fo
 {
 	ld.param.u64 	%rd1, [etl_main_param_0];
 	cvta.to.global.u64 	%rd2, %rd1;
-$L__BB0_1:
+)" + body +
+         "\tret;\n}\n";
+}
+
+} // namespace
+
+TEST_CASE("fast path: a host access in the task loop without the poll test is found") {
+  // The task loop reads the abort flag (args[3]) every iteration: no poll.
+  Kernel k = parse_kernel(synthetic_kernel(R"($L__BB0_1:
 	ld.global.u64 	%rd3, [%rd2+24];
 	ld.volatile.u32 	%r1, [%rd3];
 	bar.sync 	0;
 	setp.eq.s32 	%p1, %r1, 0;
 	@%p1 bra 	$L__BB0_1;
-	ret;
-}
-)";
-  Kernel k = parse_kernel(ptx);
+)"));
   Findings f = check_fast_path(k);
   CHECK(f.errors.size() == 1);
   CHECK(f.polled == 0);
@@ -267,16 +271,7 @@ $L__BB0_1:
 TEST_CASE("fast path: a host read once per launch or on every spin is found") {
   // Thread 0 reads its progress word (args[3] + 64) before the task loop,
   // and a spin-wait reads the abort flag (args[3]) on every turn.
-  const char *ptx = R"(.version 7.8
-.target sm_90
-.address_size 64
-.visible .entry etl_main(
-	.param .u64 etl_main_param_0
-)
-{
-	ld.param.u64 	%rd1, [etl_main_param_0];
-	cvta.to.global.u64 	%rd2, %rd1;
-	ld.global.u64 	%rd3, [%rd2+24];
+  Kernel k = parse_kernel(synthetic_kernel(R"(	ld.global.u64 	%rd3, [%rd2+24];
 	ld.volatile.u32 	%r1, [%rd3+64];
 $L__BB0_1:
 	ld.global.u64 	%rd4, [%rd2+24];
@@ -285,10 +280,7 @@ $L__BB0_1:
 	setp.eq.s32 	%p1, %r2, 0;
 	@%p1 bra 	$L__BB0_1;
 	st.volatile.u32 	[%rd3+64], %r1;
-	ret;
-}
-)";
-  Kernel k = parse_kernel(ptx);
+)"));
   Findings f = check_fast_path(k);
   REQUIRE(f.errors.size() == 2);
   CHECK(f.errors[0].find("host-mapped read once per launch") != std::string::npos);
