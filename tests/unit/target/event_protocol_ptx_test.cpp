@@ -4,8 +4,9 @@
 // emits, so that a refactor of target/nvptx.cpp or lower/ cannot weaken it
 // without a failing test. Every example and every runtime test program is
 // compiled for sm_90 (as `etlc compile --emit=ptx --target sm_90` does) and
-// its kernel read with ptx_cfg.h. An event counter access is a memory access
-// whose address is computed from args[ETL_SLOT_EVENTS]. The rules:
+// its kernel and every task body LLVM left a `.func` (checked as a kernel of
+// its own, its thread-id parameter as %tid.x) read with ptx_cfg.h. An event counter access is a
+// memory access whose address is computed from args[ETL_SLOT_EVENTS]. The rules:
 //
 //   wait    every load of an event counter is `ld.acquire.gpu`; the program
 //           has a spin loop (a natural loop with `nanosleep`) that re-reads a
@@ -125,11 +126,7 @@ struct Protocol {
     bool eq = starts_with(setp.op, "setp.eq."), ne = starts_with(setp.op, "setp.ne.");
     if ((!eq && !ne) || setp.operands.size() != 3 || setp.operands[2] != "0")
       return -1;
-    auto t = k.defs.find(setp.operands[1]);
-    if (t == k.defs.end() || t->second.size() != 1)
-      return -1;
-    const Insn &mov = k.insns[size_t(t->second[0])];
-    if (mov.operands.size() != 2 || mov.operands[1] != "%tid.x")
+    if (!k.is_tid(setp.operands[1]))
       return -1;
     // taken when the guard holds: thread 0 takes it iff (eq xor negated)
     bool taken_by_0 = eq != br.negated;
@@ -274,13 +271,81 @@ $L__BB0_3:
   CHECK(p.thread0_successor(0) == 1);
 }
 
+TEST_CASE("PTX reader: a task body left a .func is a function of its own, its tid a parameter") {
+  // A declaration (no body) is skipped; the task function's thread id is its
+  // parameter 2, and its thread-0 branch guards the wait like %tid.x does.
+  const char *ptx = R"(.version 7.8
+.target sm_90
+.address_size 64
+.func etl_$_task_$_t
+(
+	.param .b64 etl_$_task_$_t_param_0,
+	.param .b32 etl_$_task_$_t_param_1,
+	.param .b32 etl_$_task_$_t_param_2
+)
+;
+.visible .entry etl_main(
+	.param .u64 etl_main_param_0
+)
+{
+	ld.param.u64 	%rd1, [etl_main_param_0];
+	ret;
+}
+.func etl_$_task_$_t(
+	.param .b64 etl_$_task_$_t_param_0,
+	.param .b32 etl_$_task_$_t_param_1,
+	.param .b32 etl_$_task_$_t_param_2
+)
+{
+	ld.param.u64 	%rd1, [etl_$_task_$_t_param_0];
+	ld.param.u32 	%r1, [etl_$_task_$_t_param_2];
+	setp.ne.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB1_2;
+	ld.u64 	%rd3, [%rd1];
+$L__BB1_1:
+	ld.acquire.gpu.u32 %r2, [%rd3];
+	nanosleep.u32 64;
+	setp.ne.s32 	%p2, %r2, 0;
+	@%p2 bra 	$L__BB1_1;
+$L__BB1_2:
+	bar.sync 	0;
+	ret;
+}
+)";
+  std::vector<Kernel> fns = parse_functions(ptx);
+  REQUIRE(fns.size() == 2);
+  CHECK(fns[0].name == "etl_main");
+  CHECK(fns[0].entry);
+  const Kernel &t = fns[1];
+  CHECK(t.name == "etl_$_task_$_t");
+  CHECK(!t.entry);
+  CHECK(t.is_tid("%r1"));
+  CHECK(!t.is_tid("%r2"));
+  CHECK(t.slots_of("%rd3") == std::set<long>{0});
+  Protocol p{t};
+  CHECK(p.thread0_successor(0) == 1);
+  Findings f = check_protocol(t);
+  CHECK(f.counter_loads == 1);
+  CHECK(f.spin_loops == 1);
+  CHECK(f.errors.empty());
+  CHECK(parse_kernel(ptx).name == "etl_main");
+}
+
 TEST_CASE("every program's PTX keeps the release/acquire event protocol") {
   std::vector<fs::path> list = programs();
   REQUIRE(list.size() >= 6);
   for (const fs::path &src : list) {
     CAPTURE(src.filename().string());
-    Kernel k = parse_kernel(program_ptx(src.string(), "sm_90"));
-    Findings f = check_protocol(k);
+    // the kernel and every task body LLVM left a `.func` (its own entry)
+    Findings f;
+    for (const Kernel &k : parse_functions(program_ptx(src.string(), "sm_90"))) {
+      Findings g = check_protocol(k);
+      f.counter_loads += g.counter_loads;
+      f.spin_loops += g.spin_loops;
+      f.notifies += g.notifies;
+      for (const std::string &e : g.errors)
+        f.errors.push_back(k.name + ": " + e);
+    }
     std::string all;
     for (const std::string &e : f.errors)
       all += e + "\n";

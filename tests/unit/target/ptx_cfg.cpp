@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -282,16 +283,21 @@ bool Kernel::every_path_forward(int at, const std::function<bool(const Insn &)> 
   return true;
 }
 
-Kernel parse_kernel(const std::string &ptx) {
+namespace {
+
+/// Builds one function's instructions and blocks line by line (its body,
+/// between the braces), then its control-flow edges (finish).
+struct FunctionReader {
   Kernel k;
-  std::istringstream in(ptx);
-  std::string line;
-  int lineno = 0, depth = 0;
-  bool in_entry = false, done = false;
   std::string pending; // an instruction continued over lines
   int pending_line = 0;
-  k.blocks.push_back(Block{});
-  auto add_insn = [&](std::string text, int at) {
+
+  FunctionReader(std::string name, bool entry) {
+    k.name = std::move(name);
+    k.entry = entry;
+    k.blocks.push_back(Block{});
+  }
+  void add_insn(std::string text, int at) {
     text = trim(text);
     if (text.empty() || text[0] == '.') // declarations: .reg, .shared, ...
       return;
@@ -321,38 +327,16 @@ Kernel parse_kernel(const std::string &ptx) {
     k.insns.push_back(i);
     if (ends)
       k.blocks.push_back(Block{});
-  };
-  while (!done && std::getline(in, line)) {
-    ++lineno;
-    size_t c = line.find("//");
-    if (c != std::string::npos)
-      line = line.substr(0, c);
-    std::string t = trim(line);
-    if (!in_entry) {
-      if (t.find(".entry") != std::string::npos) {
-        size_t a = t.find(".entry") + 6, b = t.find('(');
-        k.name = trim(t.substr(a, b == std::string::npos ? std::string::npos : b - a));
-        in_entry = true;
-      }
-      continue;
-    }
-    if (t == "{") { // scopes: only whole-line braces (`{%r1, %r2}` is an operand)
-      depth++;
-      continue;
-    }
-    if (depth == 0 || t.empty())
-      continue; // parameters and directives before the body
-    if (t == "}") {
-      if (--depth == 0)
-        done = true;
-      continue;
-    }
+  }
+
+  /// One trimmed line of the body (not a brace of its own).
+  void line(const std::string &t, int lineno) {
     if (t.back() == ':' && t[0] == '$') { // a label starts a block
       std::string label = t.substr(0, t.size() - 1);
       if (!k.blocks.back().insns.empty() || !k.blocks.back().label.empty() || k.blocks.size() == 1)
         k.blocks.push_back(Block{});
       k.blocks.back().label = label;
-      continue;
+      return;
     }
     if (pending.empty())
       pending_line = lineno;
@@ -366,45 +350,128 @@ Kernel parse_kernel(const std::string &ptx) {
     if (trim(pending).empty())
       pending.clear();
   }
-  if (!in_entry || !done)
-    throw std::runtime_error("no complete .entry in the PTX");
-  // drop empty unlabelled blocks (after a final branch), keeping block 0
-  std::vector<Block> blocks;
-  std::vector<int> remap(k.blocks.size(), -1);
-  for (size_t b = 0; b < k.blocks.size(); ++b)
-    if (b == 0 || !k.blocks[b].insns.empty() || !k.blocks[b].label.empty()) {
-      remap[b] = int(blocks.size());
-      blocks.push_back(k.blocks[b]);
-    }
-  k.blocks = blocks;
-  for (Insn &i : k.insns)
-    i.block = remap[size_t(i.block)];
-  std::map<std::string, int> by_label;
-  for (size_t b = 0; b < k.blocks.size(); ++b)
-    if (!k.blocks[b].label.empty())
-      by_label[k.blocks[b].label] = int(b);
-  for (size_t b = 0; b < k.blocks.size(); ++b) {
-    Block &blk = k.blocks[b];
-    bool falls = true;
-    if (!blk.insns.empty()) {
-      const Insn &last = k.insns[size_t(blk.insns.back())];
-      if (is_branch(last)) {
-        auto it = by_label.find(last.operands.empty() ? "" : last.operands[0]);
-        if (it == by_label.end())
-          throw std::runtime_error("branch to an unknown label: " + last.text);
-        blk.succs.push_back(it->second);
-        falls = !last.guard.empty();
-      } else if (is_exit(last)) {
-        falls = !last.guard.empty();
+
+  Kernel finish() {
+    // drop empty unlabelled blocks (after a final branch), keeping block 0
+    std::vector<Block> blocks;
+    std::vector<int> remap(k.blocks.size(), -1);
+    for (size_t b = 0; b < k.blocks.size(); ++b)
+      if (b == 0 || !k.blocks[b].insns.empty() || !k.blocks[b].label.empty()) {
+        remap[b] = int(blocks.size());
+        blocks.push_back(k.blocks[b]);
       }
+    k.blocks = blocks;
+    for (Insn &i : k.insns)
+      i.block = remap[size_t(i.block)];
+    std::map<std::string, int> by_label;
+    for (size_t b = 0; b < k.blocks.size(); ++b)
+      if (!k.blocks[b].label.empty())
+        by_label[k.blocks[b].label] = int(b);
+    for (size_t b = 0; b < k.blocks.size(); ++b) {
+      Block &blk = k.blocks[b];
+      bool falls = true;
+      if (!blk.insns.empty()) {
+        const Insn &last = k.insns[size_t(blk.insns.back())];
+        if (is_branch(last)) {
+          auto it = by_label.find(last.operands.empty() ? "" : last.operands[0]);
+          if (it == by_label.end())
+            throw std::runtime_error("branch to an unknown label: " + last.text);
+          blk.succs.push_back(it->second);
+          falls = !last.guard.empty();
+        } else if (is_exit(last)) {
+          falls = !last.guard.empty();
+        }
+      }
+      if (falls && b + 1 < k.blocks.size())
+        blk.succs.push_back(int(b + 1));
     }
-    if (falls && b + 1 < k.blocks.size())
-      blk.succs.push_back(int(b + 1));
+    for (size_t b = 0; b < k.blocks.size(); ++b)
+      for (int s : k.blocks[b].succs)
+        k.blocks[size_t(s)].preds.push_back(int(b));
+    return k;
   }
-  for (size_t b = 0; b < k.blocks.size(); ++b)
-    for (int s : k.blocks[b].succs)
-      k.blocks[size_t(s)].preds.push_back(int(b));
-  return k;
+};
+
+} // namespace
+
+std::vector<Kernel> parse_functions(const std::string &ptx) {
+  std::vector<Kernel> out;
+  std::istringstream in(ptx);
+  std::string line;
+  int lineno = 0, depth = 0;
+  std::optional<FunctionReader> fn; // the function whose header or body is being read
+  while (std::getline(in, line)) {
+    ++lineno;
+    size_t c = line.find("//");
+    if (c != std::string::npos)
+      line = line.substr(0, c);
+    std::string t = trim(line);
+    if (t.empty())
+      continue;
+    if (!fn) {
+      for (const char *kw : {".entry", ".func"}) {
+        size_t at = t.find(kw);
+        if (at == std::string::npos || (at > 0 && t[at - 1] != ' ' && t[at - 1] != '\t'))
+          continue;
+        size_t a = at + std::string(kw).size(), b = t.find('(');
+        std::string name = trim(t.substr(a, b == std::string::npos ? std::string::npos : b - a));
+        if (name.find(' ') != std::string::npos) // `.func (.param .b32 r) name(`: a result
+          name = trim(name.substr(name.rfind(' ') + 1));
+        fn.emplace(name, std::string(kw) == ".entry");
+        break;
+      }
+      if (fn && t.back() == ';') // a one-line prototype
+        fn.reset();
+      continue;
+    }
+    if (t == "{") { // scopes: only whole-line braces (`{%r1, %r2}` is an operand)
+      depth++;
+      continue;
+    }
+    if (depth == 0) {
+      if (t.back() == ';') // the header ends in `;`: a declaration, no body
+        fn.reset();
+      continue; // parameters and directives before the body
+    }
+    if (t == "}") {
+      if (--depth == 0) {
+        out.push_back(fn->finish());
+        fn.reset();
+      }
+      continue;
+    }
+    fn->line(t, lineno);
+  }
+  if (fn)
+    throw std::runtime_error("an incomplete function in the PTX: " + fn->k.name);
+  return out;
+}
+
+Kernel parse_kernel(const std::string &ptx) {
+  for (Kernel &k : parse_functions(ptx))
+    if (k.entry)
+      return k;
+  throw std::runtime_error("no complete .entry in the PTX");
+}
+
+bool Kernel::is_tid(const std::string &reg) const {
+  auto it = defs.find(reg);
+  if (it == defs.end() || it->second.size() != 1)
+    return false;
+  const Insn &d = insns[size_t(it->second[0])];
+  if (d.operands.size() != 2)
+    return false;
+  if (starts_with(d.op, "mov.") || starts_with(d.op, "cvt."))
+    return d.operands[1] == "%tid.x" || is_tid(d.operands[1]);
+  // the thread id parameter of the functions etlc makes (lower_kernel.cpp,
+  // lower_dynamic.cpp): etl.task.NAME(args, linear, tid, ..),
+  // etl.expand.NAME(args, item, tid, ..), etl.dyn.run(args, tid, ..)
+  if (entry || !starts_with(d.op, "ld.param."))
+    return false;
+  int param = name.rfind("etl_$_task_$_", 0) == 0 || name.rfind("etl_$_expand_$_", 0) == 0 ? 2
+              : name == "etl_$_dyn_$_run"                                                  ? 1
+                                                                                           : -1;
+  return param >= 0 && d.operands[1] == "[" + name + "_param_" + std::to_string(param) + "]";
 }
 
 } // namespace etl::ptxcheck

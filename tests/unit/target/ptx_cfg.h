@@ -1,6 +1,7 @@
 //===- tests/unit/target/ptx_cfg.h - Just enough PTX to check orderings --===//
 //
-// What this owns: a small reader for the PTX etlc emits (one `.entry`, LLVM
+// What this owns: a small reader for the PTX etlc emits (one `.entry` and
+// the `.func`s of task bodies LLVM did not inline, LLVM
 // NVPTX's layout: one instruction per `;`, labels `$L__BB0_n:`, `@%p bra`),
 // giving the kernel's instructions, basic blocks and control-flow edges, the
 // register definitions, which argument-block slot an address is computed
@@ -40,9 +41,11 @@ struct Block {
   std::vector<int> preds;
 };
 
-/// The `.entry` of a PTX module.
+/// One function of a PTX module: the `.entry`, or a `.func` (a task body
+/// LLVM did not inline).
 struct Kernel {
   std::string name;
+  bool entry = true; ///< the `.entry`, not a `.func`
   std::vector<Insn> insns;
   std::vector<Block> blocks;
   std::map<std::string, std::vector<int>> defs; ///< register -> defining insns
@@ -56,6 +59,9 @@ struct Kernel {
   /// The argument-block slots a register's value is computed from: every
   /// `ld.*.u64 [%args+8k]` reached through its definitions.
   std::set<long> slots_of(const std::string &reg) const;
+  /// Is `reg` the thread's index: `%tid.x` (moved or converted), or in a
+  /// task function its thread-id parameter?
+  bool is_tid(const std::string &reg) const;
   /// Is `reg` the argument block pointer itself (the parameter, converted)?
   bool is_args_pointer(const std::string &reg) const;
   /// Natural loops: for every back edge t -> h (h dominates t), the blocks of the loop.
@@ -70,8 +76,10 @@ struct Kernel {
                           const std::function<bool(const Insn &)> &fail, std::string &why) const;
 };
 
-/// Parses the first `.entry` of `ptx`; throws std::runtime_error on text it
-/// cannot read.
+/// Every function of `ptx` with a body, in order; throws
+/// std::runtime_error on text it cannot read.
+std::vector<Kernel> parse_functions(const std::string &ptx);
+/// The first `.entry` of `ptx`.
 Kernel parse_kernel(const std::string &ptx);
 
 } // namespace etl::ptxcheck
