@@ -537,6 +537,7 @@ void Lowerer::tile_for(const TOp &op) {
   std::vector<std::vector<llvm::Value *>> first;
   if (!pipe.empty())
     first = tile_loads_at(op, pipe, lo, b.CreateICmpSLT(lo, hi));
+  const std::vector<const TOp *> ring = tile_ring_begin(op, lo, hi);
   llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *head = llvm::BasicBlock::Create(ctx, "tfor.head", fn);
   auto *body = llvm::BasicBlock::Create(ctx, "tfor.body", fn);
@@ -579,6 +580,8 @@ void Lowerer::tile_for(const TOp &op) {
       hoisted_ops.insert(pipe[j]);
     }
   }
+  if (!ring.empty())
+    tile_ring_step(op, ring, lo, hi, iv);
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
   std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
@@ -605,6 +608,7 @@ void Lowerer::tile_for(const TOp &op) {
   iv->addIncoming(b.CreateAdd(iv, b.getInt64(uint64_t(op.step))), latch);
   b.CreateBr(head);
   b.SetInsertPoint(done);
+  tile_ring_end(ring);
   for (size_t j = 0; j < phis.size(); ++j)
     tregs[size_t(op.results[j])].assign(phis[j].begin(), phis[j].end());
 }

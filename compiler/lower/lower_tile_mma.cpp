@@ -19,7 +19,20 @@
 //      registers: its 16-byte chunks go global -> shared by cp.async
 //      (tile_mma_copy; element by element, 0 outside, at a ragged edge or
 //      off a 16-byte base), then commit_group and wait_group 0; then a
-//      barrier;
+//      barrier. In a `for` whose body holds the dot and the load at top
+//      level, the load's slice naming only the loop variable and what is
+//      fixed outside it (prefetch.cpp's loop_ring_load: prefill's K and V
+//      tiles), the copies run in a ring instead (tile_ring_*, called by
+//      tile_for): kRingSlots (2) slots per load past every planned buffer
+//      (tf->smem_bytes, so tile/smem.cpp's reuse never reaches them; when
+//      they do not fit the budget, no ring), iterations lo .. lo + S - 2
+//      issued before the loop, and at the top of iteration k: wait_group
+//      S - 2, barrier (k's copies landed for every thread, and every read
+//      of the slot k + S - 1 reuses is done), k + S - 1's copies (none
+//      past hi: an empty group keeps counts uniform), commit; the dot reads
+//      slot ((k - lo) / step) % S, and one with A in registers needs no
+//      barrier of its own. wait_group 0 after the loop. ETL_TILE_RING=0
+//      turns it off;
 //   2. per k16 slice (unrolled): the A fragments of each of the warp's row
 //      blocks, by ldmatrix.x4 from the staged a, or packed from registers
 //      (A layout register i is PTX's element a_i of the fragment: pairs
@@ -42,14 +55,36 @@
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
+#include "target/target.h"
+
 #include "tile/layout.h"
 #include "tile/passes.h"
 
 #include <llvm/IR/Constants.h>
 
+#include <cstdlib>
+#include <set>
+#include <string>
+
 namespace etl {
 
-namespace {} // namespace
+namespace {
+
+/// The `for` whose body holds `op` at its top level.
+const TOp *loop_of(const std::vector<TOp> &body, const TOp *op) {
+  for (const TOp &o : body) {
+    if (o.kind != TileOpKind::For)
+      continue;
+    for (const TOp &x : o.body)
+      if (&x == op)
+        return &o;
+    if (const TOp *l = loop_of(o.body, op))
+      return l;
+  }
+  return nullptr;
+}
+
+} // namespace
 
 const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   auto one_use = [&](int v, const TOp *by) {
@@ -85,7 +120,7 @@ const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   return d;
 }
 
-void Lowerer::tile_mma_copy(const TOp &load, int64_t base) {
+void Lowerer::tile_mma_copy(const TOp &load, llvm::Value *base) {
   // 16-byte chunks (8 elements of a row) spread over the threads: cp.async
   // where the chunk lies inside the tensor and the tensor's base is 16-byte
   // aligned, else element by element (0 outside), as the load would read
@@ -106,7 +141,7 @@ void Lowerer::tile_mma_copy(const TOp &load, int64_t base) {
         for (llvm::Value *ok : {ok0, ok7})
           if (ok)
             fast = b.CreateAnd(fast, ok);
-        llvm::Value *dst = mma_a_ptr(cols, b.getInt64(uint64_t(base)), row, col);
+        llvm::Value *dst = mma_a_ptr(cols, base, row, col);
         if_then(fast, [&] { m.async_copy(b, dst, src, 16); });
         if_then(b.CreateNot(fast), [&] {
           for (unsigned j = 0; j < 8; ++j) {
@@ -124,8 +159,7 @@ void Lowerer::tile_mma_copy(const TOp &load, int64_t base) {
               if_then(in, rd);
             else
               rd();
-            llvm::Value *at =
-                mma_a_ptr(cols, b.getInt64(uint64_t(base)), row, b.CreateAdd(col, b.getInt64(j)));
+            llvm::Value *at = mma_a_ptr(cols, base, row, b.CreateAdd(col, b.getInt64(j)));
             m.shared_access(b, at, 2, true);
             b.CreateStore(b.CreateLoad(b.getInt16Ty(), tmp), at);
           }
@@ -207,20 +241,33 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     if (const TOp *tr = defining_op(tf->body, ib))
       if (tr->kind == TileOpKind::Transpose)
         tregs[size_t(ib)] = tregs[size_t(tr->operands.at(0))];
-  if (direct) {
+  // A ring load (tile_ring_step) landed before this iteration's barrier.
+  auto ring = direct ? tile_ring.find(direct) : tile_ring.end();
+  llvm::Value *b_base = b.getInt64(uint64_t(st.b_base));
+  if (ring != tile_ring.end()) {
+    // The slot, from the loop variable (nothing more lives across the body).
+    const TOp *loop = loop_of(tf->body, direct);
+    llvm::Value *k =
+        b.CreateUDiv(b.CreateSub(tile_loop_vars.at(loop->var), tile_ring_cur.at(direct)),
+                     b.getInt64(uint64_t(loop->step)));
+    llvm::Value *s = b.CreateURem(k, b.getInt64(uint64_t(kRingSlots)));
+    b_base = b.CreateAdd(b.getInt64(uint64_t(ring->second.first - scratch_floor)),
+                         b.CreateMul(s, b.getInt64(ring->second.second)));
+  } else if (direct) {
     if (direct->barrier_before)
       m.barrier(b);
-    tile_mma_copy(*direct, st.b_base);
+    tile_mma_copy(*direct, b_base);
   }
   if (!st.a_regs)
     tile_mma_stage(ia, false, 0, bf16);
   if (!direct)
     tile_mma_stage(ib, st.b_nk, st.b_base, bf16);
-  else {
+  else if (ring == tile_ring.end()) {
     m.async_commit(b);
     m.async_wait(b, 0);
   }
-  m.barrier(b);
+  if (ring == tile_ring.end() || !st.a_regs) // else the loop's barrier covers it
+    m.barrier(b);
 
   // First row of each of this warp's row blocks: its warp bits' rows XOR
   // the block's register bits' rows.
@@ -295,9 +342,8 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     }
     // The B fragments unit by unit, and the mmas.
     for (int64_t u = 0; u < t.n_units; ++u) {
-      std::vector<llvm::Value *> fb =
-          mma_load_b(t, b.getInt64(uint64_t(st.b_base)), b.getInt64(uint64_t(16 * kk)),
-                     b.getInt64(uint64_t(u * t.nb)), lane, line);
+      std::vector<llvm::Value *> fb = mma_load_b(t, b_base, b.getInt64(uint64_t(16 * kk)),
+                                                 b.getInt64(uint64_t(u * t.nb)), lane, line);
       for (unsigned j = 0; j < t.n8; ++j) {
         const int64_t tile = u * int64_t(t.n8) + j;
         for (int64_t q = 0; q < blocks; ++q) {
@@ -319,6 +365,95 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   if (add) {
     tregs[size_t(add->results[0])] = acc;
     tile_fused.insert(add);
+  }
+}
+
+//===-- The cp.async ring of a loop ----------------------------------------===//
+
+std::vector<const TOp *> Lowerer::tile_ring_begin(const TOp &loop, llvm::Value *lo,
+                                                  llvm::Value *hi) {
+  std::vector<const TOp *> ring;
+  const char *env = std::getenv("ETL_TILE_RING");
+  if (env && std::string(env) == "0")
+    return ring;
+  std::set<std::string> outer;
+  for (const auto &[name, v] : tile_loop_vars)
+    outer.insert(name);
+  // The slots lie past every planned buffer (and the rings of enclosing
+  // loops): nothing else is staged there while copies are in flight.
+  const int64_t at = (tf->smem_bytes + 127) / 128 * 128 + tile_ring_top;
+  int64_t bytes = 0;
+  std::vector<std::pair<const TOp *, int64_t>> slot;
+  for (const TOp &op : loop.body) {
+    if (op.kind != TileOpKind::Dot || !mma_dot(*tf, op) || !mma_staging(*tf, op).ok)
+      continue;
+    const TOp *d = mma_direct_b(op);
+    if (!d || tile_ring.count(d) || !loop_ring_load(loop, *d, *tf, *plan.kernel, written, outer))
+      continue;
+    const std::vector<int64_t> &shape = tf->values[size_t(d->results[0])].shape;
+    const int64_t sb = (shape[0] * shape[1] * 2 + 127) / 128 * 128;
+    slot.push_back({d, sb});
+    bytes += kRingSlots * sb;
+  }
+  if (slot.empty() || int64_t(kSmemScratch) + at + bytes > int64_t(portable_smem_limit()))
+    return ring;
+  int64_t off = at;
+  for (const auto &[d, sb] : slot) {
+    tile_ring[d] = {off, sb};
+    off += kRingSlots * sb;
+    ring.push_back(d);
+  }
+  tile_ring_top += bytes;
+  if ((at + bytes) / 4 > max_scratch_elems)
+    max_scratch_elems = (at + bytes) / 4;
+  for (int64_t k = 0; k + 1 < kRingSlots; ++k)
+    tile_ring_issue(loop, ring, lo, hi, b.CreateAdd(lo, b.getInt64(uint64_t(k * loop.step))));
+  return ring;
+}
+
+void Lowerer::tile_ring_issue(const TOp &loop, const std::vector<const TOp *> &ring,
+                              llvm::Value *lo, llvm::Value *hi, llvm::Value *at) {
+  // Iteration `at`'s copies (none past hi) into its slot, one commit group
+  // either way, so wait_group counts stay uniform.
+  llvm::Value *outer = tile_loop_vars.count(loop.var) ? tile_loop_vars[loop.var] : nullptr;
+  tile_loop_vars[loop.var] = at;
+  llvm::Value *k = b.CreateUDiv(b.CreateSub(at, lo), b.getInt64(uint64_t(loop.step)));
+  llvm::Value *s = b.CreateURem(k, b.getInt64(uint64_t(kRingSlots)));
+  if_then(b.CreateICmpSLT(at, hi), [&] {
+    for (const TOp *d : ring) {
+      const auto &[off, sb] = tile_ring.at(d);
+      tile_mma_copy(*d, b.CreateAdd(b.getInt64(uint64_t(off - scratch_floor)),
+                                    b.CreateMul(s, b.getInt64(uint64_t(sb)))));
+    }
+  });
+  m.async_commit(b);
+  if (outer)
+    tile_loop_vars[loop.var] = outer;
+  else
+    tile_loop_vars.erase(loop.var);
+}
+
+void Lowerer::tile_ring_step(const TOp &loop, const std::vector<const TOp *> &ring, llvm::Value *lo,
+                             llvm::Value *hi, llvm::Value *iv) {
+  // Iteration iv's copies have landed (at most kRingSlots - 2 groups newer
+  // than its own are pending), every thread's, and every read of the slot
+  // iv + kRingSlots - 1 reuses (iteration iv - 1's) is done.
+  m.async_wait(b, unsigned(kRingSlots - 2));
+  m.barrier(b);
+  for (const TOp *d : ring)
+    tile_ring_cur[d] = lo;
+  tile_ring_issue(loop, ring, lo, hi,
+                  b.CreateAdd(iv, b.getInt64(uint64_t((kRingSlots - 1) * loop.step))));
+}
+
+void Lowerer::tile_ring_end(const std::vector<const TOp *> &ring) {
+  if (ring.empty())
+    return;
+  m.async_wait(b, 0); // the groups past the end are empty; none stays in flight
+  for (const TOp *d : ring) {
+    tile_ring_top -= kRingSlots * tile_ring.at(d).second;
+    tile_ring.erase(d);
+    tile_ring_cur.erase(d);
   }
 }
 

@@ -137,8 +137,9 @@ TEST_CASE("tile mma: bf16 dots take the tile IR with mma.sync and ldmatrix") {
     CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 + 2 + 4 + 4);
     CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 3 * 2 + 2 * 4 + 2 + 2 * 2 + 4);
     // Every b is a load: copied global -> shared by cp.async, not through
-    // registers (plain, nt, chain's k and v, fused).
-    CHECK(count(ptx, "cp.async.cg.shared.global") == 5);
+    // registers (plain, nt, chain's k and v, fused: its loop's ring issues
+    // before the loop and in it).
+    CHECK(count(ptx, "cp.async.cg.shared.global") == 6);
   }
 }
 
@@ -286,5 +287,90 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
     CHECK(bad_o == 0);
     CHECK(bad_f == 0);
     CHECK(bad_w == 0);
+  }
+}
+
+// The K/V loop of prefill_attention's attn, small: K and V tiles of
+// iteration j + 1 go global -> shared by cp.async (a two-slot ring) while
+// iteration j's dots run; S = 40 leaves the last tile ragged (zero-filled
+// rows at the element path's edge).
+const char *kRing = R"(
+kernel kv<S: dim>(q: tensor<bf16>[64, 32], k: tensor<bf16>[S, 32], v: tensor<bf16>[S, 32],
+                  o: tensor<f32>[64, 32]) {
+  task attn[i in 0 .. 1] {
+    let qt = load(q[0 .. +64, 0 .. +32]);
+    var acc = zeros<f32>[64, 32];
+    for j in 0 .. cdiv(S, 16) {
+      let s = dot(qt, transpose(load(k[j * 16 .. +16, 0 .. +32])));
+      acc = acc + dot(cast<bf16>(s * 0.0625), load(v[j * 16 .. +16, 0 .. +32]));
+    }
+    store(o[0 .. +64, 0 .. +32], acc);
+  }
+}
+)";
+
+TEST_CASE("tile mma: a K/V loop's cp.async ring equals the unpipelined form bit for bit") {
+  // The PTX: the ring's commit is not followed by its wait (the loads of
+  // the next iteration stay in flight over the dots); without the ring
+  // (ETL_TILE_RING=0) each dot commits and waits at once.
+  std::string ptx, plain;
+  lowering_lines(kRing, "sm_90", ptx);
+  setenv("ETL_TILE_RING", "0", 1);
+  lowering_lines(kRing, "sm_90", plain);
+  unsetenv("ETL_TILE_RING");
+  const char *at_once = "cp.async.commit_group;\n\tcp.async.wait_group 0;";
+  CHECK(count(plain, at_once) == 2);
+  CHECK(count(ptx, at_once) == 0);
+  CHECK(count(ptx, "cp.async.wait_group 0") == 2); // in the loop and after it
+
+  for (int64_t S : {int64_t(48), int64_t(40), int64_t(16)}) {
+    CAPTURE(S);
+    std::vector<uint16_t> q(64 * 32), k(size_t(S * 32)), v(k.size());
+    std::vector<int64_t> qi(q.size()), ki(k.size()), vi(v.size());
+    auto fill = [](std::vector<uint16_t> &h, std::vector<int64_t> &x, int64_t salt) {
+      for (size_t i = 0; i < h.size(); ++i) {
+        x[i] = small(int64_t(i), salt);
+        h[i] = bf16_bits(float(x[i]));
+      }
+    };
+    fill(q, qi, 1);
+    fill(k, ki, 2);
+    fill(v, vi, 3);
+    std::vector<float> ref(64 * 32, 0.f);
+    for (int64_t r = 0; r < 64; ++r)
+      for (int64_t c = 0; c < 32; ++c) {
+        double s = 0; // P = (q k^T) / 16, exact in bf16; sums of multiples of 1/16
+        for (int64_t t = 0; t < S; ++t) {
+          int64_t d = 0;
+          for (int64_t x = 0; x < 32; ++x)
+            d += qi[size_t(r * 32 + x)] * ki[size_t(t * 32 + x)];
+          s += double(d) / 16.0 * double(vi[size_t(t * 32 + c)]);
+        }
+        ref[size_t(r * 32 + c)] = float(s);
+      }
+    for (int ring : {1, 0}) {
+      for (bool race : {false, true}) {
+        CAPTURE(ring);
+        CAPTURE(race);
+        std::vector<float> o(64 * 32, -1.f);
+        RunOptions ro;
+        ro.threads_per_cta = 128;
+        ro.race_check = race;
+        if (!ring)
+          setenv("ETL_TILE_RING", "0", 1);
+        std::string err = compile_and_run(kRing, "tile_mma_ring", {{"S", S}},
+                                          {{"q", q.data(), ETL_BF16, {64, 32}},
+                                           {"k", k.data(), ETL_BF16, {S, 32}},
+                                           {"v", v.data(), ETL_BF16, {S, 32}},
+                                           {"o", o.data(), ETL_F32, {64, 32}}},
+                                          ro);
+        unsetenv("ETL_TILE_RING");
+        REQUIRE_MESSAGE(err.empty(), err);
+        int bad = 0;
+        for (size_t i = 0; i < o.size(); ++i)
+          bad += o[i] != ref[i];
+        CHECK(bad == 0);
+      }
+    }
   }
 }
