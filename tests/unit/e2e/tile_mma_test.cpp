@@ -10,6 +10,9 @@
 //            the AST path too;
 //   copies   a b that is a load (through a transpose too) goes global ->
 //            shared by cp.async, element by element off a 16-byte base;
+//   ring     in a K/V loop (prefill's attn, small) those copies run one
+//            iteration ahead in a two-slot ring: equal to ETL_TILE_RING=0
+//            and a C reference bit for bit, ragged S too, race-checked;
 //   layouts  the result is mma_layout(Acc, ..) (warps own row blocks), a
 //            cast of an accumulator is the next dot's A in registers (no
 //            shared staging of P: its buffer holds only b);
