@@ -203,8 +203,7 @@ def decode_case(prog, dims_name, kv_lens, reps):
     ref_out = dl.reference(a)[0]
     a = {k: v.to(DEV) for k, v in a.items()}
     a["out"].fill_(math.nan)
-    prog.run(eps=dl.EPS, **extra, **a)
-    prog.wait()
+    run_etl(prog, eps=dl.EPS, **extra, **a)
     err = rel_err(a["out"].cpu(), ref_out)
     etl_ms = timed_etl(prog, reps, eps=dl.EPS, **extra, **a)
 

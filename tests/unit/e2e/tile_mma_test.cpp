@@ -76,6 +76,14 @@ kernel tm<M: dim>(a: tensor<bf16>[M, 32], b: tensor<bf16>[32, 32], k: tensor<bf1
 
 int64_t small(int64_t i, int64_t salt) { return (i * 7 + salt) % 5 - 2; } // -2 .. 2
 
+/// x[i] = small(i, salt) and h[i] its bf16 bits, for every i of h.
+void fill(std::vector<uint16_t> &h, std::vector<int64_t> &x, int64_t salt) {
+  for (size_t i = 0; i < h.size(); ++i) {
+    x[i] = small(int64_t(i), salt);
+    h[i] = bf16_bits(float(x[i]));
+  }
+}
+
 size_t count(const std::string &s, const char *what) {
   size_t n = 0, at = 0;
   while ((at = s.find(what, at)) != std::string::npos) {
@@ -206,12 +214,6 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
   const int64_t M = 100;
   std::vector<uint16_t> a(M * 32), b(32 * 32), k(32 * 32), v(32 * 16);
   std::vector<int64_t> ai(a.size()), bi(b.size()), ki(k.size()), vi(v.size());
-  auto fill = [](std::vector<uint16_t> &h, std::vector<int64_t> &x, int64_t salt) {
-    for (size_t i = 0; i < h.size(); ++i) {
-      x[i] = small(int64_t(i), salt);
-      h[i] = bf16_bits(float(x[i]));
-    }
-  };
   fill(a, ai, 1);
   fill(b, bi, 2);
   fill(k, ki, 3);
@@ -330,12 +332,6 @@ TEST_CASE("tile mma: a K/V loop's cp.async ring equals the unpipelined form bit 
     CAPTURE(S);
     std::vector<uint16_t> q(64 * 32), k(size_t(S * 32)), v(k.size());
     std::vector<int64_t> qi(q.size()), ki(k.size()), vi(v.size());
-    auto fill = [](std::vector<uint16_t> &h, std::vector<int64_t> &x, int64_t salt) {
-      for (size_t i = 0; i < h.size(); ++i) {
-        x[i] = small(int64_t(i), salt);
-        h[i] = bf16_bits(float(x[i]));
-      }
-    };
     fill(q, qi, 1);
     fill(k, ki, 2);
     fill(v, vi, 3);
