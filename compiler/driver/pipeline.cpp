@@ -26,10 +26,12 @@
 #include <llvm/Config/llvm-config.h>
 
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Support/thread.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -39,6 +41,36 @@
 
 namespace etl {
 namespace {
+
+/// The stack every compilation runs on. The parser bounds the depth of what
+/// it builds (frontend/parser.cpp), and the stages after it recurse at most
+/// that deep, a few frames a level; this size covers that with a wide margin
+/// in every build, ASan's -O0 frames included, whatever stack the caller has
+/// (clang runs its work on a thread of known size for the same reason). The
+/// memory is reserved, not touched: a shallow program uses a few pages.
+constexpr unsigned kCompilerStackBytes = 256u << 20;
+
+/// f() on a thread with kCompilerStackBytes of stack (or directly when
+/// already on one); exceptions reach the caller.
+template <class F> auto on_compiler_stack(F &&f) -> decltype(f()) {
+  thread_local bool on_it = false;
+  if (on_it)
+    return f();
+  std::optional<decltype(f())> result;
+  std::exception_ptr error;
+  llvm::thread worker(std::optional<unsigned>(kCompilerStackBytes), [&] {
+    on_it = true;
+    try {
+      result.emplace(f());
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  worker.join();
+  if (error)
+    std::rethrow_exception(error);
+  return std::move(*result);
+}
 
 /// Times the stages for --time-passes.
 class PassTimer {
@@ -229,13 +261,17 @@ std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads) {
 } // namespace
 
 bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error) {
-  PassTimer timer;
-  return tile_stage(c, threads, timer, text, error);
+  return on_compiler_stack([&] {
+    PassTimer timer;
+    return tile_stage(c, threads, timer, text, error);
+  });
 }
 
 bool compile_front(Compilation &c, const std::string &stop_after) {
-  PassTimer timer;
-  return front(c, stop_after, timer);
+  return on_compiler_stack([&] {
+    PassTimer timer;
+    return front(c, stop_after, timer);
+  });
 }
 
 std::string version_text() {
@@ -495,7 +531,7 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   PassTimer timer;
   int code = kExitOk;
   try {
-    code = compile_into(opts, c, timer, out);
+    code = on_compiler_stack([&] { return compile_into(opts, c, timer, out); });
     if (code == kExitOk && opts.write_deps) {
       if (opts.output.empty()) {
         c.diag.error(DiagId::BadCommandLine, SourceRange(), {"-MD and -MF need -o FILE"});

@@ -33,6 +33,14 @@ using grammar::ETLParser;
 
 /// More nesting than this is refused before parsing (the parser recurses).
 constexpr int kMaxNesting = 256;
+/// The parse tree is never deeper than this: the generated parser recurses
+/// once per rule it enters, and so do the AST builder and every later pass
+/// over what it builds. Brackets are counted before parsing, but error
+/// recovery nests too (`1 - + - + ...`: each `+` is dropped and the `-` after
+/// it parsed as a unary minus, one level each, with no bracket and no run of
+/// minus tokens), so the parser itself stops there. A `cast<f32>(` level is 4
+/// rules, so every program within kMaxNesting brackets stays far below.
+constexpr int kMaxTreeDepth = 8 * kMaxNesting;
 /// Syntax errors reported per file, at most.
 constexpr unsigned kMaxSyntaxErrors = 50;
 
@@ -289,6 +297,42 @@ std::string show_char(const std::string &bytes) {
   return bytes;
 }
 
+/// Thrown by BoundedParser when the parse tree would grow past
+/// kMaxTreeDepth; `at` is the token the parser was on.
+struct TreeTooDeep {
+  antlr4::Token *at;
+};
+
+/// The generated parser, refusing to enter a rule kMaxTreeDepth levels
+/// below the root: its recursion (and every later pass's) stays bounded
+/// whatever the input, within the stack the pipeline gives it
+/// (driver/pipeline.cpp runs the compiler on a thread of known size).
+class BoundedParser : public ETLParser {
+public:
+  using ETLParser::ETLParser;
+  void enterRule(antlr4::ParserRuleContext *ctx, size_t state, size_t rule) override {
+    check_depth(ctx);
+    ETLParser::enterRule(ctx, state, rule);
+  }
+  void enterRecursionRule(antlr4::ParserRuleContext *ctx, size_t state, size_t rule,
+                          int precedence) override {
+    check_depth(ctx);
+    ETLParser::enterRecursionRule(ctx, state, rule, precedence);
+  }
+
+private:
+  /// Walks at most kMaxTreeDepth parents: linear in the depth, which is
+  /// small in real programs and bounded in the rest.
+  void check_depth(antlr4::RuleContext *ctx) {
+    int depth = 0;
+    // A rule context's parent is always a rule context.
+    for (antlr4::tree::ParseTree *c = ctx; c && depth <= kMaxTreeDepth; c = c->parent)
+      ++depth;
+    if (depth > kMaxTreeDepth)
+      throw TreeTooDeep{getCurrentToken()};
+  }
+};
+
 } // namespace
 
 namespace {
@@ -366,13 +410,21 @@ std::unique_ptr<Program> parse_into(FileId file, const SourceManager &sm, Diag &
   // and on programs with a syntax error alike. The grammar has no decision
   // that needs full context (every golden and REFERENCE program parses the
   // same), and the error strategy and messages are unchanged.
-  ETLParser parser(&tokens);
+  BoundedParser parser(&tokens);
   parser.removeErrorListeners();
   parser.addErrorListener(&listener);
   parser.setErrorHandler(std::make_shared<ErrorStrategy>(rep));
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
       antlr4::atn::PredictionMode::SLL);
-  ETLParser::ProgramContext *tree = parser.program();
+  ETLParser::ProgramContext *tree = nullptr;
+  try {
+    tree = parser.program();
+  } catch (const TreeTooDeep &e) {
+    diag.error(DiagId::NestingTooDeep, rep.token_range(e.at), {std::to_string(kMaxNesting)});
+    auto p = std::make_unique<Program>();
+    p->file = file;
+    return p;
+  }
   return frontend::build_ast(tree, file, sm, diag);
 }
 } // namespace
