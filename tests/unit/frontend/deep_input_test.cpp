@@ -40,8 +40,8 @@ std::string repeat(const std::string &s, size_t n) {
 
 struct Result {
   bool ok = false;
-  unsigned too_deep = 0;  ///< NestingTooDeep errors
-  unsigned line = 0;      ///< of the first of them
+  unsigned too_deep = 0; ///< NestingTooDeep errors
+  unsigned line = 0;     ///< of the first of them
   std::string rendered;
 };
 

@@ -1,0 +1,176 @@
+// Waits at the granularity of the data (schedule/coverage.h): what the
+// task-level check accepts (clamped neighbour waits, chains through another
+// group, `*`, many-to-one index maps, split-K joins) and what it finds
+// (a neighbour missing from the waits, directly or along a chain, a write
+// after a read). The golden tests under tests/diag/ (fail_wait_*,
+// warn_wait_*) hold the full wording.
+#include "driver/pipeline.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace etl {
+namespace {
+
+struct Outcome {
+  bool ok = false;
+  unsigned errors = 0, warnings = 0;
+  std::string text;
+};
+
+Outcome front(const std::string &src) {
+  Compilation c;
+  c.file = c.sm.add("coverage.etl", src);
+  Outcome o;
+  o.ok = compile_front(c);
+  o.errors = c.diag.error_count();
+  for (const Diagnostic &d : c.diag.diagnostics())
+    o.warnings += d.severity == Severity::Warning;
+  o.text = c.diag.render();
+  return o;
+}
+
+/// A one-dimensional stencil over tiles of T: `consume` reads a row on each
+/// side of its tile and waits on WAITS.
+std::string stencil(const std::string &waits) {
+  return R"(
+const T = 16;
+kernel stencil<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  buffer a: tensor<f32>[N];
+  event E[cdiv(N, T)];
+  task produce[i in 0 .. cdiv(N, T)] notifies E[i] {
+    store(a[i * T .. +T], load(x[i * T .. +T]) * 2.0);
+  }
+  task consume[j in 0 .. cdiv(N, T)] waits )" +
+         waits + R"( {
+    let l = load(a[j * T - 1 .. +T]);
+    let r = load(a[j * T + 1 .. +T]);
+    store(y[j * T .. +T], l + r);
+  }
+}
+)";
+}
+
+} // namespace
+
+TEST_CASE("a stencil waiting on its tile and both neighbours (clamped) compiles clean") {
+  Outcome o = front(stencil("E[max(j - 1, 0)], E[j], E[min(j + 1, cdiv(N, T) - 1)]"));
+  INFO(o.text);
+  CHECK(o.ok);
+  CHECK(o.errors == 0);
+  CHECK(o.warnings == 0);
+}
+
+TEST_CASE("a stencil waiting on every tile (`*`) compiles clean") {
+  Outcome o = front(stencil("E[*]"));
+  INFO(o.text);
+  CHECK(o.ok);
+  CHECK(o.warnings == 0);
+}
+
+TEST_CASE("a stencil missing one neighbour is an error naming that wait") {
+  Outcome o = front(stencil("E[max(j - 1, 0)], E[j]"));
+  INFO(o.text);
+  CHECK_FALSE(o.ok);
+  CHECK(o.errors == 1);
+  CHECK(o.text.find("'consume' reads 'a' where 'produce' writes it") != std::string::npos);
+  CHECK(o.text.find("consume[0] reads a[16], which produce[1] writes") != std::string::npos);
+  CHECK(o.text.find("`E[j + 1]`") != std::string::npos);
+  CHECK(o.text.find("`E[j - 1]`") == std::string::npos);
+}
+
+TEST_CASE("a chain through another group orders what it covers, and only that") {
+  // `mid` task j waits on produce's tiles j - 1 .. j + 1; consume task j
+  // waits only on mid task j, yet may read produce's neighbours: ordered.
+  std::string src = R"(
+const T = 16;
+kernel chain<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N], z: tensor<f32>[N]) {
+  buffer a: tensor<f32>[N];
+  event E[cdiv(N, T)];
+  event M[cdiv(N, T)];
+  task produce[i in 0 .. cdiv(N, T)] notifies E[i] {
+    store(a[i * T .. +T], load(x[i * T .. +T]));
+  }
+  task mid[j in 0 .. cdiv(N, T)] waits MIDWAITS notifies M[j] {
+    store(z[j * T .. +T], load(a[j * T .. +T]));
+  }
+  task consume[j in 0 .. cdiv(N, T)] waits M[j] {
+    store(y[j * T .. +T], load(a[j * T - 1 .. +T]) + load(a[j * T + 1 .. +T]));
+  }
+}
+)";
+  std::string good = src, bad = src;
+  good.replace(good.find("MIDWAITS"), 8, "E[max(j - 1, 0)], E[j], E[min(j + 1, cdiv(N, T) - 1)]");
+  bad.replace(bad.find("MIDWAITS"), 8, "E[j]");
+  Outcome o = front(good);
+  INFO(o.text);
+  CHECK(o.ok);
+  CHECK(o.warnings == 0);
+  o = front(bad);
+  CHECK_FALSE(o.ok);
+  CHECK(o.text.find("'consume' reads 'a' where 'produce' writes it") != std::string::npos);
+  CHECK(o.text.find("consume[1] waits only on M[1]") != std::string::npos);
+}
+
+TEST_CASE("many tasks notifying one element, and split-K joins, are covered") {
+  // p[2j] and p[2j + 1] both notify E[j]; q[j] reads both tasks' rows.
+  Outcome o = front(R"(
+kernel pairs<M: dim>(x: tensor<f32>[M], y: tensor<f32>[M], z: tensor<f32>[M]) {
+  event E[cdiv(M, 2)];
+  task p[i in 0 .. M] notifies E[i / 2] {
+    store(y[i .. +1], load(x[i .. +1]) * 2.0);
+  }
+  task q[j in 0 .. cdiv(M, 2)] waits E[j] {
+    store(z[2 * j .. +2], load(y[2 * j .. +2]) + 1.0);
+  }
+}
+)");
+  INFO(o.text);
+  CHECK(o.ok);
+  CHECK(o.warnings == 0);
+  o = front(R"(
+const TM = 16;
+const TN = 128;
+kernel rowsum<M: dim, N: dim>(x: tensor<f32>[M, N], y: tensor<f32>[M]) {
+  buffer part: tensor<f32>[cdiv(N, TN), M];
+  event E[cdiv(M, TM)];
+  task partial[i in 0 .. cdiv(M, TM), j in 0 .. cdiv(N, TN)] notifies E[i] {
+    store(part[j, i * TM .. +TM], sum(load(x[i * TM .. +TM, j * TN .. +TN]), axis = 1));
+  }
+  task final[i in 0 .. cdiv(M, TM)] waits E[i] {
+    var acc = zeros<f32>[TM];
+    for j in 0 .. cdiv(N, TN) {
+      acc += load(part[j, i * TM .. +TM]);
+    }
+    store(y[i * TM .. +TM], acc);
+  }
+}
+)");
+  INFO(o.text);
+  CHECK(o.ok);
+  CHECK(o.warnings == 0);
+}
+
+TEST_CASE("what reads data is left to the sim's race check") {
+  // The wait index reads a tensor: which tasks it orders is known only at
+  // run time, so no report either way.
+  Outcome o = front(R"(
+const T = 16;
+kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N], w: tensor<i32>[1]) {
+  buffer a: tensor<f32>[N];
+  event E[cdiv(N, T)];
+  task produce[i in 0 .. cdiv(N, T)] notifies E[i] {
+    store(a[i * T .. +T], load(x[i * T .. +T]));
+  }
+  task consume[j in 0 .. cdiv(N, T)] waits E[w[0]] {
+    store(y[j * T .. +T], load(a[j * T .. +T]));
+  }
+}
+)");
+  INFO(o.text);
+  CHECK(o.errors == 0);
+  CHECK(o.text.find("does not wait for every task") == std::string::npos);
+}
+
+} // namespace etl
