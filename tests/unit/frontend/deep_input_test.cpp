@@ -9,7 +9,7 @@
 // and in the ASan build alike (this file runs in both).
 //
 //===----------------------------------------------------------------------===//
-#include "driver/pipeline.h"
+#include "../front_harness.h"
 
 #include <doctest/doctest.h>
 
@@ -46,16 +46,13 @@ struct Result {
 };
 
 Result front(const std::string &text) {
-  Compilation c;
-  c.file = c.sm.add("deep.etl", text);
-  Result r;
-  r.ok = compile_front(c);
-  for (const Diagnostic &d : c.diag.diagnostics())
+  testing::FrontResult f = testing::run_front(text, "deep.etl");
+  Result r{f.ok, 0, 0, f.text};
+  for (const Diagnostic &d : f.diagnostics)
     if (d.id == DiagId::NestingTooDeep && r.too_deep++ == 0) {
       REQUIRE(d.range.valid());
       r.line = d.range.begin.line;
     }
-  r.rendered = c.diag.render();
   return r;
 }
 

@@ -2,34 +2,24 @@
 // task-level check accepts (clamped neighbour waits, chains through another
 // group, `*`, many-to-one index maps, split-K joins) and what it finds
 // (a neighbour missing from the waits, directly or along a chain, a write
-// after a read). The golden tests under tests/diag/ (fail_wait_*,
-// warn_wait_*) hold the full wording.
-#include "driver/pipeline.h"
+// after a read), and that every example's front half stays free of
+// warnings (split-K joins, dynamic groups, chains: the real programs). The golden tests under
+// tests/diag/ (fail_wait_*, warn_wait_*) hold the full wording.
+#include "../front_harness.h"
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace etl {
 namespace {
 
-struct Outcome {
-  bool ok = false;
-  unsigned errors = 0, warnings = 0;
-  std::string text;
-};
+using Outcome = testing::FrontResult;
 
-Outcome front(const std::string &src) {
-  Compilation c;
-  c.file = c.sm.add("coverage.etl", src);
-  Outcome o;
-  o.ok = compile_front(c);
-  o.errors = c.diag.error_count();
-  for (const Diagnostic &d : c.diag.diagnostics())
-    o.warnings += d.severity == Severity::Warning;
-  o.text = c.diag.render();
-  return o;
-}
+Outcome front(const std::string &src) { return testing::run_front(src, "coverage.etl"); }
 
 /// A one-dimensional stencil over tiles of T: `consume` reads a row on each
 /// side of its tile and waits on WAITS.
@@ -113,7 +103,7 @@ kernel chain<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N], z: tensor<f32>[N]) {
   CHECK(o.text.find("consume[1] waits only on M[1]") != std::string::npos);
 }
 
-TEST_CASE("many tasks notifying one element, and split-K joins, are covered") {
+TEST_CASE("many tasks notifying one element are all waited for") {
   // p[2j] and p[2j + 1] both notify E[j]; q[j] reads both tasks' rows.
   Outcome o = front(R"(
 kernel pairs<M: dim>(x: tensor<f32>[M], y: tensor<f32>[M], z: tensor<f32>[M]) {
@@ -123,27 +113,6 @@ kernel pairs<M: dim>(x: tensor<f32>[M], y: tensor<f32>[M], z: tensor<f32>[M]) {
   }
   task q[j in 0 .. cdiv(M, 2)] waits E[j] {
     store(z[2 * j .. +2], load(y[2 * j .. +2]) + 1.0);
-  }
-}
-)");
-  INFO(o.text);
-  CHECK(o.ok);
-  CHECK(o.warnings == 0);
-  o = front(R"(
-const TM = 16;
-const TN = 128;
-kernel rowsum<M: dim, N: dim>(x: tensor<f32>[M, N], y: tensor<f32>[M]) {
-  buffer part: tensor<f32>[cdiv(N, TN), M];
-  event E[cdiv(M, TM)];
-  task partial[i in 0 .. cdiv(M, TM), j in 0 .. cdiv(N, TN)] notifies E[i] {
-    store(part[j, i * TM .. +TM], sum(load(x[i * TM .. +TM, j * TN .. +TN]), axis = 1));
-  }
-  task final[i in 0 .. cdiv(M, TM)] waits E[i] {
-    var acc = zeros<f32>[TM];
-    for j in 0 .. cdiv(N, TN) {
-      acc += load(part[j, i * TM .. +TM]);
-    }
-    store(y[i * TM .. +TM], acc);
   }
 }
 )");
@@ -171,6 +140,29 @@ kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N], w: tensor<i32>[1]) {
   INFO(o.text);
   CHECK(o.errors == 0);
   CHECK(o.text.find("does not wait for every task") == std::string::npos);
+}
+
+TEST_CASE("every example passes the front half with no error and no warning") {
+  namespace fs = std::filesystem;
+  int seen = 0;
+  for (const auto &dir : fs::directory_iterator(fs::path(ETL_SOURCE_DIR) / "examples")) {
+    if (!dir.is_directory())
+      continue;
+    for (const auto &f : fs::directory_iterator(dir.path())) {
+      if (f.path().extension() != ".etl")
+        continue;
+      std::ifstream in(f.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      Outcome o = testing::run_front(text.str(), f.path().filename().string());
+      INFO(f.path().string() << ":\n" << o.text);
+      CHECK(o.ok);
+      CHECK(o.errors == 0);
+      CHECK(o.warnings == 0);
+      ++seen;
+    }
+  }
+  CHECK(seen >= 16);
 }
 
 } // namespace etl
