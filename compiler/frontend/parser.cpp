@@ -351,6 +351,28 @@ private:
   }
 };
 
+/// What a token kind means to the nesting count before parsing.
+enum class Nesting : uint8_t { None, Open, Close, Unary };
+
+/// Per token type, from the grammar's literals (once per process: the
+/// count then reads a type per token instead of copying each token's text).
+const std::vector<Nesting> &nesting_of_types(const antlr4::dfa::Vocabulary &v) {
+  static const std::vector<Nesting> table = [&] {
+    std::vector<Nesting> t(v.getMaxTokenType() + 1, Nesting::None);
+    for (size_t type = 1; type < t.size(); ++type) {
+      std::string lit = v.getLiteralName(type);
+      if (lit == "'('" || lit == "'['" || lit == "'{'")
+        t[type] = Nesting::Open;
+      else if (lit == "')'" || lit == "']'" || lit == "'}'")
+        t[type] = Nesting::Close;
+      else if (lit == "'-'" || lit == "'!'")
+        t[type] = Nesting::Unary;
+    }
+    return t;
+  }();
+  return table;
+}
+
 } // namespace
 
 namespace {
@@ -374,6 +396,7 @@ std::unique_ptr<Program> parse_into(FileId file, const SourceManager &sm, Diag &
   tokens.fill();
 
   // Hidden-channel errors from the lexer, and nesting depth.
+  const std::vector<Nesting> &roles = nesting_of_types(lexer.getVocabulary());
   int depth = 0, unary_run = 0;
   bool too_deep = false;
   const std::vector<antlr4::Token *> &all = tokens.getTokens();
@@ -398,18 +421,18 @@ std::unique_ptr<Program> parse_into(FileId file, const SourceManager &sm, Diag &
       diag.error(DiagId::InvalidCharacter, r, {show_char(text.substr(begin, end - begin))});
       i = j;
     } else if (t->getChannel() == antlr4::Token::DEFAULT_CHANNEL) {
-      const std::string s = t->getText();
-      unary_run = s == "-" || s == "!" ? unary_run + 1 : 0;
+      Nesting n = t->getType() < roles.size() ? roles[t->getType()] : Nesting::None;
+      unary_run = n == Nesting::Unary ? unary_run + 1 : 0;
       if (unary_run > kMaxNesting && !too_deep) {
         too_deep = true;
         diag.error(DiagId::NestingTooDeep, rep.token_range(t), {std::to_string(kMaxNesting)});
       }
-      if (s == "(" || s == "[" || s == "{") {
+      if (n == Nesting::Open) {
         if (++depth > kMaxNesting && !too_deep) {
           too_deep = true;
           diag.error(DiagId::NestingTooDeep, rep.token_range(t), {std::to_string(kMaxNesting)});
         }
-      } else if (s == ")" || s == "]" || s == "}") {
+      } else if (n == Nesting::Close) {
         --depth;
       }
     }
