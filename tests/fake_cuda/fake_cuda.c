@@ -194,7 +194,7 @@ CUresult query(fctx *c) {
     }
     return NOT_READY;
   case ETL_FAKE_KERNEL_SLOW:
-    if (t - c->start_ms >= (int64_t)c->slow_ms) {
+    if (t - c->start_ms >= (int64_t)c->slow_ms && c->not_ready >= 2) {
       finish(c, 1);
       return SUCCESS;
     }
@@ -202,6 +202,7 @@ CUresult query(fctx *c) {
       c->last_tick_ms = t;
       c->progress[(uint64_t)t % c->grid]++; /* some CTA finished a task */
     }
+    c->not_ready++;
     return NOT_READY;
   default:
     finish(c, 1);
@@ -646,6 +647,7 @@ EXPORT CUresult cuLaunchKernel(func *f, unsigned gx, unsigned gy, unsigned gz, u
   c->running = 1;
   c->mode = c->fault || !c->progress ? ETL_FAKE_KERNEL_COMPLETE : kernel_mode;
   c->slow_ms = kernel_ms;
+  c->not_ready = 0;
   c->start_ms = c->last_tick_ms = now_ms();
   if (c->mode == ETL_FAKE_KERNEL_COMPLETE && !c->fault)
     finish(c, 1);

@@ -20,7 +20,10 @@
  * A hung kernel's progress words never move; it ends when the control
  * block's abort flag is raised (as the real kernel's CTAs do when they poll
  * it). A slow kernel bumps its progress words every ETL_FAKE_SLOW_TICK_MS
- * while the host polls, and completes after MS milliseconds.
+ * while the host polls, and completes after MS milliseconds, but never
+ * before two queries have found it running: a test that checks "in flight"
+ * right after the launch, and again in its first poll, holds however long a
+ * loaded machine stalls it.
  * ETL_FAKE_CUDA_PTXAS names ptxas: when set and non-empty every PTX image is
  * also assembled with it; otherwise the first load prints why it is not.
  * Contexts: each thread has a context stack (cuCtxPushCurrent/PopCurrent,

@@ -152,6 +152,7 @@ struct fctx {
   /* the kernel in flight: one per context, on `stream` (NULL = the NULL
      stream), numbered `launch` */
   int running, mode, fault;
+  int not_ready; /* queries a slow kernel has answered NOT_READY */
   unsigned slow_ms, grid;
   int64_t start_ms, last_tick_ms;
   volatile uint32_t *abort_flag, *progress;
