@@ -105,7 +105,8 @@ void read_where(const Expr &w, WhereShape &out) {
 
 /// Each dim: a few of the largest tile an access moves along a tensor
 /// dimension of exactly that size, a multiple of its `where` divisor, the
-/// definitions applied; the first candidate every `where` accepts.
+/// definitions applied; the first candidate every `where` accepts, scaled
+/// up by 4, 16, ... when none is.
 std::optional<Env> pick_binding(const KernelDecl &k,
                                 const std::vector<std::vector<Access>> &accesses) {
   std::map<std::string, int64_t> tile;
@@ -123,25 +124,27 @@ std::optional<Env> pick_binding(const KernelDecl &k,
   WhereShape ws;
   for (const ExprPtr &w : k.where)
     read_where(*w, ws);
-  for (int64_t tiles : kTilesPerDim) {
-    Env env;
-    for (const DimDecl &d : k.dims) {
-      int64_t t = tile.count(d.name) ? tile[d.name] : 1;
-      int64_t div = ws.divisor.count(d.name) ? ws.divisor[d.name] : 1;
-      env[d.name] = tiles * std::lcm(t, div);
+  // Larger scales for `where` lower bounds (`where N >= 1024`).
+  for (int64_t scale = 1; scale <= 1024; scale *= 4)
+    for (int64_t tiles : kTilesPerDim) {
+      Env env;
+      for (const DimDecl &d : k.dims) {
+        int64_t t = tile.count(d.name) ? tile[d.name] : 1;
+        int64_t div = ws.divisor.count(d.name) ? ws.divisor[d.name] : 1;
+        env[d.name] = scale * tiles * std::lcm(t, div);
+      }
+      for (int round = 0; round < 3; ++round)
+        for (const auto &[name, value] : ws.defs)
+          if (auto v = eval(value, env))
+            env[name] = *v;
+      bool ok = true;
+      for (const DimDecl &d : k.dims)
+        ok = ok && env[d.name] >= 1;
+      for (const ExprPtr &w : k.where)
+        ok = ok && where_holds(*w, env);
+      if (ok)
+        return env;
     }
-    for (int round = 0; round < 3; ++round)
-      for (const auto &[name, value] : ws.defs)
-        if (auto v = eval(value, env))
-          env[name] = *v;
-    bool ok = true;
-    for (const DimDecl &d : k.dims)
-      ok = ok && env[d.name] >= 1;
-    for (const ExprPtr &w : k.where)
-      ok = ok && where_holds(*w, env);
-    if (ok)
-      return env;
-  }
   return std::nullopt;
 }
 
@@ -241,8 +244,8 @@ std::optional<std::vector<int64_t>> edge_elements(const Edge &e, const std::vect
 }
 
 /// The ancestors of every task: its waits' producers and theirs, groups in
-/// topological order.
-void order_tasks(const TaskGraph &g, const Env &dims, Tasks &t) {
+/// topological order. False when the work budget runs out.
+bool order_tasks(const TaskGraph &g, const Env &dims, Tasks &t, uint64_t &work) {
   size_t n = t.all.size(), words = (n + 63) / 64;
   t.before.assign(n, std::vector<uint64_t>(words, 0));
   t.partial.assign(n, false);
@@ -278,8 +281,11 @@ void order_tasks(const TaskGraph &g, const Env &dims, Tasks &t) {
           event_partial[ev] = true;
           continue;
         }
-        for (int64_t x : *elems)
+        for (int64_t x : *elems) {
+          if (++work > kMaxWork)
+            return false;
           notifiers[ev][size_t(x)].push_back(id);
+        }
       }
     }
   }
@@ -302,11 +308,16 @@ void order_tasks(const TaskGraph &g, const Env &dims, Tasks &t) {
         }
         for (int64_t x : *elems)
           for (size_t p : notifiers[ev][size_t(x)]) {
+            if (++work > kMaxWork)
+              return false;
             if (!done[p]) { // a wait within the group: not followed here
               t.partial[id] = true;
               continue;
             }
+            if (t.ordered(p, id))
+              continue; // already through another wait
             t.before[id][p / 64] |= uint64_t(1) << (p % 64);
+            work += words;
             for (size_t w = 0; w < words; ++w)
               t.before[id][w] |= t.before[p][w];
             t.partial[id] = t.partial[id] || t.partial[p];
@@ -315,6 +326,7 @@ void order_tasks(const TaskGraph &g, const Env &dims, Tasks &t) {
       done[id] = true;
     }
   }
+  return true;
 }
 
 //===-- Elements an access touches ------------------------------------------===//
@@ -607,9 +619,10 @@ bool check_wait_coverage(const TaskGraph &g, Diag &diag) {
     t.group_known[gi] = enumerate_group(g, gi, *dims, t);
   if (t.all.size() >= kMaxTasks)
     return true;
-  order_tasks(g, *dims, t);
-
   uint64_t work = 0;
+  if (!order_tasks(g, *dims, t, work))
+    return true;
+
   // The boxes of an access in each task, computed once.
   std::map<std::pair<const Access *, size_t>, std::optional<std::vector<Box>>> boxes;
   auto boxes_of = [&](const Access &a, size_t id) -> const std::optional<std::vector<Box>> & {

@@ -70,6 +70,15 @@ TEST_CASE("a stencil missing one neighbour is an error naming that wait") {
   CHECK(o.text.find("`E[j - 1]`") == std::string::npos);
 }
 
+TEST_CASE("a `where` lower bound scales the binding up rather than skipping the check") {
+  std::string src = stencil("E[j]");
+  src.replace(src.find(") {\n  buffer"), 3, ") where N >= 1000 {");
+  Outcome o = front(src);
+  INFO(o.text);
+  CHECK_FALSE(o.ok);
+  CHECK(o.text.find("with N = 1024:") != std::string::npos);
+}
+
 TEST_CASE("a chain through another group orders what it covers, and only that") {
   // `mid` task j waits on produce's tiles j - 1 .. j + 1; consume task j
   // waits only on mid task j, yet may read produce's neighbours: ordered.
