@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "schedule/coverage.h"
 
+#include "schedule/races.h"
 #include "sema/access.h"
 
 #include <algorithm>
@@ -553,12 +554,8 @@ std::string env_text(const KernelDecl &k, const Env &env) {
   return s.empty() ? "these extents" : s;
 }
 
-bool masked(const Access &a) {
-  for (const KwArg &k : a.node->kwargs)
-    if (k.name == "mask")
-      return true;
-  return a.conditional;
-}
+/// It may touch fewer elements than its boxes: masked, or inside an `if`.
+bool masked(const Access &a) { return has_mask(a) || a.conditional; }
 
 /// One pair of groups and one tensor: `first`'s access `fa` must be ordered
 /// before `then`'s access `ta` wherever they touch the same elements.
@@ -581,23 +578,8 @@ bool check_wait_coverage(const TaskGraph &g, Diag &diag) {
   if (!dims)
     return true;
 
-  // Which groups come before which (as races.cpp's reachability, from the
-  // topological order).
   size_t ng = g.groups.size();
-  std::vector<std::vector<bool>> reach(ng, std::vector<bool>(ng, false));
-  for (auto it = g.topo_order.rbegin(); it != g.topo_order.rend(); ++it) {
-    size_t a = size_t(*it);
-    for (int ne : g.groups[a].notifies)
-      for (int we : g.events[size_t(g.edges[size_t(ne)].event)].consumers) {
-        size_t b = size_t(g.edges[size_t(we)].group);
-        if (b == a)
-          continue;
-        reach[a][b] = true;
-        for (size_t c = 0; c < ng; ++c)
-          if (reach[b][c])
-            reach[a][c] = true;
-      }
-  }
+  std::vector<std::vector<bool>> reach = group_reachability(g);
 
   std::vector<Pair> pairs;
   for (size_t a = 0; a < ng; ++a)
@@ -625,20 +607,23 @@ bool check_wait_coverage(const TaskGraph &g, Diag &diag) {
 
   // The boxes of an access in each task, computed once.
   std::map<std::pair<const Access *, size_t>, std::optional<std::vector<Box>>> boxes;
+  // Each tensor's shape under the binding (nullopt: it cannot be evaluated).
+  std::vector<std::optional<std::vector<int64_t>>> shapes;
+  for (const TensorDecl &td : k.tensors) {
+    std::vector<int64_t> shape;
+    for (const Sym &d : td.shape)
+      if (std::optional<int64_t> x = eval(d, *dims))
+        shape.push_back(*x);
+    shapes.push_back(shape.size() == td.shape.size() ? std::optional(shape) : std::nullopt);
+  }
   auto boxes_of = [&](const Access &a, size_t id) -> const std::optional<std::vector<Box>> & {
     auto key = std::make_pair(&a, id);
     auto it = boxes.find(key);
     if (it != boxes.end())
       return it->second;
-    std::vector<int64_t> shape;
-    bool ok = true;
-    for (const Sym &s : k.tensors[size_t(a.tensor)].shape) {
-      std::optional<int64_t> x = eval(s, *dims);
-      ok = ok && x;
-      shape.push_back(x.value_or(0));
-    }
+    const auto &shape = shapes[size_t(a.tensor)];
     const TaskGroup &grp = g.groups[size_t(t.all[id].group)];
-    return boxes[key] = ok ? touched(a, shape, t.env(grp, id, *dims), work) : std::nullopt;
+    return boxes[key] = shape ? touched(a, *shape, t.env(grp, id, *dims), work) : std::nullopt;
   };
 
   bool ok = true;

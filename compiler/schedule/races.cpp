@@ -12,31 +12,6 @@
 namespace etl {
 namespace {
 
-/// reach[a][b]: a chain of events leads from group a to group b.
-std::vector<std::vector<bool>> reachability(const TaskGraph &g) {
-  size_t n = g.groups.size();
-  std::vector<std::vector<int>> succ(n);
-  for (const EventTensor &ev : g.events)
-    for (int p : ev.producers)
-      for (int c : ev.consumers)
-        if (g.edges[p].group != g.edges[c].group)
-          succ[size_t(g.edges[p].group)].push_back(g.edges[c].group);
-  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
-  for (size_t s = 0; s < n; ++s) {
-    std::vector<int> stack(succ[s].begin(), succ[s].end());
-    while (!stack.empty()) {
-      int u = stack.back();
-      stack.pop_back();
-      if (reach[s][size_t(u)])
-        continue;
-      reach[s][size_t(u)] = true;
-      for (int v : succ[size_t(u)])
-        stack.push_back(v);
-    }
-  }
-  return reach;
-}
-
 /// One side of a comparison: a group's access with its variables (task
 /// indices, then loops) renamed by `suffix`, so two groups' `i` stay apart.
 struct Side {
@@ -77,12 +52,7 @@ struct Side {
       e = e.substitute(group->vars[k], group->lo[k]);
     return e;
   }
-  bool masked() const {
-    for (const KwArg &k : access->node->kwargs)
-      if (k.name == "mask")
-        return true;
-    return false;
-  }
+  bool masked() const { return has_mask(*access); }
 };
 
 enum class Overlap { None, Maybe, Certain };
@@ -113,11 +83,35 @@ Overlap overlap(const Facts &kernel_facts, const Side &a, const Side &b) {
 
 } // namespace
 
+std::vector<std::vector<bool>> group_reachability(const TaskGraph &g) {
+  size_t n = g.groups.size();
+  std::vector<std::vector<int>> succ(n);
+  for (const EventTensor &ev : g.events)
+    for (int p : ev.producers)
+      for (int c : ev.consumers)
+        if (g.edges[p].group != g.edges[c].group)
+          succ[size_t(g.edges[p].group)].push_back(g.edges[c].group);
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  for (size_t s = 0; s < n; ++s) {
+    std::vector<int> stack(succ[s].begin(), succ[s].end());
+    while (!stack.empty()) {
+      int u = stack.back();
+      stack.pop_back();
+      if (reach[s][size_t(u)])
+        continue;
+      reach[s][size_t(u)] = true;
+      for (int v : succ[size_t(u)])
+        stack.push_back(v);
+    }
+  }
+  return reach;
+}
+
 bool check_group_races(const TaskGraph &g, Diag &diag) {
   if (!g.kernel)
     return true;
   const KernelDecl &k = *g.kernel;
-  auto reach = reachability(g);
+  auto reach = group_reachability(g);
   std::vector<std::vector<Access>> acc;
   for (const TaskGroup &grp : g.groups)
     acc.push_back(grp.decl ? collect_accesses(grp.decl->body) : std::vector<Access>{});

@@ -29,6 +29,10 @@
 
 namespace etl {
 
+/// reach[a][b]: a chain of events leads from group a to group b (also what
+/// schedule/coverage.h compares tasks of).
+std::vector<std::vector<bool>> group_reachability(const TaskGraph &g);
+
 /// Reports GroupRace / GroupMayRace for `g` (acyclic, see schedule.h).
 /// Returns false if an error was reported.
 bool check_group_races(const TaskGraph &g, Diag &diag);

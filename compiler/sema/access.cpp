@@ -69,6 +69,13 @@ Access access_of(const Expr &e, const std::vector<AccessLoop> &loops) {
 
 } // namespace
 
+bool has_mask(const Access &a) {
+  for (const KwArg &k : a.node->kwargs)
+    if (k.name == "mask")
+      return true;
+  return false;
+}
+
 AccessLoop access_loop(const Stmt &s) {
   AccessLoop l;
   l.var = s.name;

@@ -53,6 +53,10 @@ struct Access {
   std::vector<AccessLoop> loops; ///< enclosing `for`s, outermost first
 };
 
+/// The access has a `mask =` argument (it may touch fewer elements than its
+/// box).
+bool has_mask(const Access &a);
+
 /// The loop `s` (a `for` statement) as its accesses see it: var, bounds and
 /// trip count, each absent when it reads tensor data or did not check.
 AccessLoop access_loop(const Stmt &s);
