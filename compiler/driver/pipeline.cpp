@@ -256,7 +256,13 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
   return ok;
 }
 
-/// --emit=tile: build, verify, assign layouts, verify; both dumps.
+/// The shared-memory scratch a task body may stage through on every target
+/// (tile/pipeline.cpp sizes its rings to it): the portable budget less the
+/// header.
+int64_t scratch_budget() { return int64_t(portable_smem_limit()) - int64_t(kSmemHeaderBytes); }
+
+/// --emit=tile: build, verify, assign layouts, verify, pipeline, verify;
+/// the IR as built and as lowered.
 bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string &text,
                 std::string &error) {
   const KernelDecl &k = c.program->kernels[0];
@@ -282,6 +288,12 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
   });
   if (!verified("after layout assignment"))
     return false;
+  timer.run("tile-pipeline", [&] {
+    pipeline_loops(m, scratch_budget());
+    return 0;
+  });
+  if (!verified("after pipelining"))
+    return false;
   timer.run("tile-smem", [&] {
     plan_shared(m);
     return 0;
@@ -300,6 +312,9 @@ std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads) {
     return std::nullopt;
   Diag quiet(c.sm);
   assign_layouts(m, k, c.graph, quiet);
+  if (!verify_tile(m).empty())
+    return std::nullopt;
+  pipeline_loops(m, scratch_budget());
   if (!verify_tile(m).empty())
     return std::nullopt;
   plan_shared(m);

@@ -74,7 +74,11 @@ void Lowerer::if_then(llvm::Value *cond, const std::function<void()> &then) {
   auto *jb = llvm::BasicBlock::Create(ctx, "endif", fn);
   b.CreateCondBr(cond, tb, jb);
   b.SetInsertPoint(tb);
+  // Thread coordinates first built in the branch do not dominate the code
+  // after it: forget them there.
+  const auto coords = tcoord_cache;
   then();
+  tcoord_cache = coords;
   b.CreateBr(jb);
   b.SetInsertPoint(jb);
 }

@@ -100,6 +100,18 @@ struct PortCheck {
     case TileOpKind::Yield:
     case TileOpKind::Wait:
     case TileOpKind::Notify:
+    case TileOpKind::SmemAlloc:
+    case TileOpKind::AsyncCommit:
+    case TileOpKind::AsyncWait:
+    case TileOpKind::Barrier:
+    case TileOpKind::SmemView:
+      return;
+    case TileOpKind::AsyncCopy:
+      for (const SlicePart &p : op.parts)
+        if (!sym_ok(p.at))
+          return fail("a data-dependent slice");
+      if (!sym_ok(op.lo) || !sym_ok(op.hi) || !sym_ok(op.sym))
+        fail("async.copy with these bounds");
       return;
     case TileOpKind::Reshape: { // a renaming only: to a scalar, or bases kept
       const TValue &a = f.values[size_t(op.operands[0])], &r = f.values[size_t(op.results[0])];
@@ -193,15 +205,16 @@ struct PortCheck {
     case TileOpKind::Dot: { // the exact f32 FMA dot, or a tensor-core one (tile/mma.cpp)
       const TValue &a = f.values[size_t(op.operands[0])], &c = f.values[size_t(op.operands[1])];
       if (mma_dot(f, op)) {
-        if (!pipelined.empty()) // the AST path's cp.async ring does better
+        if (!pipelined.empty())
           return fail(pipelined);
         if (!mma_staging(f, op).ok)
           return fail("dot of " + std::string(spelling(a.elem)) + " tiles without the mma layout");
-        // Warps own m16 row blocks: with fewer blocks than warps some
-        // would repeat others' work; the AST path spreads m16 x n16 units.
-        if (a.shape[0] < 16 * int64_t(warps))
-          return fail("dot of " + std::to_string(a.shape[0]) + " rows, fewer m16 blocks than " +
-                      std::to_string(warps) + " warps");
+        // Warps own m16 row blocks and n8 column blocks: with fewer than
+        // warps some would repeat others' work.
+        const TValue &b = f.values[size_t(op.operands[1])];
+        if (a.shape[0] * b.shape[1] < 16 * 8 * int64_t(warps))
+          return fail("dot of " + std::to_string(a.shape[0]) + " x " + std::to_string(b.shape[1]) +
+                      ", fewer m16n8 blocks than " + std::to_string(warps) + " warps");
         return;
       }
       if (a.elem != ElemType::F32 || c.elem != ElemType::F32)
@@ -251,9 +264,9 @@ void mma_b_operands(const TileFunc &f, const std::vector<TOp> &body, std::set<in
 
 /// A `for` loop of `t` with an `acc += dot(a, b)` statement of f16/bf16
 /// operands: the AST path's pipelined K loops (lower_pipelined_for,
-/// lower_pipelined_dots) run such loops as a cp.async ring with the
-/// accumulators in registers, which the tile IR does not do yet, so a body
-/// with one keeps that path; empty when there is none.
+/// lower_pipelined_dots) still lower such loops: tile/pipeline.cpp rings
+/// them too, but prefill_attention's o_proj spills there and decode_layer
+/// does not lower yet (docs/ARCHITECTURE.md); empty when there is none.
 std::string ast_pipelined(const TaskDecl &t) {
   std::string why;
   walk_body(
@@ -324,6 +337,8 @@ void Lowerer::tile_begin(const TileFunc &f) {
   };
   uses(f.body);
   tile_direct.clear();
+  tile_rings.clear();
+  tile_views.clear();
   std::function<void(const std::vector<TOp> &)> direct = [&](const std::vector<TOp> &ops) {
     for (const TOp &op : ops) {
       if (mma_dot(f, op))
@@ -338,8 +353,19 @@ void Lowerer::tile_begin(const TileFunc &f) {
 }
 
 void Lowerer::lower_tile_body(const TileFunc &f) {
-  if (tf != &f) // else emit_prefetch began it before the waits
+  const bool fresh = tf != &f;
+  if (fresh) // else emit_prefetch began it before the waits (its coordinates are cached)
     tile_begin(f);
+  // A body with a ring (tile/pipeline.cpp) runs on the thread index plus
+  // an opaque 0 (Machine::opaque_zero): the ring's and the fragments'
+  // shared-memory offsets, constant but for it, would otherwise be hoisted
+  // out of the megakernel's task loop and live across every task.
+  for (const TOp &op : f.body)
+    if (fresh && op.kind == TileOpKind::SmemAlloc) {
+      tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
+      tcoord_cache.clear();
+      break;
+    }
   tile_ops(f.body);
   tf = nullptr;
 }
@@ -422,7 +448,7 @@ static double parse_number(const std::string &s) {
 }
 
 void Lowerer::tile_op(const TOp &op) {
-  if (tf->smem_planned &&
+  if (tf->smem_planned && op_family(op.kind) != OpFamily::Async &&
       (op.smem >= 0 || op_family(op.kind) == OpFamily::Layout ||
        op_family(op.kind) == OpFamily::Reduction || op_family(op.kind) == OpFamily::Contraction)) {
     // A staging op runs at its buffer's offset (tile/smem.cpp); note_scratch
@@ -458,6 +484,8 @@ void Lowerer::tile_op_at(const TOp &op) {
     return tile_dot(op);
   case OpFamily::Event: // the group's protocol, around the body (lower_kernel.cpp)
     break;
+  case OpFamily::Async:
+    return tile_async(op);
   case OpFamily::Control:
     if (op.kind == TileOpKind::For)
       tile_for(op);
@@ -499,10 +527,12 @@ Lowerer::tile_loads_at(const TOp &loop, const std::vector<const TOp *> &loads, l
   b.CreateCondBr(when, then, join);
   b.SetInsertPoint(then);
   std::vector<std::vector<llvm::Value *>> got;
+  const auto coords = tcoord_cache; // as in if_then
   for (const TOp *l : loads) {
     tile_load(*l);
     got.push_back(tregs[size_t(l->results[0])]);
   }
+  tcoord_cache = coords;
   llvm::BasicBlock *end = b.GetInsertBlock();
   b.CreateBr(join);
   b.SetInsertPoint(join);
@@ -537,7 +567,6 @@ void Lowerer::tile_for(const TOp &op) {
   std::vector<std::vector<llvm::Value *>> first;
   if (!pipe.empty())
     first = tile_loads_at(op, pipe, lo, b.CreateICmpSLT(lo, hi));
-  const std::vector<const TOp *> ring = tile_ring_begin(op, lo, hi);
   llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *head = llvm::BasicBlock::Create(ctx, "tfor.head", fn);
   auto *body = llvm::BasicBlock::Create(ctx, "tfor.body", fn);
@@ -580,8 +609,6 @@ void Lowerer::tile_for(const TOp &op) {
       hoisted_ops.insert(pipe[j]);
     }
   }
-  if (!ring.empty())
-    tile_ring_step(op, ring, lo, hi, iv);
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
   std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
@@ -608,7 +635,6 @@ void Lowerer::tile_for(const TOp &op) {
   iv->addIncoming(b.CreateAdd(iv, b.getInt64(uint64_t(op.step))), latch);
   b.CreateBr(head);
   b.SetInsertPoint(done);
-  tile_ring_end(ring);
   for (size_t j = 0; j < phis.size(); ++j)
     tregs[size_t(op.results[j])].assign(phis[j].begin(), phis[j].end());
 }

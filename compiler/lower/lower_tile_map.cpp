@@ -179,6 +179,10 @@ void Lowerer::tile_shape_op(const TOp &op) {
     return;
   }
   case TileOpKind::Transpose: // the fields swapped (tile_unported checked): same registers
+    if (auto v = tile_views.find(op.operands[0]); v != tile_views.end()) {
+      tile_views[op.results[0]] = {v->second.first, !v->second.second}; // a ring slot's rows
+      return;
+    }
     if (tregs[size_t(op.operands[0])].size() != nregs)
       throw LowerError("tile IR transpose that is not a renaming");
     res = tregs[size_t(op.operands[0])];

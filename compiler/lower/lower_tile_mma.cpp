@@ -68,23 +68,6 @@
 
 namespace etl {
 
-namespace {
-
-/// The `for` whose body holds `op` at its top level.
-const TOp *loop_of(const std::vector<TOp> &body, const TOp *op) {
-  for (const TOp &o : body) {
-    if (o.kind != TileOpKind::For)
-      continue;
-    for (const TOp &x : o.body)
-      if (&x == op)
-        return &o;
-    if (const TOp *l = loop_of(o.body, op))
-      return l;
-  }
-  return nullptr;
-}
-
-} // namespace
 
 const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   auto one_use = [&](int v, const TOp *by) {
@@ -120,12 +103,13 @@ const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   return d;
 }
 
-void Lowerer::tile_mma_copy(const TOp &load, llvm::Value *base) {
+void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape,
+                            llvm::Value *base) {
   // 16-byte chunks (8 elements of a row) spread over the threads: cp.async
-  // where the chunk lies inside the tensor and the tensor's base is 16-byte
-  // aligned, else element by element (0 outside), as the load would read
+  // where the chunk lies inside the tensor and starts 16-byte aligned (the
+  // tensor's base, and the chunk itself unless tile/memory.cpp proved its
+  // rows aligned), else element by element (0 outside), as the load would read
   // them; rows land in the staging layout at the same (row, col).
-  const std::vector<int64_t> &shape = tf->values[size_t(load.results[0])].shape;
   const int64_t cols = shape[1], cpr = cols / 8, chunks = shape[0] * cpr;
   const bool nc = load.mem.non_coherent;
   for_range(
@@ -138,6 +122,9 @@ void Lowerer::tile_mma_copy(const TOp &load, llvm::Value *base) {
         (void)p7;
         llvm::Value *src = p0;
         llvm::Value *fast = aligned;
+        if (load.mem.align_vec < 8) // rows not proven to start 16-byte aligned: test the chunk
+          fast = b.CreateAnd(fast, b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p0, i64), 15),
+                                                  b.getInt64(0)));
         for (llvm::Value *ok : {ok0, ok7})
           if (ok)
             fast = b.CreateAnd(fast, ok);
@@ -228,45 +215,48 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   const bool bf16 = av.elem == ElemType::BF16;
   const int64_t M = av.shape[0], K = av.shape[1], N = bv.shape[1];
   const unsigned line = op.loc.begin.line;
-  // The accumulator layout's register bits: col 1, row 8, the n8 tiles,
-  // then the row blocks left to registers (tile/layout.cpp mma_layout).
-  const unsigned nbits = ceil_log2(N / 8), kbits = ceil_log2(K / 16);
+  // The accumulator layout's register bits: col 1, row 8, the warp's n8
+  // tiles (the columns its warp bits leave), then the row blocks left to
+  // registers (tile/layout.cpp mma_layout).
+  const unsigned cw = mma_col_warps(lr);
+  const unsigned nbits = ceil_log2(N / 8) - ceil_log2(cw), kbits = ceil_log2(K / 16);
   const unsigned rbits = unsigned(lr.reg.size()) - 2 - nbits;
-  const int64_t n8 = N / 8, blocks = int64_t(1) << rbits;
+  const int64_t blocks = int64_t(1) << rbits, wn = int64_t(8) << nbits;
 
   // 1. Staging.
-  note_scratch(st.bytes / 4);
-  const TOp *direct = mma_direct_b(op);
+  if (st.bytes)
+    note_scratch(st.bytes / 4);
+  const TOp *direct = st.b_view ? nullptr : mma_direct_b(op);
   if (!direct && tregs[size_t(ib)].empty()) // a transpose tile_direct skipped
     if (const TOp *tr = defining_op(tf->body, ib))
       if (tr->kind == TileOpKind::Transpose)
         tregs[size_t(ib)] = tregs[size_t(tr->operands.at(0))];
-  // A ring load (tile_ring_step) landed before this iteration's barrier.
-  auto ring = direct ? tile_ring.find(direct) : tile_ring.end();
-  llvm::Value *b_base = b.getInt64(uint64_t(st.b_base));
-  if (ring != tile_ring.end()) {
-    // The slot, from the loop variable (nothing more lives across the body).
-    const TOp *loop = loop_of(tf->body, direct);
-    llvm::Value *k =
-        b.CreateUDiv(b.CreateSub(tile_loop_vars.at(loop->var), tile_ring_cur.at(direct)),
-                     b.getInt64(uint64_t(loop->step)));
-    llvm::Value *s = b.CreateURem(k, b.getInt64(uint64_t(kRingSlots)));
-    b_base = b.CreateAdd(b.getInt64(uint64_t(ring->second.first - scratch_floor)),
-                         b.CreateMul(s, b.getInt64(ring->second.second)));
-  } else if (direct) {
+  llvm::Value *b_base = b.getInt64(uint64_t(st.b_base)), *a_base = b.getInt64(0);
+  // Ring slots (tile/pipeline.cpp): landed before the loop's barrier at the
+  // top of this iteration; read where they are.
+  auto view = [&](int v) -> llvm::Value * {
+    auto it = tile_views.find(v);
+    return it == tile_views.end() ? nullptr
+                                  : b.CreateSub(it->second.first, b.getInt64(uint64_t(scratch_floor)));
+  };
+  if (st.a_view)
+    a_base = view(ia);
+  if (st.b_view)
+    b_base = view(ib);
+  else if (direct) {
     if (direct->barrier_before)
       m.barrier(b);
-    tile_mma_copy(*direct, b_base);
+    tile_mma_copy(*direct, tf->values[size_t(direct->results[0])].shape, b_base);
   }
-  if (!st.a_regs)
+  if (!st.a_regs && !st.a_view)
     tile_mma_stage(ia, false, 0, bf16);
-  if (!direct)
+  if (!direct && !st.b_view)
     tile_mma_stage(ib, st.b_nk, st.b_base, bf16);
-  else if (ring == tile_ring.end()) {
+  else if (direct) {
     m.async_commit(b);
     m.async_wait(b, 0);
   }
-  if (ring == tile_ring.end() || !st.a_regs) // else the loop's barrier covers it
+  if (st.bytes) // else every operand is a landed ring slot or in registers
     m.barrier(b);
 
   // First row of each of this warp's row blocks: its warp bits' rows XOR
@@ -274,10 +264,15 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   const unsigned roff = lr.field_offset(0);
   const uint32_t rmask = (1u << lr.lg[0]) - 1u;
   llvm::Value *warp = b.CreateZExt(b.CreateLShr(tid, b.getInt32(kLaneBits)), i64);
-  llvm::Value *wrow = b.getInt64(0);
-  for (size_t k = 0; k < lr.warp.size(); ++k)
+  const uint32_t cmask = (1u << lr.lg[1]) - 1u;
+  llvm::Value *wrow = b.getInt64(0), *wcol = b.getInt64(0);
+  for (size_t k = 0; k < lr.warp.size(); ++k) {
+    llvm::Value *bit = b.CreateAnd(b.CreateLShr(warp, k), 1);
     if (uint32_t rb = lr.warp[k] >> roff & rmask)
-      wrow = b.CreateXor(wrow, b.CreateMul(b.CreateAnd(b.CreateLShr(warp, k), 1), b.getInt64(rb)));
+      wrow = b.CreateXor(wrow, b.CreateMul(bit, b.getInt64(rb)));
+    if (uint32_t cb = lr.warp[k] & cmask) // the warp's first column
+      wcol = b.CreateXor(wcol, b.CreateMul(bit, b.getInt64(cb)));
+  }
   std::vector<llvm::Value *> row0;
   for (int64_t q = 0; q < blocks; ++q) {
     uint32_t rows = 0;
@@ -293,8 +288,8 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   MmaTile t;
   t.bf16 = bf16;
   t.M = M, t.K = K, t.N = N;
-  t.nb = N % 16 == 0 ? 16 : 8;
-  t.n_units = N / t.nb;
+  t.nb = wn % 16 == 0 ? 16 : 8;
+  t.n_units = wn / t.nb; // this warp's column units, from wcol
   t.n8 = unsigned(t.nb / 8);
   t.b_nk = st.b_nk;
 
@@ -325,7 +320,7 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     std::vector<std::vector<llvm::Value *>> fa;
     for (int64_t q = 0; q < blocks; ++q) {
       if (!st.a_regs) {
-        llvm::Value *p = mma_a_ptr(K, b.getInt64(0), b.CreateAdd(row0[q], lrow),
+        llvm::Value *p = mma_a_ptr(K, a_base, b.CreateAdd(row0[q], lrow),
                                    b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
         fa.push_back(m.ldmatrix(b, p, 4, false, line));
         continue;
@@ -342,8 +337,9 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     }
     // The B fragments unit by unit, and the mmas.
     for (int64_t u = 0; u < t.n_units; ++u) {
-      std::vector<llvm::Value *> fb = mma_load_b(t, b_base, b.getInt64(uint64_t(16 * kk)),
-                                                 b.getInt64(uint64_t(u * t.nb)), lane, line);
+      std::vector<llvm::Value *> fb =
+          mma_load_b(t, b_base, b.getInt64(uint64_t(16 * kk)),
+                     b.CreateAdd(wcol, b.getInt64(uint64_t(u * t.nb))), lane, line);
       for (unsigned j = 0; j < t.n8; ++j) {
         const int64_t tile = u * int64_t(t.n8) + j;
         for (int64_t q = 0; q < blocks; ++q) {
@@ -358,7 +354,6 @@ void Lowerer::tile_mma_dot(const TOp &op) {
       }
     }
   }
-  (void)n8;
   // 3. Every warp is done reading the buffer.
   scratch_release();
   tregs[size_t(ir)] = acc;
@@ -368,92 +363,49 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   }
 }
 
-//===-- The cp.async ring of a loop ----------------------------------------===//
+//===-- The rings of tile/pipeline.cpp ------------------------------------===//
 
-std::vector<const TOp *> Lowerer::tile_ring_begin(const TOp &loop, llvm::Value *lo,
-                                                  llvm::Value *hi) {
-  std::vector<const TOp *> ring;
-  const char *env = std::getenv("ETL_TILE_RING");
-  if (env && std::string(env) == "0")
-    return ring;
-  std::set<std::string> outer;
-  for (const auto &[name, v] : tile_loop_vars)
-    outer.insert(name);
-  // The slots lie past every planned buffer (and the rings of enclosing
-  // loops): nothing else is staged there while copies are in flight.
-  const int64_t at = (tf->smem_bytes + 127) / 128 * 128 + tile_ring_top;
-  int64_t bytes = 0;
-  std::vector<std::pair<const TOp *, int64_t>> slot;
-  for (const TOp &op : loop.body) {
-    if (op.kind != TileOpKind::Dot || !mma_dot(*tf, op) || !mma_staging(*tf, op).ok)
-      continue;
-    const TOp *d = mma_direct_b(op);
-    if (!d || tile_ring.count(d) || !loop_ring_load(loop, *d, *tf, *plan.kernel, written, outer))
-      continue;
-    const std::vector<int64_t> &shape = tf->values[size_t(d->results[0])].shape;
-    const int64_t sb = (shape[0] * shape[1] * 2 + 127) / 128 * 128;
-    slot.push_back({d, sb});
-    bytes += kRingSlots * sb;
-  }
-  if (slot.empty() || int64_t(kSmemScratch) + at + bytes > int64_t(portable_smem_limit()))
-    return ring;
-  int64_t off = at;
-  for (const auto &[d, sb] : slot) {
-    tile_ring[d] = {off, sb};
-    off += kRingSlots * sb;
-    ring.push_back(d);
-  }
-  tile_ring_top += bytes;
-  if ((at + bytes) / 4 > max_scratch_elems)
-    max_scratch_elems = (at + bytes) / 4;
-  for (int64_t k = 0; k + 1 < kRingSlots; ++k)
-    tile_ring_issue(loop, ring, lo, hi, b.CreateAdd(lo, b.getInt64(uint64_t(k * loop.step))));
-  return ring;
-}
-
-void Lowerer::tile_ring_issue(const TOp &loop, const std::vector<const TOp *> &ring,
-                              llvm::Value *lo, llvm::Value *hi, llvm::Value *at) {
-  // Iteration `at`'s copies (none past hi) into its slot, one commit group
-  // either way, so wait_group counts stay uniform.
-  llvm::Value *outer = tile_loop_vars.count(loop.var) ? tile_loop_vars[loop.var] : nullptr;
-  tile_loop_vars[loop.var] = at;
-  llvm::Value *k = b.CreateUDiv(b.CreateSub(at, lo), b.getInt64(uint64_t(loop.step)));
-  llvm::Value *s = b.CreateURem(k, b.getInt64(uint64_t(kRingSlots)));
-  if_then(b.CreateICmpSLT(at, hi), [&] {
-    for (const TOp *d : ring) {
-      const auto &[off, sb] = tile_ring.at(d);
-      tile_mma_copy(*d, b.CreateAdd(b.getInt64(uint64_t(off - scratch_floor)),
-                                    b.CreateMul(s, b.getInt64(uint64_t(sb)))));
-    }
-  });
-  m.async_commit(b);
-  if (outer)
-    tile_loop_vars[loop.var] = outer;
-  else
-    tile_loop_vars.erase(loop.var);
-}
-
-void Lowerer::tile_ring_step(const TOp &loop, const std::vector<const TOp *> &ring, llvm::Value *lo,
-                             llvm::Value *hi, llvm::Value *iv) {
-  // Iteration iv's copies have landed (at most kRingSlots - 2 groups newer
-  // than its own are pending), every thread's, and every read of the slot
-  // iv + kRingSlots - 1 reuses (iteration iv - 1's) is done.
-  m.async_wait(b, unsigned(kRingSlots - 2));
-  m.barrier(b);
-  for (const TOp *d : ring)
-    tile_ring_cur[d] = lo;
-  tile_ring_issue(loop, ring, lo, hi,
-                  b.CreateAdd(iv, b.getInt64(uint64_t((kRingSlots - 1) * loop.step))));
-}
-
-void Lowerer::tile_ring_end(const std::vector<const TOp *> &ring) {
-  if (ring.empty())
+void Lowerer::tile_async(const TOp &op) {
+  switch (op.kind) {
+  case TileOpKind::SmemAlloc: { // its bytes: tile/smem.cpp placed them past the others
+    if (op.smem < 0 || !tf->smem.at(size_t(op.smem)).ring)
+      throw LowerError("tile IR smem.alloc without its planned ring");
+    const SmemBuffer &buf = tf->smem[size_t(op.smem)];
+    const TValue &v = tf->values[size_t(op.results[0])];
+    tile_rings[op.results[0]] = {buf.offset, ring_slot_bytes(v)};
+    if ((buf.offset + buf.bytes) / 4 > max_scratch_elems)
+      max_scratch_elems = (buf.offset + buf.bytes) / 4;
     return;
-  m.async_wait(b, 0); // the groups past the end are empty; none stays in flight
-  for (const TOp *d : ring) {
-    tile_ring_top -= kRingSlots * tile_ring.at(d).second;
-    tile_ring.erase(d);
-    tile_ring_cur.erase(d);
+  }
+  case TileOpKind::AsyncCopy: { // iteration lo's slice into its slot, if lo < hi
+    const auto &[off, sb] = tile_rings.at(op.operands.at(0));
+    const TValue &v = tf->values[size_t(op.operands[0])];
+    const std::vector<int64_t> shape(v.shape.begin() + 1, v.shape.end());
+    llvm::Value *slot = sym_value(*op.sym);
+    if_then(b.CreateICmpSLT(sym_value(*op.lo), sym_value(*op.hi)), [&] {
+      tile_mma_copy(op, shape,
+                    b.CreateAdd(b.getInt64(uint64_t(off)), b.CreateMul(slot, b.getInt64(sb))));
+    });
+    return;
+  }
+  case TileOpKind::AsyncCommit:
+    m.async_commit(b);
+    return;
+  case TileOpKind::AsyncWait:
+    m.async_wait(b, unsigned(op.axis));
+    return;
+  case TileOpKind::Barrier:
+    m.barrier(b);
+    return;
+  case TileOpKind::SmemView: {
+    const auto &[off, sb] = tile_rings.at(op.operands.at(0));
+    tile_views[op.results[0]] = {
+        b.CreateAdd(b.getInt64(uint64_t(off)), b.CreateMul(sym_value(*op.sym), b.getInt64(sb))),
+        false};
+    return;
+  }
+  default:
+    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' is not ported");
   }
 }
 

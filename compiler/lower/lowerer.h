@@ -135,11 +135,6 @@ std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
 std::vector<const TOp *> loop_prefetch(const TOp &loop, const TileFunc &f, const KernelDecl &k,
                                        const std::set<int> &written,
                                        const std::set<std::string> &outer);
-/// Whether `load`, a top-level op of `loop`'s body, reads a never-written
-/// tensor at a slice that names only what loop_prefetch allows (the
-/// cp.async ring of lower_tile_mma.cpp).
-bool loop_ring_load(const TOp &loop, const TOp &load, const TileFunc &f, const KernelDecl &k,
-                    const std::set<int> &written, const std::set<std::string> &outer);
 /// Registers per thread of the loads one loop carries into its next
 /// iteration (they live beside the current iteration's).
 constexpr int64_t kPipelineRegs = 16;
@@ -706,29 +701,19 @@ public:
   /// or null (lower_tile_mma.cpp); tile_direct: such loads and transposes,
   /// which emit nothing where they stand.
   const TOp *mma_direct_b(const TOp &dot);
-  /// The slice of `load` copied by cp.async into a swizzled staging area at
-  /// byte `base` (row-major, its last dim along the rows; no commit, wait
-  /// or barrier).
-  void tile_mma_copy(const TOp &load, llvm::Value *base);
-  /// The cp.async ring of a tile IR `for` (lower_tile_mma.cpp): the
-  /// direct b loads of its tensor-core dots (top level, slices naming only
-  /// the loop's variable and what is fixed outside it) get kRingSlots
-  /// slots past the planned buffers; tile_ring_begin issues iterations
-  /// lo .. lo + kRingSlots - 2 before the loop, tile_ring_step at the top
-  /// of iteration k waits for k's, issues k + kRingSlots - 1's. Two: a
-  /// third slot pushed prefill_attention's attn (255 registers) into spills.
-  static constexpr int64_t kRingSlots = 2;
-  std::vector<const TOp *> tile_ring_begin(const TOp &loop, llvm::Value *lo, llvm::Value *hi);
-  void tile_ring_step(const TOp &loop, const std::vector<const TOp *> &ring, llvm::Value *lo,
-                      llvm::Value *hi, llvm::Value *iv);
-  void tile_ring_end(const std::vector<const TOp *> &ring);
-  void tile_ring_issue(const TOp &loop, const std::vector<const TOp *> &ring, llvm::Value *lo,
-                       llvm::Value *hi, llvm::Value *at);
-  /// Per ring load: slot 0's byte offset (absolute) and a slot's bytes; its
-  /// loop's lo (tile_ring_cur: the dot derives its slot from the variable).
-  std::map<const TOp *, std::pair<int64_t, int64_t>> tile_ring;
-  std::map<const TOp *, llvm::Value *> tile_ring_cur;
-  int64_t tile_ring_top = 0;
+  /// The slice of `load` (a load or an async.copy, of `shape`) copied by
+  /// cp.async into a swizzled staging area at byte `base` (row-major, its
+  /// last dim along the rows; no commit, wait or barrier).
+  void tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base);
+  /// The Async family (tile/pipeline.cpp's rings, lower_tile_mma.cpp):
+  /// smem.alloc, async.copy, async.commit, async.wait, barrier, smem.view.
+  void tile_async(const TOp &op);
+  /// Per ring (smem.alloc's value): slot 0's byte offset from the scratch
+  /// start and a slot's bytes.
+  std::map<int, std::pair<int64_t, int64_t>> tile_rings;
+  /// Per ring slot view (smem.view, and a transpose of one): its byte
+  /// offset from the scratch start (i64) and whether it is [N, K] rows.
+  std::map<int, std::pair<llvm::Value *, bool>> tile_views;
   std::set<const TOp *> tile_direct;
   /// Per value of the body being lowered: the ops that use it (tile_begin).
   std::map<int, std::vector<const TOp *>> tile_users;

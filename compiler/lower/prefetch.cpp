@@ -218,17 +218,4 @@ std::vector<const TOp *> loop_prefetch(const TOp &loop, const TileFunc &f, const
   return keep;
 }
 
-bool loop_ring_load(const TOp &loop, const TOp &load, const TileFunc &f, const KernelDecl &k,
-                    const std::set<int> &written, const std::set<std::string> &outer) {
-  bool top = false;
-  for (const TOp &op : loop.body)
-    top = top || &op == &load;
-  std::set<std::string> known(f.vars.begin(), f.vars.end());
-  for (const DimDecl &d : k.dims)
-    known.insert(d.name);
-  known.insert(outer.begin(), outer.end());
-  known.insert(loop.var);
-  return top && hoistable_op(load, f, written, known) != 0;
-}
-
 } // namespace etl

@@ -400,7 +400,7 @@ private:
         // is loaded in the A layout: its fragments stay in registers
         // across the loop instead of being staged every iteration.
         int a = op.operands[0];
-        Layout la = mma_layout(MmaOperand::A, val(a).shape, warps_);
+        Layout la = mma_layout(MmaOperand::A, val(a).shape, warps_, mma_col_warps(*acc));
         if (!loop_defs_.empty() && !loop_defs_.back().count(a) && loads_.count(a) &&
             !loads_.at(a).gather && !hint_.count(a)) {
           hint_[a] = la;

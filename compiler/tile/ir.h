@@ -55,6 +55,9 @@ struct TValue {
   ElemType elem = ElemType::F32;
   std::vector<int64_t> shape;
   bool index = false;
+  /// A ring of shared-memory slots (smem.alloc, tile/pipeline.cpp): shape
+  /// [S, R, C], no registers and no layout.
+  bool shared = false;
   int layout = -1; ///< into TileFunc::layouts, after assignment (tiles only)
   bool is_tile() const { return !shape.empty(); }
   int64_t numel() const {
@@ -145,6 +148,9 @@ struct SmemBuffer {
   std::vector<std::pair<int, int>> live;
   int64_t offset = -1; ///< from the scratch start (after the 32-byte header)
   bool barrier_after = true;
+  /// A ring (smem.alloc): live across its whole loop while copies are in
+  /// flight, so it lies past every other buffer (no reuse, no barrier).
+  bool ring = false;
 };
 
 struct TileFunc {

@@ -228,7 +228,8 @@ Layout uniform_layout(const std::vector<int64_t> &shape, unsigned warps) {
   return l;
 }
 
-Layout mma_layout(MmaOperand which, const std::vector<int64_t> &shape, unsigned warps) {
+Layout mma_layout(MmaOperand which, const std::vector<int64_t> &shape, unsigned warps,
+                  unsigned col_warps) {
   Layout l;
   l.kind = LayoutKind::Mma;
   l.shape = shape;
@@ -250,27 +251,52 @@ Layout mma_layout(MmaOperand which, const std::vector<int64_t> &shape, unsigned 
     l.lane = {at(0, 2), at(0, 4), at(1, 0), at(2, 0), at(4, 0)};
     break;
   }
-  // Atom rows and columns beyond the first: warps take row blocks (the
-  // highest row bits first), registers take the rest, columns first.
+  // Atom rows and columns beyond the first: the low log2(col_warps) warp
+  // bits take the highest column bits (a K operand, A's columns, is never
+  // split: those warps hold replicas of it), the other warp bits row blocks
+  // (the highest row bits first); registers take the rest, columns first.
   std::vector<uint32_t> row_bits, col_bits;
   for (unsigned b = ceil_log2(ar); b < l.lg[0]; ++b)
     row_bits.push_back(at(1u << b, 0));
   for (unsigned b = ceil_log2(ac); b < l.lg[1]; ++b)
     col_bits.push_back(at(0, 1u << b));
-  unsigned wb = ceil_log2(std::max(1u, warps));
-  for (unsigned k = 0; k < wb; ++k) {
-    if (!row_bits.empty()) {
-      l.warp.insert(l.warp.begin(), row_bits.back());
+  const unsigned wb = ceil_log2(std::max(1u, warps)),
+                 wc = std::min(wb, ceil_log2(std::max(1u, col_warps)));
+  std::vector<uint32_t> col_warp(wc, 0);
+  for (unsigned k = wc; k-- > 0;)
+    if (which != MmaOperand::A && !col_bits.empty()) {
+      col_warp[k] = col_bits.back();
+      col_bits.pop_back();
+    }
+  std::vector<uint32_t> row_warp;
+  unsigned replicas = 0;
+  for (unsigned k = wc; k < wb; ++k) {
+    if (which != MmaOperand::B && !row_bits.empty()) {
+      row_warp.insert(row_warp.begin(), row_bits.back());
       row_bits.pop_back();
     } else
-      l.warp.push_back(0);
+      ++replicas;
   }
+  l.warp = col_warp;
+  l.warp.insert(l.warp.end(), row_warp.begin(), row_warp.end());
+  l.warp.insert(l.warp.end(), replicas, 0u);
   l.reg.insert(l.reg.end(), col_bits.begin(), col_bits.end());
   l.reg.insert(l.reg.end(), row_bits.begin(), row_bits.end());
   l.origin = std::string("mma m16n8k16 ") + (which == MmaOperand::A   ? "A"
                                              : which == MmaOperand::B ? "B"
                                                                       : "acc");
+  if (wc)
+    l.origin += " " + std::to_string(1u << (wb - wc)) + "x" + std::to_string(1u << wc) + " warps";
   return l;
+}
+
+unsigned mma_col_warps(const Layout &l) {
+  const uint32_t cols = (1u << l.lg[1]) - 1u;
+  unsigned n = 1;
+  for (uint32_t x : l.warp)
+    if (x & cols)
+      n *= 2;
+  return n;
 }
 
 /// Rewrites every basis through `f` (old packed coord -> new packed coord).

@@ -159,7 +159,13 @@ enum class MmaOperand {
 /// packed register for A and B), then the `warps` (power of two) split the
 /// rows in atom-sized blocks (slowest first; warps left over are
 /// replicas), then the remaining atoms go to registers, columns first.
-Layout mma_layout(MmaOperand which, const std::vector<int64_t> &shape, unsigned warps);
+/// `col_warps` (a power of two) of the warps split the columns instead (a
+/// warp tile: the low warp bits take the highest column bits; for A, whose
+/// columns are K, those warps are replicas), the rest split the rows.
+Layout mma_layout(MmaOperand which, const std::vector<int64_t> &shape, unsigned warps,
+                  unsigned col_warps = 1);
+/// How many warps of an mma layout split its columns (its col_warps).
+unsigned mma_col_warps(const Layout &l);
 
 /// Sector efficiency of the warp-level requests a global access of a tile in
 /// layout `l` issues with `vec` elements of `bytes` per lane access along dim

@@ -9,7 +9,10 @@
 //     and K <= 256 (its k16 steps are unrolled)
 //     (mma.sync.m16n8k16 tiles the shape without padding); any other dot
 //     keeps the FMA layout (and the AST path, lower/lower_tile_control.cpp);
-//   - its result: mma_layout(Acc, [M, N], warps), warps own row blocks;
+//   - its result: mma_layout(Acc, [M, N], warps, col_warps): warps own row
+//     blocks, and split the columns too where the rows run out (M / 16 <
+//     warps) or, in a K loop's `acc + dot`, where a warp tile loads fewer
+//     fragments per k16 (mma_dot_col_warps);
 //   - a in registers when its layout is mma_layout(A, [M, K], warps) (the
 //     accumulator layout of [M, K] is that map: a cast of an accumulator),
 //     else staged [M, K] row-major, swizzled, at byte 0 of the op's buffer;
@@ -54,11 +57,67 @@ bool mma_dot(const TileFunc &f, const TOp &op) {
   return pow2(M) && pow2(K) && pow2(N) && M % 16 == 0 && K % 16 == 0 && N % 8 == 0 && K <= 256;
 }
 
+namespace {
+
+void uses_of(const std::vector<TOp> &body, int v, std::vector<const TOp *> &out) {
+  for (const TOp &op : body) {
+    for (int o : op.operands)
+      if (o == v)
+        out.push_back(&op);
+    uses_of(op.body, v, out);
+  }
+}
+
+bool is_block_arg(const std::vector<TOp> &body, int v) {
+  for (const TOp &op : body) {
+    for (int a : op.block_args)
+      if (a == v)
+        return true;
+    if (is_block_arg(op.body, v))
+      return true;
+  }
+  return false;
+}
+
+/// `acc + dot(..)` with acc a loop's iter_arg: a K loop's accumulation.
+bool k_loop_accumulation(const TileFunc &f, const TOp &op) {
+  std::vector<const TOp *> uses;
+  uses_of(f.body, op.results[0], uses);
+  if (uses.size() != 1 || uses[0]->kind != TileOpKind::Binary || uses[0]->attr != "add")
+    return false;
+  for (int o : uses[0]->operands)
+    if (o != op.results[0] && is_block_arg(f.body, o))
+      return true;
+  return false;
+}
+
+} // namespace
+
+unsigned mma_dot_col_warps(const TileFunc &f, const TOp &op, unsigned warps) {
+  const TValue &r = f.values[size_t(op.results[0])];
+  const unsigned rb = ceil_log2(uint64_t(r.shape[0] / 16)), cb = ceil_log2(uint64_t(r.shape[1] / 8)),
+                 wb = ceil_log2(std::max(1u, warps));
+  unsigned lo = wb > rb ? std::min(wb - rb, cb) : 0u, best = lo;
+  if (!k_loop_accumulation(f, op))
+    return 1u << lo;
+  // Per warp and k16: an ldmatrix.x4 per m16 row block (A) and one per n16
+  // column unit (B; .x2 for a last n8): the split with the fewest wins,
+  // rows first on a tie (the unit-per-warp order of a single dot).
+  auto loads = [&](unsigned c) {
+    const int64_t rows = r.shape[0] >> (wb - c), cols = r.shape[1] >> c;
+    return std::max<int64_t>(1, rows / 16) + std::max<int64_t>(1, cols / 16);
+  };
+  for (unsigned c = lo; c <= std::min(wb, cb); ++c)
+    if (loads(c) < loads(best))
+      best = c;
+  return 1u << best;
+}
+
 std::optional<Layout> mma_dot_layout(const TileFunc &f, const TOp &op, unsigned warps) {
   if (!mma_dot(f, op))
     return std::nullopt;
   const TValue &r = f.values[size_t(op.results[0])];
-  return mma_layout(MmaOperand::Acc, r.shape, warps);
+  return mma_layout(MmaOperand::Acc, r.shape, warps, mma_dot_col_warps(f, op, warps));
 }
 
 MmaStaging mma_staging(const TileFunc &f, const TOp &op) {
@@ -70,12 +129,19 @@ MmaStaging mma_staging(const TileFunc &f, const TOp &op) {
   if (a.layout < 0 || b.layout < 0 || r.layout < 0)
     return s;
   const Layout &lr = f.layouts[size_t(r.layout)];
-  s.ok = lr == mma_layout(MmaOperand::Acc, r.shape, lr.num_warps());
-  s.a_regs = f.layouts[size_t(a.layout)] == mma_layout(MmaOperand::A, a.shape, lr.num_warps());
+  const unsigned cw = mma_col_warps(lr);
+  s.ok = lr == mma_layout(MmaOperand::Acc, r.shape, lr.num_warps(), cw);
+  s.a_regs =
+      f.layouts[size_t(a.layout)] == mma_layout(MmaOperand::A, a.shape, lr.num_warps(), cw);
   const TOp *d = defining_op(f.body, op.operands[1]);
   s.b_nk = d && d->kind == TileOpKind::Transpose;
-  s.b_base = s.a_regs ? 0 : line_bytes(2 * a.numel());
-  s.bytes = s.b_base + line_bytes(2 * b.numel());
+  if (s.b_nk)
+    d = defining_op(f.body, d->operands[0]);
+  const TOp *da = defining_op(f.body, op.operands[0]);
+  s.a_view = da && da->kind == TileOpKind::SmemView;
+  s.b_view = d && d->kind == TileOpKind::SmemView;
+  s.b_base = s.a_regs || s.a_view ? 0 : line_bytes(2 * a.numel());
+  s.bytes = s.b_base + (s.b_view ? 0 : line_bytes(2 * b.numel()));
   return s;
 }
 

@@ -30,6 +30,15 @@ void analyse_memory(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag
 /// another layout than its operand has. Runs analyse_memory first if needed.
 void assign_layouts(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag &diag);
 
+/// Ring stages a pipelined loop takes at most (tile/pipeline.cpp).
+constexpr int64_t kMaxStages = 3;
+/// Software pipelining (tile/pipeline.cpp), after assign_layouts: the
+/// operand loads of tensor-core dots in a `for` become an S-stage cp.async
+/// ring (smem.alloc, async.copy, async.commit, async.wait, barrier,
+/// smem.view), S <= kMaxStages, the rings and the body's other staging
+/// within `budget` bytes of scratch.
+void pipeline_loops(TileModule &m, int64_t budget);
+
 /// The shared-memory allocator (tile/smem.cpp), after assign_layouts: the
 /// buffer each staging op needs (shared_need), its live range over the
 /// body, and offsets that let buffers whose ranges are disjoint share
@@ -55,7 +64,12 @@ const TOp *defining_op(const std::vector<TOp> &body, int v);
 /// [M, K] x [K, N], default precision, M, N, K powers of two, M % 16 ==
 /// K % 16 == N % 8 == 0.
 bool mma_dot(const TileFunc &f, const TOp &op);
-/// Its result layout, mma_layout(Acc, [M, N], warps); nullopt for any other op.
+/// How many of `warps` split the columns of such a dot's result: the
+/// fewest that leave no warp a replica, or, for `acc + dot(..)` with acc a
+/// loop's iter_arg, the warp tile with the fewest ldmatrix per k16.
+unsigned mma_dot_col_warps(const TileFunc &f, const TOp &op, unsigned warps);
+/// Its result layout, mma_layout(Acc, [M, N], warps, mma_dot_col_warps);
+/// nullopt for any other op.
 std::optional<Layout> mma_dot_layout(const TileFunc &f, const TOp &op, unsigned warps);
 /// How such a dot (after assign_layouts) stages its operands in its shared
 /// buffer: a from registers (in the A layout) or at byte 0, [M, K] swizzled;
@@ -63,9 +77,16 @@ std::optional<Layout> mma_dot_layout(const TileFunc &f, const TOp &op, unsigned 
 struct MmaStaging {
   bool ok = false; ///< an mma dot whose result has the accumulator layout
   bool a_regs = false, b_nk = false;
+  /// An operand that is a ring slot (smem.view, tile/pipeline.cpp): read
+  /// where it is, nothing staged for it.
+  bool a_view = false, b_view = false;
   int64_t b_base = 0, bytes = 0;
 };
 MmaStaging mma_staging(const TileFunc &f, const TOp &op);
+
+/// The bytes of one slot of ring `v` (smem.alloc's [S, R, C] 16-bit
+/// result): R C 2, whole 128-byte lines.
+int64_t ring_slot_bytes(const TValue &v);
 
 /// Do two buffers' live ranges meet?
 bool live_overlap(const SmemBuffer &a, const SmemBuffer &b);

@@ -45,7 +45,7 @@ std::string value_type_str(const TileFunc &f, int v) {
     return "index";
   if (!t.is_tile())
     return spelling(t.elem);
-  std::string s = "tile<";
+  std::string s = t.shared ? "smem<" : "tile<";
   for (int64_t d : t.shape)
     s += std::to_string(d) + "x";
   s += spelling(t.elem);
@@ -201,8 +201,19 @@ private:
       os_ << "]";
       break;
     }
+    case TileOpKind::AsyncCopy:
+      os_ << "async.copy " << ref(op.operands[0]) << "[" << op.sym->str() << "] <- "
+          << slice_str(op) << " if " << op.lo->str() << " < " << op.hi->str();
+      break;
+    case TileOpKind::SmemView:
+      os_ << "smem.view " << ref(op.operands[0]) << "[" << op.sym->str() << "]" << res_type;
+      break;
+    case TileOpKind::AsyncWait:
+      os_ << "async.wait " << op.axis;
+      break;
     default:
-      os_ << op_spelling(op.kind) << " " << list(op.operands) << res_type;
+      os_ << op_spelling(op.kind) << (op.operands.empty() ? "" : " ") << list(op.operands)
+          << res_type;
       break;
     }
     if (op.smem >= 0)

@@ -146,9 +146,13 @@ std::string op_name(const TOp &op) {
   return s;
 }
 
-void collect(TileFunc &f, std::vector<TOp> &body, Sites &sites) {
+void collect(TileFunc &f, std::vector<TOp> &body, Sites &sites, std::vector<TOp *> &rings) {
   for (TOp &op : body) {
     op.smem = -1;
+    if (op.kind == TileOpKind::SmemAlloc) {
+      rings.push_back(&op);
+      continue;
+    }
     int64_t align = 16;
     if (int64_t need = shared_need(f, op, align)) {
       op.smem = int(f.smem.size());
@@ -162,7 +166,7 @@ void collect(TileFunc &f, std::vector<TOp> &body, Sites &sites) {
       f.smem.push_back(b);
     }
     if (op.kind == TileOpKind::For)
-      collect(f, op.body, sites);
+      collect(f, op.body, sites, rings);
   }
 }
 
@@ -333,7 +337,8 @@ void plan_shared(TileModule &m) {
     Sites sites;
     f.smem.clear();
     sites.number(f.body, -1);
-    collect(f, f.body, sites);
+    std::vector<TOp *> rings;
+    collect(f, f.body, sites, rings);
     f.smem_op_by_op = 0;
     for (const SmemBuffer &b : f.smem)
       f.smem_op_by_op = std::max(f.smem_op_by_op, b.bytes);
@@ -349,6 +354,24 @@ void plan_shared(TileModule &m) {
         f.smem = std::move(trial);
     }
     f.smem_bytes = pack_buffers(f.smem);
+    // Rings (tile/pipeline.cpp) lie past every other buffer, one after
+    // another: copies land in them while the loop's other ops stage.
+    for (TOp *r : rings) {
+      const TValue &v = f.values[size_t(r->results[0])];
+      SmemBuffer b;
+      b.pos = sites.pos.at(r);
+      b.what = op_name(*r);
+      b.line = r->loc.begin.line;
+      b.bytes = v.shape[0] * ring_slot_bytes(v);
+      b.align = 128;
+      b.live = {{b.pos, b.pos}};
+      b.barrier_after = false;
+      b.ring = true;
+      b.offset = (f.smem_bytes + 127) / 128 * 128;
+      f.smem_bytes = b.offset + b.bytes;
+      r->smem = int(f.smem.size());
+      f.smem.push_back(b);
+    }
     f.smem_planned = true;
   }
 }

@@ -55,7 +55,7 @@ private:
     if (!defined_.insert(v).second)
       fail(op, "%" + std::to_string(v) + " is defined twice");
     scope.insert(v);
-    if (f_.assigned && val(v).is_tile()) {
+    if (f_.assigned && val(v).is_tile() && !val(v).shared) {
       const Layout *l = lay(v);
       if (!l)
         fail(op, "%" + std::to_string(v) + " has no layout");
@@ -170,9 +170,33 @@ private:
              "operands " + shape_str(a.shape) + " and " + shape_str(b.shape) + " do not contract");
       break;
     }
+    case OpFamily::Async:
+      async_rules(op, r);
+      break;
     default:
       break;
     }
+  }
+
+  /// Rings (tile/pipeline.cpp): a buffer is [S, R, C] of 16-bit elements;
+  /// copies and views name one and a slot; a view is one slot's tile.
+  void async_rules(const TOp &op, int r) {
+    const bool wants_buf = op.kind == TileOpKind::AsyncCopy || op.kind == TileOpKind::SmemView;
+    if (op.kind == TileOpKind::SmemAlloc &&
+        (r < 0 || !val(r).shared || val(r).shape.size() != 3 || val(r).shape[0] < 2))
+      fail(op, "does not yield a ring of at least 2 slots");
+    if (wants_buf && (op.operands.size() != 1 || !val(op.operands[0]).shared || !op.sym))
+      return fail(op, "needs a ring and a slot");
+    if (op.kind == TileOpKind::AsyncCopy && (!op.lo || !op.hi || op.tensor < 0))
+      fail(op, "needs a tensor slice and its iteration bounds");
+    if (op.kind == TileOpKind::SmemView) {
+      const TValue &buf = val(op.operands[0]);
+      if (r < 0 || val(r).elem != buf.elem ||
+          val(r).shape != std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end()))
+        fail(op, "is not a slot of its ring");
+    }
+    if (op.kind == TileOpKind::AsyncWait && op.axis < 0)
+      fail(op, "needs the groups it leaves in flight");
   }
 
   void shape_rules(const TOp &op, int r) {
