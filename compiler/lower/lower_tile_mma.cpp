@@ -1,10 +1,12 @@
 //===- lower/lower_tile_mma.cpp - The tile IR path: tensor-core dot -------===//
 //
 // What this owns: `dot` of f16 or bf16 tiles on the tile IR path
-// (Lowerer::tile_mma_dot), for the dots tile/mma.cpp names (mma_dot: powers
+// (Lowerer::tile_mma_dot) and the Async family of ring ops that feed it
+// (Lowerer::tile_async, tile/pipeline.cpp), for the dots tile/mma.cpp names (mma_dot: powers
 // of two, M % 16 == K % 16 == N % 8 == 0). The layout pass gave the result
-// mma_layout(Acc, [M, N], warps): warp w owns the m16 row blocks its warp
-// bits select, register bits take the rest (columns first), and the mma
+// mma_layout(Acc, [M, N], warps, col_warps): warp w owns the m16 row
+// blocks and n8 column blocks its warp bits select, register bits take
+// the rest (columns first), and the mma
 // accumulators ARE the value's registers: nothing is written back.
 //
 //   1. staging (tile/mma.cpp's MmaStaging, at the op's planned buffer): a,
@@ -19,20 +21,11 @@
 //      registers: its 16-byte chunks go global -> shared by cp.async
 //      (tile_mma_copy; element by element, 0 outside, at a ragged edge or
 //      off a 16-byte base), then commit_group and wait_group 0; then a
-//      barrier. In a `for` whose body holds the dot and the load at top
-//      level, the load's slice naming only the loop variable and what is
-//      fixed outside it (prefetch.cpp's loop_ring_load: prefill's K and V
-//      tiles), the copies run in a ring instead (tile_ring_*, called by
-//      tile_for): kRingSlots (2) slots per load past every planned buffer
-//      (tf->smem_bytes, so tile/smem.cpp's reuse never reaches them; when
-//      they do not fit the budget, no ring), iterations lo .. lo + S - 2
-//      issued before the loop, and at the top of iteration k: wait_group
-//      S - 2, barrier (k's copies landed for every thread, and every read
-//      of the slot k + S - 1 reuses is done), k + S - 1's copies (none
-//      past hi: an empty group keeps counts uniform), commit; the dot reads
-//      slot ((k - lo) / step) % S, and one with A in registers needs no
-//      barrier of its own. wait_group 0 after the loop. ETL_TILE_RING=0
-//      turns it off;
+//      barrier. A ring slot (smem.view of tile/pipeline.cpp's rings,
+//      MmaStaging::a_view / b_view) is read where it lies: its copies
+//      landed before the barrier at the top of the loop's iteration, so a
+//      dot whose operands are all slots or registers stages nothing and
+//      has no barrier of its own (tile_async lowers the ring's ops);
 //   2. per k16 slice (unrolled): the A fragments of each of the warp's row
 //      blocks, by ldmatrix.x4 from the staged a, or packed from registers
 //      (A layout register i is PTX's element a_i of the fragment: pairs

@@ -13,6 +13,8 @@
 //   assign.cpp the layout pass: memory facts, anchors, propagation,
 //              conversions where uses disagree, vector widths, remarks
 //   verify.cpp the structural, shape and layout rules of every op
+//   pipeline.cpp  software pipelining: mma operand loads of a `for` as a
+//              cp.async ring of smem.alloc/async.copy/smem.view ops
 //   smem.cpp   the shared-memory allocator: a buffer per staging op, its
 //              live range, offsets, which trailing barriers can go
 //
