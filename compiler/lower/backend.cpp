@@ -19,8 +19,13 @@
 
 namespace etl {
 
+/// Lowers `plan` for every target. `paths`: per group the path the plan
+/// chose ("tile IR" or "AST (why)"); a tile IR body whose lowering threw
+/// (Lowerer::tile_fallbacks) becomes "AST (fallback: what)", the path its
+/// code really took (the same for every target: the first one's).
 static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::string> &targets,
-                              const BackendOptions &opts) {
+                              const BackendOptions &opts,
+                              std::vector<std::pair<std::string, std::string>> &paths) {
   BackendResult res;
   res.threads_per_cta = opts.threads_per_cta;
   if (opts.threads_per_cta == 0 || opts.threads_per_cta > 1024) {
@@ -62,6 +67,11 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
         res.prefetched = L.prefetched;
       if (res.pipelined.empty())
         res.pipelined = L.pipelined;
+      if (res.outputs.empty())
+        for (const auto &[grp, what] : L.tile_fallbacks)
+          for (auto &[name, path] : paths)
+            if (name == grp)
+              path = "AST (fallback: " + what + ")";
       m->finish_kernel(mod, k, opts.threads_per_cta, smem);
     } catch (const LowerError &e) {
       res.error = std::string("lowering kernel '") + plan.kernel->name + "': " + e.what();
@@ -177,7 +187,7 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
         }
     plan.groups.push_back(std::move(gp));
   }
-  BackendResult res = run_plan(plan, targets, opts);
+  BackendResult res = run_plan(plan, targets, opts, paths);
   res.lowering = std::move(paths);
   return res;
 }

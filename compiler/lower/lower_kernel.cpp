@@ -356,9 +356,10 @@ llvm::Function *Lowerer::lower_group(int g) {
   if (const TileFunc *tile = plan.groups[size_t(g)].tile) {
     try {
       return lower_group(g, tile);
-    } catch (const LowerError &) {
+    } catch (const LowerError &e) {
       // A case of the tile IR path tile_unported did not foresee: this body
       // takes the AST path (its half-built function is dropped).
+      tile_fallbacks.emplace_back(plan.groups[size_t(g)].name, e.what());
       drop();
       tf = nullptr;
       tile_buf = nullptr;

@@ -140,7 +140,7 @@ struct PortCheck {
         fail("arange");
       return;
     case TileOpKind::Unary:
-      if (!one_of(op.attr, {"neg", "not", "bnot", "exp", "log", "sqrt", "rsqrt", "abs"}))
+      if (!one_of(op.attr, {"neg", "not", "bnot", "exp", "log", "sqrt", "rsqrt", "abs", "popc"}))
         fail("map." + op.attr);
       return;
     case TileOpKind::Binary:

@@ -109,7 +109,14 @@ void Lowerer::tile_elementwise(const TOp &op) {
         y = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
                : b.CreateSelect(b.CreateICmpSLT(x, llvm::Constant::getNullValue(x->getType())),
                                 b.CreateNeg(x), x);
-      else {
+      else if (op.attr == "popc") { // an integer operand (sema), an i32 count
+        // i32 and i64 (the types tile_unported lets through); a narrow type
+        // would sit sign- or zero-extended in an i32, so only its own bits
+        // count, as on the AST path (lower_tile.cpp).
+        const unsigned w = elem_bits(a.elem);
+        llvm::Value *v = w < 32 ? b.CreateAnd(x, b.getInt32((1u << w) - 1)) : x;
+        y = b.CreateSExtOrTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, v), i32);
+      } else {
         MathFn fn = op.attr == "exp"    ? MathFn::Exp
                     : op.attr == "log"  ? MathFn::Log
                     : op.attr == "sqrt" ? MathFn::Sqrt

@@ -216,6 +216,9 @@ public:
   /// Per group, how many loads its loops issue one iteration ahead.
   std::vector<std::pair<std::string, size_t>> pipelined;
   size_t pipelined_loads = 0; ///< of the group being lowered
+  /// Per group whose tile IR path threw: the LowerError (lower_group then
+  /// lowered it from the AST; BackendResult::lowering reports it).
+  std::vector<std::pair<std::string, std::string>> tile_fallbacks;
 
 private:
   /// One notification of element `off` (absolute counter index) of `event`,

@@ -9,8 +9,7 @@
 // A copy issued just before a task ends (and never waited for) fails the
 // run as well, naming the task.
 #include "compile_run.h"
-
-#include "target/machine.h"
+#include "forwarding_machine.h"
 
 #include <doctest/doctest.h>
 
@@ -31,13 +30,10 @@ enum class Waits { Keep, Drop, Weaker, Leftover };
 
 /// Forwards every operation to `in`; async_wait and task_end as `mode`
 /// says. Counts the waits the lowering asked for.
-class WaitDecorator : public etl::Machine {
+class WaitDecorator : public etl::testing::ForwardingMachine {
 public:
   WaitDecorator(std::unique_ptr<etl::Machine> in, Waits mode, int *waits)
-      : in_(std::move(in)), mode_(mode), waits_(waits) {}
-
-  using Builder = etl::Builder;
-  using Machine::math;
+      : ForwardingMachine(std::move(in)), mode_(mode), waits_(waits) {}
 
   void async_wait(Builder &b, unsigned pending) override {
     ++*waits_;
@@ -45,78 +41,6 @@ public:
       in_->async_wait(b, pending);
     else if (mode_ == Waits::Weaker)
       in_->async_wait(b, pending + 1);
-  }
-
-  const std::string &target() const override { return in_->target(); }
-  llvm::TargetMachine &target_machine() override { return in_->target_machine(); }
-  void init_module(llvm::Module &m) override { in_->init_module(m); }
-  llvm::Function *create_kernel(llvm::Module &m) override { return in_->create_kernel(m); }
-  void finish_kernel(llvm::Module &m, llvm::Function *k, unsigned t, unsigned s) override {
-    in_->finish_kernel(m, k, t, s);
-  }
-  llvm::Value *thread_id(Builder &b) override { return in_->thread_id(b); }
-  llvm::Value *cta_id(Builder &b) override { return in_->cta_id(b); }
-  void barrier(Builder &b) override { in_->barrier(b); }
-  void shared_access(Builder &b, llvm::Value *p, unsigned n, bool store) override {
-    in_->shared_access(b, p, n, store);
-  }
-  llvm::Value *shuffle(Builder &b, etl::ShflMode mode, llvm::Value *v, llvm::Value *lane,
-                       unsigned c, unsigned mask, unsigned line) override {
-    return in_->shuffle(b, mode, v, lane, c, mask, line);
-  }
-  std::vector<llvm::Value *> mma_m16n8k16(Builder &b, bool bf16,
-                                          const std::vector<llvm::Value *> &a,
-                                          const std::vector<llvm::Value *> &bf,
-                                          const std::vector<llvm::Value *> &c,
-                                          unsigned line) override {
-    return in_->mma_m16n8k16(b, bf16, a, bf, c, line);
-  }
-  llvm::Value *to_tf32(Builder &b, llvm::Value *v) override { return in_->to_tf32(b, v); }
-  std::vector<llvm::Value *> mma_m16n8k8_tf32(Builder &b, const std::vector<llvm::Value *> &a,
-                                              const std::vector<llvm::Value *> &bf,
-                                              const std::vector<llvm::Value *> &c,
-                                              unsigned line) override {
-    return in_->mma_m16n8k8_tf32(b, a, bf, c, line);
-  }
-  std::vector<llvm::Value *> ldmatrix(Builder &b, llvm::Value *p, unsigned n, bool trans,
-                                      unsigned line) override {
-    return in_->ldmatrix(b, p, n, trans, line);
-  }
-  void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned n) override {
-    in_->async_copy(b, dst, src, n);
-  }
-  void async_commit(Builder &b) override { in_->async_commit(b); }
-  llvm::Value *shared_base(Builder &b) override { return in_->shared_base(b); }
-  llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
-    return in_->global_load(b, ty, p);
-  }
-  void global_store(Builder &b, llvm::Value *v, llvm::Value *p) override {
-    in_->global_store(b, v, p);
-  }
-  llvm::Value *global_load_nc(Builder &b, llvm::Type *ty, llvm::Value *p) override {
-    return in_->global_load_nc(b, ty, p);
-  }
-  llvm::Value *global_atomic(Builder &b, etl::AtomicOp op, llvm::Value *p, llvm::Value *v,
-                             llvm::Value *desired) override {
-    return in_->global_atomic(b, op, p, v, desired);
-  }
-  llvm::Value *atomic_add16(Builder &b, llvm::Value *p, llvm::Value *bits, bool bf16) override {
-    return in_->atomic_add16(b, p, bits, bf16);
-  }
-  llvm::Value *atomic_add_release(Builder &b, llvm::Value *p, llvm::Value *v) override {
-    return in_->atomic_add_release(b, p, v);
-  }
-  llvm::Value *load_acquire(Builder &b, llvm::Value *p) override { return in_->load_acquire(b, p); }
-  llvm::Value *atomic_add_acq_rel(Builder &b, llvm::Value *p, llvm::Value *v) override {
-    return in_->atomic_add_acq_rel(b, p, v);
-  }
-  llvm::Value *atomic_cas(Builder &b, llvm::Value *p, llvm::Value *e, llvm::Value *d) override {
-    return in_->atomic_cas(b, p, e, d);
-  }
-  void fence(Builder &b) override { in_->fence(b); }
-  void spin_pause(Builder &b) override { in_->spin_pause(b); }
-  void task_begin(Builder &b, llvm::Value *g, llvm::Value *lin) override {
-    in_->task_begin(b, g, lin);
   }
   void task_end(Builder &b) override {
     if (mode_ == Waits::Leftover) { // the task function's argument 0 is the argument block
@@ -128,17 +52,8 @@ public:
     }
     in_->task_end(b);
   }
-  llvm::Value *clock_ns(Builder &b) override { return in_->clock_ns(b); }
-  llvm::Value *sm_id(Builder &b) override { return in_->sm_id(b); }
-  llvm::Value *math(Builder &b, etl::MathFn fn, llvm::Value *x, llvm::Value *y) override {
-    return in_->math(b, fn, x, y);
-  }
-  bool emit(llvm::Module &m, std::string &code, std::string &error) override {
-    return in_->emit(m, code, error);
-  }
 
 private:
-  std::unique_ptr<etl::Machine> in_;
   Waits mode_;
   int *waits_;
 };

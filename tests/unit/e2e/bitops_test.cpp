@@ -2,7 +2,9 @@
 // and i64 tiles on sim, against C references: negative numbers, shift
 // amounts outside [0, bits) (taken modulo the width, grammar/REFERENCE.md
 // "Bit operations"), the arithmetic `>>`, integer literals and scalars
-// mixed with tiles, and the precedence of `&` over `==`.
+// mixed with tiles, and the precedence of `&` over `==`. `popc` of i32 and
+// i64 tiles takes the tile IR path (ETL_TILE_DEBUG says so) and counts the
+// same bits as the AST path (ETL_TILE_LOWERING=0).
 #include "compile_run.h"
 
 #include <etl/etl.h>
@@ -10,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -121,6 +124,55 @@ kernel bits64<N: dim>(a: tensor<i64>[N], s: tensor<i64>[N], y: tensor<i64>[5, N]
     CHECK(y[3 * N + k] == (x < 0 ? -1 : 0));
     CHECK(y[4 * N + k] == shl64(1, sk));
     CHECK(c[k] == __builtin_popcountll(uint64_t(x)) + __builtin_popcount(uint32_t(int32_t(sk))));
+  }
+}
+
+TEST_CASE("bit operations: popc of i32 and i64 tiles takes the tile IR path, the AST path's "
+          "counts") {
+  const std::string src = R"(
+const TN = 64;
+kernel pc<N: dim>(a: tensor<i32>[N], b: tensor<i64>[N], y: tensor<i32>[3, N])
+    where N % 64 == 0 {
+  task t[i in 0 .. N / TN] {
+    let x = load(a[i * TN .. +TN]);
+    let z = load(b[i * TN .. +TN]);
+    store(y[0, i * TN .. +TN], popc(x));
+    store(y[1, i * TN .. +TN], popc(z));
+    store(y[2, i * TN .. +TN], popc(x ^ cast<i32>(z)) + 1);
+  }
+}
+)";
+  CompileOptions o;
+  o.targets = {"sim"};
+  o.emit = "llvm";
+  o.threads_per_cta = 32;
+  std::string out, err, lines;
+  REQUIRE(testing::compile_text_tile_debug(src, o, "lowering ", out, err, lines) == 0);
+  CHECK(lines == "lowering t: tile IR\n"); // not "AST (map.popc)"
+  std::vector<int32_t> a(N);
+  std::vector<int64_t> b(N);
+  const int64_t edge[] = {0, -1, 1, INT64_MIN, INT64_MAX, -2, 0x5555555555555555, -128};
+  for (int64_t k = 0; k < N; ++k) {
+    b[k] = k < 8 ? edge[k] : int64_t(uint64_t(k) * 0x9E3779B97F4A7C15ull);
+    a[k] = int32_t(b[k] >> (k % 3 == 0 ? 32 : 0));
+  }
+  for (const char *tiles : {"1", "0"}) { // the tile IR path, then the AST path
+    CAPTURE(tiles);
+    std::vector<int32_t> y(3 * N, 99);
+    setenv("ETL_TILE_LOWERING", tiles, 1);
+    std::string run = compile_and_run(src, std::string("bitops_popc_") + tiles, {{"N", N}},
+                                      {{"a", a.data(), ETL_I32, {N}},
+                                       {"b", b.data(), ETL_I64, {N}},
+                                       {"y", y.data(), ETL_I32, {3, N}}});
+    unsetenv("ETL_TILE_LOWERING");
+    REQUIRE_MESSAGE(run.empty(), run);
+    int bad = 0;
+    for (int64_t k = 0; k < N; ++k) {
+      bad += y[0 * N + k] != __builtin_popcount(uint32_t(a[k]));
+      bad += y[1 * N + k] != __builtin_popcountll(uint64_t(b[k]));
+      bad += y[2 * N + k] != __builtin_popcount(uint32_t(a[k]) ^ uint32_t(b[k])) + 1;
+    }
+    CHECK(bad == 0);
   }
 }
 
