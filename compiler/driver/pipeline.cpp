@@ -261,6 +261,18 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
 /// header.
 int64_t scratch_budget() { return int64_t(portable_smem_limit()) - int64_t(kSmemHeaderBytes); }
 
+/// tile/pipeline.cpp's rings, unless ETL_TILE_RING=0 (a seam for tests
+/// that compare a pipelined loop with its plain form); a MmaLoopNotPipelined
+/// remark to `remarks` (when given) for each K loop left as it was.
+void pipeline(TileModule &m, Diag *remarks = nullptr) {
+  const char *env = std::getenv("ETL_TILE_RING");
+  if (env && std::string(env) == "0")
+    return;
+  for (const LoopNotPipelined &l : pipeline_loops(m, scratch_budget()))
+    if (remarks)
+      remarks->remark(DiagId::MmaLoopNotPipelined, l.loc, {l.var, l.why});
+}
+
 /// --emit=tile: build, verify, assign layouts, verify, pipeline, verify;
 /// the IR as built and as lowered.
 bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string &text,
@@ -289,7 +301,7 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
   if (!verified("after layout assignment"))
     return false;
   timer.run("tile-pipeline", [&] {
-    pipeline_loops(m, scratch_budget());
+    pipeline(m, &c.diag);
     return 0;
   });
   if (!verified("after pipelining"))
@@ -304,8 +316,10 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
 
 /// The tile IR the back end lowers from (after layout assignment), or
 /// nullopt when it does not verify (every body then takes the AST path).
-/// Remarks go nowhere: --emit=tile reports them.
-std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads) {
+/// Remarks go nowhere (--emit=tile reports them) but, with `remarks`, the
+/// pipeline pass's MmaLoopNotPipelined.
+std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads,
+                                        bool remarks = false) {
   const KernelDecl &k = c.program->kernels[0];
   TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
   if (!verify_tile(m).empty())
@@ -314,7 +328,7 @@ std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads) {
   assign_layouts(m, k, c.graph, quiet);
   if (!verify_tile(m).empty())
     return std::nullopt;
-  pipeline_loops(m, scratch_budget());
+  pipeline(m, remarks ? &c.diag : nullptr);
   if (!verify_tile(m).empty())
     return std::nullopt;
   plan_shared(m);
@@ -486,7 +500,7 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   std::optional<TileModule> tiles;
   const char *env_tiles = std::getenv("ETL_TILE_LOWERING");
   if (opts.tile_lowering && !(env_tiles && std::string(env_tiles) == "0")) {
-    tiles = timer.run("tile", [&] { return lowering_tiles(c, threads); });
+    tiles = timer.run("tile", [&] { return lowering_tiles(c, threads, true); });
     if (tiles)
       bopts.tiles = &*tiles;
   }

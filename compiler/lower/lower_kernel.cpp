@@ -95,7 +95,9 @@ void Lowerer::for_range(llvm::Value *lo, llvm::Value *hi, llvm::Value *step,
   llvm::Value *v = b.CreateLoad(i64, iv);
   b.CreateCondBr(b.CreateICmpSLT(v, hi), bb, done);
   b.SetInsertPoint(bb);
+  const auto coords = tcoord_cache; // as in if_then: the body dominates nothing after
   body(v);
+  tcoord_cache = coords;
   b.CreateStore(b.CreateAdd(b.CreateLoad(i64, iv), step), iv);
   b.CreateBr(head);
   b.SetInsertPoint(done);

@@ -52,8 +52,6 @@ struct PortCheck {
   const TaskDecl &t;
   std::set<std::string> known;
   std::string why;
-  /// Why the body's tensor-core dots stay on the AST path (ast_pipelined).
-  std::string pipelined;
   unsigned warps = 1;
   /// Values used as the b operand of a tensor-core dot (a transpose feeding
   /// one is a renaming of registers the dot stages as [N, K] rows).
@@ -205,16 +203,8 @@ struct PortCheck {
     case TileOpKind::Dot: { // the exact f32 FMA dot, or a tensor-core one (tile/mma.cpp)
       const TValue &a = f.values[size_t(op.operands[0])], &c = f.values[size_t(op.operands[1])];
       if (mma_dot(f, op)) {
-        if (!pipelined.empty())
-          return fail(pipelined);
         if (!mma_staging(f, op).ok)
           return fail("dot of " + std::string(spelling(a.elem)) + " tiles without the mma layout");
-        // Warps own m16 row blocks and n8 column blocks: with fewer than
-        // warps some would repeat others' work.
-        const TValue &b = f.values[size_t(op.operands[1])];
-        if (a.shape[0] * b.shape[1] < 16 * 8 * int64_t(warps))
-          return fail("dot of " + std::to_string(a.shape[0]) + " x " + std::to_string(b.shape[1]) +
-                      ", fewer m16n8 blocks than " + std::to_string(warps) + " warps");
         return;
       }
       if (a.elem != ElemType::F32 || c.elem != ElemType::F32)
@@ -262,32 +252,6 @@ void mma_b_operands(const TileFunc &f, const std::vector<TOp> &body, std::set<in
       out.insert(v);
 }
 
-/// A `for` loop of `t` with an `acc += dot(a, b)` statement of f16/bf16
-/// operands: the AST path's pipelined K loops (lower_pipelined_for,
-/// lower_pipelined_dots) still lower such loops: tile/pipeline.cpp rings
-/// them too, but prefill_attention's o_proj spills there and decode_layer
-/// does not lower yet (docs/ARCHITECTURE.md); empty when there is none.
-std::string ast_pipelined(const TaskDecl &t) {
-  std::string why;
-  walk_body(
-      t.body,
-      [&](const Stmt &s) {
-        if (s.kind != StmtKind::For || !why.empty())
-          return;
-        for (const StmtPtr &st : s.body) {
-          const Expr *d = st->value.get();
-          if (st->kind != StmtKind::Assign || !st->compound || st->assign_op != BinOp::Add || !d ||
-              d->kind != ExprKind::Call || d->builtin != Builtin::Dot || d->args.size() != 2)
-            continue;
-          ElemType e = d->args[0]->type.elem;
-          if (e == ElemType::F16 || e == ElemType::BF16)
-            why = "a pipelined tensor-core K loop (acc += dot) over '" + s.name + "'";
-        }
-      },
-      [](const Expr &) {});
-  return why;
-}
-
 } // namespace
 
 std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
@@ -308,7 +272,7 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
       return std::string("element type ") + spelling(v.elem);
   if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
     return "threads per CTA not 32 times a power of two";
-  PortCheck c{f, t, {}, {}, ast_pipelined(t), tile_warps(threads), {}};
+  PortCheck c{f, t, {}, {}, tile_warps(threads), {}};
   mma_b_operands(f, f.body, c.mma_b);
   for (const TaskIndexDecl &d : t.domain)
     c.known.insert(d.name);
@@ -360,6 +324,9 @@ void Lowerer::lower_tile_body(const TileFunc &f) {
   // an opaque 0 (Machine::opaque_zero): the ring's and the fragments'
   // shared-memory offsets, constant but for it, would otherwise be hoisted
   // out of the megakernel's task loop and live across every task.
+  // The event protocol after the body (its thread-0 notify) keeps the
+  // plain index.
+  llvm::Value *const plain_tid = tid;
   for (const TOp &op : f.body)
     if (fresh && op.kind == TileOpKind::SmemAlloc) {
       tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
@@ -367,6 +334,10 @@ void Lowerer::lower_tile_body(const TileFunc &f) {
       break;
     }
   tile_ops(f.body);
+  if (tid != plain_tid) {
+    tid = plain_tid;
+    tcoord_cache.clear();
+  }
   tf = nullptr;
 }
 
@@ -612,7 +583,9 @@ void Lowerer::tile_for(const TOp &op) {
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
   std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
+  const auto coords = tcoord_cache; // the body's dominate nothing after the loop
   tile_ops(op.body);
+  tcoord_cache = coords;
   tile_data_syms = std::move(outer_reads);
   if (outer)
     tile_loop_vars[op.var] = outer;

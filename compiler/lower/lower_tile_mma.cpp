@@ -124,25 +124,28 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape,
         llvm::Value *dst = mma_a_ptr(cols, base, row, col);
         if_then(fast, [&] { m.async_copy(b, dst, src, 16); });
         if_then(b.CreateNot(fast), [&] {
+          // Element by element (0 outside the tensor), gathered into one
+          // 16-byte store at the chunk's place: as conflict-free as a copy.
+          llvm::AllocaInst *tmp =
+              entry_alloca(llvm::FixedVectorType::get(b.getInt16Ty(), 8), "tmma.edge");
+          b.CreateStore(llvm::Constant::getNullValue(tmp->getAllocatedType()), tmp);
           for (unsigned j = 0; j < 8; ++j) {
             auto [pj, in] =
                 tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(j))}, 1, nullptr);
             llvm::Value *pp = pj;
-            llvm::AllocaInst *tmp = entry_alloca(b.getInt16Ty(), "tmma.edge");
-            b.CreateStore(b.getInt16(0), tmp);
             auto rd = [&] {
-              b.CreateStore(nc ? m.global_load_nc(b, b.getInt16Ty(), pp)
-                               : m.global_load(b, b.getInt16Ty(), pp),
-                            tmp);
+              llvm::Value *x = nc ? m.global_load_nc(b, b.getInt16Ty(), pp)
+                                  : m.global_load(b, b.getInt16Ty(), pp);
+              llvm::Value *at = b.CreateGEP(b.getInt16Ty(), tmp, b.getInt64(j));
+              b.CreateStore(x, at);
             };
             if (in)
               if_then(in, rd);
             else
               rd();
-            llvm::Value *at = mma_a_ptr(cols, base, row, b.CreateAdd(col, b.getInt64(j)));
-            m.shared_access(b, at, 2, true);
-            b.CreateStore(b.CreateLoad(b.getInt16Ty(), tmp), at);
           }
+          m.shared_access(b, dst, 16, true);
+          b.CreateAlignedStore(b.CreateLoad(tmp->getAllocatedType(), tmp), dst, llvm::Align(16));
         });
       });
 }
@@ -347,8 +350,10 @@ void Lowerer::tile_mma_dot(const TOp &op) {
       }
     }
   }
-  // 3. Every warp is done reading the buffer.
-  scratch_release();
+  // 3. Every warp is done reading the buffer (ring slots: the barrier at
+  // the top of the loop's next iteration orders their refill).
+  if (st.bytes)
+    scratch_release();
   tregs[size_t(ir)] = acc;
   if (add) {
     tregs[size_t(add->results[0])] = acc;
@@ -371,7 +376,8 @@ void Lowerer::tile_async(const TOp &op) {
     return;
   }
   case TileOpKind::AsyncCopy: { // iteration lo's slice into its slot, if lo < hi
-    const auto &[off, sb] = tile_rings.at(op.operands.at(0));
+    const std::pair<int64_t, int64_t> ring = tile_rings.at(op.operands.at(0));
+    const int64_t off = ring.first, sb = ring.second; // a lambda captures these below
     const TValue &v = tf->values[size_t(op.operands[0])];
     const std::vector<int64_t> shape(v.shape.begin() + 1, v.shape.end());
     llvm::Value *slot = sym_value(*op.sym);

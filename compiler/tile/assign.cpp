@@ -71,6 +71,8 @@ private:
   /// or expand without a hint): a firm requirement replaces them.
   std::set<int> weak_;
   bool rewrite_ = false, changed_ = false;
+  /// Iter_args of the loops entered so far (an inner loop's init may be one).
+  std::set<int> outer_args_;
   /// Per enclosing loop being walked: the values its body defines.
   std::vector<std::set<int>> loop_defs_;
   /// The operands of each elementwise op's result; whether the body has a
@@ -451,6 +453,7 @@ private:
   }
 
   void loop(TOp &op, std::vector<TOp> &out, Cache &cache) {
+    outer_args_.insert(op.block_args.begin(), op.block_args.end());
     for (size_t j = 0; j < op.block_args.size(); ++j) {
       int arg = op.block_args[j], init = op.operands[j];
       if (!tile(arg))
@@ -505,6 +508,13 @@ private:
         lay_[size_t(arg)] = L(v);
       if (L(v) != L(arg) && adaptable(op.operands[j]) && !hint_.count(arg)) {
         hint_[arg] = L(v);
+        changed_ = true;
+      } else if (L(v) != L(arg) && !hint_.count(op.operands[j]) &&
+                 outer_args_.count(op.operands[j])) {
+        // An inner loop's accumulator starts from an outer one's: the
+        // outer loop takes the layout the inner body yields (a K loop
+        // nested in a loop over heads keeps the mma accumulator layout).
+        hint_[op.operands[j]] = L(v);
         changed_ = true;
       }
       v = require(v, L(arg), body, cache, y.loc);

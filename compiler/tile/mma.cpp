@@ -91,12 +91,33 @@ bool k_loop_accumulation(const TileFunc &f, const TOp &op) {
   return false;
 }
 
+/// Does `v` reach a dot's a operand through elementwise ops (a chained
+/// dot's P = cast(f(S)))? Such an S keeps row blocks per warp, so that P is
+/// in the A layout (registers, FlashAttention-2's row ownership).
+bool feeds_dot_a(const TileFunc &f, int v, int depth = 0) {
+  if (depth > 16)
+    return false;
+  std::vector<const TOp *> us;
+  uses_of(f.body, v, us);
+  for (const TOp *u : us) {
+    if (u->kind == TileOpKind::Dot && u->operands[0] == v)
+      return true;
+    if (op_family(u->kind) == OpFamily::Elementwise || u->kind == TileOpKind::Convert)
+      for (int r : u->results)
+        if (feeds_dot_a(f, r, depth + 1))
+          return true;
+  }
+  return false;
+}
+
 } // namespace
 
 unsigned mma_dot_col_warps(const TileFunc &f, const TOp &op, unsigned warps) {
   const TValue &r = f.values[size_t(op.results[0])];
   const unsigned rb = ceil_log2(uint64_t(r.shape[0] / 16)), cb = ceil_log2(uint64_t(r.shape[1] / 8)),
                  wb = ceil_log2(std::max(1u, warps));
+  if (feeds_dot_a(f, op.results[0]))
+    return 1; // warps past the row blocks are replicas
   unsigned lo = wb > rb ? std::min(wb - rb, cb) : 0u, best = lo;
   if (!k_loop_accumulation(f, op))
     return 1u << lo;

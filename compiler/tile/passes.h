@@ -37,7 +37,12 @@ constexpr int64_t kMaxStages = 3;
 /// ring (smem.alloc, async.copy, async.commit, async.wait, barrier,
 /// smem.view), S <= kMaxStages, the rings and the body's other staging
 /// within `budget` bytes of scratch.
-void pipeline_loops(TileModule &m, int64_t budget);
+/// Returns the loops with tensor-core dots it left as they are, and why.
+struct LoopNotPipelined {
+  SourceRange loc;
+  std::string var, why;
+};
+std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, int64_t budget);
 
 /// The shared-memory allocator (tile/smem.cpp), after assign_layouts: the
 /// buffer each staging op needs (shared_need), its live range over the
@@ -64,8 +69,10 @@ const TOp *defining_op(const std::vector<TOp> &body, int v);
 /// [M, K] x [K, N], default precision, M, N, K powers of two, M % 16 ==
 /// K % 16 == N % 8 == 0.
 bool mma_dot(const TileFunc &f, const TOp &op);
-/// How many of `warps` split the columns of such a dot's result: the
-/// fewest that leave no warp a replica, or, for `acc + dot(..)` with acc a
+/// How many of `warps` split the columns of such a dot's result: 1 when
+/// it feeds another dot's a (a chained dot keeps row blocks per warp, so
+/// its P stays in registers), else the fewest that leave no warp a
+/// replica, or, for `acc + dot(..)` with acc a
 /// loop's iter_arg, the warp tile with the fewest ldmatrix per k16.
 unsigned mma_dot_col_warps(const TileFunc &f, const TOp &op, unsigned warps);
 /// Its result layout, mma_layout(Acc, [M, N], warps, mma_dot_col_warps);

@@ -35,8 +35,9 @@
 // no mask, pad or gather, no hazard barrier before it, of a tensor this
 // body does not write, its indices naming only the loop variable and what
 // is fixed outside the loop. S is the largest of kMaxStages .. 2 whose
-// slots fit the shared-memory budget beside what the body stages
-// otherwise (tile/smem.cpp places the rings past every other buffer).
+// rewritten body plan_shared fits in the budget (tile/smem.cpp places the
+// rings past every other buffer); 2 where a dot of the loop reads its a
+// from registers.
 //
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"
@@ -84,7 +85,7 @@ struct Pipeliner {
   TileFunc &f;
   int64_t budget;
   std::set<int> written;
-  int64_t ring_bytes = 0; ///< the rings made so far in this body
+  std::vector<LoopNotPipelined> skipped;
 
   /// Is every use of `v` an mma dot's operand `which` (0: a, 1: b) that
   /// stages it (not an a in registers), b through a transpose too?
@@ -132,14 +133,6 @@ struct Pipeliner {
     return dot_operand_only(op.results[0]);
   }
 
-  /// The bytes the body stages outside rings today (an upper bound for the
-  /// pipelined body: its rings replace some of the dots' staging).
-  int64_t staged_bytes() {
-    TileModule one{m.kernel, m.threads, {f}};
-    plan_shared(one);
-    return one.funcs[0].smem_bytes;
-  }
-
   TOp copy_of(const TOp &load, int buf, const TOp &loop, const Sym &at, const Sym &slot) {
     TOp c;
     c.kind = TileOpKind::AsyncCopy;
@@ -176,31 +169,52 @@ struct Pipeliner {
   /// ops went before it (the loop is then followed by its final wait), or
   /// nullopt when it stays as it is.
   std::optional<size_t> loop(std::vector<TOp> &body, size_t i) {
-    TOp &lp = body[i];
+    const TOp &lp = body[i];
     if (lp.step <= 0 || !lp.lo || !lp.hi)
       return std::nullopt;
     std::set<std::string> inner;
     bound_inside(lp.body, inner);
     std::vector<size_t> ring;
-    int64_t slot_bytes = 0;
     for (size_t j = 0; j < lp.body.size(); ++j)
-      if (qualifies(lp.body[j], inner)) {
+      if (qualifies(lp.body[j], inner))
         ring.push_back(j);
-        TValue one = f.values[size_t(lp.body[j].results[0])];
-        one.shape.insert(one.shape.begin(), 1);
-        slot_bytes += ring_slot_bytes(one);
-      }
-    if (ring.empty())
+    bool dots = false;
+    for (const TOp &op : lp.body)
+      dots = dots || (mma_dot(f, op) && mma_staging(f, op).ok);
+    if (ring.empty()) {
+      if (dots)
+        skipped.push_back({lp.loc, lp.var,
+                           "no operand of its dots is a load the ring can copy (a 2-D slice of a "
+                           "tensor the task does not write, rows contiguous, no mask, pad or "
+                           "gather, indexed by the loop variable and what is fixed outside it)"});
       return std::nullopt;
-    const int64_t base = line_bytes(staged_bytes()) + ring_bytes;
+    }
     // A loop whose dot reads its a from registers (FlashAttention's P V)
     // keeps two stages: a third pushed prefill_attention's attn into spills.
-    int64_t stages = a_in_registers(lp) ? 2 : kMaxStages;
-    while (stages >= 2 && base + stages * slot_bytes > budget)
-      --stages;
-    if (stages < 2)
-      return std::nullopt;
-    ring_bytes += stages * slot_bytes;
+    // Else the most stages whose rings fit beside what the rewritten body
+    // still stages (planned on a copy).
+    const std::vector<TOp> saved = body;
+    const size_t values = f.values.size();
+    for (int64_t stages = a_in_registers(lp) ? 2 : kMaxStages; stages >= 2; --stages) {
+      const size_t pre = rewrite(body, i, ring, stages);
+      TileModule one{m.kernel, m.threads, {f}};
+      plan_shared(one);
+      if (one.funcs[0].smem_bytes <= budget)
+        return pre;
+      body = saved;
+      f.values.resize(values);
+    }
+    skipped.push_back({body[i].loc, body[i].var,
+                       "two stages of its operand tiles do not fit the shared-memory budget (" +
+                           std::to_string(budget) + " bytes) beside what the body stages"});
+    return std::nullopt;
+  }
+
+  /// The rewrite of the file comment, for loop `body[i]`, its loads at
+  /// `ring` and `stages` slots; returns how many ops went before the loop.
+  size_t rewrite(std::vector<TOp> &body, size_t i, const std::vector<size_t> &ring,
+                 int64_t stages) {
+    TOp &lp = body[i];
     const Sym lo = *lp.lo, step(lp.step), var = Sym::symbol(lp.var);
     auto slot = [&](const Sym &e) { return Sym::mod(Sym::floordiv(e - lo, step), Sym(stages)); };
     std::vector<TOp> pre, top;
@@ -241,8 +255,7 @@ struct Pipeliner {
       ld = v;
     }
     lp.body.insert(lp.body.begin(), top.begin(), top.end());
-    size_t after = i + 1;
-    body.insert(body.begin() + long(after), simple(TileOpKind::AsyncWait, 0));
+    body.insert(body.begin() + long(i + 1), simple(TileOpKind::AsyncWait, 0));
     body.insert(body.begin() + long(i), pre.begin(), pre.end());
     return pre.size();
   }
@@ -254,7 +267,6 @@ struct Pipeliner {
       walk(body[i].body); // inner loops first
       if (std::optional<size_t> pre = loop(body, i))
         i += *pre + 1; // the loop's final wait
-
     }
   }
 };
@@ -265,12 +277,15 @@ int64_t ring_slot_bytes(const TValue &v) {
   return line_bytes(2 * (v.shape.size() == 3 ? v.shape[1] * v.shape[2] : 0));
 }
 
-void pipeline_loops(TileModule &m, int64_t budget) {
+std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, int64_t budget) {
+  std::vector<LoopNotPipelined> skipped;
   for (TileFunc &f : m.funcs) {
-    Pipeliner p{m, f, budget, {}};
+    Pipeliner p{m, f, budget, {}, {}};
     collect_writes(f.body, p.written);
     p.walk(f.body);
+    skipped.insert(skipped.end(), p.skipped.begin(), p.skipped.end());
   }
+  return skipped;
 }
 
 } // namespace etl

@@ -138,19 +138,22 @@ TEST_CASE("tile mma: bf16 dots take the tile IR with mma.sync and ldmatrix") {
     CHECK(lines == "lowering plain: tile IR\nlowering nt: tile IR\nlowering chain: tile IR\n"
                    "lowering fused: tile IR\nlowering twice: tile IR\n");
     // Each of the 4 warps owns one m16 row block of the 64 rows. plain and
-    // nt: 2 k16 x 4 n8 mmas; chain: that and 2 k16 x 2 n8; fused as plain.
+    // nt: 2 k16 x 4 n8 mmas; chain: that and 2 k16 x 2 n8; fused as plain,
+    // its two-iteration ring loop (tile/pipeline.cpp) twice in the PTX
+    // (ETL_TILE_RING=0: once, 52 mma, 14 and 24 ldmatrix); twice: 16.
     CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") ==
-          8 + 8 + 8 + 4 + 8 + 16);
+          8 + 8 + 8 + 4 + 2 * 8 + 16);
     // .trans: plain's b (2 k16 x 2 n16 units) and chain's v (2 k16 x 1);
     // plain: the staged a of plain, nt and chain's first dot (2 k16 each),
-    // the [N, K] b of nt and chain (2 x 2 each), and fused as plain. No
-    // ldmatrix reads P.
-    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 + 2 + 4 + 4);
-    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 3 * 2 + 2 * 4 + 2 + 2 * 2 + 4);
+    // the [N, K] b of nt and chain (2 x 2 each), and fused as plain (twice).
+    // No ldmatrix reads P.
+    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 + 2 + 2 * 4 + 4);
+    CHECK(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") ==
+          3 * 2 + 2 * 4 + 2 + 2 * 2 + 4 + 2);
     // Every b is a load: copied global -> shared by cp.async, not through
-    // registers (plain, nt, chain's k and v, fused: its loop's ring issues
-    // before the loop and in it).
-    CHECK(count(ptx, "cp.async.cg.shared.global") == 6);
+    // registers (plain, nt, chain's k and v; fused: its loop is a ring of
+    // a and b, tile/pipeline.cpp, issued before the loop and in it).
+    CHECK(count(ptx, "cp.async.cg.shared.global") == 8);
   }
 }
 
@@ -182,7 +185,8 @@ TEST_CASE("tile mma: result layouts, and P in registers as the next dot's A") {
   }
 }
 
-TEST_CASE("tile mma: an acc += dot K loop keeps the AST path; so does a non-mma shape") {
+TEST_CASE("tile mma: an acc += dot K loop and a dot of fewer row blocks than warps take the tile "
+          "IR; a non-mma shape keeps the AST path") {
   std::string ptx;
   std::string lines = lowering_lines(R"(
 kernel g<M: dim, K: dim>(a: tensor<bf16>[M, K], b: tensor<bf16>[K, 32], c: tensor<f32>[M, 32],
@@ -203,11 +207,13 @@ kernel g<M: dim, K: dim>(a: tensor<bf16>[M, K], b: tensor<bf16>[K, 32], c: tenso
 }
 )",
                                      "sm_90", ptx);
-  CHECK(lines.find("lowering loop: AST (a pipelined tensor-core K loop (acc += dot) over 'kk')") !=
-        std::string::npos);
+  CHECK(lines.find("lowering loop: tile IR") != std::string::npos);
   CHECK(lines.find("lowering odd: AST (dot of bf16 tiles") != std::string::npos);
-  CHECK(lines.find("lowering few: AST (dot of 32 rows, fewer m16 blocks than 4 warps)") !=
-        std::string::npos);
+  // 2 m16 row blocks over 4 warps: the warps split the columns too.
+  CHECK(lines.find("lowering few: tile IR") != std::string::npos);
+  // loop's K loop is a ring (tile/pipeline.cpp): three stages, its wait
+  // leaves one group in flight.
+  CHECK(ptx.find("cp.async.wait_group 1;") != std::string::npos);
 }
 
 TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit for bit") {
