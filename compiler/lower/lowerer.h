@@ -711,11 +711,10 @@ public:
   /// The Async family (tile/pipeline.cpp's rings, lower_tile_mma.cpp):
   /// smem.alloc, async.copy, async.commit, async.wait, barrier, smem.view.
   void tile_async(const TOp &op);
-  /// Per ring (smem.alloc's value): slot 0's byte offset from the scratch
-  /// start and a slot's bytes.
+  /// Per ring (smem.alloc): slot 0's offset from the scratch start, a
+  /// slot's bytes; per slot view (smem.view, or its transpose): its offset
+  /// (i64) and whether it is [N, K] rows.
   std::map<int, std::pair<int64_t, int64_t>> tile_rings;
-  /// Per ring slot view (smem.view, and a transpose of one): its byte
-  /// offset from the scratch start (i64) and whether it is [N, K] rows.
   std::map<int, std::pair<llvm::Value *, bool>> tile_views;
   std::set<const TOp *> tile_direct;
   /// Per value of the body being lowered: the ops that use it (tile_begin).
