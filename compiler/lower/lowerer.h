@@ -6,9 +6,8 @@
 // against a Machine. Not included outside compiler/lower.
 //
 // Two paths: a task body whose tile IR (compiler/tile) has only ported ops
-// is lowered from it (lower_tile_control/memory/map/reduce.cpp: registers
-// per the IR's layouts, see lower_tile_control.cpp); every other body is
-// lowered from the AST with the implicit layout below.
+// is lowered from it (lower_tile_*.cpp: registers per the IR's layouts);
+// every other body from the AST with the implicit layout below.
 //
 // AST path tile layout: a tile of static shape S (rank 0..3, numel elements) is spread
 // over the CTA's T threads; thread `tid` owns the row-major linear elements
