@@ -54,6 +54,12 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/times" "$tmp/runs"
 runs=5
+# The compiler's tables, never a copy (scripts/def_facts.py reads
+# compiler/target/targets.def): an H100's (sm_90) shared memory per CTA
+# (the opt-in maximum) and registers per SM, for the occupancy column.
+facts="$root/scripts/def_facts.py"
+sm90_smem=$(python3 "$facts" target sm_90 smem_limit)
+sm90_regs=$(python3 "$facts" target sm_90 regs_per_sm)
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -139,13 +145,15 @@ print("%.3f %.1f %.2f %s" % (fl / 1e9, by / 1e6, t["sol"]["seconds"] * 1e6, t["s
   if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
     px=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
     # registers, spill bytes, shared memory per CTA, and the CTAs per SM they
-    # allow on an H100 (64K registers, 227 KiB shared, 2048 threads, 32 CTAs)
+    # allow on an H100 (sm_90's registers and shared memory of targets.def,
+    # 2048 threads, 32 CTAs)
     "$etlc" compile "$src" --emit=ptx --target sm_90 >"$tmp/k.ptx" &&
       tpc=$(sed -n 's/.*\.maxntid \([0-9]*\).*/\1/p' "$tmp/k.ptx" | head -1) &&
-      ptx=$("$px" -arch=sm_90 -v "$tmp/k.ptx" -o /dev/null 2>&1 | awk -v t="${tpc:-128}" '
+      ptx=$("$px" -arch=sm_90 -v "$tmp/k.ptx" -o /dev/null 2>&1 |
+        awk -v t="${tpc:-128}" -v smem="$sm90_smem" -v regs="$sm90_regs" '
         /spill stores/ { for (i = 1; i <= NF; ++i) if ($i == "spill" && $(i+1) == "stores,") sp += $(i-2) }
         /Used [0-9]+ registers/ { for (i = 1; i <= NF; ++i) { if ($i == "registers,") r = $(i-1); if ($i == "smem") sm = $(i-2) } }
-        END { rr = int((r + 7) / 8) * 8; byr = int(65536 / (rr * t)); bys = sm > 0 ? int(232448 / (sm + 1024)) : 32
+        END { rr = int((r + 7) / 8) * 8; byr = int(regs / (rr * t)); bys = sm > 0 ? int(smem / (sm + 1024)) : 32
               occ = byr; if (bys < occ) occ = bys; if (2048 / t < occ) occ = 2048 / t; if (occ > 32) occ = 32
               printf "%d thr, %d regs, %d B spill, %d B smem, %d CTA/SM", t, r, sp, sm, occ }')
   fi

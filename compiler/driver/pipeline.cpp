@@ -230,7 +230,7 @@ bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &time
     timer.run("barrier", [&] { return make_barrier_events(*c.program); });
   if (stop_after == "inline")
     return true;
-  if (!timer.run("sema", [&] { return check_program(*c.program, c.diag, c.smem_limit); }))
+  if (!timer.run("sema", [&] { return check_program(*c.program, c.diag, c.target); }))
     return false;
   if (c.program->kernels.size() != 1) {
     SourceRange r;
@@ -283,7 +283,7 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
   if (!verified("after layout assignment"))
     return false;
   timer.run("tile-smem", [&] {
-    plan_shared(m);
+    plan_shared(m, c.target);
     return 0;
   });
   text += "\n// ---- after layout assignment ----\n" + print_tile(m);
@@ -302,7 +302,7 @@ std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads) {
   assign_layouts(m, k, c.graph, quiet);
   if (!verify_tile(m).empty())
     return std::nullopt;
-  plan_shared(m);
+  plan_shared(m, c.target);
   return m;
 }
 
@@ -428,7 +428,7 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
     std::optional<TileModule> tm;
     if (mma && opts.tile_lowering && !(no_tiles && std::string(no_tiles) == "0"))
       tm = lowering_tiles(c, threads);
-    warn_register_spills(k, threads, opts.targets, c.diag, tm ? &*tm : nullptr);
+    warn_register_spills(k, threads, c.target, c.diag, tm ? &*tm : nullptr);
     return true;
   });
   if (c.diag.has_errors()) // -Werror
@@ -468,6 +468,7 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   bopts.threads_per_cta = threads;
   bopts.fmad = opts.fmad;
   bopts.wrap_machine = opts.wrap_machine;
+  bopts.target = &c.target; // the whole --target list's, also under --emit=ptx
   std::optional<TileModule> tiles;
   const char *env_tiles = std::getenv("ETL_TILE_LOWERING");
   if (opts.tile_lowering && !(env_tiles && std::string(env_tiles) == "0")) {
@@ -572,7 +573,7 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   c.import_dirs = opts.import_dirs;
   c.defines = opts.defines;
   c.barrier_events = opts.barrier_events;
-  c.smem_limit = smem_limit_for(opts.targets);
+  c.target = target_info(opts.targets);
   c.diag.set_warning_mode(opts.no_warnings ? Diag::WarningMode::Ignore
                           : opts.werror    ? Diag::WarningMode::AsError
                                            : Diag::WarningMode::Report);

@@ -395,7 +395,7 @@ std::vector<const TOp *> Lowerer::tile_ring_begin(const TOp &loop, llvm::Value *
     slot.push_back({d, sb});
     bytes += kRingSlots * sb;
   }
-  if (slot.empty() || int64_t(kSmemScratch) + at + bytes > int64_t(portable_smem_limit()))
+  if (slot.empty() || int64_t(kSmemScratch) + at + bytes > int64_t(plan.smem_budget))
     return ring;
   int64_t off = at;
   for (const auto &[d, sb] : slot) {

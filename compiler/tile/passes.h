@@ -7,6 +7,7 @@
 #pragma once
 
 #include "diag/diag.h"
+#include "target/target.h"
 #include "tile/ir.h"
 
 #include <optional>
@@ -35,8 +36,14 @@ void assign_layouts(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag
 /// body, and offsets that let buffers whose ranges are disjoint share
 /// bytes. A buffer's trailing barrier is dropped when the bytes it frees
 /// can be given to the buffers its reads may race with, within the scratch
-/// the body took op by op (its largest buffer).
-void plan_shared(TileModule &m);
+/// the body took op by op (its largest buffer). Each body's budget is the
+/// scratch `target`'s smem_budget leaves after the header
+/// (TileFunc::smem_budget); smem_over_budget reports a body past it.
+void plan_shared(TileModule &m, const TargetInfo &target);
+/// After plan_shared: does `f`'s scratch (smem_bytes) exceed its budget?
+/// Such a body cannot take the tile IR path (lower/lower_tile_control.cpp,
+/// tile_unported); --emit=tile says so under its buffers.
+bool smem_over_budget(const TileFunc &f);
 
 /// Bytes of shared memory op `op` of `f` stages through (the lowering's
 /// decision: a convert_layout not done in registers or by shuffles, a
