@@ -4,6 +4,7 @@
     python3 scripts/def_facts.py target sm_90 smem_limit   -> 232448
     python3 scripts/def_facts.py gpu h100-sxm hbm_gb_per_s -> 3350
     python3 scripts/def_facts.py json                      -> both tables
+    import def_facts; def_facts.gpu("h100-sxm")["tc16_tflops"]  (from Python)
 
 Reads the X-macro tables the compiler includes, so a script never keeps its
 own copy of a number: compiler/target/targets.def (ETL_TARGET rows) and
@@ -61,6 +62,14 @@ def targets():
 
 def gpus():
     return _rows("compiler/cost/gpus.def", "ETL_GPU", GPU_FIELDS)
+
+
+def gpu(gpu_id):
+    """The gpus.def row of `gpu_id` ("h100-sxm"), as a dict of GPU_FIELDS."""
+    for row in gpus():
+        if row["id"] == gpu_id:
+            return row
+    raise KeyError("def_facts: no GPU '%s' in compiler/cost/gpus.def" % gpu_id)
 
 
 def main(argv):
