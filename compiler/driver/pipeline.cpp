@@ -335,6 +335,14 @@ std::string target_help() {
   return r + " Default: sm_90,sim";
 }
 
+std::string gpu_help() {
+  std::string r = "--emit=cost: the GPU whose peaks give the speed of light:";
+  for (const GpuSpec &g : known_gpus())
+    r += std::string(" ") + g.id + ",";
+  r.back() = '.';
+  return r + " Their numbers and sources: compiler/cost/gpus.def";
+}
+
 namespace {
 
 /// compile() up to rendering: every error goes to c.diag.

@@ -121,6 +121,8 @@ bool compile_front(Compilation &c, const std::string &stop_after = "");
 std::string version_text();
 /// `--target`'s help, listing every target of target/targets.def.
 std::string target_help();
+/// `--gpu`'s help, listing every GPU of cost/gpus.def.
+std::string gpu_help();
 /// Exit codes of `etlc` (listed in `etlc --help`).
 enum ExitCode : int {
   kExitOk = 0,
