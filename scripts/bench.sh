@@ -21,8 +21,9 @@
 # 4. The modelled time from the sim profile at a binding the simulator runs
 #    in seconds: model = max(unique DRAM bytes / HBM bandwidth, FLOPs_tc /
 #    tensor peak + FLOPs_other / FP32 peak, shared wavefronts / (SMs x
-#    clock)) on an H100 (132 SMs at 1.98 GHz, one shared-memory wavefront per
-#    SM per clock; the wavefronts of loads, stores and ldmatrix: an 8-row
+#    clock)) on an H100 (its SMs and boost clock from compiler/cost/gpus.def,
+#    one shared-memory wavefront per SM per clock; the wavefronts of loads,
+#    stores and ldmatrix: an 8-row
 #    ldmatrix phase moves 128 bytes, one wavefront): a lower bound given the traffic the code really makes,
 #    % of SOL = SOL / model, with the sector efficiency, unique DRAM bytes /
 #    minimum bytes (redundant traffic) and lane utilisation behind it.
@@ -54,6 +55,31 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/times" "$tmp/runs"
 runs=5
+# The compiler's tables, never a copy (scripts/def_facts.py reads
+# compiler/target/targets.def and compiler/cost/gpus.def): an H100's (sm_90)
+# shared memory per CTA (the opt-in maximum) and registers per SM, for the
+# occupancy column; the GPU of every model below and its peaks, the ones
+# `etlc --emit=cost --gpu` uses. peaks_py, the start of each Python snippet
+# that needs them, sets BW, FP32, TC, TF32 (bytes/s and FLOP/s) and SMEM
+# (shared-memory wavefronts per second: one per SM per clock).
+facts="$root/scripts/def_facts.py"
+sm90_smem=$(python3 "$facts" target sm_90 smem_limit)
+sm90_regs=$(python3 "$facts" target sm_90 regs_per_sm)
+gpu=h100-sxm
+export BENCH_GPU="$gpu" BENCH_SCRIPTS="$root/scripts"
+peaks_py='
+import os, sys
+sys.path.insert(0, os.environ["BENCH_SCRIPTS"])
+import def_facts
+_gpu = def_facts.gpu(os.environ["BENCH_GPU"])
+BW, FP32 = _gpu["hbm_gb_per_s"] * 1e9, _gpu["fp32_tflops"] * 1e12
+TC, TF32 = _gpu["tc16_tflops"] * 1e12, _gpu["tf32_tflops"] * 1e12
+SMEM = _gpu["sms"] * _gpu["boost_mhz"] * 1e6
+'
+gpu_sms=$(python3 "$facts" gpu "$gpu" sms)
+gpu_ghz=$(python3 -c 'import sys; print(int(sys.argv[1]) / 1000)' "$(python3 "$facts" gpu "$gpu" boost_mhz)")
+gpu_peaks=$(python3 -c "$peaks_py"'
+print("%g TFLOP/s f16/bf16 tensor, %g TFLOP/s tf32, %g TFLOP/s FP32, %g TB/s" % (TC / 1e12, TF32 / 1e12, FP32 / 1e12, BW / 1e12))')
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -113,7 +139,7 @@ for spec in "rowsum 256,4096" "rowsum_dyn 256,4096" "rowsum 1024,1024" "rowsum_d
 done
 
 echo
-echo "== speed of light on h100-sxm (etlc --emit=cost; a lower bound, not a measurement)"
+echo "== speed of light on $gpu ($gpu_peaks; etlc --emit=cost; a lower bound, not a measurement)"
 printf '%-16s %-34s %12s %12s %11s %-8s %s\n' example binding GFLOP "min MB" "SOL us" bound ptxas
 for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12288" \
             "mlp_bf16 T=16,D=4096,F=12288" "mlp T=4096,D=4096,F=12288" "mlp_bf16 T=4096,D=4096,F=12288" \
@@ -127,7 +153,7 @@ for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12
   set -- $spec
   ex=$1 bind=$2
   src="$root/examples/$(ex_dir "$ex")/$ex.etl"
-  "$etlc" compile "$src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
+  "$etlc" compile "$src" --emit=cost --gpu "$gpu" --bind "$bind" --format=json >"$tmp/cost.json" || continue
   row=$(python3 -c '
 import json, sys
 t = json.load(open(sys.argv[1]))["total"]
@@ -139,13 +165,15 @@ print("%.3f %.1f %.2f %s" % (fl / 1e9, by / 1e6, t["sol"]["seconds"] * 1e6, t["s
   if command -v ptxas >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
     px=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
     # registers, spill bytes, shared memory per CTA, and the CTAs per SM they
-    # allow on an H100 (64K registers, 227 KiB shared, 2048 threads, 32 CTAs)
+    # allow on an H100 (sm_90's registers and shared memory of targets.def,
+    # 2048 threads, 32 CTAs)
     "$etlc" compile "$src" --emit=ptx --target sm_90 >"$tmp/k.ptx" &&
       tpc=$(sed -n 's/.*\.maxntid \([0-9]*\).*/\1/p' "$tmp/k.ptx" | head -1) &&
-      ptx=$("$px" -arch=sm_90 -v "$tmp/k.ptx" -o /dev/null 2>&1 | awk -v t="${tpc:-128}" '
+      ptx=$("$px" -arch=sm_90 -v "$tmp/k.ptx" -o /dev/null 2>&1 |
+        awk -v t="${tpc:-128}" -v smem="$sm90_smem" -v regs="$sm90_regs" '
         /spill stores/ { for (i = 1; i <= NF; ++i) if ($i == "spill" && $(i+1) == "stores,") sp += $(i-2) }
         /Used [0-9]+ registers/ { for (i = 1; i <= NF; ++i) { if ($i == "registers,") r = $(i-1); if ($i == "smem") sm = $(i-2) } }
-        END { rr = int((r + 7) / 8) * 8; byr = int(65536 / (rr * t)); bys = sm > 0 ? int(232448 / (sm + 1024)) : 32
+        END { rr = int((r + 7) / 8) * 8; byr = int(regs / (rr * t)); bys = sm > 0 ? int(smem / (sm + 1024)) : 32
               occ = byr; if (bys < occ) occ = bys; if (2048 / t < occ) occ = 2048 / t; if (occ > 32) occ = 32
               printf "%d thr, %d regs, %d B spill, %d B smem, %d CTA/SM", t, r, sp, sm, occ }')
   fi
@@ -157,7 +185,7 @@ echo
 echo "== gemv_int4: u4 weights (group 128, f16 scale + zero) vs f16 weights, one program (etlc --emit=cost)"
 printf '%-22s %12s %12s %10s %10s %8s\n' binding "u4 MB" "f16 MB" "u4 us" "f16 us" "bytes"
 for bind in "N=4096,K=4096" "N=14336,K=4096" "N=4096,K=14336"; do
-  "$etlc" compile "$root/examples/gemv_int4/gemv_int4.etl" --emit=cost --bind "$bind" --format=json \
+  "$etlc" compile "$root/examples/gemv_int4/gemv_int4.etl" --emit=cost --gpu "$gpu" --bind "$bind" --format=json \
     >"$tmp/cost.json" || continue
   python3 -c '
 import json, sys
@@ -176,9 +204,8 @@ done
 echo
 # The H100 model of the tables below, once: model(profile, FLOPs_tc,
 # FLOPs_other) in seconds, and stats(cost JSON, profile JSON) -> the columns.
-model_py='
+model_py="$peaks_py"'
 import json, sys
-BW, FP32, TC, SMEM = 3350e9, 66.9e12, 989.4e12, 132 * 1.98e9
 def wavefronts(p): # shared loads/stores and ldmatrix (counted apart in the profile)
     return p["shared"]["wavefronts"] + sum(g["sync"].get("ldmatrix_wavefronts", 0) for g in p["groups"])
 def model(p, flops_tc, flops_other):
@@ -207,7 +234,7 @@ print(" ".join(s[k] for k in ("sol", "model", "pct", "eff", "uniq", "lanes", "ba
 ' "$3" "$4" | { read -r a b c d e f h t; printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' "$1" "$2" "$a" "$b" "$c" "$d" "$e" "$f" "$h" "$t"; }
 }
 
-echo "== modelled time from the sim profile on h100-sxm (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared + ldmatrix wavefronts / (132 SMs x 1.98 GHz)))"
+echo "== modelled time from the sim profile on $gpu (model = max(unique DRAM bytes / BW, FLOPs_tc / TC peak + FLOPs_other / FP32 peak, shared + ldmatrix wavefronts / ($gpu_sms SMs x $gpu_ghz GHz)))"
 printf '%-16s %-26s %9s %9s %7s %8s %9s %7s %6s %8s\n' example binding "SOL us" "model us" "% SOL" "sect.eff" "uniq/min" lanes bank "TC share"
 for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "mlp 64,256,512 T=64,D=256,F=512" \
             "mlp_bf16 64,256,512 T=64,D=256,F=512" \
@@ -219,7 +246,7 @@ for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "ml
   ex=$1 shape=$2 bind=$3
   "$build/examples/$(ex_dir "$ex")_host" "$build/examples/$ex.etlb" --device sim --shape "$shape" \
     --profile "$tmp/prof.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
-  "$etlc" compile "$root/examples/$(ex_dir "$ex")/$ex.etl" --emit=cost --bind "$bind" --format=json \
+  "$etlc" compile "$root/examples/$(ex_dir "$ex")/$ex.etl" --emit=cost --gpu "$gpu" --bind "$bind" --format=json \
     >"$tmp/cost.json" || continue
   model_row "$ex" "$bind" "$tmp/cost.json" "$tmp/prof.json"
 done
@@ -228,7 +255,7 @@ done
 if /usr/bin/python3 -c 'import torch' 2>/dev/null &&
   /usr/bin/python3 "$root/examples/decode_layer/decode_layer_check.py" "$build/examples/decode_layer.etlb" \
     --dims 0.6b --case 1:208 --profile "$tmp/prof.json" >/dev/null &&
-  "$etlc" compile "$root/examples/decode_layer/decode_layer.etl" --emit=cost --format=json \
+  "$etlc" compile "$root/examples/decode_layer/decode_layer.etl" --emit=cost --gpu "$gpu" --format=json \
     --bind B=1,H=1024,NKV=8,G=2,F=3072,NP=17,MP=14,kv_len=208 >"$tmp/cost.json"; then
   model_row decode_layer "B=1,H=1024,G=2,kv_len=208" "$tmp/cost.json" "$tmp/prof.json"
 else
@@ -257,11 +284,10 @@ echo " and TC share are against that bound; the expert GEMMs with the tiles the 
 #    DRAM at the minimum (A and B read once: L2 holds the reuse). "smem us":
 #    the model's shared-memory term (loads, stores and ldmatrix wavefronts).
 echo
-echo "== tensor-core GEMMs: % of SOL (model) on h100-sxm, as above"
+echo "== tensor-core GEMMs: % of SOL (model) on $gpu, as above"
 printf '%-28s %-24s %8s %9s %9s %7s %9s %8s %6s %9s\n' GEMM binding tasks "SOL us" "model us" "% SOL" "% TC SOL" "TC share" bank "smem us"
-gemm_py='
+gemm_py="$peaks_py"'
 import json, sys
-BW, FP32, TC, SMEM = 3350e9, 66.9e12, 989.4e12, 132 * 1.98e9
 def group(doc, name):
     return next(g for g in doc["groups"] if g["name"] == name)
 def at4096(p, p2, f): # f(profile) at K = 256 and 512 -> 4096^3: (a + b 4096) x 256 tasks
@@ -271,7 +297,7 @@ if "$build/examples/gemm_host" "$build/examples/gemm.etlb" --device sim --shape 
      --profile "$tmp/prof.json" >/dev/null &&
   "$build/examples/gemm_host" "$build/examples/gemm.etlb" --device sim --shape 256,256,512 \
     --profile "$tmp/prof2.json" >/dev/null &&
-  "$etlc" compile "$root/examples/gemm/gemm.etl" --emit=cost --bind M=4096,N=4096,K=4096 --format=json \
+  "$etlc" compile "$root/examples/gemm/gemm.etl" --emit=cost --gpu "$gpu" --bind M=4096,N=4096,K=4096 --format=json \
     >"$tmp/cost.json"; then
   python3 -c "$gemm_py"'
 p = json.load(open(sys.argv[1])); p2 = json.load(open(sys.argv[3])); c = json.load(open(sys.argv[2]))["total"]
@@ -291,7 +317,7 @@ print("%-28s %-24s %8s %9.2f %9s %7s  (2 M N K at the tensor peak alone; acc += 
 ' "$tmp/prof.json" "$tmp/cost.json" "$tmp/prof2.json"
 fi
 # gemm_tf32 (f32 operands, precision = tf32, 128 x 64 x 16 tiles)
-# extrapolated the same way, against the dense tf32 peak (494.7 TFLOP/s):
+# extrapolated the same way, against the dense tf32 peak (TF32, gpus.def):
 # the cost model counts a tf32 dot as FP32 FLOPs, so SOL here is max(A, B
 # read once and C written / BW, 2 M N K at the tf32 peak), the model max(the
 # cost model's bytes / BW, the sim's tensor FLOPs at the tf32 peak, the
@@ -305,10 +331,9 @@ if "$build/examples/gemm_host" "$build/examples/gemm_tf32.etlb" --device sim --s
      --profile "$tmp/prof.json" >/dev/null &&
   "$build/examples/gemm_host" "$build/examples/gemm_tf32.etlb" --device sim --shape 256,256,512 \
     --profile "$tmp/prof2.json" >/dev/null &&
-  "$etlc" compile "$root/examples/gemm/gemm_tf32.etl" --emit=cost --bind M=4096,N=4096,K=4096 --format=json \
+  "$etlc" compile "$root/examples/gemm/gemm_tf32.etl" --emit=cost --gpu "$gpu" --bind M=4096,N=4096,K=4096 --format=json \
     >"$tmp/cost.json"; then
   python3 -c "$gemm_py"'
-TF32 = 494.7e12
 p = json.load(open(sys.argv[1])); p2 = json.load(open(sys.argv[3])); c = json.load(open(sys.argv[2]))["total"]
 at = lambda f: at4096(p, p2, f)
 by = c["bytes_read"]["value"] + c["bytes_written"]["value"]
@@ -326,7 +351,7 @@ bind=T=256,H=128,E=8,K=2
 for ex in moe_bf16 moe; do # bf16 first: its SOL is the "% TC SOL" reference
   "$build/examples/moe_host" "$build/examples/$ex.etlb" --device sim --shape 256,128,8,2 \
     --profile "$tmp/prof_$ex.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
-  "$etlc" compile "$root/examples/moe/$ex.etl" --emit=cost --bind "$bind" --format=json \
+  "$etlc" compile "$root/examples/moe/$ex.etl" --emit=cost --gpu "$gpu" --bind "$bind" --format=json \
     >"$tmp/cost_$ex.json" || continue
   python3 -c "$gemm_py"'
 ex, bind = sys.argv[3], sys.argv[4]
@@ -379,13 +404,13 @@ fi
 #    facts that prove those accesses (rowsum, softmax: N % 4 == 0; gemv:
 #    K % 8 == 0).
 echo
-echo "== tile IR vs AST lowering (sim profile, h100-sxm model as above)"
+echo "== tile IR vs AST lowering (sim profile, $gpu model as above)"
 printf '%-16s %-6s %-26s %9s %7s %8s %9s %7s %6s %7s\n' example path binding "model us" "% SOL" "sect.eff" "uniq/min" lanes bank "128-bit"
 for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "gemv 1024,4096 N=1024,K=4096"; do
   set -- $spec
   ex=$1 shape=$2 bind=$3
   src="$root/examples/$ex/$ex.etl"
-  "$etlc" compile "$src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
+  "$etlc" compile "$src" --emit=cost --gpu "$gpu" --bind "$bind" --format=json >"$tmp/cost.json" || continue
   for path in ast tile; do
     flag=true
     [ $path = ast ] && flag=false
@@ -400,18 +425,18 @@ print(" ".join(s[k] for k in ("model", "pct", "eff", "uniq", "lanes", "bank", "b
 done
 
 echo
-echo "== moe_layer (Qwen3-30B-A3B MoE block: E=128, K=8), speed of light on h100-sxm"
+echo "== moe_layer (Qwen3-30B-A3B MoE block: E=128, K=8), speed of light on $gpu"
 # cost SOL: etlc --emit=cost, where the data-dependent expert ranges count at
 # their bound (every expert gets cdiv(T, 16) full row tiles), an upper bound
 # on the work. routed SOL: what a uniform routing needs: the weights of the
 # E*(1-(1-K/E)^T) experts expected to be used, x, router and output, and
-# 2*T*(H*E + 3*K*H*F) FLOPs at the tensor-core peak (989.4 TFLOP/s, 3.35 TB/s).
+# 2*T*(H*E + 3*K*H*F) FLOPs at the tensor-core peak and HBM bandwidth (TC, BW).
 printf '%-6s %-28s %12s %-8s %14s\n' tokens binding "cost SOL us" bound "routed SOL us"
 for T in 1 128 1024; do
   bind="T=$T,H=2048,E=128,F=768,K=8"
-  "$etlc" compile "$root/examples/moe_layer/moe_layer.etl" --emit=cost --bind "$bind" --format=json \
+  "$etlc" compile "$root/examples/moe_layer/moe_layer.etl" --emit=cost --gpu "$gpu" --bind "$bind" --format=json \
     >"$tmp/cost.json" || continue
-  python3 -c '
+  python3 -c "$peaks_py"'
 import json, sys
 T, H, E, F, K = (int(v) for v in sys.argv[2:7])
 s = json.load(open(sys.argv[1]))["total"]["sol"]
@@ -419,7 +444,7 @@ used = E * (1 - (1 - K / E) ** T)
 by = 2 * (used * 3 * H * F + T * H * 2 + H * E)
 fl = 2 * T * (H * E + 3 * K * H * F)
 print("%-6d %-28s %12.2f %-8s %14.2f" % (T, sys.argv[7], s["seconds"] * 1e6, s["bound"],
-      max(by / 3350e9, fl / 989.4e12) * 1e6))
+      max(by / BW, fl / TC) * 1e6))
 ' "$tmp/cost.json" "$T" 2048 128 768 8 "$bind"
 done
 
@@ -456,16 +481,15 @@ else
 fi
 
 echo
-echo "== prefill_attention (causal attention, D=128, and o_proj to HID = heads x D; bf16), speed of light on h100-sxm"
+echo "== prefill_attention (causal attention, D=128, and o_proj to HID = heads x D; bf16), speed of light on $gpu"
 # cost SOL: etlc --emit=cost, the work the code's tiles do (a diagonal tile's
 # masked half and the rows past S included; the loop up to the causal limit
 # is summed over the query tiles: sum[attn](...) in its expressions).
 # causal SOL: the minimum work, 4 H D S (S + 1) / 2 tensor FLOPs (QK^T and
 # PV over the causal triangle) plus o_proj's 2 S H D HID, with q, k, v, out,
-# wo and y moved once, at the tensor-core peak and HBM bandwidth
-# (989.4 TFLOP/s, 3.35 TB/s).
+# wo and y moved once, at the tensor-core peak and HBM bandwidth (TC, BW).
 # ptxas: registers and spills of the sm_90 kernel.
-pa_py='
+pa_py="$peaks_py"'
 import json, sys
 def costs(path):
     t = json.load(open(path))["total"]
@@ -486,13 +510,13 @@ if [ -x "$px" ] && "$etlc" compile "$pa_src" --emit=ptx --target sm_90 >"$tmp/pa
     END { printf "%d regs, %d B spill", r, sp }')
 fi
 for bind in "S=4096,NKV=8,G=1,HID=1024" "S=4096,NKV=8,G=4,HID=4096" "S=16384,NKV=8,G=4,HID=4096"; do
-  "$etlc" compile "$pa_src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
+  "$etlc" compile "$pa_src" --emit=cost --gpu "$gpu" --bind "$bind" --format=json >"$tmp/cost.json" || continue
   python3 -c "$pa_py"'
 env = dict((k, int(v)) for k, v in (kv.split("=") for kv in sys.argv[2].split(",")))
 tc, other, rd, wr = costs(sys.argv[1])
-cost_s = max((rd + wr) / 3350e9, tc / 989.4e12 + other / 66.9e12)
+cost_s = max((rd + wr) / BW, tc / TC + other / FP32)
 fl, by = causal(env)
-mem, comp = by / 3350e9, fl / 989.4e12
+mem, comp = by / BW, fl / TC
 print("%-30s %10.1f %10.1f %12.2f %12.2f %12s  %s" % (sys.argv[2], (tc + other) / 1e9, fl / 1e9, cost_s * 1e6,
       max(mem, comp) * 1e6, "memory" if mem >= comp else "compute", sys.argv[3]))
 ' "$tmp/cost.json" "$bind" "$pa_ptx"
@@ -507,7 +531,7 @@ if [ -x "$build/examples/prefill_attention_host" ] && /usr/bin/python3 -c 'impor
     "$build/examples/prefill_attention_host" "$build/examples/prefill_attention.etlb" "$ref" --device sim \
       --profile "$tmp/prof.json" >/dev/null || { echo "prefill_attention $dims failed" >&2; continue; }
     bind=$(echo "$dims" | awk -F, '{printf "S=%s,NKV=%s,G=%s,HID=%s", $1, $2, $3, $5}')
-    "$etlc" compile "$pa_src" --emit=cost --bind "$bind" --format=json >"$tmp/cost.json" || continue
+    "$etlc" compile "$pa_src" --emit=cost --gpu "$gpu" --bind "$bind" --format=json >"$tmp/cost.json" || continue
     python3 -c "$model_py$pa_py"'
 env = dict((k, int(v)) for k, v in (kv.split("=") for kv in sys.argv[3].split(",")))
 tc, other, rd, wr = costs(sys.argv[1])

@@ -75,6 +75,14 @@ unsigned elem_bits(ElemType t) {
 
 unsigned byte_size(ElemType t) { return (elem_bits(t) + 7) / 8; }
 
+// ElemType's values are the artifact's codes (driver/metadata.cpp writes
+// them as they are): kinds.def lists runtime/abi/etl_elems.def's rows in
+// order, and a gap or a row out of order fails here.
+#define ETL_ELEM_TYPE(K, CODE, S, B)                                                               \
+  static_assert(int(ElemType::K) == (CODE), "ElemType::" #K " is not its etl_elems.def code");
+#define ETL_ELEM_COMPILER_ONLY(K, CODE, S, B) ETL_ELEM_TYPE(K, CODE, S, B)
+#include "etl_elems.def"
+
 std::optional<ElemType> parse_elem_type(const std::string &s) {
 #define ETL_ELEM(K, S, B)                                                                          \
   if (s == S)                                                                                      \

@@ -148,11 +148,7 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
                       "times are printed only with a binding); an integer tensor parameter "
                       "may be given one too (kv_len=1024): every element the cost reads "
                       "from it takes that value");
-  compile
-      ->add_option("--gpu", opts.gpu,
-                   "--emit=cost: the GPU whose peaks give the speed of light: h100-sxm, h200, "
-                   "a100-sxm, b200, rtx4090")
-      ->capture_default_str();
+  compile->add_option("--gpu", opts.gpu, gpu_help())->capture_default_str();
   compile->add_option("--format", opts.format, "--emit=cost: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -10,42 +10,10 @@
 namespace etl {
 namespace {
 
-/// The artifact's code of an element type (etl_abi.h).
-uint32_t abi_elem(ElemType t) {
-  switch (t) {
-  case ElemType::F32:
-    return ETL_ELEM_F32;
-  case ElemType::F16:
-    return ETL_ELEM_F16;
-  case ElemType::I32:
-    return ETL_ELEM_I32;
-  case ElemType::I64:
-    return ETL_ELEM_I64;
-  case ElemType::BF16:
-    return ETL_ELEM_BF16;
-  case ElemType::I8:
-    return ETL_ELEM_I8;
-  case ElemType::U8:
-    return ETL_ELEM_U8;
-  case ElemType::I16:
-    return ETL_ELEM_I16;
-  case ElemType::U16:
-    return ETL_ELEM_U16;
-  case ElemType::U32:
-    return ETL_ELEM_U32;
-  case ElemType::I4:
-    return ETL_ELEM_I4;
-  case ElemType::U4:
-    return ETL_ELEM_U4;
-  case ElemType::F8E4M3:
-    return ETL_ELEM_F8E4M3;
-  case ElemType::F8E5M2:
-    return ETL_ELEM_F8E5M2;
-  case ElemType::Bool: // sema rejects bool tensors (BoolTensor)
-    break;
-  }
-  return ETL_ELEM_F32;
-}
+/// The artifact's code of an element type (etl_abi.h): its ElemType value,
+/// both from runtime/abi/etl_elems.def (ast/ast_kinds.cpp checks it). Bool
+/// has none: sema rejects bool tensors and scalars (BoolTensor).
+uint32_t abi_elem(ElemType t) { return t == ElemType::Bool ? uint32_t(ETL_ELEM_F32) : uint32_t(t); }
 
 void emit(const Expr &e, const Program &p, const std::vector<std::string> &vars,
           std::vector<int64_t> &out) {

@@ -230,7 +230,7 @@ bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &time
     timer.run("barrier", [&] { return make_barrier_events(*c.program); });
   if (stop_after == "inline")
     return true;
-  if (!timer.run("sema", [&] { return check_program(*c.program, c.diag, c.smem_limit); }))
+  if (!timer.run("sema", [&] { return check_program(*c.program, c.diag, c.target); }))
     return false;
   if (c.program->kernels.size() != 1) {
     SourceRange r;
@@ -256,19 +256,14 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
   return ok;
 }
 
-/// The shared-memory scratch a task body may stage through on every target
-/// (tile/pipeline.cpp sizes its rings to it): the portable budget less the
-/// header.
-int64_t scratch_budget() { return int64_t(portable_smem_limit()) - int64_t(kSmemHeaderBytes); }
-
 /// tile/pipeline.cpp's rings, unless ETL_TILE_RING=0 (a seam for tests
 /// that compare a pipelined loop with its plain form); a MmaLoopNotPipelined
 /// remark to `remarks` (when given) for each K loop left as it was.
-void pipeline(TileModule &m, Diag *remarks = nullptr) {
+void pipeline(TileModule &m, const TargetInfo &target, Diag *remarks = nullptr) {
   const char *env = std::getenv("ETL_TILE_RING");
   if (env && std::string(env) == "0")
     return;
-  for (const LoopNotPipelined &l : pipeline_loops(m, scratch_budget()))
+  for (const LoopNotPipelined &l : pipeline_loops(m, target))
     if (remarks)
       remarks->remark(DiagId::MmaLoopNotPipelined, l.loc, {l.var, l.why});
 }
@@ -301,13 +296,13 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
   if (!verified("after layout assignment"))
     return false;
   timer.run("tile-pipeline", [&] {
-    pipeline(m, &c.diag);
+    pipeline(m, c.target, &c.diag);
     return 0;
   });
   if (!verified("after pipelining"))
     return false;
   timer.run("tile-smem", [&] {
-    plan_shared(m);
+    plan_shared(m, c.target);
     return 0;
   });
   text += "\n// ---- after layout assignment ----\n" + print_tile(m);
@@ -328,10 +323,10 @@ std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads,
   assign_layouts(m, k, c.graph, quiet);
   if (!verify_tile(m).empty())
     return std::nullopt;
-  pipeline(m, remarks ? &c.diag : nullptr);
+  pipeline(m, c.target, remarks ? &c.diag : nullptr);
   if (!verify_tile(m).empty())
     return std::nullopt;
-  plan_shared(m);
+  plan_shared(m, c.target);
   return m;
 }
 
@@ -362,6 +357,14 @@ std::string target_help() {
     r += std::string(" ") + t.name + " (" + t.what + "),";
   r.back() = '.';
   return r + " Default: sm_90,sim";
+}
+
+std::string gpu_help() {
+  std::string r = "--emit=cost: the GPU whose peaks give the speed of light:";
+  for (const GpuSpec &g : known_gpus())
+    r += std::string(" ") + g.id + ",";
+  r.back() = '.';
+  return r + " Their numbers and sources: compiler/cost/gpus.def";
 }
 
 namespace {
@@ -457,7 +460,7 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
     std::optional<TileModule> tm;
     if (mma && opts.tile_lowering && !(no_tiles && std::string(no_tiles) == "0"))
       tm = lowering_tiles(c, threads);
-    warn_register_spills(k, threads, opts.targets, c.diag, tm ? &*tm : nullptr);
+    warn_register_spills(k, threads, c.target, c.diag, tm ? &*tm : nullptr);
     return true;
   });
   if (c.diag.has_errors()) // -Werror
@@ -497,6 +500,7 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   bopts.threads_per_cta = threads;
   bopts.fmad = opts.fmad;
   bopts.wrap_machine = opts.wrap_machine;
+  bopts.target = &c.target; // the whole --target list's, also under --emit=ptx
   std::optional<TileModule> tiles;
   const char *env_tiles = std::getenv("ETL_TILE_LOWERING");
   if (opts.tile_lowering && !(env_tiles && std::string(env_tiles) == "0")) {
@@ -601,7 +605,7 @@ int compile(const CompileOptions &opts, std::ostream &out, std::ostream &err) {
   c.import_dirs = opts.import_dirs;
   c.defines = opts.defines;
   c.barrier_events = opts.barrier_events;
-  c.smem_limit = smem_limit_for(opts.targets);
+  c.target = target_info(opts.targets);
   c.diag.set_warning_mode(opts.no_warnings ? Diag::WarningMode::Ignore
                           : opts.werror    ? Diag::WarningMode::AsError
                                            : Diag::WarningMode::Report);

@@ -22,6 +22,7 @@
 #include "frontend/modules.h"
 #include "inline/inline.h"
 #include "lower/backend.h"
+#include "target/target.h"
 #include "taskgraph/taskgraph.h"
 
 #include <iosfwd>
@@ -102,9 +103,11 @@ struct Compilation {
   std::vector<std::string> defines;
   /// `--events=barrier`: rewrite the waits into group barriers before sema.
   bool barrier_events = false;
-  /// Shared memory per CTA sema lets a task use: the compilation's targets'
-  /// (target/target.h, smem_limit_for); 0: the smallest of every target.
-  unsigned smem_limit = 0;
+  /// The facts of the compilation's targets (target/target.h): sema, the
+  /// tile IR's allocator, the spill warning and the lowering read them.
+  /// compile() sets the `--target` list's; a Compilation a test drives
+  /// in process checks against every target (the strictest).
+  TargetInfo target = every_target_info();
 };
 
 /// Front half: parse, check, build and schedule the task graph of the
@@ -118,6 +121,8 @@ bool compile_front(Compilation &c, const std::string &stop_after = "");
 std::string version_text();
 /// `--target`'s help, listing every target of target/targets.def.
 std::string target_help();
+/// `--gpu`'s help, listing every GPU of cost/gpus.def.
+std::string gpu_help();
 /// Exit codes of `etlc` (listed in `etlc --help`).
 enum ExitCode : int {
   kExitOk = 0,

@@ -150,6 +150,7 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
   KernelPlan plan;
   plan.program = &p;
   plan.kernel = &k;
+  plan.smem_budget = (opts.target ? *opts.target : target_info(targets)).smem_budget;
   auto edge_use = [&](int ei) {
     const Edge &e = g.edges.at(size_t(ei));
     EventUse u;

@@ -16,6 +16,7 @@
 
 #include "ast/ast.h"
 #include "diag/diag.h"
+#include "target/target.h"
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
 
@@ -36,6 +37,12 @@ struct BackendOptions {
   int opt_level = 2;
   /// Multiply-add contraction on NVPTX (target/machine.h, MachineOptions).
   bool fmad = true;
+  /// The facts of the artifact's targets (target/target.h): the lowering
+  /// stages within their smem_budget. Null: those of run_backend's
+  /// `targets`. The driver passes the whole `--target` list's, so that
+  /// `--emit=ptx` (which lowers the GPU targets only) shows the code the
+  /// artifact carries.
+  const TargetInfo *target = nullptr;
   /// The kernel's tile IR after layout assignment (tile/passes.h), or null.
   /// A task body whose ops are all ported is lowered from it
   /// (lower/lower_tile_*.cpp), every other one from the AST.

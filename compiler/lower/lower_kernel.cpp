@@ -377,8 +377,7 @@ llvm::Function *Lowerer::lower_group(int g) {
   mma_hoisted.clear();
   scratch_floor = 0;
   llvm::Function *f = lower_group(g, nullptr);
-  if (!mma_hoist_used ||
-      int64_t(kSmemScratch) + 4 * max_scratch_elems <= int64_t(portable_smem_limit()))
+  if (!mma_hoist_used || int64_t(kSmemScratch) + 4 * max_scratch_elems <= int64_t(plan.smem_budget))
     return f;
   drop();
   max_scratch_elems = scratch_before;

@@ -24,8 +24,9 @@
 //      16-byte chunk at the same place (no extra bank conflicts).
 //      A `for` loop whose body is `acc += dot(load(..), load(..))`
 //      (lower_pipelined_for) is a ring of S operand stages (S = 3 when it
-//      fits the portable shared-memory budget, else 2): a prologue issues
-//      iterations lo .. lo + S - 2 (one commit_group each, empty past hi);
+//      fits the artifact's shared-memory budget, KernelPlan::smem_budget,
+//      else 2): a prologue issues iterations lo .. lo + S - 2 (one
+//      commit_group each, empty past hi);
 //      iteration k waits with wait_group S - 2 (its own group is in), meets
 //      the CTA at one barrier (every thread's copies visible; every warp
 //      done with iteration k - 1's ldmatrix, so its slot may be refilled),
@@ -68,9 +69,9 @@
 // bytes of result; a pipelined loop needs max(S 2 (MK + KN), 4 M
 // mma_result_stride(N)) (S 2 (MK + KN) + the result when the accumulators do
 // not persist).
-// A dot that does not fit the portable budget, or whose shape or types do
-// not qualify, keeps the FMA path of lower_compute.cpp and says why in a
-// remark (DiagId::DotFmaPath).
+// A dot that does not fit the budget (KernelPlan::smem_budget), or whose
+// shape or types do not qualify, keeps the FMA path of lower_compute.cpp
+// and says why in a remark (DiagId::DotFmaPath).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -137,7 +138,7 @@ std::string Lowerer::mma_fits(const TileVal &a, const TileVal &c, int64_t k_step
   if (T % 32)
     return "the CTA's " + std::to_string(T) + " threads are not whole warps";
   int64_t bytes = elem_bytes * (M * a_cols(K) + K * b_cols(N)) + 4 * M * mma_result_stride(N);
-  int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
+  int64_t budget = int64_t(plan.smem_budget) - int64_t(kSmemScratch);
   if (bytes > budget)
     return "its staged operands and result need " + std::to_string(bytes) +
            " bytes of shared memory, more than the " + std::to_string(budget) + " available";
@@ -504,7 +505,7 @@ bool Lowerer::lower_pipelined_for(const Stmt &s) {
   const int64_t stage_bytes = t.tf32 ? tf32_stage_bytes(t) : 2 * (M * K + K * N),
                 b_off = t.tf32 ? tf32_b_offset(t) : 2 * M * K,
                 result_bytes = 4 * M * mma_result_stride(N);
-  const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch);
+  const int64_t budget = int64_t(plan.smem_budget) - int64_t(kSmemScratch);
   // Accumulators in registers across the loop: the warp's units as a static
   // number of fragment sets, 4 n8 f32 registers each; past kMaxAccRegs
   // (ptxas would spill) every iteration runs a whole dot as before.

@@ -199,7 +199,7 @@ std::optional<TileVal> Lowerer::dot_chained(const Expr &call) {
   const int64_t a_bytes = a_hoisted ? 0 : 2 * M * K1, b1_off = a_bytes,
                 b2_off = b1_off + 2 * K1 * N1, c_base = b2_off + 2 * N1 * N2;
   const int64_t total = c_base + 4 * M * mma_result_stride(N2);
-  if (total > int64_t(portable_smem_limit()) - int64_t(kSmemScratch) - scratch_floor)
+  if (total > int64_t(plan.smem_budget) - int64_t(kSmemScratch) - scratch_floor)
     return std::nullopt;
   // 1. The operands: loads by cp.async, other tiles from registers.
   auto is_load = [](const Expr &x) {

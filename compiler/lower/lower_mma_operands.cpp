@@ -28,8 +28,9 @@
 //     it (scratch_floor, added by scratch_ptr and note_scratch), so the
 //     loop's dots read it by ldmatrix where it lies, and its registers are
 //     free inside the loop unless something else reads them. A group whose
-//     hoisted operands push its shared memory past the portable budget is
-//     lowered again without hoisting (lower_group).
+//     hoisted operands push its shared memory past the budget
+//     (KernelPlan::smem_budget) is lowered again without hoisting
+//     (lower_group).
 //
 // A dot with neither a load operand, a transposed b nor a hoisted a is dot_mma's (or
 // dot_async's, both loads); one that does not qualify for mma

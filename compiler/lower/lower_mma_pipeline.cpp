@@ -39,8 +39,9 @@
 //
 // Shared memory: S * (ring operands' bytes) + register operands' bytes + a
 // reserve for the other statements' scratch (8 bytes per element of their
-// largest tile) must fit the portable budget with S = 3, else S = 2; the
-// result areas (one accumulator at a time) overlap the drained ring.
+// largest tile) must fit the budget (KernelPlan::smem_budget) with S = 3,
+// else S = 2; the result areas (one accumulator at a time) overlap the
+// drained ring.
 // Whatever keeps a loop with f16/bf16 (or all-tf32) dots off this path is
 // said in a remark (DiagId::MmaLoopNotPipelined).
 //
@@ -291,7 +292,7 @@ bool Lowerer::lower_pipelined_dots(const Stmt &s) {
       walk_expr(o.expr,
                 [&](const Expr &x) { widest = std::max(widest, numel(x.type.tile_shape)); });
   const int64_t reserve = 8 * widest;
-  const int64_t budget = int64_t(portable_smem_limit()) - int64_t(kSmemScratch) - scratch_floor;
+  const int64_t budget = int64_t(plan.smem_budget) - int64_t(kSmemScratch) - scratch_floor;
   auto need = [&](int64_t n) { return n * ring_bytes + reg_bytes + reserve; };
   const int64_t S = need(3) <= budget ? 3 : need(2) <= budget ? 2 : 0;
   if (S == 0 || result_bytes > budget)

@@ -263,6 +263,9 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
     return what;
   if (!f.assigned)
     return "no layouts";
+  if (smem_over_budget(f)) // tile/smem.cpp's plan exceeds what the targets allow
+    return "shared memory: " + std::to_string(f.smem_bytes) + " bytes of scratch, over the " +
+           std::to_string(f.smem_budget) + " the targets allow";
   // The ported files know f32, f16, i32, i64 and bool registers; narrow
   // integers (wrapping, unsigned shifts and division), fp8 and packed
   // elements (lower/lower_convert.cpp) stay on the AST path.

@@ -86,6 +86,10 @@ struct KernelPlan {
   const Program *program = nullptr;
   const KernelDecl *kernel = nullptr;
   std::vector<GroupPlan> groups;
+  /// Shared memory per CTA, header included, the lowering stages within:
+  /// the artifact's targets' TargetInfo::smem_budget, one number for all of
+  /// them (every target is lowered from this plan with the same decisions).
+  unsigned smem_budget = 0;
 };
 
 /// Byte offsets in shared memory: the header (kSmemHeaderBytes, 32 bytes,

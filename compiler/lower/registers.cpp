@@ -292,18 +292,11 @@ int64_t register_need(const TaskDecl &t, unsigned threads) {
   return tile_registers(t, threads) * 7 / 4;
 }
 
-void warn_register_spills(const KernelDecl &k, unsigned threads,
-                          const std::vector<std::string> &targets, Diag &diag,
-                          const TileModule *tm) {
+void warn_register_spills(const KernelDecl &k, unsigned threads, const TargetInfo &target,
+                          Diag &diag, const TileModule *tm) {
   // The smallest register budget of the GPU targets, and whose it is.
-  unsigned limit = 0;
   std::string which;
-  for (const std::string &name : targets)
-    if (const TargetDesc *t = find_target(name))
-      if (unsigned r = register_limit(*t, threads); r && (!limit || r < limit)) {
-        limit = r;
-        which = t->name;
-      }
+  const unsigned limit = target.register_limit(threads, &which);
   if (!limit)
     return;
   for (const TaskDecl &t : k.tasks) {

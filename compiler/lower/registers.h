@@ -21,6 +21,7 @@
 
 #include "ast/ast.h"
 #include "diag/diag.h"
+#include "target/target.h"
 #include "tile/ir.h"
 
 #include <string>
@@ -36,14 +37,14 @@ int64_t tile_registers(const TaskDecl &t, unsigned threads);
 int64_t register_need(const TaskDecl &t, unsigned threads);
 
 /// A RegisterSpill warning at each task of `k` whose register_need exceeds
-/// what a thread has on some GPU target of `targets` (target/target.h,
-/// register_limit); sim has no register file and is never warned about.
+/// what a thread has on some GPU target of `target` (target/target.h,
+/// TargetInfo::register_limit); sim has no register file and is never
+/// warned about.
 /// `tiles` (the tile IR with layouts, or null): a body with tensor-core
 /// dots that the tile IR lowers is estimated from its layouts instead
 /// (tile_ir_registers, 5/4 of it with the addresses).
-void warn_register_spills(const KernelDecl &k, unsigned threads,
-                          const std::vector<std::string> &targets, Diag &diag,
-                          const TileModule *tiles = nullptr);
+void warn_register_spills(const KernelDecl &k, unsigned threads, const TargetInfo &target,
+                          Diag &diag, const TileModule *tiles = nullptr);
 
 /// Registers per thread the tile values of `f` keep live at its busiest
 /// op, from their layouts (Layout::num_regs).

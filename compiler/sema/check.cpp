@@ -22,9 +22,9 @@
 
 namespace etl {
 
-bool check_program(Program &p, Diag &diag, unsigned smem_limit) {
+bool check_program(Program &p, Diag &diag, const TargetInfo &target) {
   unsigned before = diag.error_count();
-  sema::Checker(p, diag, smem_limit ? smem_limit : portable_smem_limit()).run();
+  sema::Checker(p, diag, target.smem_budget).run();
   return diag.error_count() == before;
 }
 

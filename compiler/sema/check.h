@@ -12,15 +12,16 @@
 
 #include "ast/ast.h"
 #include "diag/diag.h"
+#include "target/target.h"
 
 #include <string>
 #include <vector>
 
 namespace etl {
 
-/// Checks and annotates `p`. Returns false if any error was reported.
-/// `smem_limit`: shared memory per CTA the compilation's targets allow
-/// (target/target.h, smem_limit_for); 0: the smallest of every target.
-bool check_program(Program &p, Diag &diag, unsigned smem_limit = 0);
+/// Checks and annotates `p` for the targets of `target` (the shared memory
+/// per CTA they allow bounds dot, re-layout and broadcast scratch). Returns
+/// false if any error was reported.
+bool check_program(Program &p, Diag &diag, const TargetInfo &target);
 
 } // namespace etl

@@ -62,15 +62,14 @@ enum class IndexCtx {
 
 class Checker {
 public:
-  Checker(Program &p, Diag &d, unsigned smem_limit = portable_smem_limit())
-      : prog_(p), diag_(d), smem_limit_(smem_limit) {}
+  Checker(Program &p, Diag &d, unsigned smem_limit) : prog_(p), diag_(d), smem_limit_(smem_limit) {}
 
   void run();
 
 private:
   Program &prog_;
   Diag &diag_;
-  unsigned smem_limit_; ///< shared memory per CTA of the compilation's targets
+  unsigned smem_limit_; ///< shared memory per CTA of the compilation's targets (smem_budget)
   /// The next Index expression checked is the slice argument of load/store
   /// (set by check_call, consumed by check_expr).
   bool slice_arg_ = false;
@@ -290,7 +289,7 @@ private:
 
   /// dot spills both operands to shared memory after the lowering's header,
   /// 4 bytes per element: they must fit every target compiled for
-  /// (target/targets.def, smem_limit_for).
+  /// (target/target.h, TargetInfo::smem_budget).
   /// The most elements a tile may have: 65536, the register file of one SM
   /// (64K 32-bit registers on sm_80 .. sm_90). A tile lives in the registers
   /// of its CTA's threads (lower/lowerer.h), so a larger one cannot be held by

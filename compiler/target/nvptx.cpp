@@ -59,12 +59,12 @@ llvm::GlobalVariable *new_shared_array(llvm::Module &m, const char *name) {
 
 class NvptxMachine : public Machine {
 public:
-  NvptxMachine(std::string sm, std::unique_ptr<llvm::TargetMachine> tm)
-      : sm_(std::move(sm)), tm_(std::move(tm)) {}
+  NvptxMachine(const TargetDesc &desc, std::unique_ptr<llvm::TargetMachine> tm)
+      : sm_(desc.name), cc_(desc.sm), tm_(std::move(tm)) {}
 
   const std::string &target() const override { return sm_; }
-  /// 80 for "sm_80".
-  int sm_number() const { return std::atoi(sm_.c_str() + 3); }
+  /// 80 for "sm_80" (targets.def's compute capability).
+  unsigned sm_number() const { return cc_; }
   llvm::TargetMachine &target_machine() override { return *tm_; }
 
   void init_module(llvm::Module &m) override {
@@ -378,6 +378,7 @@ private:
   }
 
   std::string sm_;
+  unsigned cc_; ///< compute capability x 10
   std::unique_ptr<llvm::TargetMachine> tm_;
   llvm::GlobalVariable *smem_ = nullptr;
 };
@@ -409,7 +410,7 @@ std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, const Machine
     error = "cannot create the NVPTX target machine for " + sm;
     return nullptr;
   }
-  return std::make_unique<NvptxMachine>(sm, std::move(tm));
+  return std::make_unique<NvptxMachine>(*desc, std::move(tm));
 }
 
 } // namespace etl

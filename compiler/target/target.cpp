@@ -7,8 +7,8 @@ namespace etl {
 
 const std::vector<TargetDesc> &all_targets() {
   static const std::vector<TargetDesc> targets = {
-#define ETL_TARGET(NAME, KIND, SMEM_LIMIT, WIDE_TILE, WHAT)                                        \
-  {NAME, TargetKind::KIND, SMEM_LIMIT, WIDE_TILE, WHAT},
+#define ETL_TARGET(NAME, KIND, SM, SMEM_LIMIT, REGS_PER_SM, REGS_PER_THREAD, WIDE_TILE, WHAT)      \
+  {NAME, TargetKind::KIND, SM, SMEM_LIMIT, REGS_PER_SM, REGS_PER_THREAD, WIDE_TILE, WHAT},
 #include "target/targets.def"
   };
   return targets;
@@ -29,23 +29,38 @@ std::string target_names() {
   return r;
 }
 
-unsigned portable_smem_limit() {
-  unsigned limit = 0;
-  for (const TargetDesc &t : all_targets())
-    if (t.smem_limit != 0 && (limit == 0 || t.smem_limit < limit))
-      limit = t.smem_limit;
-  return limit;
-}
-
-unsigned smem_limit_for(const std::vector<std::string> &targets) {
-  unsigned limit = 0, largest = 0;
+TargetInfo target_info(const std::vector<std::string> &targets) {
+  TargetInfo info;
+  unsigned largest = 0;
   for (const TargetDesc &t : all_targets())
     largest = std::max(largest, t.smem_limit);
   for (const std::string &name : targets)
-    if (const TargetDesc *t = find_target(name))
-      if (t->smem_limit != 0 && (limit == 0 || t->smem_limit < limit))
-        limit = t->smem_limit;
-  return limit != 0 ? limit : largest;
+    if (const TargetDesc *t = find_target(name)) {
+      info.targets.push_back(t);
+      if (t->smem_limit != 0 && (info.smem_budget == 0 || t->smem_limit < info.smem_budget))
+        info.smem_budget = t->smem_limit;
+    }
+  if (info.smem_budget == 0)
+    info.smem_budget = largest;
+  return info;
+}
+
+TargetInfo every_target_info() {
+  std::vector<std::string> names;
+  for (const TargetDesc &t : all_targets())
+    names.push_back(t.name);
+  return target_info(names);
+}
+
+unsigned TargetInfo::register_limit(unsigned threads, std::string *which) const {
+  unsigned limit = 0;
+  for (const TargetDesc *t : targets)
+    if (unsigned r = etl::register_limit(*t, threads); r && (!limit || r < limit)) {
+      limit = r;
+      if (which)
+        *which = t->name;
+    }
+  return limit;
 }
 
 unsigned default_threads(const TargetDesc &t, long long largest_tile) {
@@ -53,10 +68,10 @@ unsigned default_threads(const TargetDesc &t, long long largest_tile) {
 }
 
 unsigned register_limit(const TargetDesc &t, unsigned threads) {
-  if (t.kind != TargetKind::Nvptx)
+  if (t.regs_per_sm == 0)
     return 0;
-  unsigned per = 65536u / std::max(threads, 1u) / 8u * 8u;
-  return std::min(255u, per);
+  unsigned per = t.regs_per_sm / std::max(threads, 1u) / 8u * 8u;
+  return std::min(t.regs_per_thread, per);
 }
 
 } // namespace etl

@@ -2,12 +2,13 @@
 //
 // What this owns: the target descriptions, read from target/targets.def: the
 // names `--target` accepts, each one's kind (the CPU simulator or PTX through
-// LLVM's NVPTX backend), its shared-memory budget and its rule for the
-// threads per CTA, plus the size of
-// the shared-memory header every megakernel reserves. Sema sizes `dot`'s
-// scratch against these numbers, the back end checks each kernel against
-// them, and the driver validates `--target` and prints `--help` from the
-// same table. No LLVM here: sema reads it without the code generators.
+// LLVM's NVPTX backend), compute capability, shared-memory budget, register
+// file and rule for the threads per CTA, plus the size of the shared-memory
+// header every megakernel reserves; and TargetInfo, those facts folded over
+// the targets of one compilation, which the driver builds once and hands to
+// sema, the tile IR's allocator and the lowering. The driver validates
+// `--target` and prints `--help` from the same table. No LLVM here: sema
+// reads it without the code generators.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -22,7 +23,9 @@ enum class TargetKind { Sim, Nvptx };
 struct TargetDesc {
   const char *name; ///< "sim", "sm_90", ...
   TargetKind kind;
+  unsigned sm;         ///< compute capability x 10 (90 for sm_90); 0: sim
   unsigned smem_limit; ///< dynamic shared memory per CTA in bytes (opt-in max); 0: no limit
+  unsigned regs_per_sm, regs_per_thread; ///< 32-bit registers; 0: sim (no register file)
   /// 256 threads per CTA when the largest tile has >= wide_tile elements,
   /// else 128 (0: always 128); `--threads` overrides it.
   unsigned wide_tile;
@@ -40,22 +43,44 @@ const std::vector<TargetDesc> &all_targets();
 const TargetDesc *find_target(const std::string &name);
 /// "sim, sm_80, sm_86, sm_89 or sm_90": the names for messages and --help.
 std::string target_names();
-/// The smallest non-zero smem_limit over every target: what a program must
-/// fit, since one checked program is compiled for any set of targets.
-unsigned portable_smem_limit();
-/// The shared-memory budget of a compilation for `targets` (names of
-/// targets.def): the smallest non-zero smem_limit among them; when none has
-/// a limit (sim only), the largest of all targets, so a program checked for
-/// sim still fits some GPU. Unknown names are ignored.
-unsigned smem_limit_for(const std::vector<std::string> &targets);
+/// The facts of one compilation's targets together: one artifact carries a
+/// kernel per target of its `--target` list (`--target sm_90,sim`), and
+/// run_backend lowers each of them with a Lowerer of its own, but all from
+/// one plan with the same decisions (the tile IR path, staging, rings),
+/// and the artifact holds one shared-memory size for all of them (the
+/// metadata's smem_bytes; sim models the GPUs). So the budget is one number
+/// for the whole list, never a target's own.
+struct TargetInfo {
+  /// The known targets of the list, in its order (unknown names ignored).
+  std::vector<const TargetDesc *> targets;
+  /// Dynamic shared memory per CTA, header included, that every target of
+  /// the list allows: the smallest non-zero smem_limit among them; when none
+  /// has a limit (sim only), the largest of targets.def, so that a program
+  /// checked for sim still fits some GPU. Sema bounds scratch by it, the
+  /// tile IR's allocator reports a body over it, and the lowering stages
+  /// within it.
+  unsigned smem_budget = 0;
+  /// The registers one thread may use at `threads` per CTA on the tightest
+  /// GPU target of the list (register_limit), with that target's name in
+  /// `which`; 0 when the list has no GPU target.
+  unsigned register_limit(unsigned threads, std::string *which = nullptr) const;
+};
+
+/// The TargetInfo of `targets` (names of targets.def).
+TargetInfo target_info(const std::vector<std::string> &targets);
+/// The TargetInfo of every target of targets.def: the strictest facts, what
+/// an in-process Compilation checks against when no `--target` list set
+/// them (driver/pipeline.h; compile() always sets its list's).
+TargetInfo every_target_info();
+
 /// Threads per CTA target `t` picks for a kernel whose largest tile has
 /// `largest_tile` elements (targets.def, wide_tile).
 unsigned default_threads(const TargetDesc &t, long long largest_tile);
 
-/// Registers one thread of a CTA of `threads` threads may use on `t`: every
-/// sm_* target has 64K 32-bit registers per SM and at most 255 per thread,
-/// and the kernel asks for one resident CTA per SM (.minnctapersm 1), so
-/// min(255, 65536 / threads rounded down to the allocation unit of 8). 0 for
+/// Registers one thread of a CTA of `threads` threads may use on `t`: the
+/// kernel asks for one resident CTA per SM (.minnctapersm 1), so
+/// min(regs_per_thread, regs_per_sm / threads rounded down to the
+/// allocation unit of 8) (targets.def: 255 and 64K on every sm_*). 0 for
 /// sim, which has no register file.
 unsigned register_limit(const TargetDesc &t, unsigned threads);
 

@@ -172,6 +172,9 @@ struct TileFunc {
   std::vector<SmemBuffer> smem;
   int64_t smem_bytes = 0, smem_op_by_op = 0;
   bool smem_planned = false;
+  /// The scratch bytes the compilation's targets allow (TargetInfo::
+  /// smem_budget less the shared-memory header), set by plan_shared.
+  int64_t smem_budget = 0;
 };
 
 struct TileModule {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "diag/diag.h"
+#include "target/target.h"
 #include "tile/ir.h"
 
 #include <optional>
@@ -36,21 +37,27 @@ constexpr int64_t kMaxStages = 3;
 /// operand loads of tensor-core dots in a `for` become an S-stage cp.async
 /// ring (smem.alloc, async.copy, async.commit, async.wait, barrier,
 /// smem.view), S <= kMaxStages, the rings and the body's other staging
-/// within `budget` bytes of scratch.
+/// within the scratch plan_shared gives it on `target`.
 /// Returns the loops with tensor-core dots it left as they are, and why.
 struct LoopNotPipelined {
   SourceRange loc;
   std::string var, why;
 };
-std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, int64_t budget);
+std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, const TargetInfo &target);
 
 /// The shared-memory allocator (tile/smem.cpp), after assign_layouts: the
 /// buffer each staging op needs (shared_need), its live range over the
 /// body, and offsets that let buffers whose ranges are disjoint share
 /// bytes. A buffer's trailing barrier is dropped when the bytes it frees
 /// can be given to the buffers its reads may race with, within the scratch
-/// the body took op by op (its largest buffer).
-void plan_shared(TileModule &m);
+/// the body took op by op (its largest buffer). Each body's budget is the
+/// scratch `target`'s smem_budget leaves after the header
+/// (TileFunc::smem_budget); smem_over_budget reports a body past it.
+void plan_shared(TileModule &m, const TargetInfo &target);
+/// After plan_shared: does `f`'s scratch (smem_bytes) exceed its budget?
+/// Such a body cannot take the tile IR path (lower/lower_tile_control.cpp,
+/// tile_unported); --emit=tile says so under its buffers.
+bool smem_over_budget(const TileFunc &f);
 
 /// Bytes of shared memory op `op` of `f` stages through (the lowering's
 /// decision: a convert_layout not done in registers or by shuffles, a

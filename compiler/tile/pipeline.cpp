@@ -83,7 +83,7 @@ void users(const std::vector<TOp> &body, int v, std::vector<const TOp *> &out) {
 struct Pipeliner {
   TileModule &m;
   TileFunc &f;
-  int64_t budget;
+  const TargetInfo &target;
   std::set<int> written;
   std::vector<LoopNotPipelined> skipped;
 
@@ -198,15 +198,16 @@ struct Pipeliner {
     for (int64_t stages = a_in_registers(lp) ? 2 : kMaxStages; stages >= 2; --stages) {
       const size_t pre = rewrite(body, i, ring, stages);
       TileModule one{m.kernel, m.threads, {f}};
-      plan_shared(one);
-      if (one.funcs[0].smem_bytes <= budget)
+      plan_shared(one, target);
+      if (!smem_over_budget(one.funcs[0]))
         return pre;
       body = saved;
       f.values.resize(values);
     }
     skipped.push_back({body[i].loc, body[i].var,
                        "two stages of its operand tiles do not fit the shared-memory budget (" +
-                           std::to_string(budget) + " bytes) beside what the body stages"});
+                           std::to_string(target.smem_budget) +
+                           " bytes a CTA) beside what the body stages"});
     return std::nullopt;
   }
 
@@ -277,10 +278,10 @@ int64_t ring_slot_bytes(const TValue &v) {
   return line_bytes(2 * (v.shape.size() == 3 ? v.shape[1] * v.shape[2] : 0));
 }
 
-std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, int64_t budget) {
+std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, const TargetInfo &target) {
   std::vector<LoopNotPipelined> skipped;
   for (TileFunc &f : m.funcs) {
-    Pipeliner p{m, f, budget, {}, {}};
+    Pipeliner p{m, f, target, {}, {}};
     collect_writes(f.body, p.written);
     p.walk(f.body);
     skipped.insert(skipped.end(), p.skipped.begin(), p.skipped.end());

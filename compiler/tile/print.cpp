@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tile/ir.h"
+#include "tile/passes.h"
 
 #include <sstream>
 
@@ -236,6 +237,9 @@ void print_smem(const TileFunc &f, std::ostringstream &os) {
   os << "  // shared memory: " << f.smem.size() << " buffer" << (f.smem.size() == 1 ? "" : "s")
      << ", " << f.smem_bytes << " bytes (op by op: " << f.smem_op_by_op
      << "), trailing barriers kept: " << kept << " of " << f.smem.size() << "\n";
+  if (smem_over_budget(f))
+    os << "  // shared memory over the budget: " << f.smem_bytes << " bytes of scratch, the "
+       << "targets allow " << f.smem_budget << " (the body takes the AST path)\n";
   for (size_t i = 0; i < f.smem.size(); ++i) {
     const SmemBuffer &b = f.smem[i];
     os << "  //   #S" << i << " @" << b.offset << " " << b.bytes << " bytes align " << b.align

@@ -30,6 +30,10 @@
 //
 // The lowering (lower/lower_tile_*.cpp) stages each op at its buffer's
 // offset and emits the trailing barrier only where `barrier_after` says.
+// The scratch a body may take is what the compilation's targets allow
+// (target/target.h, TargetInfo::smem_budget, less the header); a body
+// whose buffers need more is reported (smem_over_budget) and keeps the
+// AST path.
 //
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"
@@ -332,8 +336,12 @@ int64_t pack_buffers(std::vector<SmemBuffer> &bufs) {
   return total;
 }
 
-void plan_shared(TileModule &m) {
+bool smem_over_budget(const TileFunc &f) { return f.smem_planned && f.smem_bytes > f.smem_budget; }
+
+void plan_shared(TileModule &m, const TargetInfo &target) {
+  const int64_t budget = int64_t(target.smem_budget) - int64_t(kSmemHeaderBytes);
   for (TileFunc &f : m.funcs) {
+    f.smem_budget = budget;
     Sites sites;
     f.smem.clear();
     sites.number(f.body, -1);

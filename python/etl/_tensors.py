@@ -10,8 +10,10 @@ import ctypes
 
 from . import errors
 
-# The runtime's etlDType codes (etl.h). I4/U4 are packed two to a byte: no
-# array library has them, so such a tensor cannot be bound from Python yet.
+# The runtime's etlDType codes (etl.h), a copy of runtime/abi/etl_elems.def's
+# (tests/unit/driver/facts_test.cpp checks every constant and NAMES against
+# it). I4/U4 are packed two to a byte: no array library has them, so such a
+# tensor cannot be bound from Python yet.
 F32, F16, I32, I64, BF16 = 0, 1, 2, 3, 4
 I8, U8, I16, U16, U32, I4, U4, F8E4M3, F8E5M2 = 6, 7, 8, 9, 10, 11, 12, 13, 14
 NAMES = {F32: "f32", F16: "f16", I32: "i32", I64: "i64", BF16: "bf16", I8: "i8", U8: "u8",

@@ -119,28 +119,13 @@ typedef enum etl_tensor_kind {
   ETL_TENSOR_BUFFER_ZEROS = 2
 } etl_tensor_kind;
 #define ETL_NO_DATA_VAR 0xFFFFFFFFu
-/* bf16: the top 16 bits of an IEEE f32 (round-to-nearest-even on store).
- * 5 is not a code (the compiler's bool, which no tensor or scalar has).
- * i8 .. u32: two's complement / unsigned, little-endian. i4, u4: packed two
- * to a byte, element 2k in the low nibble of byte k (row-major over the
- * whole tensor); a tensor of n elements takes ceil(n / 2) bytes. Packed
- * types are tensor-only (no scalar parameter has one). */
+/* Element types: ETL_ELEM_F32 = 0 ... from etl_elems.def (their codes,
+ * names, widths and layouts in memory). 5 is not a code (the compiler's
+ * bool, which no tensor or scalar has). */
 enum {
-  ETL_ELEM_F32 = 0,
-  ETL_ELEM_F16 = 1,
-  ETL_ELEM_I32 = 2,
-  ETL_ELEM_I64 = 3,
-  ETL_ELEM_BF16 = 4,
-  ETL_ELEM_I8 = 6,
-  ETL_ELEM_U8 = 7,
-  ETL_ELEM_I16 = 8,
-  ETL_ELEM_U16 = 9,
-  ETL_ELEM_U32 = 10,
-  ETL_ELEM_I4 = 11,
-  ETL_ELEM_U4 = 12,
-  ETL_ELEM_F8E4M3 = 13, /* OCP FP8 E4M3 (bias 7, no inf, NaN 0x7F/0xFF) */
-  ETL_ELEM_F8E5M2 = 14, /* OCP FP8 E5M2 (bias 15, the top byte of an f16) */
-  ETL_ELEM_LAST = ETL_ELEM_F8E5M2
+#define ETL_ELEM_TYPE(K, CODE, SPELLING, BITS) ETL_ELEM_##K = CODE,
+#include "etl_elems.def"
+  ETL_ELEM_LAST = ETL_ELEM_F8E5M2 /* the largest code */
 };
 
 /*===-- 2. Expression bytecode ---------------------------------------------===

@@ -151,10 +151,14 @@ etlStatus etlBindTensor(etlProgram h, const char *name, void *dptr, etlDType dty
 /* "eps (f32), n (i32)" or "none". */
 /* The etlDType enumerator of an element code, e.g. "ETL_U8". */
 static const char *dtype_enum_name(uint32_t elem) {
-  static const char *const names[] = {"ETL_F32", "ETL_F16", "ETL_I32", "ETL_I64",    "ETL_BF16",
-                                      "?",       "ETL_I8",  "ETL_U8",  "ETL_I16",    "ETL_U16",
-                                      "ETL_U32", "ETL_I4",  "ETL_U4",  "ETL_F8E4M3", "ETL_F8E5M2"};
-  return elem < sizeof names / sizeof names[0] ? names[elem] : "?";
+  switch (elem) {
+#define ETL_ELEM_TYPE(K, CODE, SPELLING, BITS)                                                     \
+  case ETL_ELEM_##K:                                                                               \
+    return "ETL_" #K;
+#include "etl_elems.def"
+  default:
+    return "?";
+  }
 }
 
 static void list_scalars(const etl_meta *m, char *buf, size_t n) {

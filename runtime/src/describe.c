@@ -17,34 +17,10 @@
 
 const char *etlDTypeName(etlDType dtype) {
   switch ((uint32_t)dtype) {
-  case ETL_ELEM_F32:
-    return "f32";
-  case ETL_ELEM_F16:
-    return "f16";
-  case ETL_ELEM_I32:
-    return "i32";
-  case ETL_ELEM_I64:
-    return "i64";
-  case ETL_ELEM_BF16:
-    return "bf16";
-  case ETL_ELEM_I8:
-    return "i8";
-  case ETL_ELEM_U8:
-    return "u8";
-  case ETL_ELEM_I16:
-    return "i16";
-  case ETL_ELEM_U16:
-    return "u16";
-  case ETL_ELEM_U32:
-    return "u32";
-  case ETL_ELEM_I4:
-    return "i4";
-  case ETL_ELEM_U4:
-    return "u4";
-  case ETL_ELEM_F8E4M3:
-    return "f8e4m3";
-  case ETL_ELEM_F8E5M2:
-    return "f8e5m2";
+#define ETL_ELEM_TYPE(K, CODE, SPELLING, BITS)                                                     \
+  case ETL_ELEM_##K:                                                                               \
+    return SPELLING;
+#include "etl_elems.def"
   default:
     return "?";
   }

@@ -28,30 +28,34 @@
 
 #include "internal.h"
 
-size_t etl_elem_size(uint32_t elem) {
+/* etl.h's etlDType repeats the codes of abi/etl_elems.def (an installed
+ * header cannot include it): every code must be there, equal. */
+#define ETL_ELEM_TYPE(K, CODE, SPELLING, BITS)                                                     \
+  _Static_assert((int)ETL_##K == ETL_ELEM_##K, "etl.h's ETL_" #K " is not etl_elems.def's code");
+#include "etl_elems.def"
+
+/* Bits of one element in memory (etl_elems.def); 0: not a code. */
+static unsigned elem_bits(uint32_t elem) {
   switch (elem) {
-  case ETL_ELEM_I8:
-  case ETL_ELEM_U8:
-  case ETL_ELEM_F8E4M3:
-  case ETL_ELEM_F8E5M2:
-  case ETL_ELEM_I4: /* packed: the byte that holds two elements */
-  case ETL_ELEM_U4:
-    return 1;
-  case ETL_ELEM_F16:
-  case ETL_ELEM_BF16:
-  case ETL_ELEM_I16:
-  case ETL_ELEM_U16:
-    return 2;
-  case ETL_ELEM_I64:
-    return 8;
+#define ETL_ELEM_TYPE(K, CODE, SPELLING, BITS)                                                     \
+  case ETL_ELEM_##K:                                                                               \
+    return BITS;
+#include "etl_elems.def"
   default:
-    return 4;
+    return 0;
   }
 }
 
-int etl_elem_valid(uint32_t elem) { return elem <= ETL_ELEM_LAST && elem != 5; }
+size_t etl_elem_size(uint32_t elem) {
+  unsigned bits = elem_bits(elem);
+  if (bits == 0)
+    return 4;
+  return bits < 8 ? 1 : bits / 8; /* packed: the byte that holds two elements */
+}
 
-int etl_elem_packed(uint32_t elem) { return elem == ETL_ELEM_I4 || elem == ETL_ELEM_U4; }
+int etl_elem_valid(uint32_t elem) { return elem_bits(elem) != 0; }
+
+int etl_elem_packed(uint32_t elem) { return elem_bits(elem) == 4; }
 
 uint64_t etl_elems_bytes(uint32_t elem, uint64_t n) {
   return etl_elem_packed(elem) ? n / 2 + n % 2 : n * etl_elem_size(elem);

@@ -104,6 +104,8 @@ typedef enum etlStatus {
 } etlStatus;
 
 /// Element types of tensors (the artifact's ETL_ELEM_* codes; 5 is unused).
+/// Their home is the runtime's abi/etl_elems.def; this header, installed
+/// alone, repeats the codes, and the runtime's build checks that it does.
 /// ETL_I4 / ETL_U4 are packed two to a byte, element 2k in the low nibble of
 /// byte k: a tensor of n elements takes ceil(n / 2) bytes (tensors only).
 typedef enum etlDType {

@@ -38,7 +38,7 @@ TEST_CASE("builtins: sema records the builtin of every call") {
                              "}\n");
   std::unique_ptr<Program> p = parse_program(f, sm, diag);
   REQUIRE(p);
-  REQUIRE(check_program(*p, diag));
+  REQUIRE(check_program(*p, diag, every_target_info()));
   std::vector<Builtin> seen;
   std::function<void(const Expr &)> walk = [&](const Expr &e) {
     if (e.kind == ExprKind::Call)

@@ -3,6 +3,7 @@
 // --diagnostics-format=json|sarif (valid documents, also for command-line
 // errors). The golden side of -D and json/sarif is in tests/diag and
 // tests/golden (`// RUN: etlc ...`).
+#include "cost/cost.h"
 #include "driver/cli.h"
 #include "driver/pipeline.h"
 #include "driver_harness.h"
@@ -58,6 +59,26 @@ TEST_CASE("--help explains every option and ends with the exit codes") {
   for (int code : {kExitOk, kExitProgramError, kExitUsage, kExitInternalError})
     CHECK(exit_code_help().find("\n  " + std::to_string(code) + "  ") != std::string::npos);
   CHECK(etlc({"--help"}).out.find(exit_code_help()) != std::string::npos);
+}
+
+TEST_CASE("--gpu's help lists every GPU of cost/gpus.def") {
+  Result r = etlc({"compile", "--help"});
+  for (const GpuSpec &g : known_gpus()) {
+    CAPTURE(g.id);
+    CHECK(gpu_help().find(std::string(" ") + g.id) != std::string::npos);
+  }
+  // CLI11 prints the text as given, wrapped at most at its spaces.
+  std::string flat = r.out;
+  for (char &ch : flat)
+    if (ch == '\n')
+      ch = ' ';
+  std::string words;
+  for (std::istringstream is(flat); is >> flat;)
+    words += flat + " ";
+  std::string want;
+  for (std::istringstream is(gpu_help()); is >> flat;)
+    want += flat + " ";
+  CHECK(words.find(want) != std::string::npos);
 }
 
 TEST_CASE("--version prints the project's version") {

@@ -114,7 +114,7 @@ TileModule tiles(const std::string &text, unsigned threads, Compilation &c) {
   const KernelDecl &k = c.program->kernels[0];
   TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
   assign_layouts(m, k, c.graph, c.diag);
-  plan_shared(m);
+  plan_shared(m, c.target);
   std::vector<std::string> errs = verify_tile(m);
   CHECK_MESSAGE(errs.empty(), (errs.empty() ? "" : errs[0]));
   return m;

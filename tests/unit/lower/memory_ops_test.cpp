@@ -43,7 +43,7 @@ std::unique_ptr<Compiled> compile(const std::string &src, const std::vector<std:
   Diag diag(c->sm);
   c->program = parse_program(id, c->sm, diag);
   REQUIRE(c->program);
-  bool ok = !diag.has_errors() && check_program(*c->program, diag);
+  bool ok = !diag.has_errors() && check_program(*c->program, diag, target_info(targets));
   c->diags = diag.render();
   INFO(c->diags);
   REQUIRE(ok);

@@ -28,7 +28,7 @@ std::vector<unsigned> marked(const std::string &body) {
   Diag diag(sm);
   auto prog = parse_program(f, sm, diag);
   REQUIRE(prog);
-  REQUIRE(check_program(*prog, diag));
+  REQUIRE(check_program(*prog, diag, every_target_info()));
   std::vector<unsigned> lines;
   std::function<void(const Expr &)> expr = [&](const Expr &e) {
     if (e.barrier_before)

@@ -40,7 +40,7 @@ std::unique_ptr<Checked> check(const std::string &body) {
   c->prog = parse_program(f, c->sm, *c->diag);
   REQUIRE(c->prog);
   REQUIRE_FALSE(c->diag->has_errors());
-  c->ok = check_program(*c->prog, *c->diag);
+  c->ok = check_program(*c->prog, *c->diag, every_target_info());
   for (const LocalVar &l : c->prog->kernels.at(0).tasks.at(0).locals) {
     std::string s = l.type.kind == TypeKind::Unknown ? "?" : spelling(l.type.elem);
     s += "[";
@@ -121,7 +121,8 @@ TEST_CASE("sema: misuse of the compute ops is diagnosed") {
   CHECK(has(*check("    let s = dot(a, a);"), DiagId::DotInnerMismatch));
   CHECK(has(*check("    let s = dot(b, transpose(b));"), DiagId::TileOpUnsupported));
   CHECK(has(*check("    let s = dot(a, sum(a, axis = 1));"), DiagId::DotRank));
-  // 2 x 128x128 f32 = 128 KiB: more than the smallest target's 99 KiB.
+  // 2 x 128x128 f32 = 128 KiB: more than the smallest target's 99 KiB
+  // (checked for every target).
   CHECK(has(*check("    let s = dot(zeros<f32>[128, 128], zeros<f32>[128, 128]);"),
             DiagId::DotTooLarge));
   CHECK_FALSE(

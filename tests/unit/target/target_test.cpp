@@ -36,15 +36,41 @@ TEST_CASE("target table: the shared-memory budgets") {
   CHECK(find_target("sm_86")->smem_limit == 99u * 1024u);
   CHECK(find_target("sm_89")->smem_limit == 99u * 1024u);
   CHECK(find_target("sm_90")->smem_limit == 227u * 1024u);
-  CHECK(portable_smem_limit() == 99u * 1024u);
   CHECK(kSmemHeaderBytes == 32u);
-  // A compilation's budget is its smallest target's; sim alone gets the
-  // largest GPU's, so what sim accepts still fits some GPU.
-  CHECK(smem_limit_for({"sm_90"}) == 227u * 1024u);
-  CHECK(smem_limit_for({"sm_90", "sim"}) == 227u * 1024u);
-  CHECK(smem_limit_for({"sm_90", "sm_80"}) == 163u * 1024u);
-  CHECK(smem_limit_for({"sim"}) == 227u * 1024u);
-  CHECK(smem_limit_for({"sm_86", "sm_90"}) == 99u * 1024u);
+  // A compilation's budget is its smallest target's (the artifact's list,
+  // not every target of targets.def); sim alone gets the largest GPU's, so
+  // what sim accepts still fits some GPU.
+  CHECK(target_info({"sm_90"}).smem_budget == 227u * 1024u);
+  CHECK(target_info({"sm_90", "sim"}).smem_budget == 227u * 1024u);
+  CHECK(target_info({"sm_90", "sm_80"}).smem_budget == 163u * 1024u);
+  CHECK(target_info({"sim"}).smem_budget == 227u * 1024u);
+  CHECK(target_info({"sm_86", "sm_90"}).smem_budget == 99u * 1024u);
+  CHECK(target_info({"sm_90", "sm_42"}).smem_budget == 227u * 1024u); // unknown names ignored
+  CHECK(target_info({"sm_90", "sm_42"}).targets.size() == 1);
+  CHECK(every_target_info().smem_budget == 99u * 1024u);
+  CHECK(every_target_info().targets.size() == all_targets().size());
+}
+
+TEST_CASE("target table: compute capability and register file") {
+  CHECK(find_target("sim")->sm == 0);
+  CHECK(find_target("sm_80")->sm == 80);
+  CHECK(find_target("sm_86")->sm == 86);
+  CHECK(find_target("sm_89")->sm == 89);
+  CHECK(find_target("sm_90")->sm == 90);
+  for (const TargetDesc &t : all_targets()) {
+    CAPTURE(t.name);
+    // The name spells the capability (nvptx.cpp hands it to LLVM as the CPU).
+    CHECK(std::string(t.name) == (t.sm ? "sm_" + std::to_string(t.sm) : std::string("sim")));
+    CHECK(t.regs_per_sm == (t.kind == TargetKind::Nvptx ? 65536u : 0u));
+    CHECK(t.regs_per_thread == (t.kind == TargetKind::Nvptx ? 255u : 0u));
+  }
+  // The tightest GPU target of the list sets the register budget.
+  std::string which;
+  CHECK(target_info({"sim"}).register_limit(128, &which) == 0);
+  CHECK(target_info({"sim", "sm_90"}).register_limit(512, &which) == 128);
+  CHECK(which == "sm_90");
+  CHECK(target_info({"sm_80", "sm_90"}).register_limit(384, &which) == 168);
+  CHECK(which == "sm_80");
 }
 
 TEST_CASE("target table: threads per CTA follow the largest tile") {

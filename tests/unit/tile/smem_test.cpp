@@ -2,8 +2,10 @@
 // pack_buffers on synthetic live ranges (buffers live together never share
 // a byte, disjoint ones do, offsets keep their alignment), and plan_shared
 // on checked programs (the buffers staging ops get, their live ranges over
-// loops, which trailing barriers go, the total against op-by-op reuse).
+// loops, which trailing barriers go, the total against op-by-op reuse,
+// the budget of the compilation's targets).
 #include "driver/pipeline.h"
+#include "lower/lowerer.h"
 #include "tile/passes.h"
 
 #include <doctest/doctest.h>
@@ -55,7 +57,7 @@ std::unique_ptr<Tiled> planned(const std::string &text) {
   t->m = build_tile_ir(k, t->c.graph, *t->c.program, 256);
   assign_layouts(t->m, k, t->c.graph, t->c.diag);
   REQUIRE(verify_tile(t->m).empty());
-  plan_shared(t->m);
+  plan_shared(t->m, t->c.target);
   return t;
 }
 
@@ -174,4 +176,32 @@ TEST_CASE("plan_shared: a lone staging op in a loop keeps its barrier") {
   // Its next iteration writes the same bytes before any other barrier.
   CHECK(f.smem[0].barrier_after);
   CHECK(f.smem_bytes <= f.smem_op_by_op);
+}
+
+TEST_CASE("plan_shared: a body whose scratch passes the targets' budget is reported and keeps "
+          "the AST path") {
+  auto t = planned(kTwoReduces);
+  TileFunc &f = t->m.funcs.at(0);
+  // Planned for every target (the test Compilation's): 99 KiB less the
+  // header is the budget, and 128 bytes fit it.
+  CHECK(f.smem_budget == int64_t(99 * 1024 - kSmemHeaderBytes));
+  CHECK_FALSE(smem_over_budget(f));
+  CHECK(print_tile(t->m).find("over the budget") == std::string::npos);
+  const KernelDecl &k = t->c.program->kernels[0];
+  CHECK(tile_unported(f, k, k.tasks.at(0), 256).empty());
+  // Targets that allow exactly the 128 bytes of scratch, then one byte less.
+  TargetInfo tight = t->c.target;
+  tight.smem_budget = kSmemHeaderBytes + 128;
+  plan_shared(t->m, tight);
+  CHECK(f.smem_bytes == 128);
+  CHECK_FALSE(smem_over_budget(f));
+  tight.smem_budget -= 1;
+  plan_shared(t->m, tight);
+  CHECK(f.smem_bytes == 128); // the plan is the same; only the report changes
+  CHECK(smem_over_budget(f));
+  CHECK(print_tile(t->m).find("// shared memory over the budget: 128 bytes of scratch, the "
+                              "targets allow 127 (the body takes the AST path)") !=
+        std::string::npos);
+  CHECK(tile_unported(f, k, k.tasks.at(0), 256) ==
+        "shared memory: 128 bytes of scratch, over the 127 the targets allow");
 }
