@@ -8,7 +8,9 @@
 // docs/ARCHITECTURE.md ("Porting the lowering to the tile IR").
 //
 //   Scalar   `index` from its Sym (dims, task and loop variables), `const`
-//            (a number, or `$name`: a scalar parameter's argument slot);
+//            (a number: an integer type's digits, wrapped to a narrow
+//            type, or a float; or `$name`: a scalar parameter's argument
+//            slot);
 //   Control  `for` with iter_args as phis, `yield`;
 //   Event    `ev.wait` / `ev.notify` are the group's event protocol, which
 //            lower_kernel.cpp emits around the body (waits open it,
@@ -128,12 +130,13 @@ struct PortCheck {
         fail("arange");
       return;
     case TileOpKind::Unary:
-      if (!one_of(op.attr, {"neg", "not", "bnot", "exp", "log", "sqrt", "rsqrt", "abs"}))
+      if (!one_of(op.attr, {"neg", "not", "bnot", "exp", "log", "sqrt", "rsqrt", "abs", "sin",
+                            "cos", "tanh", "erf", "floor", "ceil", "round", "popc"}))
         fail("map." + op.attr);
       return;
     case TileOpKind::Binary:
       if (!one_of(op.attr, {"add", "sub", "mul", "div", "mod", "max", "min", "band", "bor", "bxor",
-                            "shl", "shr"}))
+                            "shl", "shr", "pow"}))
         fail("map." + op.attr);
       return;
     case TileOpKind::Compare:
@@ -478,11 +481,19 @@ void Lowerer::tile_op_at(const TOp &op) {
       throw LowerError("tile IR names an unknown scalar parameter " + op.attr);
     }
     double v = parse_number(op.attr);
-    llvm::Value *c = rv.index || rv.elem == ElemType::I64
-                         ? static_cast<llvm::Value *>(b.getInt64(uint64_t(int64_t(v))))
-                     : is_float(rv.elem) ? fconst(v)
-                                         : b.getInt32(uint32_t(int32_t(v)));
-    tregs[size_t(op.results[0])] = {c};
+    if (is_float(rv.elem) && !rv.index) {
+      tregs[size_t(op.results[0])] = {fconst(v)};
+      return;
+    }
+    // An integer: its digits (every bit of an i64), or a float's value
+    // truncated (the AST path's ConstantInt of the literal), wrapped to a
+    // narrow type's width.
+    char *end = nullptr;
+    long long iv = std::strtoll(op.attr.c_str(), &end, 10);
+    int64_t n = end && !*end && !op.attr.empty() ? int64_t(iv) : int64_t(v);
+    llvm::Type *ty = rv.index ? i64 : reg_type(rv.elem);
+    llvm::Value *c = llvm::ConstantInt::get(ty, uint64_t(n), /*signed=*/true);
+    tregs[size_t(op.results[0])] = {rv.index ? c : wrap_int(c, rv.elem)};
     return;
   }
   }

@@ -3,7 +3,8 @@
 // What this owns: the Elementwise, Shape and Layout families of the tile
 // IR. The layout pass gives an elementwise op's operands its result's
 // layout, so a map works register by register (the arithmetic is the AST
-// path's: Lowerer::arith, compare, select, convert_scalar, math_reg). A
+// path's: Lowerer::arith, compare, select, convert_scalar, math_regs for
+// exp .. round and pow, popc_reg). A
 // splat fills every register; `arange` converts the register's coordinate;
 // a `reshape` that keeps the layout's bases (or makes a one-element tile a
 // scalar: every thread holds it in register 0) renames registers;
@@ -77,6 +78,16 @@ void Lowerer::tile_elementwise(const TOp &op) {
       }
       return;
     }
+    if (op.attr == "pow") { // lower_math.cpp: f32 operands, rounded once
+      TileVal x = tval(op.operands[0]), y = tval(op.operands[1]);
+      std::vector<llvm::Value *> xf, yf;
+      for (size_t k = 0; k < x.regs.size(); ++k) {
+        xf.push_back(convert_scalar(x.regs[k], x, ElemType::F32));
+        yf.push_back(convert_scalar(y.regs.at(k), y, ElemType::F32));
+      }
+      res = math_regs(MathFn::Pow, xf, yf, out.elem);
+      return;
+    }
     r = arith(binop_of(op.attr), tval(op.operands[0]), tval(op.operands[1]), out.shape, out.elem);
     break;
   case TileOpKind::Compare:
@@ -94,9 +105,14 @@ void Lowerer::tile_elementwise(const TOp &op) {
   }
   case TileOpKind::Unary: {
     TileVal a = tval(op.operands[0]);
-    TileVal f;
-    f.elem = ElemType::F32;
     bool fl = is_float(a.elem) && !a.is_index;
+    if (std::optional<MathFn> fn = math_fn_named(op.attr)) { // lower_math.cpp, as the AST path
+      std::vector<llvm::Value *> xf;
+      for (llvm::Value *x : a.regs)
+        xf.push_back(fl ? x : convert_scalar(x, a, ElemType::F32));
+      res = math_regs(*fn, xf, {}, out.elem);
+      return;
+    }
     for (llvm::Value *x : a.regs) {
       llvm::Value *y = nullptr;
       if (op.attr == "neg")
@@ -109,14 +125,10 @@ void Lowerer::tile_elementwise(const TOp &op) {
         y = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
                : b.CreateSelect(b.CreateICmpSLT(x, llvm::Constant::getNullValue(x->getType())),
                                 b.CreateNeg(x), x);
-      else {
-        MathFn fn = op.attr == "exp"    ? MathFn::Exp
-                    : op.attr == "log"  ? MathFn::Log
-                    : op.attr == "sqrt" ? MathFn::Sqrt
-                                        : MathFn::Rsqrt;
-        llvm::Value *xf = fl ? x : convert_scalar(x, a, ElemType::F32);
-        y = convert_scalar(math_reg(fn, xf, nullptr), f, out.elem); // rounds f16 once
-      }
+      else if (op.attr == "popc")
+        y = popc_reg(x, a.elem);
+      else
+        throw LowerError("tile IR op 'map." + op.attr + "' is not ported");
       res.push_back(y);
     }
     return;

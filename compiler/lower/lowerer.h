@@ -186,6 +186,9 @@ DotForm dot_form(const Expr &e);
 bool dot_wants_tf32(const Expr &call);
 /// The math function of a builtin (lower_math.cpp); throws for others.
 MathFn math_fn(Builtin f);
+/// The math function a tile IR map spells `name` (exp .. round, pow), or
+/// none.
+std::optional<MathFn> math_fn_named(const std::string &name);
 /// Row stride (f32 elements) of a tensor-core dot's result area
 /// (lower_mma.cpp): N padded to 8 mod 32, so the 8-byte pair stores of one
 /// C fragment (rows g, columns 2t) fill the 32 banks twice: two wavefronts
@@ -335,6 +338,8 @@ public:
   TileVal coerce(const TileVal &v, const std::vector<int64_t> &shape, ElemType elem);
   /// `& | ^ << >>` of two integer registers (shift amounts modulo the width).
   llvm::Value *bit_op(BinOp op, llvm::Value *l, llvm::Value *r, ElemType t);
+  /// popc of an integer register of `t` (its width's bits), as an i32.
+  llvm::Value *popc_reg(llvm::Value *r, ElemType t);
   /// An integer register wrapped to the width of `t` (i8/u8/i16/u16), the
   /// canonical form every op leaves; other types unchanged.
   llvm::Value *wrap_int(llvm::Value *v, ElemType t);
@@ -602,6 +607,10 @@ public:
   TileVal math_call(const Expr &e);
   /// One f32 register: the machine's form of `fn`, or a composition.
   llvm::Value *math_reg(MathFn fn, llvm::Value *x, llvm::Value *y);
+  /// math_reg of every f32 register of `x` (and `y`, pow's exponent),
+  /// rounded once to `want`: the per-element code of both paths.
+  std::vector<llvm::Value *> math_regs(MathFn fn, const std::vector<llvm::Value *> &x,
+                                       const std::vector<llvm::Value *> &y, ElemType want);
   llvm::Value *erf_composed(llvm::Value *x);
   llvm::Value *pow_composed(llvm::Value *x, llvm::Value *y);
   /// c[0]*x^(n-1) + ... + c[n-1] by fma.

@@ -7,13 +7,16 @@
 // op or a slice part holding the Sym sema computed; an element read of
 // tensor data in it, `kv_len[b]`, is a rank-0 load binding the symbol sema
 // named it by), a `var` assigned in a `for` becomes an iter_arg, and the
-// task's waits open and its notifies close the body. Runs only on programs sema accepted.
+// task's waits open and its notifies close the body. Every math builtin is a
+// `map` of the builtin's name; a constant keeps every bit of its literal.
+// Runs only on programs sema accepted.
 //
 //===----------------------------------------------------------------------===//
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -29,13 +32,21 @@ unsigned tile_warps(unsigned threads) {
 
 namespace {
 
+/// `v` in the fewest significant digits that read back as `v` (the
+/// lowering parses the attr: a constant keeps every bit of the AST's).
 std::string number(double v) {
   if (std::isinf(v))
     return v < 0 ? "-inf" : "inf";
-  std::ostringstream s;
-  s << v;
-  std::string t = s.str();
-  if (t.find_first_of(".e") == std::string::npos)
+  std::string t;
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::ostringstream s;
+    s.precision(digits);
+    s << v;
+    t = s.str();
+    if (std::strtod(t.c_str(), nullptr) == v)
+      break;
+  }
+  if (t.find_first_of(".en") == std::string::npos)
     t += ".0";
   return t;
 }
@@ -296,6 +307,13 @@ private:
   int constant(double v, ElemType elem, SourceRange loc) {
     return emit(make(TileOpKind::Const, loc, {}, number(v)), elem, {});
   }
+  /// An integer literal: its digits for an integer type (every bit of an
+  /// i64), else the float it converts to.
+  int constant(int64_t v, ElemType elem, SourceRange loc) {
+    if (is_float(elem))
+      return constant(double(v), elem, loc);
+    return emit(make(TileOpKind::Const, loc, {}, std::to_string(v)), elem, {});
+  }
 
   int value(const Expr &e) {
     if (e.type.kind == TypeKind::Index)
@@ -303,7 +321,7 @@ private:
     ElemType want = e.type.kind == TypeKind::Unknown ? ElemType::F32 : e.type.elem;
     switch (e.kind) {
     case ExprKind::IntLit:
-      return constant(double(e.int_value), want, e.range);
+      return constant(int64_t(e.int_value), want, e.range);
     case ExprKind::FloatLit:
       return constant(e.float_value, want, e.range);
     case ExprKind::Name:
@@ -339,7 +357,7 @@ private:
       return call(e, want);
     default:
       untiled("an expression the tile IR has no op for");
-      return constant(0, want, e.range);
+      return constant(int64_t(0), want, e.range);
     }
   }
 
@@ -356,7 +374,7 @@ private:
     if (ix.kind != ExprKind::Index) { // a whole tensor named as a slice: not reached
       untiled("a slice that is not x[...]");
       op.tensor = -1;
-      return stored ? -1 : constant(0, ElemType::F32, call.range);
+      return stored ? -1 : constant(int64_t(0), ElemType::F32, call.range);
     }
     int gather_dim = -1, next_dim = 0;
     for (size_t d = 1; d < ix.args.size(); ++d) {
@@ -451,7 +469,7 @@ private:
     case Builtin::Store:
       return memory(e, *e.args.at(0), e.args.at(1).get());
     case Builtin::Zeros:
-      return coerce(constant(0, want, e.range), shape, want, e.range);
+      return coerce(constant(int64_t(0), want, e.range), shape, want, e.range);
     case Builtin::Full:
       return coerce(arg(0), shape, want, e.range);
     case Builtin::Cast:
@@ -460,9 +478,21 @@ private:
     case Builtin::Log:
     case Builtin::Sqrt:
     case Builtin::Rsqrt:
+    case Builtin::Sin:
+    case Builtin::Cos:
+    case Builtin::Tanh:
+    case Builtin::Erf:
+    case Builtin::Floor:
+    case Builtin::Ceil:
+    case Builtin::Round:
     case Builtin::Abs: {
       int a = coerce(arg(0), shape, want, e.range);
       return emit(make(TileOpKind::Unary, e.range, {a}, builtin_name(f)), want, shape);
+    }
+    case Builtin::Pow: { // float operands at the result's type (sema: both float)
+      int x = coerce(arg(0), shape, want, e.range);
+      int y = coerce(arg(1), shape, want, e.range);
+      return emit(make(TileOpKind::Binary, e.range, {x, y}, "pow"), want, shape);
     }
     case Builtin::Sum:
     case Builtin::Max:
@@ -528,7 +558,7 @@ private:
       return emit(make(TileOpKind::Reshape, e.range, {arg(0)}), want, shape);
     default:
       untiled(std::string("builtin ") + builtin_name(f));
-      return constant(0, want, e.range);
+      return constant(int64_t(0), want, e.range);
     }
   }
 };

@@ -1,0 +1,191 @@
+//===- tests/unit/e2e/tile_port_test.cpp - Bodies ported to the tile IR ---===//
+//
+// What this pins (issue 28's port, docs/ARCHITECTURE.md "Porting the
+// lowering to the tile IR"): bodies that used to need the AST path now
+// take the tile IR path (ETL_TILE_DEBUG's "lowering GROUP: tile IR"), and
+// on sim they give the AST path's results bit for bit: each program runs
+// twice from the same inputs, once as compiled and once with
+// ETL_TILE_LOWERING=0, and every tensor must hold the same bytes.
+//
+//   math     sin cos tanh erf floor ceil round pow (f32, f16, bf16) and
+//            popc (i32, i64): the same helpers (lower_math.cpp) on both
+//            paths; constants keep every bit (a float's 17 digits, an
+//            i64's 2^53 + 1).
+//
+//===----------------------------------------------------------------------===//
+#include "compile_run.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace etl {
+namespace {
+using testing::Bind;
+using testing::compile_and_run;
+using testing::compile_text_tile_debug;
+using testing::ScalarArg;
+
+/// A tensor of a run: its name, type, shape and initial bytes; `out`: the
+/// run writes it.
+struct Buf {
+  const char *name;
+  etlDType dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+  bool out = false;
+};
+
+/// An output tensor of `bytes` per element, filled with 0xAB.
+Buf out(const char *name, etlDType t, std::vector<int64_t> shape, size_t bytes) {
+  size_t n = bytes;
+  for (int64_t s : shape)
+    n *= size_t(s);
+  return Buf{name, t, std::move(shape), std::vector<uint8_t>(n, 0xAB), true};
+}
+
+template <class T> Buf buf(const char *name, etlDType t, const std::vector<T> &v) {
+  Buf b{name, t, {int64_t(v.size())}, std::vector<uint8_t>(v.size() * sizeof(T))};
+  std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
+  return b;
+}
+
+/// Runs `src` on sim from `bufs` (copied), on the tile IR path or (`ast`)
+/// with ETL_TILE_LOWERING=0; returns the tensors' bytes after the run.
+std::vector<std::vector<uint8_t>> run(const std::string &src, const std::string &stem,
+                                      const std::vector<std::pair<const char *, int64_t>> &dims,
+                                      std::vector<Buf> bufs, bool ast,
+                                      const std::vector<ScalarArg> &scalars = {},
+                                      unsigned threads = 128) {
+  std::vector<Bind> binds;
+  for (Buf &b : bufs)
+    binds.push_back({b.name, b.bytes.data(), b.dtype, b.shape});
+  if (ast)
+    setenv("ETL_TILE_LOWERING", "0", 1);
+  testing::RunOptions o;
+  o.threads_per_cta = threads;
+  std::string err = compile_and_run(src, stem + (ast ? "_ast" : "_tile"), dims, binds, o, scalars);
+  unsetenv("ETL_TILE_LOWERING");
+  INFO(err);
+  CHECK(err.empty());
+  std::vector<std::vector<uint8_t>> out;
+  for (const Buf &b : bufs)
+    out.push_back(b.bytes);
+  return out;
+}
+
+/// The tile IR path and the AST path leave the same bytes in every tensor.
+void same_on_both_paths(const std::string &src, const std::string &stem,
+                        const std::vector<std::pair<const char *, int64_t>> &dims,
+                        const std::vector<Buf> &bufs, const std::vector<ScalarArg> &scalars = {},
+                        unsigned threads = 128) {
+  std::vector<std::vector<uint8_t>> tile = run(src, stem, dims, bufs, false, scalars, threads);
+  std::vector<std::vector<uint8_t>> ast = run(src, stem, dims, bufs, true, scalars, threads);
+  REQUIRE(tile.size() == ast.size());
+  for (size_t i = 0; i < tile.size(); ++i) {
+    CAPTURE(bufs[i].name);
+    if (bufs[i].out)
+      CHECK(tile[i] != bufs[i].bytes); // the run wrote it
+    size_t first = 0;
+    while (first < tile[i].size() && tile[i][first] == ast[i][first])
+      ++first;
+    CAPTURE(first);
+    CHECK(tile[i] == ast[i]);
+  }
+}
+
+/// ETL_TILE_DEBUG's lowering lines of `src` compiled for sm_90 PTX: one
+/// "lowering GROUP: PATH" line per group.
+std::string lowering_lines(const std::string &src, unsigned threads = 128) {
+  CompileOptions o;
+  o.targets = {"sm_90"};
+  o.emit = "ptx";
+  o.threads_per_cta = threads;
+  std::string ptx, err, lines;
+  int code = compile_text_tile_debug(src, o, "lowering ", ptx, err, lines);
+  INFO(err);
+  REQUIRE(code == 0);
+  return lines;
+}
+
+/// Every group of `src` takes the tile IR path.
+void all_tile_ir(const std::string &src, size_t groups, unsigned threads = 128) {
+  std::string lines = lowering_lines(src, threads);
+  INFO(lines);
+  size_t n = 0, at = 0;
+  while ((at = lines.find(": tile IR\n", at)) != std::string::npos)
+    ++n, ++at;
+  CHECK(n == groups);
+  CHECK(lines.find(": AST") == std::string::npos);
+}
+
+std::vector<float> spread(int64_t n, double lo, double hi) {
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k)
+    x[size_t(k)] = float(lo + (hi - lo) * double(k) / double(n - 1));
+  return x;
+}
+
+} // namespace
+
+TEST_CASE("tile port: math builtins and popc take the tile IR path, bit for bit the AST path's") {
+  const char *src = R"(
+const TN = 64;
+kernel math<N: dim>(x: tensor<f32>[N], p: tensor<f32>[N], h: tensor<f16>[N], g: tensor<bf16>[N],
+                    k: tensor<i32>[N], w: tensor<i64>[N],
+                    y: tensor<f32>[10, N], yh: tensor<f16>[3, N], yg: tensor<bf16>[2, N],
+                    c: tensor<i32>[2, N]) where N % 64 == 0 {
+  task t[i in 0 .. N / TN] {
+    let a = load(x[i * TN .. +TN]);
+    let e = load(p[i * TN .. +TN]);
+    store(y[0, i * TN .. +TN], sin(a));
+    store(y[1, i * TN .. +TN], cos(a));
+    store(y[2, i * TN .. +TN], tanh(a));
+    store(y[3, i * TN .. +TN], erf(a));
+    store(y[4, i * TN .. +TN], floor(a) + ceil(a) * 0.5);
+    store(y[5, i * TN .. +TN], round(a));
+    store(y[6, i * TN .. +TN], pow(a, e));
+    store(y[7, i * TN .. +TN], pow(abs(a), 0.5) + pow(a, 3.0));
+    store(y[8, i * TN .. +TN], exp(a) + log(abs(a)) + sqrt(abs(a)) + rsqrt(abs(a) + 1.0));
+    store(y[9, i * TN .. +TN], sin(a) * sin(a) + cos(a) * cos(a));
+    let hv = load(h[i * TN .. +TN]);
+    store(yh[0, i * TN .. +TN], erf(hv) + tanh(hv));
+    store(yh[1, i * TN .. +TN], pow(hv, cast<f16>(e)) + floor(hv));
+    store(yh[2, i * TN .. +TN], sin(hv) * cos(hv) + round(hv));
+    let gv = load(g[i * TN .. +TN]);
+    store(yg[0, i * TN .. +TN], erf(gv) + ceil(gv));
+    store(yg[1, i * TN .. +TN], pow(abs(gv), cast<bf16>(e)) + tanh(gv));
+    store(c[0, i * TN .. +TN], popc(load(k[i * TN .. +TN])));
+    store(c[1, i * TN .. +TN], popc(load(w[i * TN .. +TN]) & 9007199254740993) +
+                               popc(load(k[i * TN .. +TN]) * 3));
+  }
+}
+)";
+  all_tile_ir(src, 1);
+  const int64_t N = 1024;
+  std::vector<float> x = spread(N, -9.5, 9.5), p = spread(N, -3.0, 3.0);
+  x[0] = 0.0f, x[1] = -0.0f, x[2] = 0.5f, x[3] = -2.5f, x[4] = INFINITY, x[5] = -INFINITY;
+  x[6] = NAN, x[7] = 1.0f, p[7] = NAN, p[8] = 0.0f, x[9] = -2.0f, p[9] = 3.0f;
+  std::mt19937 rng(28);
+  std::vector<uint16_t> h(static_cast<size_t>(N)), g(static_cast<size_t>(N));
+  std::vector<int32_t> k(static_cast<size_t>(N));
+  std::vector<int64_t> w(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) {
+    h[size_t(i)] = uint16_t(rng() & 0x7bffu) ^ uint16_t(i & 1 ? 0x8000u : 0); // finite
+    g[size_t(i)] = testing::bf16_bits(x[size_t(i)] * 0.37f);
+    k[size_t(i)] = int32_t(rng());
+    w[size_t(i)] = int64_t(uint64_t(rng()) << 32 | rng());
+  }
+  same_on_both_paths(src, "port_math", {{"N", N}},
+                     {buf("x", ETL_F32, x), buf("p", ETL_F32, p), buf("h", ETL_F16, h),
+                      buf("g", ETL_BF16, g), buf("k", ETL_I32, k), buf("w", ETL_I64, w),
+                      out("y", ETL_F32, {10, N}, 4), out("yh", ETL_F16, {3, N}, 2),
+                      out("yg", ETL_BF16, {2, N}, 2), out("c", ETL_I32, {2, N}, 4)});
+}
+
+} // namespace etl
