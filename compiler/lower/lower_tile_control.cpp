@@ -144,7 +144,8 @@ struct PortCheck {
         fail("map." + op.attr);
       return;
     case TileOpKind::Load:
-    case TileOpKind::Store: {
+    case TileOpKind::Store:
+    case TileOpKind::Atomic: {
       if (op.tensor < 0)
         return fail("memory without a tensor");
       for (const SlicePart &p : op.parts) {
@@ -448,7 +449,9 @@ void Lowerer::tile_op(const TOp &op) {
 void Lowerer::tile_op_at(const TOp &op) {
   switch (op_family(op.kind)) {
   case OpFamily::Memory:
-    return op.kind == TileOpKind::Load ? tile_load(op) : tile_store(op);
+    return op.kind == TileOpKind::Load    ? tile_load(op)
+           : op.kind == TileOpKind::Store ? tile_store(op)
+                                          : tile_atomic(op);
   case OpFamily::Elementwise:
     return tile_elementwise(op);
   case OpFamily::Shape:

@@ -25,11 +25,22 @@
 // as 32-bit words (8 bf16 = one 128-bit access of 4 words), a word's low
 // half the lower element.
 //
+// An `atomic` (atomic_add/_max/_min/_cas) is a store's walk, one element
+// per access: the writer of each replica group applies the AST path's
+// per-element read-modify-write (lower_atomic.cpp's atomic_elem), so no
+// element is updated twice by threads holding copies. Its old values (0
+// where masked off or outside), when used, reach the copies: a register
+// copy takes its register's, lanes of the writer's warp one shfl.sync.idx
+// from the writer, warps holding copies read them back from the op's
+// scratch buffer after a barrier; a rank-0 atomic is thread 0's, its old
+// value through scratch to every thread.
+//
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
 #include <llvm/IR/Constants.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -437,6 +448,143 @@ std::pair<llvm::Value *, llvm::Value *> Lowerer::tile_elem_addr(const TOp &op,
   if (aligned)
     *aligned = aligned_base_of(*this, s, n);
   return element_at(*this, s, op, c);
+}
+
+} // namespace etl
+
+namespace etl {
+
+void Lowerer::tile_atomic(const TOp &op) {
+  static const std::pair<const char *, Builtin> kinds[] = {{"add", Builtin::AtomicAdd},
+                                                           {"max", Builtin::AtomicMax},
+                                                           {"min", Builtin::AtomicMin},
+                                                           {"cas", Builtin::AtomicCas}};
+  Builtin kind = Builtin::None;
+  for (const auto &[name, f] : kinds)
+    if (op.attr == name)
+      kind = f;
+  if (kind == Builtin::None)
+    throw LowerError("tile IR atomic '" + op.attr + "' is not ported");
+  const size_t nv = value_operands(op);
+  std::vector<const std::vector<llvm::Value *> *> vals;
+  for (size_t j = 0; j < nv; ++j) {
+    vals.push_back(&tregs[size_t(op.operands[j])]);
+    if (vals.back()->empty())
+      throw LowerError("tile IR atomic of an undefined value");
+  }
+  const TValue &tv = tf->values[size_t(op.operands[0])];
+  Slice s = slice_of(*this, op);
+  if (op.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
+    m.barrier(b);
+  // Register r's element at coordinates `c` when `ok` (null: always): its
+  // old value, 0 where it is off or outside the tensor (the AST path's).
+  auto apply = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
+                   llvm::Value *ok, uint32_t r) {
+    auto [addr, in] = element_at(*this, s, op, c, g);
+    llvm::Value *p = addr;
+    ok = and_of(*this, ok, in);
+    llvm::BasicBlock *from = b.GetInsertBlock();
+    auto *ab = llvm::BasicBlock::Create(ctx, "tatomic", fn);
+    auto *jb = llvm::BasicBlock::Create(ctx, "tatomic.done", fn);
+    b.CreateCondBr(ok ? ok : b.getTrue(), ab, jb);
+    b.SetInsertPoint(ab);
+    llvm::Value *old =
+        atomic_elem(kind, s.elem, p, vals[0]->at(r), nv == 2 ? vals[1]->at(r) : nullptr);
+    llvm::BasicBlock *aend = b.GetInsertBlock();
+    b.CreateBr(jb);
+    b.SetInsertPoint(jb);
+    llvm::PHINode *phi = b.CreatePHI(old->getType(), 2);
+    phi->addIncoming(llvm::Constant::getNullValue(old->getType()), from);
+    phi->addIncoming(old, aend);
+    return static_cast<llvm::Value *>(phi);
+  };
+  const bool used = !op.results.empty();
+  if (!tv.is_tile()) { // rank 0: thread 0, its old value to every thread
+    llvm::Value *t0 = b.CreateICmpEQ(tid, b.getInt32(0));
+    llvm::Value *old = apply({}, {}, t0, 0);
+    if (!used)
+      return;
+    const unsigned bytes = scratch_bytes(s.elem);
+    note_scratch(bytes / 4);
+    if_then(t0, [&] { scratch_store(old, b.getInt64(0), bytes); });
+    m.barrier(b);
+    tregs[size_t(op.results[0])] = {scratch_load(old->getType(), b.getInt64(0), bytes)};
+    scratch_release();
+    return;
+  }
+  const Layout &l = layout_of(op.operands[0]);
+  llvm::Value *writer = replica_writer(l);
+  const std::vector<llvm::Value *> *mask = op.mask >= 0 ? &tregs[size_t(op.mask)] : nullptr;
+  std::vector<llvm::Value *> old(l.num_regs(), nullptr);
+  for (uint32_t r = 0; r < l.num_regs(); ++r) {
+    if (reg_replica(l, r))
+      continue;
+    llvm::Value *ok = and_of(*this, writer, reg_alive(l, r));
+    if (mask)
+      ok = and_of(*this, ok, truthy(*this, mask->at(r)));
+    old[r] = apply(reg_coords(l, r), gathered_at(*this, s, op, l, r), ok, r);
+  }
+  if (!used)
+    return;
+  // The old values reach the copies: lanes of the writer's warp by a
+  // shuffle from it, other warps through the op's scratch buffer
+  // (tile/smem.cpp sized it), registers by a move.
+  uint32_t lane_copies = 0;
+  for (size_t k = 0; k < l.lane.size(); ++k)
+    if (!l.lane[k])
+      lane_copies |= 1u << k;
+  const bool warp_copies = std::count(l.warp.begin(), l.warp.end(), 0u) != 0;
+  const TValue &out = tf->values[size_t(op.results[0])];
+  if (warp_copies) {
+    const unsigned bytes = scratch_bytes(out.elem);
+    const int64_t per_line = 128 / bytes;
+    note_scratch((out.numel() + per_line - 1) / per_line * per_line * bytes / 4);
+    for (uint32_t r = 0; r < l.num_regs(); ++r) {
+      if (!old[r])
+        continue;
+      llvm::Value *lin = tile_scratch_index(reg_coords(l, r), out.shape, bytes, 0);
+      llvm::Value *x = old[r];
+      if (llvm::Value *w = and_of(*this, writer, reg_alive(l, r)))
+        if_then(w, [&] { scratch_store(x, lin, bytes); });
+      else
+        scratch_store(x, lin, bytes);
+    }
+    m.barrier(b);
+    for (uint32_t r = 0; r < l.num_regs(); ++r) {
+      if (!old[r])
+        continue;
+      llvm::Value *lin = tile_scratch_index(reg_coords(l, r), out.shape, bytes, 0);
+      if (llvm::Value *alive = reg_alive(l, r)) // a padded element reads element 0
+        lin = b.CreateSelect(alive, lin, b.getInt64(0));
+      old[r] = scratch_load(old[r]->getType(), lin, bytes);
+    }
+    scratch_release();
+  } else if (lane_copies) {
+    llvm::Value *src = b.CreateAnd(tid, b.getInt32(31u & ~lane_copies));
+    for (llvm::Value *&x : old) {
+      if (!x)
+        continue;
+      auto shfl = [&](llvm::Value *v) {
+        return m.shuffle(b, ShflMode::Idx, v, src, 31, 0xFFFFFFFFu, op.loc.begin.line);
+      };
+      if (!x->getType()->isIntegerTy(64)) {
+        x = shfl(x);
+        continue;
+      }
+      llvm::Value *lo = shfl(b.CreateTrunc(x, i32));
+      llvm::Value *hi = shfl(b.CreateTrunc(b.CreateLShr(x, 32), i32));
+      x = b.CreateOr(b.CreateZExt(lo, i64), b.CreateShl(b.CreateZExt(hi, i64), 32));
+    }
+  }
+  for (uint32_t r = 0; r < l.num_regs(); ++r) // a register copy: its lowest register's
+    if (!old[r]) {
+      uint32_t base = r;
+      for (size_t k = 0; k < l.reg.size(); ++k)
+        if (!l.reg[k])
+          base &= ~(1u << k);
+      old[r] = old.at(base);
+    }
+  tregs[size_t(op.results[0])] = old;
 }
 
 } // namespace etl

@@ -684,6 +684,10 @@ public:
   static unsigned scratch_vec(const Layout &l, const std::vector<int64_t> &shape, unsigned bytes);
   void tile_load(const TOp &op);
   void tile_store(const TOp &op);
+  /// An atomic: one writer per replica group applies it per element
+  /// (atomic_elem); the old values, when used, reach the copies by register
+  /// moves, shuffles or the op's scratch buffer (lower_tile_memory.cpp).
+  void tile_atomic(const TOp &op);
   void tile_elementwise(const TOp &op);
   void tile_shape_op(const TOp &op);
   void tile_convert(const TOp &op);

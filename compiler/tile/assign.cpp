@@ -13,7 +13,8 @@
 //     loaded outside the loop that holds the dot; a store keeps its
 //     value's layout (a value that can take any, such as a splat, takes the
 //     coalesced one; one whose lanes hold copies moves to it when that needs
-//     fewer warp-level requests: fewer_stores);
+//     fewer warp-level requests: fewer_stores), and so does an atomic,
+//     whose old values come back in its values' layout;
 //  2. forward propagation: elementwise ops keep their anchored operand's
 //     layout (an mma accumulator's first; in a body with tensor-core dots
 //     an elementwise op of splats and aranges takes its use's), reductions give slice(parent,
@@ -316,6 +317,34 @@ private:
       op.operands[0] = keep;
       break;
     }
+    case TileOpKind::Atomic: {
+      // As a store: the values keep their layout unless the coalesced one
+      // (one element per thread: memory.cpp gives atomics vec 1) needs
+      // fewer warp-level requests; cas's desired value, the gathers and the
+      // mask follow, and the old values come back in the same layout
+      // (lower/lower_tile_memory.cpp hands each replica its writer's).
+      int v = op.operands[0];
+      if (tile(v)) {
+        Layout anchor = load_anchor(op, val(v).shape);
+        bool move = !adaptable(v) && fewer_stores(L(v), anchor, op.mem);
+        Layout l = move || (adaptable(v) && !hint_.count(v)) ? anchor : L(v);
+        for (size_t j = 0; j < value_operands(op); ++j)
+          need(op.operands[j], l);
+        for (SlicePart &p : op.parts)
+          if (p.kind == SlicePart::Gather) {
+            Layout g = l;
+            for (unsigned d = l.rank(); d-- > 0;)
+              if (int(d) != p.tile_dim)
+                g = slice_layout(g, d);
+            need(p.gather, g);
+          }
+        if (op.mask >= 0)
+          need(op.mask, l);
+        set(l);
+      }
+      rebuild_operands(op);
+      break;
+    }
     case TileOpKind::Unary:
     case TileOpKind::Binary:
     case TileOpKind::Compare:
@@ -439,10 +468,8 @@ private:
   /// Loads and stores keep gathers and masks both in parts/mask and in
   /// operands (for the verifier's use-before-def check): rebuild the latter.
   static void rebuild_operands(TOp &op) {
-    int first = op.kind == TileOpKind::Store ? op.operands[0] : -1;
-    op.operands.clear();
-    if (first >= 0)
-      op.operands.push_back(first);
+    std::vector<int> vals(op.operands.begin(), op.operands.begin() + long(value_operands(op)));
+    op.operands = vals;
     for (const SlicePart &p : op.parts)
       if (p.kind == SlicePart::Gather)
         op.operands.push_back(p.gather);

@@ -366,15 +366,63 @@ private:
   /// A load (value == nullptr) or store of slice `ix`.
   int memory(const Expr &call, const Expr &ix, const Expr *stored) {
     TOp op = make(stored ? TileOpKind::Store : TileOpKind::Load, call.range);
+    std::vector<int64_t> shape = stored ? ix.type.tile_shape : shape_of(call);
+    if (!slice(op, call, ix, shape))
+      return stored ? -1 : constant(int64_t(0), ElemType::F32, call.range);
+    ElemType elem =
+        op.tensor >= 0 ? loaded_elem(k_.tensors[size_t(op.tensor)].type.elem) : ElemType::F32;
+    if (stored) {
+      int v = coerce(value(*stored), shape, elem, stored->range);
+      op.operands.insert(op.operands.begin(), v);
+      cur_->push_back(std::move(op));
+      return -1;
+    }
+    if (const KwArg *pad = find_kwarg(call, "pad"))
+      op.pad = pad_text(*pad->value);
+    return emit(op, elem, shape);
+  }
+
+  /// atomic_add/_max/_min/_cas(slice, v[, desired], mask=): an `atomic`
+  /// op whose operands start with the values at the slice's shape and the
+  /// tensor's type; its result (the old values) only when the call is used
+  /// as a value (sema leaves a statement's type unknown).
+  int atomic(const Expr &call) {
+    static const std::pair<Builtin, const char *> kinds[] = {{Builtin::AtomicAdd, "add"},
+                                                             {Builtin::AtomicMax, "max"},
+                                                             {Builtin::AtomicMin, "min"},
+                                                             {Builtin::AtomicCas, "cas"}};
+    TOp op = make(TileOpKind::Atomic, call.range);
+    for (const auto &[f, name] : kinds)
+      if (call.builtin == f)
+        op.attr = name;
+    const Expr &ix = *call.args.at(0);
+    std::vector<int64_t> shape = ix.type.tile_shape;
+    if (!slice(op, call, ix, shape))
+      return -1;
+    ElemType elem = op.tensor >= 0 ? k_.tensors[size_t(op.tensor)].type.elem : ElemType::F32;
+    std::vector<int> vals;
+    for (size_t i = 1; i < call.args.size(); ++i)
+      vals.push_back(coerce(value(*call.args[i]), shape, elem, call.args[i]->range));
+    op.operands.insert(op.operands.begin(), vals.begin(), vals.end());
+    if (call.type.kind == TypeKind::Unknown) { // a statement: no old values
+      cur_->push_back(std::move(op));
+      return -1;
+    }
+    return emit(op, elem, shape);
+  }
+
+  /// The tensor, slice parts (gathers as operands) and mask of a load,
+  /// store or atomic of slice `ix` with tile shape `shape`; false (after
+  /// untiled()) for a slice that is not `x[...]`.
+  bool slice(TOp &op, const Expr &call, const Expr &ix, const std::vector<int64_t> &shape) {
     const Expr &tn = *ix.args[0];
     op.tensor = tn.ref_index;
     op.tensor_name = tn.name;
-    std::vector<int64_t> shape = stored ? ix.type.tile_shape : shape_of(call);
     op.barrier_before = call.barrier_before;
     if (ix.kind != ExprKind::Index) { // a whole tensor named as a slice: not reached
       untiled("a slice that is not x[...]");
       op.tensor = -1;
-      return stored ? -1 : constant(int64_t(0), ElemType::F32, call.range);
+      return false;
     }
     int gather_dim = -1, next_dim = 0;
     for (size_t d = 1; d < ix.args.size(); ++d) {
@@ -399,22 +447,12 @@ private:
       }
       op.parts.push_back(part);
     }
-    ElemType elem =
-        op.tensor >= 0 ? loaded_elem(k_.tensors[size_t(op.tensor)].type.elem) : ElemType::F32;
     if (const KwArg *m = find_kwarg(call, "mask")) {
       int mv = value(*m->value);
       op.mask = coerce(mv, shape, val(mv).index ? ElemType::I64 : val(mv).elem, m->value->range);
       op.operands.push_back(op.mask);
     }
-    if (stored) {
-      int v = coerce(value(*stored), shape, elem, stored->range);
-      op.operands.insert(op.operands.begin(), v);
-      cur_->push_back(std::move(op));
-      return -1;
-    }
-    if (const KwArg *pad = find_kwarg(call, "pad"))
-      op.pad = pad_text(*pad->value);
-    return emit(op, elem, shape);
+    return true;
   }
 
   std::string pad_text(const Expr &e) {
@@ -468,6 +506,11 @@ private:
       return memory(e, *e.args.at(0), nullptr);
     case Builtin::Store:
       return memory(e, *e.args.at(0), e.args.at(1).get());
+    case Builtin::AtomicAdd:
+    case Builtin::AtomicMax:
+    case Builtin::AtomicMin:
+    case Builtin::AtomicCas:
+      return atomic(e);
     case Builtin::Zeros:
       return coerce(constant(int64_t(0), want, e.range), shape, want, e.range);
     case Builtin::Full:
@@ -565,29 +608,10 @@ private:
 
 } // namespace
 
-/// The first atomic call (atomic_add, ...) in `e`, or null.
-static const Expr *first_atomic(const Expr *e) {
-  if (!e)
-    return nullptr;
-  if (e->kind == ExprKind::Call && is_atomic_fn(e->builtin))
-    return e;
-  for (const ExprPtr &a : e->args)
-    if (const Expr *x = first_atomic(a.get()))
-      return x;
-  for (const KwArg &k : e->kwargs)
-    if (const Expr *x = first_atomic(k.value.get()))
-      return x;
-  return nullptr;
-}
-
 static const Stmt *first_untiled(const std::vector<StmtPtr> &body, std::string &what) {
   for (const StmtPtr &s : body) {
     if (s->kind == StmtKind::If) {
       what = "if";
-      return s.get();
-    }
-    if (const Expr *a = first_atomic(s->value.get())) {
-      what = a->name;
       return s.get();
     }
     if (const Stmt *in = first_untiled(s->body, what))

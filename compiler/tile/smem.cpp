@@ -2,7 +2,8 @@
 //
 // plan_shared (tile/passes.h). The ops that stage through shared memory
 // (shared_need: a convert_layout the lowering cannot do in registers or by
-// shuffles, a reduction with warps along its axis, an FMA dot's operands)
+// shuffles, a reduction with warps along its axis, an FMA dot's operands,
+// an atomic whose old values go to copies in other warps)
 // each write their buffer, meet at a CTA barrier, read it, and then met at
 // a second, trailing barrier so the next op could reuse the area from byte
 // 0. Here every such op gets a buffer of its own:
@@ -201,6 +202,19 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
     if (out.elem != ElemType::I64 && shuffle_plan(*ls, *ld)) // 32-bit registers shuffle
       return 0;
     const int64_t bytes = out.elem == ElemType::I64 ? 8 : 4;
+    align = 128;
+    return round_up(out.numel(), 128 / bytes) * bytes;
+  }
+  case TileOpKind::Atomic: { // lower_tile_memory.cpp: the old values, from writers to copies
+    if (op.results.empty())
+      return 0;
+    const TValue &out = f.values[size_t(op.results[0])];
+    const int64_t bytes = out.elem == ElemType::I64 ? 8 : 4;
+    if (!out.is_tile()) // rank 0: thread 0's, for every thread
+      return bytes;
+    const Layout *l = layout(op.results[0]);
+    if (!l || std::count(l->warp.begin(), l->warp.end(), 0u) == 0) // lanes: shuffles
+      return 0;
     align = 128;
     return round_up(out.numel(), 128 / bytes) * bytes;
   }

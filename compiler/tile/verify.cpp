@@ -7,7 +7,8 @@
 // of its own shape that owns every element, elementwise operands share the
 // result's layout, a reduction's result is the slice of its operand's, an
 // expand's is the expand of its operand's, a conversion changes the layout,
-// a load's vector width divides its contiguity. Run by the driver after each
+// a load's vector width divides its contiguity, an atomic's values and old
+// values share a type and a layout. Run by the driver after each
 // pass; a failure is a compiler bug.
 //
 //===----------------------------------------------------------------------===//
@@ -162,6 +163,8 @@ private:
         fail(op, "vector width " + std::to_string(op.mem.vec) + " is not a power of two");
       if (op.mem.analysed && op.mem.fast_dim >= 0 && op.mem.contiguity % op.mem.vec)
         fail(op, "vector width exceeds the contiguity");
+      if (op.kind == TileOpKind::Atomic)
+        atomic_rules(op, r);
       break;
     case OpFamily::Contraction: {
       const TValue &a = val(op.operands.at(0)), &b = val(op.operands.at(1));
@@ -173,6 +176,21 @@ private:
     default:
       break;
     }
+  }
+
+  /// An atomic: a known kind, one element per access, its values (and its
+  /// result, the old values) of one type and, after assignment, layout.
+  void atomic_rules(const TOp &op, int r) {
+    if (op.attr != "add" && op.attr != "max" && op.attr != "min" && op.attr != "cas")
+      return fail(op, "unknown kind '" + op.attr + "'");
+    if (op.operands.size() < value_operands(op))
+      return fail(op, "without its values");
+    if (op.mem.analysed && op.mem.vec != 1)
+      fail(op, "more than one element per access");
+    std::vector<int> same(op.operands.begin() + 1, op.operands.begin() + long(value_operands(op)));
+    if (r >= 0)
+      same.push_back(r);
+    same_type(op, op.operands[0], same);
   }
 
   void shape_rules(const TOp &op, int r) {

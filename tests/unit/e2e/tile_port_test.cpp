@@ -11,6 +11,13 @@
 //            popc (i32, i64): the same helpers (lower_math.cpp) on both
 //            paths; constants keep every bit (a float's 17 digits, an
 //            i64's 2^53 + 1).
+//   atomics  add/max/min of f32, f16, bf16, i32, i64 into colliding bins
+//            (exact sums, so every order gives the same bits), old values
+//            of atomic_add/_max/_cas (each element hit once, so they are
+//            the initial ones) from [64] and [16] slices at 128 and 32
+//            threads (copies in other warps: scratch; in other lanes:
+//            shuffles, i64 in two halves) and of a rank-0 atomic; the
+//            gemv_atomic example's bodies take the tile IR path.
 //
 //===----------------------------------------------------------------------===//
 #include "compile_run.h"
@@ -20,7 +27,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,12 +50,13 @@ struct Buf {
   bool out = false;
 };
 
-/// An output tensor of `bytes` per element, filled with 0xAB.
-Buf out(const char *name, etlDType t, std::vector<int64_t> shape, size_t bytes) {
+/// An output tensor of `bytes` per element, every byte `fill`.
+Buf out(const char *name, etlDType t, std::vector<int64_t> shape, size_t bytes,
+        uint8_t fill = 0xAB) {
   size_t n = bytes;
   for (int64_t s : shape)
     n *= size_t(s);
-  return Buf{name, t, std::move(shape), std::vector<uint8_t>(n, 0xAB), true};
+  return Buf{name, t, std::move(shape), std::vector<uint8_t>(n, fill), true};
 }
 
 template <class T> Buf buf(const char *name, etlDType t, const std::vector<T> &v) {
@@ -88,7 +98,8 @@ void same_on_both_paths(const std::string &src, const std::string &stem,
   std::vector<std::vector<uint8_t>> ast = run(src, stem, dims, bufs, true, scalars, threads);
   REQUIRE(tile.size() == ast.size());
   for (size_t i = 0; i < tile.size(); ++i) {
-    CAPTURE(bufs[i].name);
+    std::string name = bufs[i].name;
+    CAPTURE(name);
     if (bufs[i].out)
       CHECK(tile[i] != bufs[i].bytes); // the run wrote it
     size_t first = 0;
@@ -122,6 +133,19 @@ void all_tile_ir(const std::string &src, size_t groups, unsigned threads = 128) 
     ++n, ++at;
   CHECK(n == groups);
   CHECK(lines.find(": AST") == std::string::npos);
+}
+
+/// The source of examples/NAME/NAME.etl.
+std::string example(const char *name) {
+  std::ifstream in(std::string(ETL_SOURCE_DIR) + "/examples/" + name + "/" + name + ".etl");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  REQUIRE(!ss.str().empty());
+  return ss.str();
+}
+
+template <class T> std::vector<T> filled(int64_t n, T v) {
+  return std::vector<T>(static_cast<size_t>(n), v);
 }
 
 std::vector<float> spread(int64_t n, double lo, double hi) {
@@ -186,6 +210,85 @@ kernel math<N: dim>(x: tensor<f32>[N], p: tensor<f32>[N], h: tensor<f16>[N], g: 
                       buf("g", ETL_BF16, g), buf("k", ETL_I32, k), buf("w", ETL_I64, w),
                       out("y", ETL_F32, {10, N}, 4), out("yh", ETL_F16, {3, N}, 2),
                       out("yg", ETL_BF16, {2, N}, 2), out("c", ETL_I32, {2, N}, 4)});
+}
+
+TEST_CASE("tile port: atomics take the tile IR path, bit for bit the AST path's") {
+  const char *src = R"(
+const T = 64;
+const S = 16;
+kernel at<N: dim, B: dim>(bin: tensor<i32>[N], x: tensor<f32>[N],
+    fadd: tensor<f32>[B], fmax: tensor<f32>[B], fmin: tensor<f32>[B], hadd: tensor<f16>[B],
+    hmax: tensor<f16>[B], gadd: tensor<bf16>[B], gmin: tensor<bf16>[B], iadd: tensor<i32>[B],
+    imax: tensor<i32>[B], lmin: tensor<i64>[B], ladd: tensor<i64>[B],
+    uf: tensor<f32>[N], ui: tensor<i32>[N], ul: tensor<i64>[N], ul2: tensor<i64>[N],
+    of: tensor<f32>[N], oi: tensor<i32>[N], ol: tensor<i64>[N], os: tensor<i64>[N],
+    per: tensor<f32>[N], first: tensor<f32>[N]) {
+  task t[i in 0 .. cdiv(N, T)] {
+    let b = load(bin[i * T .. +T], pad = -1);
+    let v = load(x[i * T .. +T]);
+    let live = b >= 0 && b < B;
+    atomic_add(fadd[b], v, mask = live);
+    atomic_max(fmax[b], v, mask = live);
+    atomic_min(fmin[b], v, mask = live);
+    atomic_add(hadd[b], cast<f16>(v), mask = live);
+    atomic_max(hmax[b], cast<f16>(v), mask = live);
+    atomic_add(gadd[b], cast<bf16>(floor(v)), mask = live);
+    atomic_min(gmin[b], cast<bf16>(v), mask = live);
+    atomic_add(iadd[b], 1, mask = live && v > 0.0);
+    atomic_max(imax[b], b);
+    atomic_min(lmin[b], cast<i64>(b) * 3);
+    atomic_add(ladd[b], cast<i64>(b));
+    store(of[i * T .. +T], atomic_add(uf[i * T .. +T], v));
+    store(oi[i * T .. +T], atomic_cas(ui[i * T .. +T], 0, b, mask = v > 0.0));
+    store(ol[i * T .. +T], atomic_max(ul[i * T .. +T], cast<i64>(b) * 5000000000));
+    for k in 0 .. T / S {
+      store(os[i * T + k * S .. +S], atomic_add(ul2[i * T + k * S .. +S], k + 1) * 2);
+    }
+    let o = atomic_add(per[i], 1.5);
+    store(first[i], o + 1.0);
+  }
+}
+)";
+  const int64_t N = 1000, B = 37;
+  std::mt19937 rng(19);
+  std::vector<int32_t> bin(static_cast<size_t>(N)), ui(static_cast<size_t>(N));
+  std::vector<float> x(static_cast<size_t>(N)), uf(static_cast<size_t>(N));
+  std::vector<int64_t> ul(static_cast<size_t>(N)), ul2(static_cast<size_t>(N));
+  for (size_t k = 0; k < size_t(N); ++k) {
+    bin[k] = int32_t(rng() % 45) - 4; // some outside [0, B): masked off
+    x[k] = float(int(rng() % 65) - 32) * 0.25f;
+    uf[k] = float(int(rng() % 100)) * 0.5f;
+    ui[k] = rng() % 3 == 0 ? 0 : int32_t(rng() % 1000);
+    ul[k] = int64_t(rng() % 7) * 3000000000;
+    ul2[k] = int64_t(rng()) << 20;
+  }
+  // The accumulators start at 0 (lmin high), the returned old values' outputs at 0xAB..
+  std::vector<Buf> in{
+      buf("bin", ETL_I32, bin),         buf("x", ETL_F32, x),
+      out("fadd", ETL_F32, {B}, 4, 0),  out("fmax", ETL_F32, {B}, 4, 0),
+      out("fmin", ETL_F32, {B}, 4, 0),  out("hadd", ETL_F16, {B}, 2, 0),
+      out("hmax", ETL_F16, {B}, 2, 0),  out("gadd", ETL_BF16, {B}, 2, 0),
+      out("gmin", ETL_BF16, {B}, 2, 0), out("iadd", ETL_I32, {B}, 4, 0),
+      out("imax", ETL_I32, {B}, 4, 0),  out("lmin", ETL_I64, {B}, 8, 0x3F),
+      out("ladd", ETL_I64, {B}, 8, 0),  buf("uf", ETL_F32, uf),
+      buf("ui", ETL_I32, ui),           buf("ul", ETL_I64, ul),
+      buf("ul2", ETL_I64, ul2),         out("of", ETL_F32, {N}, 4),
+      out("oi", ETL_I32, {N}, 4),       out("ol", ETL_I64, {N}, 8),
+      out("os", ETL_I64, {N}, 8),       buf("per", ETL_F32, filled<float>(N, 2.0f)),
+      out("first", ETL_F32, {N}, 4),
+  };
+  for (size_t k : {13u, 14u, 15u, 16u, 21u}) // updated in place
+    in[k].out = true;
+  for (unsigned threads : {128u, 32u}) {
+    CAPTURE(threads);
+    all_tile_ir(src, 1, threads);
+    same_on_both_paths(src, "port_atomics_" + std::to_string(threads), {{"N", N}, {"B", B}}, in, {},
+                       threads);
+  }
+}
+
+TEST_CASE("tile port: the gemv_atomic example's bodies take the tile IR path") {
+  all_tile_ir(example("gemv_atomic"), 2, 0);
 }
 
 } // namespace etl
