@@ -11,7 +11,9 @@
 //            (a number: an integer type's digits, wrapped to a narrow
 //            type, or a float; or `$name`: a scalar parameter's argument
 //            slot);
-//   Control  `for` with iter_args as phis, `yield`;
+//   Control  `for` with iter_args as phis, `yield`, `if` as a branch of the
+//            whole CTA (its condition is uniform) whose results are phis
+//            of the yielded and the initial values;
 //   Event    `ev.wait` / `ev.notify` are the group's event protocol, which
 //            lower_kernel.cpp emits around the body (waits open it,
 //            notifies close it, as in the IR), so here they emit nothing.
@@ -225,6 +227,14 @@ struct PortCheck {
       known = std::move(outer);
       return;
     }
+    case TileOpKind::If: { // a uniform condition (sema): a branch of the whole CTA
+      if (op.operands.empty() || f.values[size_t(op.operands[0])].is_tile())
+        return fail("if on a tile");
+      std::set<std::string> outer = known;
+      ops(op.body);
+      known = std::move(outer);
+      return;
+    }
     default:
       return fail(op_spelling(op.kind));
     }
@@ -285,9 +295,6 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
                           unsigned threads) {
   if (!f.untiled.empty())
     return f.untiled;
-  std::string what;
-  if (first_untiled_stmt(t, what))
-    return what;
   if (!f.assigned)
     return "no layouts";
   // The ported files know f32, f16, i32, i64 and bool registers; narrow
@@ -467,7 +474,9 @@ void Lowerer::tile_op_at(const TOp &op) {
   case OpFamily::Control:
     if (op.kind == TileOpKind::For)
       tile_for(op);
-    return; // a yield is read by its loop
+    if (op.kind == TileOpKind::If)
+      tile_if(op);
+    return; // a yield is read by its loop or branch
   case OpFamily::Scalar: {
     const TValue &rv = tf->values[size_t(op.results[0])];
     if (op.kind == TileOpKind::Index) {
@@ -625,6 +634,45 @@ void Lowerer::tile_for(const TOp &op) {
   tile_ring_end(ring);
   for (size_t j = 0; j < phis.size(); ++j)
     tregs[size_t(op.results[j])].assign(phis[j].begin(), phis[j].end());
+}
+
+void Lowerer::tile_if(const TOp &op) {
+  // Sema admits only uniform conditions (scalars of indices, dims, consts,
+  // scalar parameters; a tile is refused): every thread of the CTA takes
+  // the same branch, so the barriers inside the body are met by all.
+  llvm::Value *c = tregs[size_t(op.operands.at(0))].at(0);
+  llvm::Value *taken = c->getType()->isIntegerTy(1)
+                           ? c
+                           : b.CreateICmpNE(c, llvm::Constant::getNullValue(c->getType()));
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *then_bb = llvm::BasicBlock::Create(ctx, "tif.then", fn);
+  auto *done = llvm::BasicBlock::Create(ctx, "tif.end", fn);
+  b.CreateCondBr(taken, then_bb, done);
+  b.SetInsertPoint(then_bb);
+  std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
+  tile_ops(op.body);
+  tile_data_syms = std::move(outer_reads);
+  const TOp &y = op.body.back();
+  if (y.kind != TileOpKind::Yield || y.operands.size() != op.results.size() ||
+      op.operands.size() != op.results.size() + 1)
+    throw LowerError("tile IR if without its yield");
+  llvm::BasicBlock *end = b.GetInsertBlock();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  for (size_t j = 0; j < op.results.size(); ++j) {
+    const std::vector<llvm::Value *> &init = tregs[size_t(op.operands[j + 1])];
+    const std::vector<llvm::Value *> &got = tregs[size_t(y.operands[j])];
+    if (init.empty() || init.size() != got.size())
+      throw LowerError("tile IR if: a yielded value and its initial one differ in registers");
+    std::vector<llvm::Value *> regs;
+    for (size_t k = 0; k < init.size(); ++k) {
+      llvm::PHINode *phi = b.CreatePHI(init[k]->getType(), 2);
+      phi->addIncoming(init[k], pre);
+      phi->addIncoming(got[k], end);
+      regs.push_back(phi);
+    }
+    tregs[size_t(op.results[j])] = regs;
+  }
 }
 
 //===-- Layouts: which element each register holds ------------------------===//

@@ -656,6 +656,7 @@ public:
   /// next one: kept unless plan_shared gave the next ones other bytes.
   void scratch_release();
   void tile_for(const TOp &op);
+  void tile_if(const TOp &op);
   /// The `loads` (ops of `loop`'s body) with the loop variable at `at`,
   /// issued only when `when` (i1) holds (zeros otherwise); their registers.
   std::vector<std::vector<llvm::Value *>> tile_loads_at(const TOp &loop,

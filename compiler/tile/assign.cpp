@@ -15,7 +15,8 @@
 //     coalesced one; one whose lanes hold copies moves to it when that needs
 //     fewer warp-level requests: fewer_stores), and so does an atomic,
 //     whose old values come back in its values' layout;
-//  2. forward propagation: elementwise ops keep their anchored operand's
+//  2. forward propagation (an `if`'s results: their initial values'
+//     layouts, which the yielded values take): elementwise ops keep their anchored operand's
 //     layout (an mma accumulator's first; in a body with tensor-core dots
 //     an elementwise op of splats and aranges takes its use's), reductions give slice(parent,
 //     axis), transpose permutes, a power-of-two reshape keeps the bases;
@@ -458,6 +459,9 @@ private:
     case TileOpKind::For:
       loop(op, out, cache);
       return;
+    case TileOpKind::If:
+      branch(op, out, cache);
+      return;
     default:
       break;
     }
@@ -512,6 +516,35 @@ private:
     }
     if (rewrite_)
       out.push_back(std::move(op));
+  }
+
+  /// An `if`: its body sees the outer values as they are; each result
+  /// takes its initial value's layout (the yielded one's when the initial
+  /// value can take any), and the yielded and initial values move there
+  /// (converts for the yield at the end of the body, for the initial
+  /// value before the `if`).
+  void branch(TOp &op, std::vector<TOp> &out, Cache &cache) {
+    std::vector<TOp> body = ops(op.body, cache);
+    TOp y = rewrite_ ? body.back() : op.body.back();
+    if (rewrite_)
+      body.pop_back();
+    Cache inner = cache; // converts inside the body stay there
+    for (size_t j = 0; j < op.results.size(); ++j) {
+      int r = op.results[j];
+      if (!tile(r))
+        continue;
+      int &init = op.operands[j + 1];
+      int &v = y.operands[j];
+      Layout l = !adaptable(init) || hint_.count(init) ? L(init) : L(v);
+      v = require(v, l, body, inner, y.loc);
+      init = require(init, l, out, cache, op.loc);
+      lay_[size_t(r)] = l;
+    }
+    if (rewrite_) {
+      body.push_back(y);
+      op.body = std::move(body);
+      out.push_back(std::move(op));
+    }
   }
 
   static void defs(const std::vector<TOp> &body, std::set<int> &out) {

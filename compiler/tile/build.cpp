@@ -6,10 +6,12 @@
 // broadcast, splat and cast ops, index arithmetic stays symbolic (an `index`
 // op or a slice part holding the Sym sema computed; an element read of
 // tensor data in it, `kv_len[b]`, is a rank-0 load binding the symbol sema
-// named it by), a `var` assigned in a `for` becomes an iter_arg, and the
-// task's waits open and its notifies close the body. Every math builtin is a
-// `map` of the builtin's name; a constant keeps every bit of its literal.
-// Runs only on programs sema accepted.
+// named it by), a `var` assigned in a `for` becomes an iter_arg, one
+// assigned in a branch a result of its `if` op (`else` is an `if` on the
+// negated condition), and the task's waits open and its notifies close the
+// body. Every math builtin is a `map` of the builtin's name, an atomic an
+// `atomic` op; a constant keeps every bit of its literal. Runs only on
+// programs sema accepted.
 //
 //===----------------------------------------------------------------------===//
 #include "taskgraph/taskgraph.h"
@@ -174,7 +176,7 @@ private:
     case StmtKind::For:
       return loop(s);
     case StmtKind::If:
-      return; // no op yet: callers check first_untiled_stmt() first
+      return branch(s);
     case StmtKind::ExprStmt:
       value(*s.value);
       return;
@@ -185,9 +187,58 @@ private:
     for (const StmtPtr &s : body) {
       if (s->kind == StmtKind::Assign)
         out.insert(s->local_index);
-      if (s->kind == StmtKind::For)
+      if (s->kind == StmtKind::For || s->kind == StmtKind::If) {
         assigned(s->body, out);
+        assigned(s->else_body, out);
+      }
     }
+  }
+
+  /// `if c { a } else { b }`: an `if` op on c with body a, then one on
+  /// !c with body b (c is an SSA value computed before both, so exactly one
+  /// body runs); an `else if` is an `if` inside the second body.
+  void branch(const Stmt &s) {
+    int c = coerce(value(*s.value), {}, ElemType::Bool, s.range);
+    one_branch(c, s.body, s.range);
+    if (s.else_body.empty())
+      return;
+    int nc = emit(make(TileOpKind::Unary, s.range, {c}, "not"), ElemType::Bool, {});
+    one_branch(nc, s.else_body, s.range);
+  }
+
+  /// An `if` op on `cond`: the locals defined before it that `body`
+  /// assigns are its results (the yielded values when `cond` holds, their
+  /// values before it otherwise).
+  void one_branch(int cond, const std::vector<StmtPtr> &body, SourceRange loc) {
+    std::set<int> carried_set;
+    assigned(body, carried_set);
+    std::vector<int> carried;
+    for (int i : carried_set)
+      if (i >= 0 && size_t(i) < locals_.size() && locals_[size_t(i)] >= 0)
+        carried.push_back(i);
+    TOp op = make(TileOpKind::If, loc, {cond});
+    std::vector<int> before;
+    for (int i : carried) {
+      before.push_back(locals_[size_t(i)]);
+      op.operands.push_back(locals_[size_t(i)]);
+    }
+    std::vector<TOp> *outer = cur_;
+    std::map<std::string, int> outer_reads = reads_;
+    cur_ = &op.body;
+    stmts(body);
+    reads_ = std::move(outer_reads);
+    TOp y = make(TileOpKind::Yield, loc);
+    for (int i : carried)
+      y.operands.push_back(locals_[size_t(i)]);
+    cur_->push_back(std::move(y));
+    cur_ = outer;
+    for (size_t j = 0; j < carried.size(); ++j) {
+      const TValue b = val(before[j]);
+      int r = new_value(b.elem, b.shape, b.index);
+      op.results.push_back(r);
+      locals_[size_t(carried[j])] = r;
+    }
+    cur_->push_back(std::move(op));
   }
 
   void loop(const Stmt &s) {
@@ -607,29 +658,6 @@ private:
 };
 
 } // namespace
-
-static const Stmt *first_untiled(const std::vector<StmtPtr> &body, std::string &what) {
-  for (const StmtPtr &s : body) {
-    if (s->kind == StmtKind::If) {
-      what = "if";
-      return s.get();
-    }
-    if (const Stmt *in = first_untiled(s->body, what))
-      return in;
-  }
-  return nullptr;
-}
-
-const Stmt *first_untiled_stmt(const TaskDecl &t, std::string &what) {
-  return first_untiled(t.body, what);
-}
-
-const Stmt *first_untiled_stmt(const KernelDecl &k, std::string &what) {
-  for (const TaskDecl &t : k.tasks)
-    if (const Stmt *s = first_untiled(t.body, what))
-      return s;
-  return nullptr;
-}
 
 TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program &p,
                          unsigned threads) {

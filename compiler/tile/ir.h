@@ -116,6 +116,8 @@ struct TOp {
   MemFacts mem;
   // Control: for var in lo .. hi step s; `block_args` are the iter_args
   // inside `body` (operands: the initial values; results: the final ones).
+  // An `if`: operands the condition, then the initial values; `body` ends
+  // in the yield of the values it takes when the condition holds.
   std::string var;
   std::optional<Sym> lo, hi;
   int64_t step = 1;
@@ -189,13 +191,6 @@ struct TaskGraph;
 /// count <= threads / 32).
 TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program &p,
                          unsigned threads);
-/// The first statement of `k`'s task bodies the tile IR has no op for yet
-/// (an `if`: the lowering compiles it, --emit=tile refuses it with
-/// TileIrUnsupported), with `what` set to its spelling; nullptr when
-/// build_tile_ir covers every statement.
-const Stmt *first_untiled_stmt(const KernelDecl &k, std::string &what);
-/// The same for one task body.
-const Stmt *first_untiled_stmt(const TaskDecl &t, std::string &what);
 /// Warps tile ops use.
 unsigned tile_warps(unsigned threads);
 

@@ -222,6 +222,8 @@ void analyse_ops(Ctx &c, std::vector<TOp> &ops, const Facts &facts) {
       analyse_ops(c, op.body, inner);
       c.hi = outer;
     }
+    if (op.kind == TileOpKind::If) // the facts outside hold inside
+      analyse_ops(c, op.body, facts);
   }
 }
 

@@ -196,6 +196,15 @@ private:
       os_ << ind << "}";
       break;
     }
+    case TileOpKind::If: {
+      os_ << "if " << ref(op.operands[0]) << " else(";
+      for (size_t i = 1; i < op.operands.size(); ++i)
+        os_ << (i > 1 ? ", " : "") << ref(op.operands[i]) << " : " << type(op.operands[i]);
+      os_ << ") {\n";
+      ops(op.body, depth + 1);
+      os_ << ind << "}";
+      break;
+    }
     case TileOpKind::Dot:
       os_ << "dot " << list(op.operands) << res_type;
       if (!op.attr.empty())

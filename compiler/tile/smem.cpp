@@ -14,9 +14,10 @@
 //      thread passes after its reads. With its trailing barrier that is
 //      the op itself. Without it, the range runs on along every path to
 //      the next staging op (whose own barrier, after its writes, ends it):
-//      a `for` met on the way is covered whole (it may run zero times, so
-//      its barriers do not count), the end of a loop body goes on at the
-//      body's start (the next iteration) and after the loop (the exit),
+//      a `for` or an `if` met on the way is covered whole (it may run zero
+//      times, so its barriers do not count), the end of a loop body goes on
+//      at the body's start (the next iteration) and after the loop (the
+//      exit), the end of an `if` body after the `if`,
 //      and the end of the task body stops it (the task loop's barrier,
 //      lower/lower_kernel.cpp and lower_dynamic.cpp). A range that comes
 //      back to its own op (a lone staging op in a loop) keeps the barrier;
@@ -47,7 +48,8 @@ namespace {
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 /// Where each op sits: its position, the body that holds it and its index
-/// there, and the innermost enclosing loop (index into Sites::loops).
+/// there, and the innermost enclosing region, a `for` or an `if` (index
+/// into Sites::loops).
 struct Sites {
   struct Site {
     const std::vector<TOp> *body;
@@ -60,6 +62,7 @@ struct Sites {
     const std::vector<TOp> *parent;
     size_t idx;
     int outer;
+    bool repeats; ///< a `for` (its body's end goes on at its start)
   };
   std::map<const TOp *, int> pos;
   std::map<const TOp *, Site> site;
@@ -71,9 +74,9 @@ struct Sites {
       const TOp &op = body[i];
       pos[&op] = next++;
       site[&op] = {&body, i, loop};
-      if (op.kind == TileOpKind::For) {
+      if (op.kind == TileOpKind::For || op.kind == TileOpKind::If) {
         int l = int(loops.size());
-        loops.push_back({&op, pos[&op], 0, &body, i, loop});
+        loops.push_back({&op, pos[&op], 0, &body, i, loop, op.kind == TileOpKind::For});
         number(op.body, l);
         loops[size_t(l)].end = next - 1;
       }
@@ -91,7 +94,7 @@ struct Sites {
         segs.push_back({p, p});
         return true;
       }
-      if (op.kind == TileOpKind::For) {
+      if (op.kind == TileOpKind::For || op.kind == TileOpKind::If) {
         segs.push_back({p, loops[size_t(site_loop(op))].end});
         continue;
       }
@@ -118,8 +121,9 @@ struct Sites {
     int loop = s.loop;
     while (!walk(*body, k, segs) && loop >= 0) {
       const Loop &l = loops[size_t(loop)];
-      walk(l.op->body, 0, segs); // the next iteration
-      body = l.parent;           // the exit
+      if (l.repeats)
+        walk(l.op->body, 0, segs); // the next iteration
+      body = l.parent;             // the exit
       k = l.idx + 1;
       loop = l.outer;
     }
@@ -162,7 +166,7 @@ void collect(TileFunc &f, std::vector<TOp> &body, Sites &sites) {
       b.live = {{b.pos, b.pos}};
       f.smem.push_back(b);
     }
-    if (op.kind == TileOpKind::For)
+    if (op.kind == TileOpKind::For || op.kind == TileOpKind::If)
       collect(f, op.body, sites);
   }
 }

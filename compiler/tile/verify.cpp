@@ -2,7 +2,8 @@
 //
 // verify_tile (tile/passes.h): SSA (each value defined once, every operand
 // defined before its use in an enclosing scope), the shape and element-type
-// rule of each op family, loops (iter_args, yields and results agree), and
+// rule of each op family, loops and branches (iter_args or initial values,
+// yields and results agree; a branch's condition is a bool scalar), and
 // after layout assignment the layout rules: every tile value has a layout
 // of its own shape that owns every element, elementwise operands share the
 // result's layout, a reduction's result is the slice of its operand's, an
@@ -88,6 +89,21 @@ private:
             same_type(op, op.block_args[j],
                       {op.operands[j], op.body.back().operands[j], op.results[j]});
         ops(op.body, inner);
+      }
+      if (op.kind == TileOpKind::If) {
+        if (op.operands.empty() || !valid(op.operands[0]) || val(op.operands[0]).is_tile() ||
+            val(op.operands[0]).elem != ElemType::Bool)
+          fail(op, "the condition is not a bool scalar");
+        if (op.results.size() + 1 != op.operands.size())
+          fail(op, "initial values and results differ in number");
+        if (op.body.empty() || op.body.back().kind != TileOpKind::Yield)
+          fail(op, "the body does not end with yield");
+        else if (op.body.back().operands.size() != op.results.size())
+          fail(op, "yield passes a different number of values than the results");
+        else
+          for (size_t j = 0; j < op.results.size() && j + 1 < op.operands.size(); ++j)
+            same_type(op, op.results[j], {op.operands[j + 1], op.body.back().operands[j]});
+        ops(op.body, scope);
       }
       for (int r : op.results)
         define(op, r, scope);

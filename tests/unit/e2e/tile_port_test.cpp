@@ -18,6 +18,11 @@
 //            threads (copies in other warps: scratch; in other lanes:
 //            shuffles, i64 in two halves) and of a rank-0 atomic; the
 //            gemv_atomic example's bodies take the tile IR path.
+//   if       if / else if / else on task indices, a scalar parameter and a
+//            loop variable, assigning tile and scalar vars, with a
+//            cross-warp reduction, an element read, a store, a hazard
+//            barrier and an atomic inside branches, in and around a `for`;
+//            tests/unit/target/branches.etl's body takes the tile IR path.
 //
 //===----------------------------------------------------------------------===//
 #include "compile_run.h"
@@ -289,6 +294,77 @@ kernel at<N: dim, B: dim>(bin: tensor<i32>[N], x: tensor<f32>[N],
 
 TEST_CASE("tile port: the gemv_atomic example's bodies take the tile IR path") {
   all_tile_ir(example("gemv_atomic"), 2, 0);
+}
+
+TEST_CASE("tile port: if / else if / else take the tile IR path, bit for bit the AST path's") {
+  const char *src = R"(
+const T = 64;
+kernel br<N: dim>(x: tensor<f32>[N], off: tensor<i32>[N], y: tensor<f32>[N], z: tensor<f32>[N],
+                  w: tensor<i32>[N], cnt: tensor<i32>[8], n: i32) where N % 64 == 0 {
+  task t[i in 0 .. N / T] {
+    var v = load(x[i * T .. +T]);
+    var m = zeros<f32>[1];
+    var q = 0.0;
+    var c = zeros<i32>[T];
+    if i == 0 {
+      v = v * 2.0;
+      m = sum(v, axis = 0);
+      q = 2.0;
+    } else if i < n {
+      store(y[i * T .. +T], v);
+      v = v + load(x[off[i] * T .. +T]) + load(y[i * T .. +T]);
+      m = sum(v * v, axis = 0);
+      c = c + 1;
+    } else {
+      v = v - 1.0;
+      atomic_add(cnt[i % 8], 1);
+    }
+    for j in 0 .. 3 {
+      if j == i % 3 {
+        v = v + cast<f32>(j);
+        c = c + 2;
+        q = q + 0.25;
+      } else {
+        v = v * 0.5;
+      }
+    }
+    if n > 7 && i > 2 {
+      m = m + max(v, axis = 0);
+    }
+    store(y[i * T .. +T], v);
+    store(z[i * T .. +T], v + m + q);
+    store(w[i * T .. +T], c);
+  }
+}
+)";
+  const int64_t N = 64 * 12;
+  // Multiples of 1/8: the reductions are exact, so their order (the two
+  // paths reduce in different orders) does not change a bit.
+  std::vector<float> x(static_cast<size_t>(N));
+  for (size_t k = 0; k < x.size(); ++k)
+    x[k] = float(int(k * 37 % 41) - 20) / 8.0f;
+  std::vector<int32_t> off(static_cast<size_t>(N));
+  for (size_t k = 0; k < off.size(); ++k)
+    off[k] = int32_t((k * 7) % 13); // 12: outside x, loads its pad
+  for (int32_t nv : {5, 9}) {
+    CAPTURE(nv);
+    for (unsigned threads : {128u, 32u}) {
+      CAPTURE(threads);
+      all_tile_ir(src, 1, threads);
+      same_on_both_paths(
+          src, "port_if_" + std::to_string(nv) + "_" + std::to_string(threads), {{"N", N}},
+          {buf("x", ETL_F32, x), buf("off", ETL_I32, off), out("y", ETL_F32, {N}, 4),
+           out("z", ETL_F32, {N}, 4), out("w", ETL_I32, {N}, 4), out("cnt", ETL_I32, {8}, 4, 0)},
+          {{"n", ETL_I32, &nv}}, threads);
+    }
+  }
+}
+
+TEST_CASE("tile port: tests/unit/target/branches.etl takes the tile IR path") {
+  std::ifstream in(std::string(ETL_SOURCE_DIR) + "/tests/unit/target/branches.etl");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  all_tile_ir(ss.str(), 1, 0);
 }
 
 } // namespace etl
