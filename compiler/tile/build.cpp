@@ -158,8 +158,12 @@ private:
     switch (s.kind) {
     case StmtKind::Let:
     case StmtKind::Var:
-      if (s.value->type.kind == TypeKind::Index)
-        return; // its uses carry the symbolic value
+      if (s.value->type.kind == TypeKind::Index) {
+        // Its uses carry the symbolic value; an element read in it
+        // (`let k = off[i]`) is loaded here, binding its symbol for them.
+        bind_reads(s.value.get());
+        return;
+      }
       locals_[size_t(s.local_index)] = at_local_type(value(*s.value), s.local_index, s.range);
       return;
     case StmtKind::Assign: {

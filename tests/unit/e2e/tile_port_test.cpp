@@ -20,7 +20,8 @@
 //            gemv_atomic example's bodies take the tile IR path.
 //   if       if / else if / else on task indices, a scalar parameter and a
 //            loop variable, assigning tile and scalar vars, with a
-//            cross-warp reduction, an element read, a store, a hazard
+//            cross-warp reduction, an element read bound by a `let`, a
+//            store, a hazard
 //            barrier and an atomic inside branches, in and around a `for`;
 //            tests/unit/target/branches.etl's body takes the tile IR path.
 //
@@ -312,7 +313,8 @@ kernel br<N: dim>(x: tensor<f32>[N], off: tensor<i32>[N], y: tensor<f32>[N], z: 
       q = 2.0;
     } else if i < n {
       store(y[i * T .. +T], v);
-      v = v + load(x[off[i] * T .. +T]) + load(y[i * T .. +T]);
+      let k = off[i];
+      v = v + load(x[k * T .. +T]) + load(y[i * T .. +T]);
       m = sum(v * v, axis = 0);
       c = c + 1;
     } else {
