@@ -297,13 +297,11 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
     return f.untiled;
   if (!f.assigned)
     return "no layouts";
-  // The ported files know f32, f16, i32, i64 and bool registers; narrow
-  // integers (wrapping, unsigned shifts and division), fp8 and packed
-  // elements (lower/lower_convert.cpp) stay on the AST path.
-  for (const TValue &v : f.values)
-    if (v.elem != ElemType::F32 && v.elem != ElemType::F16 && v.elem != ElemType::BF16 &&
-        v.elem != ElemType::I32 && v.elem != ElemType::I64 && v.elem != ElemType::Bool)
-      return std::string("element type ") + spelling(v.elem);
+  // Every element type has its registers (lowerer.h): narrow integers wrap
+  // (arith, wrap_int), unsigned ones shift, divide and compare unsigned,
+  // FP8 rounds after each op, and loads move narrow and packed elements in
+  // words (lower_tile_memory.cpp); scans, arg-reductions, gathers and dots
+  // check their own operand types below.
   if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
     return "threads per CTA not 32 times a power of two";
   PortCheck c{f, t, {}, {}, ast_pipelined(t), tile_warps(threads), {}};

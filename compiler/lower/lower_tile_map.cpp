@@ -4,7 +4,8 @@
 // IR. The layout pass gives an elementwise op's operands its result's
 // layout, so a map works register by register (the arithmetic is the AST
 // path's: Lowerer::arith, compare, select, convert_scalar, math_regs for
-// exp .. round and pow, popc_reg). A
+// exp .. round and pow, popc_reg; neg, bnot and abs wrap a narrow integer
+// to its width and max/min compare unsigned types unsigned, as it does). A
 // splat fills every register; `arange` converts the register's coordinate;
 // a `reshape` that keeps the layout's bases (or makes a one-element tile a
 // scalar: every thread holds it in register 0) renames registers;
@@ -70,11 +71,14 @@ void Lowerer::tile_elementwise(const TOp &op) {
       bool mx = op.attr == "max";
       for (size_t k = 0; k < a.regs.size(); ++k) {
         llvm::Value *l = a.regs[k], *x = c.regs.at(k);
-        res.push_back(
-            is_float(out.elem)
-                ? b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l,
-                                          x)
-                : b.CreateSelect(mx ? b.CreateICmpSGT(l, x) : b.CreateICmpSLT(l, x), l, x));
+        res.push_back(is_float(out.elem)
+                          ? b.CreateBinaryIntrinsic(
+                                mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l, x)
+                          : b.CreateSelect(b.CreateICmp(int_predicate(mx ? llvm::CmpInst::ICMP_SGT
+                                                                         : llvm::CmpInst::ICMP_SLT,
+                                                                      out.elem),
+                                                        l, x),
+                                           l, x));
       }
       return;
     }
@@ -115,16 +119,22 @@ void Lowerer::tile_elementwise(const TOp &op) {
     }
     for (llvm::Value *x : a.regs) {
       llvm::Value *y = nullptr;
+      // Integers wrap to a narrow type's width (abs(-128) of an i8 is
+      // -128, as in C); an unsigned one's abs is itself.
       if (op.attr == "neg")
-        y = fl ? b.CreateFNeg(x) : b.CreateNeg(x);
+        y = fl ? b.CreateFNeg(x) : wrap_int(b.CreateNeg(x), a.elem);
       else if (op.attr == "not")
         y = b.CreateXor(x, b.getInt32(1)); // bool: an i32 holding 0 or 1
       else if (op.attr == "bnot")
-        y = b.CreateNot(x);
+        y = wrap_int(b.CreateNot(x), a.elem);
       else if (op.attr == "abs")
         y = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
-               : b.CreateSelect(b.CreateICmpSLT(x, llvm::Constant::getNullValue(x->getType())),
-                                b.CreateNeg(x), x);
+            : is_unsigned(a.elem)
+                ? x
+                : wrap_int(
+                      b.CreateSelect(b.CreateICmpSLT(x, llvm::Constant::getNullValue(x->getType())),
+                                     b.CreateNeg(x), x),
+                      a.elem);
       else if (op.attr == "popc")
         y = popc_reg(x, a.elem);
       else

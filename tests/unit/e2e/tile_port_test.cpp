@@ -24,6 +24,16 @@
 //            store, a hazard
 //            barrier and an atomic inside branches, in and around a `for`;
 //            tests/unit/target/branches.etl's body takes the tile IR path.
+//   narrow   u8, i8, u16, i16, u32, packed i4/u4 and FP8 (e4m3, e5m2):
+//            loads (vectors of words, and elements one by one past a
+//            tensor's end with a wrapped pad), wrapping arithmetic, unsigned
+//            shifts, division, comparisons, max/min and reductions, ~ - abs,
+//            casts, FP8 rounding, stores; with the `where` fact that makes
+//            the accesses 128-bit vectors and with one that allows pairs
+//            (a 16-bit word of two u8, a byte of two u4), at 128 and 32
+//            threads;
+//            the gemv_int4 example's bodies (u4 weights) take the tile IR
+//            path.
 //
 //===----------------------------------------------------------------------===//
 #include "compile_run.h"
@@ -367,6 +377,104 @@ TEST_CASE("tile port: tests/unit/target/branches.etl takes the tile IR path") {
   std::stringstream ss;
   ss << in.rdbuf();
   all_tile_ir(ss.str(), 1, 0);
+}
+
+TEST_CASE("tile port: narrow, unsigned, packed and FP8 elements take the tile IR path, bit for "
+          "bit the AST path's") {
+  const std::string tmpl = R"(
+const T = 512;
+kernel nar<N: dim>(a: tensor<u8>[N], b: tensor<i8>[N], h: tensor<u16>[N], g: tensor<i16>[N],
+                   w: tensor<u32>[N], q: tensor<i4>[N], p: tensor<u4>[N], x: tensor<f32>[N],
+                   e4: tensor<f8e4m3>[N], e5: tensor<f8e5m2>[N], yu8: tensor<u8>[N],
+                   yi8: tensor<i8>[N], yu16: tensor<u16>[N], yi16: tensor<i16>[N],
+                   yu32: tensor<u32>[N], yf: tensor<f32>[2, N], ye4: tensor<f8e4m3>[N],
+                   ye5: tensor<f8e5m2>[N], red: tensor<i32>[4, N]) WHERE {
+  task t[i in 0 .. cdiv(N, T)] {
+    let ua = load(a[i * T .. +T], pad = -1);
+    let sb = load(b[i * T .. +T]);
+    let uh = load(h[i * T .. +T]);
+    let sg = load(g[i * T .. +T], pad = 7);
+    let uw = load(w[i * T .. +T]);
+    let v = load(x[i * T .. +T]);
+    let sq = load(q[i * T .. +T]);
+    let up = load(p[i * T .. +T]);
+    store(yu8[i * T .. +T], (ua >> 2) + cast<u8>(v) * ua - ~ua + max(ua, cast<u8>(200)) / 3,
+          mask = ua != 17);
+    store(yi8[i * T .. +T], sb / 3 + cast<i8>(v) - -sb + abs(sb) + sq * sb % 5);
+    store(yu16[i * T .. +T], uh * uh + (uh >> 3) - min(uh, cast<u16>(40000)));
+    store(yi16[i * T .. +T], sg * sg - (sg << 3) + abs(sg) + max(sg, cast<i16>(-5)));
+    store(yu32[i * T .. +T], select(uw > 3000000000, uw >> 3, uw / 7) + cast<u32>(uh) +
+                             max(uw, cast<u32>(4000000000)));
+    store(yf[0, i * T .. +T], cast<f32>(uw) + cast<f32>(up) + cast<f32>(cast<u32>(v)) +
+                              cast<f32>(load(e5[i * T .. +T])));
+    store(yf[1, i * T .. +T], cast<f32>(ua) * 0.5 + cast<f32>(sb) + cast<f32>(sq) * 0.25 +
+                              cast<f32>(cast<i8>(up) - sq));
+    store(ye4[i * T .. +T], load(e4[i * T .. +T]) * 0.5 + cast<f8e4m3>(v));
+    store(ye5[i * T .. +T], exp(load(e5[i * T .. +T])) + cast<f8e5m2>(v));
+    store(red[0, i .. +1], cast<i32>(sum(ua, axis = 0)));
+    store(red[1, i .. +1], cast<i32>(max(uw, axis = 0)));
+    store(red[2, i .. +1], cast<i32>(min(sb, axis = 0)));
+    store(red[3, i .. +1], cast<i32>(sum(up, axis = 0)) + cast<i32>(max(sg, axis = 0)));
+  }
+}
+)";
+  for (bool facts : {true, false}) {
+    const int64_t N = facts ? 4096 : 4000;
+    std::string src = tmpl;
+    src.replace(src.find("WHERE"), 5, facts ? "where N % 512 == 0" : "where N % 2 == 0");
+    std::mt19937 rng(facts ? 4 : 8);
+    auto bytes = [&](size_t n) {
+      std::vector<uint8_t> v(n);
+      for (uint8_t &x : v)
+        x = uint8_t(rng());
+      return v;
+    };
+    std::vector<float> x(static_cast<size_t>(N));
+    for (float &f : x)
+      f = float(int(rng() % 2001) - 1000) * 0.37f;
+    std::vector<uint32_t> w(static_cast<size_t>(N));
+    for (uint32_t &u : w)
+      u = uint32_t(rng());
+    // FP8 bits without NaNs (e4m3: S.1111.111; e5m2: exponent 31)
+    std::vector<uint8_t> e4 = bytes(size_t(N)), e5 = bytes(size_t(N));
+    for (uint8_t &c : e4)
+      c = (c & 0x7F) == 0x7F ? uint8_t(c ^ 1) : c;
+    for (uint8_t &c : e5)
+      c = (c & 0x7C) == 0x7C ? uint8_t(c ^ 0x40) : c;
+    const size_t n = size_t(N), half = (n + 1) / 2;
+    std::vector<Buf> in{
+        Buf{"a", ETL_U8, {N}, bytes(n)},
+        Buf{"b", ETL_I8, {N}, bytes(n)},
+        Buf{"h", ETL_U16, {N}, bytes(2 * n)},
+        Buf{"g", ETL_I16, {N}, bytes(2 * n)},
+        buf("w", ETL_U32, w),
+        Buf{"q", ETL_I4, {N}, bytes(half)},
+        Buf{"p", ETL_U4, {N}, bytes(half)},
+        buf("x", ETL_F32, x),
+        Buf{"e4", ETL_F8E4M3, {N}, e4},
+        Buf{"e5", ETL_F8E5M2, {N}, e5},
+        out("yu8", ETL_U8, {N}, 1),
+        out("yi8", ETL_I8, {N}, 1),
+        out("yu16", ETL_U16, {N}, 2),
+        out("yi16", ETL_I16, {N}, 2),
+        out("yu32", ETL_U32, {N}, 4),
+        out("yf", ETL_F32, {2, N}, 4),
+        out("ye4", ETL_F8E4M3, {N}, 1),
+        out("ye5", ETL_F8E5M2, {N}, 1),
+        out("red", ETL_I32, {4, N}, 4),
+    };
+    for (unsigned threads : {128u, 32u}) {
+      CAPTURE(facts);
+      CAPTURE(threads);
+      all_tile_ir(src, 1, threads);
+      same_on_both_paths(src, "port_narrow_" + std::to_string(facts) + std::to_string(threads),
+                         {{"N", N}}, in, {}, threads);
+    }
+  }
+}
+
+TEST_CASE("tile port: the gemv_int4 example's bodies (u4 weights) take the tile IR path") {
+  all_tile_ir(example("gemv_int4"), 4, 0);
 }
 
 } // namespace etl
