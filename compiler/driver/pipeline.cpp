@@ -273,12 +273,6 @@ void pipeline(TileModule &m, const TargetInfo &target, Diag *remarks = nullptr) 
 bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string &text,
                 std::string &error) {
   const KernelDecl &k = c.program->kernels[0];
-  std::string what;
-  if (const Stmt *s = first_untiled_stmt(k, what)) {
-    c.diag.error(DiagId::TileIrUnsupported, s->range, {what});
-    error = "unsupported statement";
-    return false;
-  }
   TileModule m = timer.run("tile", [&] { return build_tile_ir(k, c.graph, *c.program, threads); });
   auto verified = [&](const char *when) {
     std::vector<std::string> errs = verify_tile(m);

@@ -14,6 +14,9 @@
 //             for x < 0 and a non-integer y, 1 for y == 0 or x == 1 (C's
 //             powf on those cases).
 // f16/bf16 operands are computed in f32 and rounded once at the end.
+// `math_regs` is the per-register code of both lowering paths: the AST
+// path's math_call and the tile IR's `map.sin` .. `map.pow`
+// (lower_tile_map.cpp) call it, so they give the same bits.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -54,6 +57,13 @@ MathFn math_fn(Builtin f) {
   default:
     throw LowerError(std::string("'") + builtin_name(f) + "' is not a math function");
   }
+}
+
+std::optional<MathFn> math_fn_named(const std::string &name) {
+  Builtin f = find_builtin(name);
+  if (!is_unary_math_fn(f) && f != Builtin::Pow)
+    return std::nullopt;
+  return math_fn(f);
 }
 
 namespace {
@@ -117,6 +127,17 @@ llvm::Value *Lowerer::math_reg(MathFn fn, llvm::Value *x, llvm::Value *y) {
   throw LowerError("target '" + m.target() + "' has no form of a math function");
 }
 
+std::vector<llvm::Value *> Lowerer::math_regs(MathFn fn, const std::vector<llvm::Value *> &x,
+                                              const std::vector<llvm::Value *> &y, ElemType want) {
+  TileVal f;
+  f.elem = ElemType::F32;
+  std::vector<llvm::Value *> out;
+  for (size_t k = 0; k < x.size(); ++k) // rounds once to f16 / bf16
+    out.push_back(
+        convert_scalar(math_reg(fn, x[k], fn == MathFn::Pow ? y.at(k) : nullptr), f, want));
+  return out;
+}
+
 TileVal Lowerer::math_call(const Expr &e) {
   if (e.type.kind != TypeKind::Tile && e.type.kind != TypeKind::Scalar)
     throw LowerError("math call '" + e.name + "' without a checked type");
@@ -126,9 +147,9 @@ TileVal Lowerer::math_call(const Expr &e) {
   // Operands in f32 registers at the result shape.
   TileVal x = coerce(value(*e.args.at(0)), shape, ElemType::F32);
   TileVal y = fn == MathFn::Pow ? coerce(value(*e.args.at(1)), shape, ElemType::F32) : TileVal{};
-  for (size_t k = 0; k < x.regs.size(); ++k)
-    x.regs[k] = math_reg(fn, x.regs[k], fn == MathFn::Pow ? y.regs[k] : nullptr);
-  return coerce(x, shape, want); // rounds once to f16 / bf16
+  x.regs = math_regs(fn, x.regs, y.regs, want);
+  x.elem = want;
+  return x;
 }
 
 } // namespace etl

@@ -126,6 +126,14 @@ llvm::Value *Lowerer::bit_op(BinOp op, llvm::Value *l, llvm::Value *r, ElemType 
   return is_unsigned(t) ? b.CreateLShr(l, amount) : b.CreateAShr(l, amount);
 }
 
+/// popc of an integer register of `t`: the set bits of the type's width
+/// (an i8 register holds the value sign-extended), as an i32.
+llvm::Value *Lowerer::popc_reg(llvm::Value *r, ElemType t) {
+  unsigned w = elem_bits(t);
+  llvm::Value *x = w < 32 ? b.CreateAnd(r, b.getInt32((1u << w) - 1)) : r;
+  return b.CreateSExtOrTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, x), i32);
+}
+
 TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
                        const std::vector<int64_t> &shape, ElemType elem) {
   TileVal x = coerce(a, shape, elem), y = coerce(c, shape, elem);
@@ -679,11 +687,8 @@ TileVal Lowerer::value(const Expr &e) {
     TileVal a = value(*e.args[0]);
     if (a.is_index || is_float(a.elem))
       throw LowerError("popc of a non-integer");
-    unsigned w = elem_bits(a.elem);
-    for (auto &r : a.regs) {
-      llvm::Value *x = w < 32 ? b.CreateAnd(r, b.getInt32((1u << w) - 1)) : r; // the type's bits
-      r = b.CreateSExtOrTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, x), i32);
-    }
+    for (auto &r : a.regs)
+      r = popc_reg(r, a.elem);
     a.elem = ElemType::I32;
     return a;
   }

@@ -8,8 +8,12 @@
 // docs/ARCHITECTURE.md ("Porting the lowering to the tile IR").
 //
 //   Scalar   `index` from its Sym (dims, task and loop variables), `const`
-//            (a number, or `$name`: a scalar parameter's argument slot);
-//   Control  `for` with iter_args as phis, `yield`;
+//            (a number: an integer type's digits, wrapped to a narrow
+//            type, or a float; or `$name`: a scalar parameter's argument
+//            slot);
+//   Control  `for` with iter_args as phis, `yield`, `if` as a branch of the
+//            whole CTA (its condition is uniform) whose results are phis
+//            of the yielded and the initial values;
 //   Event    `ev.wait` / `ev.notify` are the group's event protocol, which
 //            lower_kernel.cpp emits around the body (waits open it,
 //            notifies close it, as in the IR), so here they emit nothing.
@@ -138,12 +142,13 @@ struct PortCheck {
         fail("arange");
       return;
     case TileOpKind::Unary:
-      if (!one_of(op.attr, {"neg", "not", "bnot", "exp", "log", "sqrt", "rsqrt", "abs", "popc"}))
+      if (!one_of(op.attr, {"neg", "not", "bnot", "exp", "log", "sqrt", "rsqrt", "abs", "sin",
+                            "cos", "tanh", "erf", "floor", "ceil", "round", "popc"}))
         fail("map." + op.attr);
       return;
     case TileOpKind::Binary:
       if (!one_of(op.attr, {"add", "sub", "mul", "div", "mod", "max", "min", "band", "bor", "bxor",
-                            "shl", "shr"}))
+                            "shl", "shr", "pow"}))
         fail("map." + op.attr);
       return;
     case TileOpKind::Compare:
@@ -151,7 +156,8 @@ struct PortCheck {
         fail("map." + op.attr);
       return;
     case TileOpKind::Load:
-    case TileOpKind::Store: {
+    case TileOpKind::Store:
+    case TileOpKind::Atomic: {
       if (op.tensor < 0)
         return fail("memory without a tensor");
       for (const SlicePart &p : op.parts) {
@@ -224,6 +230,14 @@ struct PortCheck {
       known = std::move(outer);
       return;
     }
+    case TileOpKind::If: { // a uniform condition (sema): a branch of the whole CTA
+      if (op.operands.empty() || f.values[size_t(op.operands[0])].is_tile())
+        return fail("if on a tile");
+      std::set<std::string> outer = known;
+      ops(op.body);
+      known = std::move(outer);
+      return;
+    }
     default:
       return fail(op_spelling(op.kind));
     }
@@ -258,21 +272,16 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
                           unsigned threads) {
   if (!f.untiled.empty())
     return f.untiled;
-  std::string what;
-  if (first_untiled_stmt(t, what))
-    return what;
   if (!f.assigned)
     return "no layouts";
   if (smem_over_budget(f)) // tile/smem.cpp's plan exceeds what the targets allow
     return "shared memory: " + std::to_string(f.smem_bytes) + " bytes of scratch, over the " +
            std::to_string(f.smem_budget) + " the targets allow";
-  // The ported files know f32, f16, i32, i64 and bool registers; narrow
-  // integers (wrapping, unsigned shifts and division), fp8 and packed
-  // elements (lower/lower_convert.cpp) stay on the AST path.
-  for (const TValue &v : f.values)
-    if (v.elem != ElemType::F32 && v.elem != ElemType::F16 && v.elem != ElemType::BF16 &&
-        v.elem != ElemType::I32 && v.elem != ElemType::I64 && v.elem != ElemType::Bool)
-      return std::string("element type ") + spelling(v.elem);
+  // Every element type has its registers (lowerer.h): narrow integers wrap
+  // (arith, wrap_int), unsigned ones shift, divide and compare unsigned,
+  // FP8 rounds after each op, and loads move narrow and packed elements in
+  // words (lower_tile_memory.cpp); scans, arg-reductions, gathers and dots
+  // check their own operand types below.
   if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
     return "threads per CTA not 32 times a power of two";
   PortCheck c{f, t, {}, {}, tile_warps(threads), {}};
@@ -445,7 +454,9 @@ void Lowerer::tile_op(const TOp &op) {
 void Lowerer::tile_op_at(const TOp &op) {
   switch (op_family(op.kind)) {
   case OpFamily::Memory:
-    return op.kind == TileOpKind::Load ? tile_load(op) : tile_store(op);
+    return op.kind == TileOpKind::Load    ? tile_load(op)
+           : op.kind == TileOpKind::Store ? tile_store(op)
+                                          : tile_atomic(op);
   case OpFamily::Elementwise:
     return tile_elementwise(op);
   case OpFamily::Shape:
@@ -463,7 +474,9 @@ void Lowerer::tile_op_at(const TOp &op) {
   case OpFamily::Control:
     if (op.kind == TileOpKind::For)
       tile_for(op);
-    return; // a yield is read by its loop
+    if (op.kind == TileOpKind::If)
+      tile_if(op);
+    return; // a yield is read by its loop or branch
   case OpFamily::Scalar: {
     const TValue &rv = tf->values[size_t(op.results[0])];
     if (op.kind == TileOpKind::Index) {
@@ -480,11 +493,19 @@ void Lowerer::tile_op_at(const TOp &op) {
       throw LowerError("tile IR names an unknown scalar parameter " + op.attr);
     }
     double v = parse_number(op.attr);
-    llvm::Value *c = rv.index || rv.elem == ElemType::I64
-                         ? static_cast<llvm::Value *>(b.getInt64(uint64_t(int64_t(v))))
-                     : is_float(rv.elem) ? fconst(v)
-                                         : b.getInt32(uint32_t(int32_t(v)));
-    tregs[size_t(op.results[0])] = {c};
+    if (is_float(rv.elem) && !rv.index) {
+      tregs[size_t(op.results[0])] = {fconst(v)};
+      return;
+    }
+    // An integer: its digits (every bit of an i64), or a float's value
+    // truncated (the AST path's ConstantInt of the literal), wrapped to a
+    // narrow type's width.
+    char *end = nullptr;
+    long long iv = std::strtoll(op.attr.c_str(), &end, 10);
+    int64_t n = end && !*end && !op.attr.empty() ? int64_t(iv) : int64_t(v);
+    llvm::Type *ty = rv.index ? i64 : reg_type(rv.elem);
+    llvm::Value *c = llvm::ConstantInt::get(ty, uint64_t(n), /*signed=*/true);
+    tregs[size_t(op.results[0])] = {rv.index ? c : wrap_int(c, rv.elem)};
     return;
   }
   }
@@ -613,6 +634,45 @@ void Lowerer::tile_for(const TOp &op) {
   b.SetInsertPoint(done);
   for (size_t j = 0; j < phis.size(); ++j)
     tregs[size_t(op.results[j])].assign(phis[j].begin(), phis[j].end());
+}
+
+void Lowerer::tile_if(const TOp &op) {
+  // Sema admits only uniform conditions (scalars of indices, dims, consts,
+  // scalar parameters; a tile is refused): every thread of the CTA takes
+  // the same branch, so the barriers inside the body are met by all.
+  llvm::Value *c = tregs[size_t(op.operands.at(0))].at(0);
+  llvm::Value *taken = c->getType()->isIntegerTy(1)
+                           ? c
+                           : b.CreateICmpNE(c, llvm::Constant::getNullValue(c->getType()));
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *then_bb = llvm::BasicBlock::Create(ctx, "tif.then", fn);
+  auto *done = llvm::BasicBlock::Create(ctx, "tif.end", fn);
+  b.CreateCondBr(taken, then_bb, done);
+  b.SetInsertPoint(then_bb);
+  std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
+  tile_ops(op.body);
+  tile_data_syms = std::move(outer_reads);
+  const TOp &y = op.body.back();
+  if (y.kind != TileOpKind::Yield || y.operands.size() != op.results.size() ||
+      op.operands.size() != op.results.size() + 1)
+    throw LowerError("tile IR if without its yield");
+  llvm::BasicBlock *end = b.GetInsertBlock();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  for (size_t j = 0; j < op.results.size(); ++j) {
+    const std::vector<llvm::Value *> &init = tregs[size_t(op.operands[j + 1])];
+    const std::vector<llvm::Value *> &got = tregs[size_t(y.operands[j])];
+    if (init.empty() || init.size() != got.size())
+      throw LowerError("tile IR if: a yielded value and its initial one differ in registers");
+    std::vector<llvm::Value *> regs;
+    for (size_t k = 0; k < init.size(); ++k) {
+      llvm::PHINode *phi = b.CreatePHI(init[k]->getType(), 2);
+      phi->addIncoming(init[k], pre);
+      phi->addIncoming(got[k], end);
+      regs.push_back(phi);
+    }
+    tregs[size_t(op.results[j])] = regs;
+  }
 }
 
 //===-- Layouts: which element each register holds ------------------------===//

@@ -3,7 +3,9 @@
 // What this owns: the Elementwise, Shape and Layout families of the tile
 // IR. The layout pass gives an elementwise op's operands its result's
 // layout, so a map works register by register (the arithmetic is the AST
-// path's: Lowerer::arith, compare, select, convert_scalar, math_reg). A
+// path's: Lowerer::arith, compare, select, convert_scalar, math_regs for
+// exp .. round and pow, popc_reg; neg, bnot and abs wrap a narrow integer
+// to its width and max/min compare unsigned types unsigned, as it does). A
 // splat fills every register; `arange` converts the register's coordinate;
 // a `reshape` that keeps the layout's bases (or makes a one-element tile a
 // scalar: every thread holds it in register 0) renames registers;
@@ -69,12 +71,25 @@ void Lowerer::tile_elementwise(const TOp &op) {
       bool mx = op.attr == "max";
       for (size_t k = 0; k < a.regs.size(); ++k) {
         llvm::Value *l = a.regs[k], *x = c.regs.at(k);
-        res.push_back(
-            is_float(out.elem)
-                ? b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l,
-                                          x)
-                : b.CreateSelect(mx ? b.CreateICmpSGT(l, x) : b.CreateICmpSLT(l, x), l, x));
+        res.push_back(is_float(out.elem)
+                          ? b.CreateBinaryIntrinsic(
+                                mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, l, x)
+                          : b.CreateSelect(b.CreateICmp(int_predicate(mx ? llvm::CmpInst::ICMP_SGT
+                                                                         : llvm::CmpInst::ICMP_SLT,
+                                                                      out.elem),
+                                                        l, x),
+                                           l, x));
       }
+      return;
+    }
+    if (op.attr == "pow") { // lower_math.cpp: f32 operands, rounded once
+      TileVal x = tval(op.operands[0]), y = tval(op.operands[1]);
+      std::vector<llvm::Value *> xf, yf;
+      for (size_t k = 0; k < x.regs.size(); ++k) {
+        xf.push_back(convert_scalar(x.regs[k], x, ElemType::F32));
+        yf.push_back(convert_scalar(y.regs.at(k), y, ElemType::F32));
+      }
+      res = math_regs(MathFn::Pow, xf, yf, out.elem);
       return;
     }
     r = arith(binop_of(op.attr), tval(op.operands[0]), tval(op.operands[1]), out.shape, out.elem);
@@ -94,36 +109,36 @@ void Lowerer::tile_elementwise(const TOp &op) {
   }
   case TileOpKind::Unary: {
     TileVal a = tval(op.operands[0]);
-    TileVal f;
-    f.elem = ElemType::F32;
     bool fl = is_float(a.elem) && !a.is_index;
+    if (std::optional<MathFn> fn = math_fn_named(op.attr)) { // lower_math.cpp, as the AST path
+      std::vector<llvm::Value *> xf;
+      for (llvm::Value *x : a.regs)
+        xf.push_back(fl ? x : convert_scalar(x, a, ElemType::F32));
+      res = math_regs(*fn, xf, {}, out.elem);
+      return;
+    }
     for (llvm::Value *x : a.regs) {
       llvm::Value *y = nullptr;
+      // Integers wrap to a narrow type's width (abs(-128) of an i8 is
+      // -128, as in C); an unsigned one's abs is itself.
       if (op.attr == "neg")
-        y = fl ? b.CreateFNeg(x) : b.CreateNeg(x);
+        y = fl ? b.CreateFNeg(x) : wrap_int(b.CreateNeg(x), a.elem);
       else if (op.attr == "not")
         y = b.CreateXor(x, b.getInt32(1)); // bool: an i32 holding 0 or 1
       else if (op.attr == "bnot")
-        y = b.CreateNot(x);
+        y = wrap_int(b.CreateNot(x), a.elem);
       else if (op.attr == "abs")
         y = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
-               : b.CreateSelect(b.CreateICmpSLT(x, llvm::Constant::getNullValue(x->getType())),
-                                b.CreateNeg(x), x);
-      else if (op.attr == "popc") { // an integer operand (sema), an i32 count
-        // i32 and i64 (the types tile_unported lets through); a narrow type
-        // would sit sign- or zero-extended in an i32, so only its own bits
-        // count, as on the AST path (lower_tile.cpp).
-        const unsigned w = elem_bits(a.elem);
-        llvm::Value *v = w < 32 ? b.CreateAnd(x, b.getInt32((1u << w) - 1)) : x;
-        y = b.CreateSExtOrTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, v), i32);
-      } else {
-        MathFn fn = op.attr == "exp"    ? MathFn::Exp
-                    : op.attr == "log"  ? MathFn::Log
-                    : op.attr == "sqrt" ? MathFn::Sqrt
-                                        : MathFn::Rsqrt;
-        llvm::Value *xf = fl ? x : convert_scalar(x, a, ElemType::F32);
-        y = convert_scalar(math_reg(fn, xf, nullptr), f, out.elem); // rounds f16 once
-      }
+            : is_unsigned(a.elem)
+                ? x
+                : wrap_int(
+                      b.CreateSelect(b.CreateICmpSLT(x, llvm::Constant::getNullValue(x->getType())),
+                                     b.CreateNeg(x), x),
+                      a.elem);
+      else if (op.attr == "popc")
+        y = popc_reg(x, a.elem);
+      else
+        throw LowerError("tile IR op 'map." + op.attr + "' is not ported");
       res.push_back(y);
     }
     return;

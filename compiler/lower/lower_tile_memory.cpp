@@ -23,13 +23,30 @@
 // (lower_convert.cpp: bf16 -> f32 a shift, f32 -> bf16 round to nearest
 // even with integer ops, the same on sim and NVPTX); a vector of bf16 moves
 // as 32-bit words (8 bf16 = one 128-bit access of 4 words), a word's low
-// half the lower element.
+// half the lower element. A vector of narrow elements (i8, u8, i16, u16,
+// FP8, packed i4/u4: word_packed) moves likewise as one integer of its
+// bits or as i32 words, element j in bits [j w, j w + w), shifted and
+// masked out and extended or decoded into its register (lower_convert.cpp's
+// register forms); a single packed element is the byte at half its offset
+// and the nibble its low bit picks. The pad is converted to the loaded
+// type (u4 loads as u8) and wrapped, as the AST path's.
+//
+// An `atomic` (atomic_add/_max/_min/_cas) is a store's walk, one element
+// per access: the writer of each replica group applies the AST path's
+// per-element read-modify-write (lower_atomic.cpp's atomic_elem), so no
+// element is updated twice by threads holding copies. Its old values (0
+// where masked off or outside), when used, reach the copies: a register
+// copy takes its register's, lanes of the writer's warp one shfl.sync.idx
+// from the writer, warps holding copies read them back from the op's
+// scratch buffer after a barrier; a rank-0 atomic is thread 0's, its old
+// value through scratch to every thread.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
 #include <llvm/IR/Constants.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -38,21 +55,37 @@ namespace etl {
 
 namespace {
 
+/// Sub-word elements other than f16 and bf16 (i8, u8, i16, u16, FP8 and
+/// packed i4/u4): a vector of them moves as one integer of its bits (i8,
+/// i16, i32) or as i32 words, element j in bits [j w, j w + w) (memory is
+/// little-endian), picked out by shifts and masks.
+bool word_packed(ElemType t) {
+  return elem_bits(t) < 32 && t != ElemType::F16 && t != ElemType::BF16 && t != ElemType::Bool;
+}
+
 /// The type a tensor element has in memory: f16 `half`, bf16 its bits
-/// (i16); the others their register type.
+/// (i16), the narrow types lower_convert.cpp's memory_type (a packed
+/// element: the byte that holds it); the others their register type.
 llvm::Type *mem_elem_type(Lowerer &L, ElemType t) {
-  if (t == ElemType::F16 || t == ElemType::BF16)
+  if (t == ElemType::F16 || t == ElemType::BF16 || word_packed(t))
     return L.memory_type(t);
   return L.reg_type(t);
 }
 
 /// The type of one access of `n` elements of `t`: n bf16 travel as n/2 i32
 /// words (LLVM 16's NVPTX has no legal vector of i16, and would split
-/// `<8 x i16>` into narrow accesses), the others as `<n x T>`.
+/// `<8 x i16>` into narrow accesses), n > 1 narrow elements as an integer
+/// of their bits or i32 words (word_packed), the others as `<n x T>`.
 llvm::Type *access_type(Lowerer &L, ElemType t, unsigned n) {
   llvm::Type *ety = mem_elem_type(L, t);
   if (n == 1)
     return ety;
+  if (word_packed(t)) {
+    unsigned bits = n * elem_bits(t);
+    if (bits <= 32)
+      return L.b.getIntNTy(std::max(bits, 8u));
+    return llvm::FixedVectorType::get(L.b.getInt32Ty(), bits / 32);
+  }
   if (t == ElemType::BF16 && n % 2 == 0)
     return n == 2 ? static_cast<llvm::Type *>(L.b.getInt32Ty())
                   : llvm::FixedVectorType::get(L.b.getInt32Ty(), n / 2);
@@ -79,6 +112,21 @@ std::vector<llvm::Value *> unpack_access(Lowerer &L, llvm::Value *v, ElemType t,
     }
     return out;
   }
+  if (word_packed(t)) { // element e: its bits of word e w / 32, in the register form
+    const unsigned w = elem_bits(t);
+    for (unsigned e = 0; e < n; ++e) {
+      unsigned at = e * w;
+      llvm::Value *word =
+          v->getType()->isVectorTy() ? b.CreateExtractElement(v, uint64_t(at / 32)) : v;
+      word = b.CreateZExt(word, b.getInt32Ty());
+      llvm::Value *field = b.CreateAnd(b.CreateLShr(word, at % 32), b.getInt32((1u << w) - 1));
+      if (is_integer(t))
+        out.push_back(is_unsigned(t) ? field : b.CreateAShr(b.CreateShl(field, 32 - w), 32 - w));
+      else // FP8: its bits decoded as a load of one element decodes them
+        out.push_back(L.from_memory(b.CreateTrunc(field, L.memory_type(t)), t, nullptr));
+    }
+    return out;
+  }
   for (unsigned e = 0; e < n; ++e)
     out.push_back(widen(b.CreateExtractElement(v, uint64_t(e))));
   return out;
@@ -101,6 +149,21 @@ llvm::Value *pack_access(Lowerer &L, const std::vector<llvm::Value *> &xs, ElemT
       llvm::Value *word = b.CreateOr(lo, b.CreateShl(hi, 16));
       v = n == 2 ? word : b.CreateInsertElement(v, word, uint64_t(w));
     }
+    return v;
+  }
+  if (word_packed(t)) { // (sema: no stores into packed tensors)
+    const unsigned w = elem_bits(t);
+    std::vector<llvm::Value *> words((n * w + 31) / 32, b.getInt32(0));
+    for (unsigned e = 0; e < n; ++e) {
+      unsigned at = e * w;
+      llvm::Value *x = b.CreateZExt(narrow(xs[e]), b.getInt32Ty());
+      words[at / 32] = b.CreateOr(words[at / 32], b.CreateShl(x, at % 32));
+    }
+    if (!ty->isVectorTy())
+      return b.CreateTrunc(words[0], ty);
+    llvm::Value *v = llvm::PoisonValue::get(ty);
+    for (size_t k = 0; k < words.size(); ++k)
+      v = b.CreateInsertElement(v, words[k], uint64_t(k));
     return v;
   }
   llvm::Value *v = llvm::PoisonValue::get(ty);
@@ -214,7 +277,8 @@ std::vector<llvm::Value *> gathered_at(Lowerer &L, const Slice &s, const TOp &op
 /// (empty: no gather).
 std::pair<llvm::Value *, llvm::Value *> element_at(Lowerer &L, const Slice &s, const TOp &op,
                                                    const std::vector<llvm::Value *> &c,
-                                                   const std::vector<llvm::Value *> &g = {}) {
+                                                   const std::vector<llvm::Value *> &g = {},
+                                                   llvm::Value **lin = nullptr) {
   Builder &b = L.b;
   llvm::Value *ok = nullptr;
   bool i32 = op.mem.index32;
@@ -233,7 +297,11 @@ std::pair<llvm::Value *, llvm::Value *> element_at(Lowerer &L, const Slice &s, c
   }
   if (i32)
     off = b.CreateZExt(off, b.getInt64Ty());
-  llvm::Value *p = b.CreateGEP(b.getInt8Ty(), s.base, b.CreateMul(off, b.getInt64(s.bytes)));
+  if (lin) // a packed element's nibble is its offset's low bit
+    *lin = off;
+  llvm::Value *bytes = is_packed(s.elem) ? b.CreateLShr(off, 1) // two elements per byte
+                                         : b.CreateMul(off, b.getInt64(s.bytes));
+  llvm::Value *p = b.CreateGEP(b.getInt8Ty(), s.base, bytes);
   return {p, ok};
 }
 
@@ -242,8 +310,8 @@ std::pair<llvm::Value *, llvm::Value *> element_at(Lowerer &L, const Slice &s, c
 /// the middle of an allocation may not be).
 llvm::Value *aligned_base_of(Lowerer &L, const Slice &s, unsigned n) {
   llvm::Value *a = L.b.CreatePtrToInt(s.base, L.b.getInt64Ty());
-  return L.b.CreateICmpEQ(L.b.CreateAnd(a, L.b.getInt64(uint64_t(n) * s.bytes - 1)),
-                          L.b.getInt64(0));
+  const uint64_t bytes = std::max(1u, n * elem_bits(s.elem) / 8); // n packed nibbles: n / 2
+  return L.b.CreateICmpEQ(L.b.CreateAnd(a, L.b.getInt64(bytes - 1)), L.b.getInt64(0));
 }
 
 double pad_number(const std::string &s) {
@@ -265,22 +333,31 @@ void Lowerer::tile_load(const TOp &op) {
   Slice s = slice_of(*this, op);
   if (op.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
     m.barrier(b);
-  llvm::Type *ety = mem_elem_type(*this, s.elem), *rty = reg_type(s.elem);
+  llvm::Type *ety = mem_elem_type(*this, s.elem), *rty = reg_type(tv.elem);
   TileVal f64;
   f64.elem = ElemType::F32;
+  // The pad in the loaded type (u4 loads as u8): a float converted, an
+  // integer's digits wrapped to a narrow type, as the AST path's.
   double pv = pad_number(op.pad);
-  llvm::Value *pad = is_float(s.elem)
-                         ? convert_scalar(fconst(pv), f64, s.elem)
-                         : llvm::ConstantInt::get(rty, uint64_t(int64_t(pv)), /*signed=*/true);
+  char *end = nullptr;
+  long long ipad = std::strtoll(op.pad.c_str(), &end, 10);
+  llvm::Value *pad = is_float(tv.elem) || (end && *end)
+                         ? convert_scalar(fconst(pv), f64, tv.elem)
+                         : wrap_int(llvm::ConstantInt::get(rty, uint64_t(ipad),
+                                                           /*signed=*/true),
+                                    tv.elem);
+  const bool packed = is_packed(s.elem);
+  llvm::Value *lin = nullptr; // the element offset of the access (a packed nibble's low bit)
   std::function<llvm::Value *(llvm::Value *)> widen = [&](llvm::Value *x) {
-    return s.elem == ElemType::F16 || s.elem == ElemType::BF16 ? from_memory(x, s.elem, nullptr)
-                                                               : x;
+    return s.elem == ElemType::F16 || s.elem == ElemType::BF16 || word_packed(s.elem)
+               ? from_memory(x, s.elem, lin)
+               : x;
   };
   // One access of `n` elements at coordinates `c` (i1 `ok`, null: always),
   // its registers appended to `out`.
   auto access = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
                     llvm::Value *ok, unsigned n, std::vector<llvm::Value *> &out) {
-    auto [addr, in] = element_at(*this, s, op, c, g);
+    auto [addr, in] = element_at(*this, s, op, c, g, &lin);
     llvm::Value *p = addr;
     ok = and_of(*this, ok, in);
     llvm::Type *ty = access_type(*this, s.elem, n);
@@ -305,9 +382,12 @@ void Lowerer::tile_load(const TOp &op) {
       b.CreateBr(jb);
       b.SetInsertPoint(sb);
       std::vector<llvm::Value *> slow;
-      for (unsigned e = 0; e < n; ++e)
+      for (unsigned e = 0; e < n; ++e) { // a vector of nibbles starts at an even element
+        lin = b.getInt64(e);
         slow.push_back(
-            widen(one(ety, b.CreateGEP(b.getInt8Ty(), p, b.getInt64(uint64_t(e) * s.bytes)))));
+            widen(one(ety, b.CreateGEP(b.getInt8Ty(), p,
+                                       b.getInt64(packed ? e / 2 : uint64_t(e) * s.bytes)))));
+      }
       llvm::BasicBlock *send = b.GetInsertBlock();
       b.CreateBr(jb);
       b.SetInsertPoint(jb);
@@ -345,8 +425,9 @@ void Lowerer::tile_load(const TOp &op) {
     access({}, {}, nullptr, 1, regs);
     tregs[size_t(rv)] = regs;
     if (!op.attr.empty()) // an element read (`kv_len[b]`): the symbol it binds
-      tile_data_syms[op.attr] =
-          regs[0]->getType()->isIntegerTy(64) ? regs[0] : b.CreateSExt(regs[0], i64);
+      tile_data_syms[op.attr] = regs[0]->getType()->isIntegerTy(64) ? regs[0]
+                                : is_unsigned(tv.elem)              ? b.CreateZExt(regs[0], i64)
+                                                                    : b.CreateSExt(regs[0], i64);
     return;
   }
   const Layout &l = layout_of(rv);
@@ -374,7 +455,9 @@ void Lowerer::tile_store(const TOp &op) {
   if (op.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
     m.barrier(b);
   std::function<llvm::Value *(llvm::Value *)> narrow = [&](llvm::Value *x) {
-    return s.elem == ElemType::F16 || s.elem == ElemType::BF16 ? to_memory(x, s.elem) : x;
+    return s.elem == ElemType::F16 || s.elem == ElemType::BF16 || word_packed(s.elem)
+               ? to_memory(x, s.elem)
+               : x;
   };
   auto access = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
                     llvm::Value *ok, const std::vector<llvm::Value *> &xs) {
@@ -437,6 +520,143 @@ std::pair<llvm::Value *, llvm::Value *> Lowerer::tile_elem_addr(const TOp &op,
   if (aligned)
     *aligned = aligned_base_of(*this, s, n);
   return element_at(*this, s, op, c);
+}
+
+} // namespace etl
+
+namespace etl {
+
+void Lowerer::tile_atomic(const TOp &op) {
+  static const std::pair<const char *, Builtin> kinds[] = {{"add", Builtin::AtomicAdd},
+                                                           {"max", Builtin::AtomicMax},
+                                                           {"min", Builtin::AtomicMin},
+                                                           {"cas", Builtin::AtomicCas}};
+  Builtin kind = Builtin::None;
+  for (const auto &[name, f] : kinds)
+    if (op.attr == name)
+      kind = f;
+  if (kind == Builtin::None)
+    throw LowerError("tile IR atomic '" + op.attr + "' is not ported");
+  const size_t nv = value_operands(op);
+  std::vector<const std::vector<llvm::Value *> *> vals;
+  for (size_t j = 0; j < nv; ++j) {
+    vals.push_back(&tregs[size_t(op.operands[j])]);
+    if (vals.back()->empty())
+      throw LowerError("tile IR atomic of an undefined value");
+  }
+  const TValue &tv = tf->values[size_t(op.operands[0])];
+  Slice s = slice_of(*this, op);
+  if (op.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
+    m.barrier(b);
+  // Register r's element at coordinates `c` when `ok` (null: always): its
+  // old value, 0 where it is off or outside the tensor (the AST path's).
+  auto apply = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
+                   llvm::Value *ok, uint32_t r) {
+    auto [addr, in] = element_at(*this, s, op, c, g);
+    llvm::Value *p = addr;
+    ok = and_of(*this, ok, in);
+    llvm::BasicBlock *from = b.GetInsertBlock();
+    auto *ab = llvm::BasicBlock::Create(ctx, "tatomic", fn);
+    auto *jb = llvm::BasicBlock::Create(ctx, "tatomic.done", fn);
+    b.CreateCondBr(ok ? ok : b.getTrue(), ab, jb);
+    b.SetInsertPoint(ab);
+    llvm::Value *old =
+        atomic_elem(kind, s.elem, p, vals[0]->at(r), nv == 2 ? vals[1]->at(r) : nullptr);
+    llvm::BasicBlock *aend = b.GetInsertBlock();
+    b.CreateBr(jb);
+    b.SetInsertPoint(jb);
+    llvm::PHINode *phi = b.CreatePHI(old->getType(), 2);
+    phi->addIncoming(llvm::Constant::getNullValue(old->getType()), from);
+    phi->addIncoming(old, aend);
+    return static_cast<llvm::Value *>(phi);
+  };
+  const bool used = !op.results.empty();
+  if (!tv.is_tile()) { // rank 0: thread 0, its old value to every thread
+    llvm::Value *t0 = b.CreateICmpEQ(tid, b.getInt32(0));
+    llvm::Value *old = apply({}, {}, t0, 0);
+    if (!used)
+      return;
+    const unsigned bytes = scratch_bytes(s.elem);
+    note_scratch(bytes / 4);
+    if_then(t0, [&] { scratch_store(old, b.getInt64(0), bytes); });
+    m.barrier(b);
+    tregs[size_t(op.results[0])] = {scratch_load(old->getType(), b.getInt64(0), bytes)};
+    scratch_release();
+    return;
+  }
+  const Layout &l = layout_of(op.operands[0]);
+  llvm::Value *writer = replica_writer(l);
+  const std::vector<llvm::Value *> *mask = op.mask >= 0 ? &tregs[size_t(op.mask)] : nullptr;
+  std::vector<llvm::Value *> old(l.num_regs(), nullptr);
+  for (uint32_t r = 0; r < l.num_regs(); ++r) {
+    if (reg_replica(l, r))
+      continue;
+    llvm::Value *ok = and_of(*this, writer, reg_alive(l, r));
+    if (mask)
+      ok = and_of(*this, ok, truthy(*this, mask->at(r)));
+    old[r] = apply(reg_coords(l, r), gathered_at(*this, s, op, l, r), ok, r);
+  }
+  if (!used)
+    return;
+  // The old values reach the copies: lanes of the writer's warp by a
+  // shuffle from it, other warps through the op's scratch buffer
+  // (tile/smem.cpp sized it), registers by a move.
+  uint32_t lane_copies = 0;
+  for (size_t k = 0; k < l.lane.size(); ++k)
+    if (!l.lane[k])
+      lane_copies |= 1u << k;
+  const bool warp_copies = std::count(l.warp.begin(), l.warp.end(), 0u) != 0;
+  const TValue &out = tf->values[size_t(op.results[0])];
+  if (warp_copies) {
+    const unsigned bytes = scratch_bytes(out.elem);
+    const int64_t per_line = 128 / bytes;
+    note_scratch((out.numel() + per_line - 1) / per_line * per_line * bytes / 4);
+    for (uint32_t r = 0; r < l.num_regs(); ++r) {
+      if (!old[r])
+        continue;
+      llvm::Value *lin = tile_scratch_index(reg_coords(l, r), out.shape, bytes, 0);
+      llvm::Value *x = old[r];
+      if (llvm::Value *w = and_of(*this, writer, reg_alive(l, r)))
+        if_then(w, [&] { scratch_store(x, lin, bytes); });
+      else
+        scratch_store(x, lin, bytes);
+    }
+    m.barrier(b);
+    for (uint32_t r = 0; r < l.num_regs(); ++r) {
+      if (!old[r])
+        continue;
+      llvm::Value *lin = tile_scratch_index(reg_coords(l, r), out.shape, bytes, 0);
+      if (llvm::Value *alive = reg_alive(l, r)) // a padded element reads element 0
+        lin = b.CreateSelect(alive, lin, b.getInt64(0));
+      old[r] = scratch_load(old[r]->getType(), lin, bytes);
+    }
+    scratch_release();
+  } else if (lane_copies) {
+    llvm::Value *src = b.CreateAnd(tid, b.getInt32(31u & ~lane_copies));
+    for (llvm::Value *&x : old) {
+      if (!x)
+        continue;
+      auto shfl = [&](llvm::Value *v) {
+        return m.shuffle(b, ShflMode::Idx, v, src, 31, 0xFFFFFFFFu, op.loc.begin.line);
+      };
+      if (!x->getType()->isIntegerTy(64)) {
+        x = shfl(x);
+        continue;
+      }
+      llvm::Value *lo = shfl(b.CreateTrunc(x, i32));
+      llvm::Value *hi = shfl(b.CreateTrunc(b.CreateLShr(x, 32), i32));
+      x = b.CreateOr(b.CreateZExt(lo, i64), b.CreateShl(b.CreateZExt(hi, i64), 32));
+    }
+  }
+  for (uint32_t r = 0; r < l.num_regs(); ++r) // a register copy: its lowest register's
+    if (!old[r]) {
+      uint32_t base = r;
+      for (size_t k = 0; k < l.reg.size(); ++k)
+        if (!l.reg[k])
+          base &= ~(1u << k);
+      old[r] = old.at(base);
+    }
+  tregs[size_t(op.results[0])] = old;
 }
 
 } // namespace etl

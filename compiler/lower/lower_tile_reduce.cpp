@@ -23,6 +23,8 @@
 //
 // The result's layout is slice(operand, axis) (tile/layout.h): its register
 // r holds the group of operand registers whose non-axis coordinates match.
+// Unsigned elements compare unsigned; a narrow integer's sum wraps to its
+// width at the end (the AST path's rules).
 //
 // scan walks the bits of the axis coordinate from the lowest (recursive
 // doubling): after bits [0, p) each element holds s, the inclusive prefix
@@ -308,17 +310,22 @@ void Lowerer::tile_reduce(const TOp &op) {
     identity = llvm::Constant::getNullValue(ty);
   else if (fl)
     identity = llvm::ConstantFP::getInfinity(f32, mx);
-  else {
+  else { // an unsigned type compares unsigned (the AST path's reduce)
     unsigned bits = ty->getIntegerBitWidth();
-    identity = llvm::ConstantInt::get(ty, mx ? llvm::APInt::getSignedMinValue(bits)
-                                             : llvm::APInt::getSignedMaxValue(bits));
+    bool u = is_unsigned(a.elem);
+    identity = llvm::ConstantInt::get(
+        ty, mx ? (u ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits))
+               : (u ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits)));
   }
   auto combine = [&](llvm::Value *x, llvm::Value *y) -> llvm::Value * {
     if (sum)
       return fl ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
     if (fl)
       return b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, x, y);
-    return b.CreateSelect(mx ? b.CreateICmpSGT(x, y) : b.CreateICmpSLT(x, y), x, y);
+    return b.CreateSelect(
+        b.CreateICmp(int_predicate(mx ? llvm::CmpInst::ICMP_SGT : llvm::CmpInst::ICMP_SLT, a.elem),
+                     x, y),
+        x, y);
   };
   for (uint32_t r = 0; r < la.num_regs(); ++r) {
     llvm::Value *x = regs.at(r);
@@ -329,8 +336,9 @@ void Lowerer::tile_reduce(const TOp &op) {
   res = fold_axis(*this, op, in, {scratch_bytes(a.elem)},
                   [&](const Part &p, const Part &q) { return Part{combine(p[0], q[0])}; });
   tregs[size_t(rv)].clear();
-  for (const Part &p : res)
-    tregs[size_t(rv)].push_back(p[0]);
+  const ElemType out = tf->values[size_t(rv)].elem;
+  for (const Part &p : res) // a sum of u8 wraps to u8 (the AST path's)
+    tregs[size_t(rv)].push_back(wrap_int(p[0], out));
 }
 
 void Lowerer::tile_scan(const TOp &op) {

@@ -267,6 +267,13 @@ private:
           def(v, end);
         continue;
       }
+      if (op.kind == TileOpKind::If) { // its results from the end of its body
+        int end = end_of(op.body, at);
+        number(op.body, at);
+        for (int v : op.results)
+          def(v, end);
+        continue;
+      }
       for (int v : op.results)
         def(v, at);
     }

@@ -33,7 +33,7 @@ struct TargetDesc {
 };
 
 /// Bytes at the start of every megakernel's shared memory that the lowering
-/// keeps for itself (the task header, lower/lowerer.h); the scratch area
+/// keeps for itself (the task header, lower/plan.h); the scratch area
 /// that `dot` and reductions use follows it.
 constexpr unsigned kSmemHeaderBytes = 32;
 

@@ -13,8 +13,10 @@
 //     loaded outside the loop that holds the dot; a store keeps its
 //     value's layout (a value that can take any, such as a splat, takes the
 //     coalesced one; one whose lanes hold copies moves to it when that needs
-//     fewer warp-level requests: fewer_stores);
-//  2. forward propagation: elementwise ops keep their anchored operand's
+//     fewer warp-level requests: fewer_stores), and so does an atomic,
+//     whose old values come back in its values' layout;
+//  2. forward propagation (an `if`'s results: their initial values'
+//     layouts, which the yielded values take): elementwise ops keep their anchored operand's
 //     layout (an mma accumulator's first; in a body with tensor-core dots
 //     an elementwise op of splats and aranges takes its use's), reductions give slice(parent,
 //     axis), transpose permutes, a power-of-two reshape keeps the bases;
@@ -318,6 +320,34 @@ private:
       op.operands[0] = keep;
       break;
     }
+    case TileOpKind::Atomic: {
+      // As a store: the values keep their layout unless the coalesced one
+      // (one element per thread: memory.cpp gives atomics vec 1) needs
+      // fewer warp-level requests; cas's desired value, the gathers and the
+      // mask follow, and the old values come back in the same layout
+      // (lower/lower_tile_memory.cpp hands each replica its writer's).
+      int v = op.operands[0];
+      if (tile(v)) {
+        Layout anchor = load_anchor(op, val(v).shape);
+        bool move = !adaptable(v) && fewer_stores(L(v), anchor, op.mem);
+        Layout l = move || (adaptable(v) && !hint_.count(v)) ? anchor : L(v);
+        for (size_t j = 0; j < value_operands(op); ++j)
+          need(op.operands[j], l);
+        for (SlicePart &p : op.parts)
+          if (p.kind == SlicePart::Gather) {
+            Layout g = l;
+            for (unsigned d = l.rank(); d-- > 0;)
+              if (int(d) != p.tile_dim)
+                g = slice_layout(g, d);
+            need(p.gather, g);
+          }
+        if (op.mask >= 0)
+          need(op.mask, l);
+        set(l);
+      }
+      rebuild_operands(op);
+      break;
+    }
     case TileOpKind::Unary:
     case TileOpKind::Binary:
     case TileOpKind::Compare:
@@ -431,6 +461,9 @@ private:
     case TileOpKind::For:
       loop(op, out, cache);
       return;
+    case TileOpKind::If:
+      branch(op, out, cache);
+      return;
     default:
       break;
     }
@@ -441,10 +474,8 @@ private:
   /// Loads and stores keep gathers and masks both in parts/mask and in
   /// operands (for the verifier's use-before-def check): rebuild the latter.
   static void rebuild_operands(TOp &op) {
-    int first = op.kind == TileOpKind::Store ? op.operands[0] : -1;
-    op.operands.clear();
-    if (first >= 0)
-      op.operands.push_back(first);
+    std::vector<int> vals(op.operands.begin(), op.operands.begin() + long(value_operands(op)));
+    op.operands = vals;
     for (const SlicePart &p : op.parts)
       if (p.kind == SlicePart::Gather)
         op.operands.push_back(p.gather);
@@ -488,6 +519,35 @@ private:
     }
     if (rewrite_)
       out.push_back(std::move(op));
+  }
+
+  /// An `if`: its body sees the outer values as they are; each result
+  /// takes its initial value's layout (the yielded one's when the initial
+  /// value can take any), and the yielded and initial values move there
+  /// (converts for the yield at the end of the body, for the initial
+  /// value before the `if`).
+  void branch(TOp &op, std::vector<TOp> &out, Cache &cache) {
+    std::vector<TOp> body = ops(op.body, cache);
+    TOp y = rewrite_ ? body.back() : op.body.back();
+    if (rewrite_)
+      body.pop_back();
+    Cache inner = cache; // converts inside the body stay there
+    for (size_t j = 0; j < op.results.size(); ++j) {
+      int r = op.results[j];
+      if (!tile(r))
+        continue;
+      int &init = op.operands[j + 1];
+      int &v = y.operands[j];
+      Layout l = !adaptable(init) || hint_.count(init) ? L(init) : L(v);
+      v = require(v, l, body, inner, y.loc);
+      init = require(init, l, out, cache, op.loc);
+      lay_[size_t(r)] = l;
+    }
+    if (rewrite_) {
+      body.push_back(y);
+      op.body = std::move(body);
+      out.push_back(std::move(op));
+    }
   }
 
   static void defs(const std::vector<TOp> &body, std::set<int> &out) {

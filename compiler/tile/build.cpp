@@ -6,14 +6,19 @@
 // broadcast, splat and cast ops, index arithmetic stays symbolic (an `index`
 // op or a slice part holding the Sym sema computed; an element read of
 // tensor data in it, `kv_len[b]`, is a rank-0 load binding the symbol sema
-// named it by), a `var` assigned in a `for` becomes an iter_arg, and the
-// task's waits open and its notifies close the body. Runs only on programs sema accepted.
+// named it by), a `var` assigned in a `for` becomes an iter_arg, one
+// assigned in a branch a result of its `if` op (`else` is an `if` on the
+// negated condition), and the task's waits open and its notifies close the
+// body. Every math builtin is a `map` of the builtin's name, an atomic an
+// `atomic` op; a constant keeps every bit of its literal. Runs only on
+// programs sema accepted.
 //
 //===----------------------------------------------------------------------===//
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -29,13 +34,21 @@ unsigned tile_warps(unsigned threads) {
 
 namespace {
 
+/// `v` in the fewest significant digits that read back as `v` (the
+/// lowering parses the attr: a constant keeps every bit of the AST's).
 std::string number(double v) {
   if (std::isinf(v))
     return v < 0 ? "-inf" : "inf";
-  std::ostringstream s;
-  s << v;
-  std::string t = s.str();
-  if (t.find_first_of(".e") == std::string::npos)
+  std::string t;
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::ostringstream s;
+    s.precision(digits);
+    s << v;
+    t = s.str();
+    if (std::strtod(t.c_str(), nullptr) == v)
+      break;
+  }
+  if (t.find_first_of(".en") == std::string::npos)
     t += ".0";
   return t;
 }
@@ -145,8 +158,12 @@ private:
     switch (s.kind) {
     case StmtKind::Let:
     case StmtKind::Var:
-      if (s.value->type.kind == TypeKind::Index)
-        return; // its uses carry the symbolic value
+      if (s.value->type.kind == TypeKind::Index) {
+        // Its uses carry the symbolic value; an element read in it
+        // (`let k = off[i]`) is loaded here, binding its symbol for them.
+        bind_reads(s.value.get());
+        return;
+      }
       locals_[size_t(s.local_index)] = at_local_type(value(*s.value), s.local_index, s.range);
       return;
     case StmtKind::Assign: {
@@ -163,7 +180,7 @@ private:
     case StmtKind::For:
       return loop(s);
     case StmtKind::If:
-      return; // no op yet: callers check first_untiled_stmt() first
+      return branch(s);
     case StmtKind::ExprStmt:
       value(*s.value);
       return;
@@ -174,9 +191,58 @@ private:
     for (const StmtPtr &s : body) {
       if (s->kind == StmtKind::Assign)
         out.insert(s->local_index);
-      if (s->kind == StmtKind::For)
+      if (s->kind == StmtKind::For || s->kind == StmtKind::If) {
         assigned(s->body, out);
+        assigned(s->else_body, out);
+      }
     }
+  }
+
+  /// `if c { a } else { b }`: an `if` op on c with body a, then one on
+  /// !c with body b (c is an SSA value computed before both, so exactly one
+  /// body runs); an `else if` is an `if` inside the second body.
+  void branch(const Stmt &s) {
+    int c = coerce(value(*s.value), {}, ElemType::Bool, s.range);
+    one_branch(c, s.body, s.range);
+    if (s.else_body.empty())
+      return;
+    int nc = emit(make(TileOpKind::Unary, s.range, {c}, "not"), ElemType::Bool, {});
+    one_branch(nc, s.else_body, s.range);
+  }
+
+  /// An `if` op on `cond`: the locals defined before it that `body`
+  /// assigns are its results (the yielded values when `cond` holds, their
+  /// values before it otherwise).
+  void one_branch(int cond, const std::vector<StmtPtr> &body, SourceRange loc) {
+    std::set<int> carried_set;
+    assigned(body, carried_set);
+    std::vector<int> carried;
+    for (int i : carried_set)
+      if (i >= 0 && size_t(i) < locals_.size() && locals_[size_t(i)] >= 0)
+        carried.push_back(i);
+    TOp op = make(TileOpKind::If, loc, {cond});
+    std::vector<int> before;
+    for (int i : carried) {
+      before.push_back(locals_[size_t(i)]);
+      op.operands.push_back(locals_[size_t(i)]);
+    }
+    std::vector<TOp> *outer = cur_;
+    std::map<std::string, int> outer_reads = reads_;
+    cur_ = &op.body;
+    stmts(body);
+    reads_ = std::move(outer_reads);
+    TOp y = make(TileOpKind::Yield, loc);
+    for (int i : carried)
+      y.operands.push_back(locals_[size_t(i)]);
+    cur_->push_back(std::move(y));
+    cur_ = outer;
+    for (size_t j = 0; j < carried.size(); ++j) {
+      const TValue b = val(before[j]);
+      int r = new_value(b.elem, b.shape, b.index);
+      op.results.push_back(r);
+      locals_[size_t(carried[j])] = r;
+    }
+    cur_->push_back(std::move(op));
   }
 
   void loop(const Stmt &s) {
@@ -296,6 +362,13 @@ private:
   int constant(double v, ElemType elem, SourceRange loc) {
     return emit(make(TileOpKind::Const, loc, {}, number(v)), elem, {});
   }
+  /// An integer literal: its digits for an integer type (every bit of an
+  /// i64), else the float it converts to.
+  int constant(int64_t v, ElemType elem, SourceRange loc) {
+    if (is_float(elem))
+      return constant(double(v), elem, loc);
+    return emit(make(TileOpKind::Const, loc, {}, std::to_string(v)), elem, {});
+  }
 
   int value(const Expr &e) {
     if (e.type.kind == TypeKind::Index)
@@ -303,7 +376,7 @@ private:
     ElemType want = e.type.kind == TypeKind::Unknown ? ElemType::F32 : e.type.elem;
     switch (e.kind) {
     case ExprKind::IntLit:
-      return constant(double(e.int_value), want, e.range);
+      return constant(int64_t(e.int_value), want, e.range);
     case ExprKind::FloatLit:
       return constant(e.float_value, want, e.range);
     case ExprKind::Name:
@@ -339,7 +412,7 @@ private:
       return call(e, want);
     default:
       untiled("an expression the tile IR has no op for");
-      return constant(0, want, e.range);
+      return constant(int64_t(0), want, e.range);
     }
   }
 
@@ -348,15 +421,63 @@ private:
   /// A load (value == nullptr) or store of slice `ix`.
   int memory(const Expr &call, const Expr &ix, const Expr *stored) {
     TOp op = make(stored ? TileOpKind::Store : TileOpKind::Load, call.range);
+    std::vector<int64_t> shape = stored ? ix.type.tile_shape : shape_of(call);
+    if (!slice(op, call, ix, shape))
+      return stored ? -1 : constant(int64_t(0), ElemType::F32, call.range);
+    ElemType elem =
+        op.tensor >= 0 ? loaded_elem(k_.tensors[size_t(op.tensor)].type.elem) : ElemType::F32;
+    if (stored) {
+      int v = coerce(value(*stored), shape, elem, stored->range);
+      op.operands.insert(op.operands.begin(), v);
+      cur_->push_back(std::move(op));
+      return -1;
+    }
+    if (const KwArg *pad = find_kwarg(call, "pad"))
+      op.pad = pad_text(*pad->value);
+    return emit(op, elem, shape);
+  }
+
+  /// atomic_add/_max/_min/_cas(slice, v[, desired], mask=): an `atomic`
+  /// op whose operands start with the values at the slice's shape and the
+  /// tensor's type; its result (the old values) only when the call is used
+  /// as a value (sema leaves a statement's type unknown).
+  int atomic(const Expr &call) {
+    static const std::pair<Builtin, const char *> kinds[] = {{Builtin::AtomicAdd, "add"},
+                                                             {Builtin::AtomicMax, "max"},
+                                                             {Builtin::AtomicMin, "min"},
+                                                             {Builtin::AtomicCas, "cas"}};
+    TOp op = make(TileOpKind::Atomic, call.range);
+    for (const auto &[f, name] : kinds)
+      if (call.builtin == f)
+        op.attr = name;
+    const Expr &ix = *call.args.at(0);
+    std::vector<int64_t> shape = ix.type.tile_shape;
+    if (!slice(op, call, ix, shape))
+      return -1;
+    ElemType elem = op.tensor >= 0 ? k_.tensors[size_t(op.tensor)].type.elem : ElemType::F32;
+    std::vector<int> vals;
+    for (size_t i = 1; i < call.args.size(); ++i)
+      vals.push_back(coerce(value(*call.args[i]), shape, elem, call.args[i]->range));
+    op.operands.insert(op.operands.begin(), vals.begin(), vals.end());
+    if (call.type.kind == TypeKind::Unknown) { // a statement: no old values
+      cur_->push_back(std::move(op));
+      return -1;
+    }
+    return emit(op, elem, shape);
+  }
+
+  /// The tensor, slice parts (gathers as operands) and mask of a load,
+  /// store or atomic of slice `ix` with tile shape `shape`; false (after
+  /// untiled()) for a slice that is not `x[...]`.
+  bool slice(TOp &op, const Expr &call, const Expr &ix, const std::vector<int64_t> &shape) {
     const Expr &tn = *ix.args[0];
     op.tensor = tn.ref_index;
     op.tensor_name = tn.name;
-    std::vector<int64_t> shape = stored ? ix.type.tile_shape : shape_of(call);
     op.barrier_before = call.barrier_before;
     if (ix.kind != ExprKind::Index) { // a whole tensor named as a slice: not reached
       untiled("a slice that is not x[...]");
       op.tensor = -1;
-      return stored ? -1 : constant(0, ElemType::F32, call.range);
+      return false;
     }
     int gather_dim = -1, next_dim = 0;
     for (size_t d = 1; d < ix.args.size(); ++d) {
@@ -381,22 +502,12 @@ private:
       }
       op.parts.push_back(part);
     }
-    ElemType elem =
-        op.tensor >= 0 ? loaded_elem(k_.tensors[size_t(op.tensor)].type.elem) : ElemType::F32;
     if (const KwArg *m = find_kwarg(call, "mask")) {
       int mv = value(*m->value);
       op.mask = coerce(mv, shape, val(mv).index ? ElemType::I64 : val(mv).elem, m->value->range);
       op.operands.push_back(op.mask);
     }
-    if (stored) {
-      int v = coerce(value(*stored), shape, elem, stored->range);
-      op.operands.insert(op.operands.begin(), v);
-      cur_->push_back(std::move(op));
-      return -1;
-    }
-    if (const KwArg *pad = find_kwarg(call, "pad"))
-      op.pad = pad_text(*pad->value);
-    return emit(op, elem, shape);
+    return true;
   }
 
   std::string pad_text(const Expr &e) {
@@ -450,8 +561,13 @@ private:
       return memory(e, *e.args.at(0), nullptr);
     case Builtin::Store:
       return memory(e, *e.args.at(0), e.args.at(1).get());
+    case Builtin::AtomicAdd:
+    case Builtin::AtomicMax:
+    case Builtin::AtomicMin:
+    case Builtin::AtomicCas:
+      return atomic(e);
     case Builtin::Zeros:
-      return coerce(constant(0, want, e.range), shape, want, e.range);
+      return coerce(constant(int64_t(0), want, e.range), shape, want, e.range);
     case Builtin::Full:
       return coerce(arg(0), shape, want, e.range);
     case Builtin::Cast:
@@ -460,9 +576,21 @@ private:
     case Builtin::Log:
     case Builtin::Sqrt:
     case Builtin::Rsqrt:
+    case Builtin::Sin:
+    case Builtin::Cos:
+    case Builtin::Tanh:
+    case Builtin::Erf:
+    case Builtin::Floor:
+    case Builtin::Ceil:
+    case Builtin::Round:
     case Builtin::Abs: {
       int a = coerce(arg(0), shape, want, e.range);
       return emit(make(TileOpKind::Unary, e.range, {a}, builtin_name(f)), want, shape);
+    }
+    case Builtin::Pow: { // float operands at the result's type (sema: both float)
+      int x = coerce(arg(0), shape, want, e.range);
+      int y = coerce(arg(1), shape, want, e.range);
+      return emit(make(TileOpKind::Binary, e.range, {x, y}, "pow"), want, shape);
     }
     case Builtin::Sum:
     case Builtin::Max:
@@ -528,54 +656,12 @@ private:
       return emit(make(TileOpKind::Reshape, e.range, {arg(0)}), want, shape);
     default:
       untiled(std::string("builtin ") + builtin_name(f));
-      return constant(0, want, e.range);
+      return constant(int64_t(0), want, e.range);
     }
   }
 };
 
 } // namespace
-
-/// The first atomic call (atomic_add, ...) in `e`, or null.
-static const Expr *first_atomic(const Expr *e) {
-  if (!e)
-    return nullptr;
-  if (e->kind == ExprKind::Call && is_atomic_fn(e->builtin))
-    return e;
-  for (const ExprPtr &a : e->args)
-    if (const Expr *x = first_atomic(a.get()))
-      return x;
-  for (const KwArg &k : e->kwargs)
-    if (const Expr *x = first_atomic(k.value.get()))
-      return x;
-  return nullptr;
-}
-
-static const Stmt *first_untiled(const std::vector<StmtPtr> &body, std::string &what) {
-  for (const StmtPtr &s : body) {
-    if (s->kind == StmtKind::If) {
-      what = "if";
-      return s.get();
-    }
-    if (const Expr *a = first_atomic(s->value.get())) {
-      what = a->name;
-      return s.get();
-    }
-    if (const Stmt *in = first_untiled(s->body, what))
-      return in;
-  }
-  return nullptr;
-}
-
-const Stmt *first_untiled_stmt(const TaskDecl &t, std::string &what) {
-  return first_untiled(t.body, what);
-}
-
-const Stmt *first_untiled_stmt(const KernelDecl &k, std::string &what) {
-  for (const TaskDecl &t : k.tasks)
-    if (const Stmt *s = first_untiled(t.body, what))
-      return s;
-  return nullptr;
-}
 
 TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program &p,
                          unsigned threads) {

@@ -121,6 +121,8 @@ struct TOp {
   MemFacts mem;
   // Control: for var in lo .. hi step s; `block_args` are the iter_args
   // inside `body` (operands: the initial values; results: the final ones).
+  // An `if`: operands the condition, then the initial values; `body` ends
+  // in the yield of the values it takes when the condition holds.
   std::string var;
   std::optional<Sym> lo, hi;
   int64_t step = 1;
@@ -177,6 +179,17 @@ struct TileFunc {
   int64_t smem_budget = 0;
 };
 
+/// The values a store or atomic writes, its first operands (the gathers
+/// and the mask follow): 1, 2 for atomic_cas (expected, desired), 0 for
+/// other ops.
+inline size_t value_operands(const TOp &op) {
+  if (op.kind == TileOpKind::Store)
+    return 1;
+  if (op.kind == TileOpKind::Atomic)
+    return op.attr == "cas" ? 2 : 1;
+  return 0;
+}
+
 struct TileModule {
   std::string kernel;
   unsigned threads = 128;
@@ -189,13 +202,6 @@ struct TaskGraph;
 /// count <= threads / 32).
 TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program &p,
                          unsigned threads);
-/// The first statement of `k`'s task bodies the tile IR has no op for yet
-/// (an `if` or an atomic_add/_max/_min/_cas call: the lowering compiles
-/// them, --emit=tile refuses them with TileIrUnsupported), with `what` set
-/// to its spelling; nullptr when build_tile_ir covers every statement.
-const Stmt *first_untiled_stmt(const KernelDecl &k, std::string &what);
-/// The same for one task body.
-const Stmt *first_untiled_stmt(const TaskDecl &t, std::string &what);
 /// Warps tile ops use.
 unsigned tile_warps(unsigned threads);
 

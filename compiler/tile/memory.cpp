@@ -13,7 +13,8 @@
 // or the tile inside it (one bounds test per vector), per dim whether the
 // tile lies inside the tensor (no per-element test), whether its element
 // offsets fit in 31 bits (32-bit index arithmetic), and whether the tensor
-// is read-only in the kernel (the non-coherent load path). When alignment
+// is read-only in the kernel (the non-coherent load path); an atomic gets
+// the same facts with one element per access. When alignment
 // alone narrows the access, a NarrowAccess remark names the `where` fact
 // that would widen it.
 //
@@ -107,7 +108,7 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
     return;
   const TensorDecl &td = c.k.tensors[size_t(op.tensor)];
   Geometry g = geometry(td);
-  int v = op.kind == TileOpKind::Store ? op.operands[0] : op.results[0];
+  int v = op.kind == TileOpKind::Load ? op.results[0] : op.operands[0];
   const TValue &tv = c.f.values[size_t(v)];
   unsigned bits = elem_bits(td.type.elem); // 4 for a packed i4/u4
   m.non_coherent =
@@ -134,7 +135,9 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
     return;
   }
   m.fast_dim = last.tile_dim;
-  m.contiguity = last.n & -last.n; // the largest power of two dividing it
+  m.contiguity = last.n & -last.n;   // the largest power of two dividing it
+  if (op.kind == TileOpKind::Atomic) // one element per read-modify-write: vec 1
+    return;
   bool fast_in = m.in_bounds[size_t(m.fast_dim)];
   int64_t widest = std::min<int64_t>(
       {128 / bits, m.contiguity, std::max<int64_t>(1, tv.numel() / int64_t(c.threads))});
@@ -206,7 +209,7 @@ void analyse_op(Ctx &c, TOp &op, const Facts &facts) {
 
 void analyse_ops(Ctx &c, std::vector<TOp> &ops, const Facts &facts) {
   for (TOp &op : ops) {
-    if (op.kind == TileOpKind::Load || op.kind == TileOpKind::Store)
+    if (op_family(op.kind) == OpFamily::Memory)
       analyse_op(c, op, facts);
     if (op.kind == TileOpKind::For) {
       Facts inner = facts;
@@ -219,6 +222,8 @@ void analyse_ops(Ctx &c, std::vector<TOp> &ops, const Facts &facts) {
       analyse_ops(c, op.body, inner);
       c.hi = outer;
     }
+    if (op.kind == TileOpKind::If) // the facts outside hold inside
+      analyse_ops(c, op.body, facts);
   }
 }
 

@@ -147,6 +147,17 @@ private:
           f_.layouts[size_t(f_.values[size_t(op.operands[0])].layout)].has_replicas())
         os_ << " {pred: one writer per replica group}";
       break;
+    case TileOpKind::Atomic: {
+      std::vector<int> vals(op.operands.begin(), op.operands.begin() + long(value_operands(op)));
+      os_ << "atomic " << op.attr << " " << slice_str(op) << ", " << list(vals);
+      if (op.mask >= 0)
+        os_ << " mask=" << ref(op.mask);
+      os_ << res_type << mem_facts(op);
+      if (op.mem.analysed && f_.values[size_t(op.operands[0])].layout >= 0 &&
+          f_.layouts[size_t(f_.values[size_t(op.operands[0])].layout)].has_replicas())
+        os_ << " {pred: one writer per replica group}";
+      break;
+    }
     case TileOpKind::Unary:
     case TileOpKind::Binary:
     case TileOpKind::Compare:
@@ -182,6 +193,15 @@ private:
         os_ << ")";
       }
       os_ << " {\n";
+      ops(op.body, depth + 1);
+      os_ << ind << "}";
+      break;
+    }
+    case TileOpKind::If: {
+      os_ << "if " << ref(op.operands[0]) << " else(";
+      for (size_t i = 1; i < op.operands.size(); ++i)
+        os_ << (i > 1 ? ", " : "") << ref(op.operands[i]) << " : " << type(op.operands[i]);
+      os_ << ") {\n";
       ops(op.body, depth + 1);
       os_ << ind << "}";
       break;

@@ -2,7 +2,8 @@
 //
 // plan_shared (tile/passes.h). The ops that stage through shared memory
 // (shared_need: a convert_layout the lowering cannot do in registers or by
-// shuffles, a reduction with warps along its axis, an FMA dot's operands)
+// shuffles, a reduction with warps along its axis, an FMA dot's operands,
+// an atomic whose old values go to copies in other warps)
 // each write their buffer, meet at a CTA barrier, read it, and then met at
 // a second, trailing barrier so the next op could reuse the area from byte
 // 0. Here every such op gets a buffer of its own:
@@ -13,9 +14,10 @@
 //      thread passes after its reads. With its trailing barrier that is
 //      the op itself. Without it, the range runs on along every path to
 //      the next staging op (whose own barrier, after its writes, ends it):
-//      a `for` met on the way is covered whole (it may run zero times, so
-//      its barriers do not count), the end of a loop body goes on at the
-//      body's start (the next iteration) and after the loop (the exit),
+//      a `for` or an `if` met on the way is covered whole (it may run zero
+//      times, so its barriers do not count), the end of a loop body goes on
+//      at the body's start (the next iteration) and after the loop (the
+//      exit), the end of an `if` body after the `if`,
 //      and the end of the task body stops it (the task loop's barrier,
 //      lower/lower_kernel.cpp and lower_dynamic.cpp). A range that comes
 //      back to its own op (a lone staging op in a loop) keeps the barrier;
@@ -50,7 +52,8 @@ namespace {
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 /// Where each op sits: its position, the body that holds it and its index
-/// there, and the innermost enclosing loop (index into Sites::loops).
+/// there, and the innermost enclosing region, a `for` or an `if` (index
+/// into Sites::loops).
 struct Sites {
   struct Site {
     const std::vector<TOp> *body;
@@ -63,6 +66,7 @@ struct Sites {
     const std::vector<TOp> *parent;
     size_t idx;
     int outer;
+    bool repeats; ///< a `for` (its body's end goes on at its start)
   };
   std::map<const TOp *, int> pos;
   std::map<const TOp *, Site> site;
@@ -74,9 +78,9 @@ struct Sites {
       const TOp &op = body[i];
       pos[&op] = next++;
       site[&op] = {&body, i, loop};
-      if (op.kind == TileOpKind::For) {
+      if (op.kind == TileOpKind::For || op.kind == TileOpKind::If) {
         int l = int(loops.size());
-        loops.push_back({&op, pos[&op], 0, &body, i, loop});
+        loops.push_back({&op, pos[&op], 0, &body, i, loop, op.kind == TileOpKind::For});
         number(op.body, l);
         loops[size_t(l)].end = next - 1;
       }
@@ -94,7 +98,7 @@ struct Sites {
         segs.push_back({p, p});
         return true;
       }
-      if (op.kind == TileOpKind::For) {
+      if (op.kind == TileOpKind::For || op.kind == TileOpKind::If) {
         segs.push_back({p, loops[size_t(site_loop(op))].end});
         continue;
       }
@@ -121,8 +125,9 @@ struct Sites {
     int loop = s.loop;
     while (!walk(*body, k, segs) && loop >= 0) {
       const Loop &l = loops[size_t(loop)];
-      walk(l.op->body, 0, segs); // the next iteration
-      body = l.parent;           // the exit
+      if (l.repeats)
+        walk(l.op->body, 0, segs); // the next iteration
+      body = l.parent;             // the exit
       k = l.idx + 1;
       loop = l.outer;
     }
@@ -169,7 +174,7 @@ void collect(TileFunc &f, std::vector<TOp> &body, Sites &sites, std::vector<TOp 
       b.live = {{b.pos, b.pos}};
       f.smem.push_back(b);
     }
-    if (op.kind == TileOpKind::For)
+    if (op.kind == TileOpKind::For || op.kind == TileOpKind::If)
       collect(f, op.body, sites, rings);
   }
 }
@@ -209,6 +214,19 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
     if (out.elem != ElemType::I64 && shuffle_plan(*ls, *ld)) // 32-bit registers shuffle
       return 0;
     const int64_t bytes = out.elem == ElemType::I64 ? 8 : 4;
+    align = 128;
+    return round_up(out.numel(), 128 / bytes) * bytes;
+  }
+  case TileOpKind::Atomic: { // lower_tile_memory.cpp: the old values, from writers to copies
+    if (op.results.empty())
+      return 0;
+    const TValue &out = f.values[size_t(op.results[0])];
+    const int64_t bytes = out.elem == ElemType::I64 ? 8 : 4;
+    if (!out.is_tile()) // rank 0: thread 0's, for every thread
+      return bytes;
+    const Layout *l = layout(op.results[0]);
+    if (!l || std::count(l->warp.begin(), l->warp.end(), 0u) == 0) // lanes: shuffles
+      return 0;
     align = 128;
     return round_up(out.numel(), 128 / bytes) * bytes;
   }

@@ -2,12 +2,14 @@
 //
 // verify_tile (tile/passes.h): SSA (each value defined once, every operand
 // defined before its use in an enclosing scope), the shape and element-type
-// rule of each op family, loops (iter_args, yields and results agree), and
+// rule of each op family, loops and branches (iter_args or initial values,
+// yields and results agree; a branch's condition is a bool scalar), and
 // after layout assignment the layout rules: every tile value has a layout
 // of its own shape that owns every element, elementwise operands share the
 // result's layout, a reduction's result is the slice of its operand's, an
 // expand's is the expand of its operand's, a conversion changes the layout,
-// a load's vector width divides its contiguity. Run by the driver after each
+// a load's vector width divides its contiguity, an atomic's values and old
+// values share a type and a layout. Run by the driver after each
 // pass; a failure is a compiler bug.
 //
 //===----------------------------------------------------------------------===//
@@ -88,6 +90,21 @@ private:
                       {op.operands[j], op.body.back().operands[j], op.results[j]});
         ops(op.body, inner);
       }
+      if (op.kind == TileOpKind::If) {
+        if (op.operands.empty() || !valid(op.operands[0]) || val(op.operands[0]).is_tile() ||
+            val(op.operands[0]).elem != ElemType::Bool)
+          fail(op, "the condition is not a bool scalar");
+        if (op.results.size() + 1 != op.operands.size())
+          fail(op, "initial values and results differ in number");
+        if (op.body.empty() || op.body.back().kind != TileOpKind::Yield)
+          fail(op, "the body does not end with yield");
+        else if (op.body.back().operands.size() != op.results.size())
+          fail(op, "yield passes a different number of values than the results");
+        else
+          for (size_t j = 0; j < op.results.size() && j + 1 < op.operands.size(); ++j)
+            same_type(op, op.results[j], {op.operands[j + 1], op.body.back().operands[j]});
+        ops(op.body, scope);
+      }
       for (int r : op.results)
         define(op, r, scope);
       rules(op);
@@ -162,6 +179,8 @@ private:
         fail(op, "vector width " + std::to_string(op.mem.vec) + " is not a power of two");
       if (op.mem.analysed && op.mem.fast_dim >= 0 && op.mem.contiguity % op.mem.vec)
         fail(op, "vector width exceeds the contiguity");
+      if (op.kind == TileOpKind::Atomic)
+        atomic_rules(op, r);
       break;
     case OpFamily::Contraction: {
       const TValue &a = val(op.operands.at(0)), &b = val(op.operands.at(1));
@@ -197,6 +216,21 @@ private:
     }
     if (op.kind == TileOpKind::AsyncWait && op.axis < 0)
       fail(op, "needs the groups it leaves in flight");
+  }
+
+  /// An atomic: a known kind, one element per access, its values (and its
+  /// result, the old values) of one type and, after assignment, layout.
+  void atomic_rules(const TOp &op, int r) {
+    if (op.attr != "add" && op.attr != "max" && op.attr != "min" && op.attr != "cas")
+      return fail(op, "unknown kind '" + op.attr + "'");
+    if (op.operands.size() < value_operands(op))
+      return fail(op, "without its values");
+    if (op.mem.analysed && op.mem.vec != 1)
+      fail(op, "more than one element per access");
+    std::vector<int> same(op.operands.begin() + 1, op.operands.begin() + long(value_operands(op)));
+    if (r >= 0)
+      same.push_back(r);
+    same_type(op, op.operands[0], same);
   }
 
   void shape_rules(const TOp &op, int r) {

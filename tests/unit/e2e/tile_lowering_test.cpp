@@ -17,8 +17,8 @@
 //            and inputs load with `ld.global.nc.v4`, no 128-bit load of a
 //            read-only tensor skips the .nc path, reductions use shfl.sync,
 //            and ptxas reports no spills on sm_80 and sm_90;
-//   stale    a tensor another task stores under an `if` (no tile store op)
-//            is never read through ld.global.nc;
+//   stale    a tensor another task stores under an `if` is never read
+//            through ld.global.nc;
 //   switch   --tile-lowering=false takes the AST path (no ld.global.nc);
 //   mlp      (`where D % 4 == 0, F % 4 == 0`; FMA dots, lower_tile_dot.cpp)
 //            128-bit loads and stores, fma, 128-bit shared reads of b, no
@@ -147,18 +147,18 @@ TEST_CASE("tile lowering: the shipped rowsum, softmax and gemv PTX loads with ld
 
 TEST_CASE("tile lowering: a tensor another task stores only under an `if` is not read through "
           "ld.global.nc") {
-  // `w` stores t only when n > 0; the branch keeps `w` on the AST path, so
-  // the tile IR sees no store op of t. The reader `r` is on the tile path
-  // and waits for `w`: reading t through the non-coherent cache could
-  // return stale data. The same reader of the never-written x takes .nc
-  // (the control: the fact is not just off everywhere).
+  // `w` stores t only when n > 0, inside an `if` op. The reader `r` waits
+  // for `w`: reading t through the non-coherent cache could return stale
+  // data. The same reader of the never-written x takes .nc (the control:
+  // the fact is not just off everywhere). `w` loads nothing, so every
+  // ld.global.nc is r's.
   const char *tmpl = R"(
 const T = 128;
 kernel k<N: dim>(x: tensor<f32>[N], t: tensor<f32>[N], y: tensor<f32>[N], n: i32) where N % 4 == 0 {
   event done[1];
   task w[i in 0 .. 1] notifies done[0] {
     if n > 0 {
-      store(t[0 .. +T], load(x[0 .. +T]) + 1.0);
+      store(t[0 .. +T], full<f32>[T](1.0) + cast<f32>(n));
     }
   }
   task r[i in 0 .. 1] waits done[0] {

@@ -1,0 +1,170 @@
+//===- lower/plan.h - What the lowering files share (internal) ------------===//
+//
+// What this owns: what the lower_*.cpp files and the Lowerer (lowerer.h)
+// share outside the class: the kernel plan (groups with their wait/notify
+// edges as AST expressions, and the tile IR of the bodies that take that
+// path), the shared-memory header offsets and the task loop's polling
+// constants, the register-tile value and a local's storage, the budgets of
+// the weight prefetch and the loop pipelining, and the free helpers of the
+// element conversions, the math builtins and the tensor-core dots. Not
+// included outside compiler/lower.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ast/ast.h"
+#include "target/machine.h"
+#include "taskgraph/taskgraph.h"
+#include "tile/ir.h"
+
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class AllocaInst;
+class Value;
+} // namespace llvm
+
+namespace etl {
+
+/// An unsupported construct or an inconsistent AST; becomes BackendResult::error.
+struct LowerError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// `E[idx...]` in a waits/notifies clause; a null index is `*`.
+struct EventUse {
+  int event = -1;
+  std::vector<const Expr *> idx;
+};
+
+struct GroupPlan {
+  std::string name;
+  const TaskDecl *decl = nullptr;
+  std::vector<EventUse> waits, notifies;
+  /// `schedule dynamic`: run from the device queue when its waits are done
+  /// (lower_dynamic.cpp); never in a static queue, never spins on a wait.
+  bool dynamic = false;
+  /// Parallel to `waits` for dynamic groups; an empty solved_by means
+  /// "enumerate every variable" (always correct, just slower).
+  std::vector<EdgeInverse> wait_inverse;
+  /// The body's tile IR when every op of it is ported (lower_tile_*.cpp);
+  /// null: the body is lowered from the AST.
+  const TileFunc *tile = nullptr;
+};
+
+struct KernelPlan {
+  const Program *program = nullptr;
+  const KernelDecl *kernel = nullptr;
+  std::vector<GroupPlan> groups;
+  /// Shared memory per CTA, header included, the lowering stages within:
+  /// the artifact's targets' TargetInfo::smem_budget, one number for all of
+  /// them (every target is lowered from this plan with the same decisions).
+  unsigned smem_budget = 0;
+};
+
+/// Byte offsets in shared memory: the header (kSmemHeaderBytes, 32 bytes,
+/// target/target.h, which sema also sizes `dot` against), then the scratch area.
+/// kSmemPos: the task's queue position, its index in the timeline.
+/// kSmemDynDecision / kSmemDynItem (lower_dynamic.cpp): thread 0's decision
+/// in a dynamic loop and the popped item id (separate from kSmemGroup /
+/// kSmemLinear, which the other threads may not have read yet when thread 0
+/// starts a task's wait). kSmemProgress: the CTA's finished-task count,
+/// copied to the control block for the watchdog (mark_progress).
+constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
+                   kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24,
+                   kSmemScratch = kSmemHeaderBytes;
+/// The most f32 accumulators per thread a pipelined K loop keeps in
+/// registers across its iterations (lower_mma.cpp, lower_mma_pipeline.cpp).
+constexpr int64_t kMmaLoopAccRegs = 64;
+static_assert(kSmemProgress + 4 <= kSmemScratch, "the shared-memory header overflows");
+/// The group value thread 0 broadcasts when the CTA must stop.
+constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
+/// The task loop touches the host-mapped control block (abort flag, progress)
+/// every this many tasks, or after this many nanoseconds (lower_kernel.cpp).
+constexpr uint32_t kPollEveryTasks = 16;
+constexpr uint64_t kPollEveryNs = 1000000;
+
+/// Why `f` (the tile IR of task `t`'s body) cannot take the tile lowering
+/// path with `threads` threads per CTA; empty when it can.
+std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
+                          unsigned threads);
+
+/// The weight prefetch (lower/prefetch.cpp): the loads a task with waits
+/// issues before them hold at most this many registers per thread, all
+/// hoisted tiles together (the rest stay after the waits).
+constexpr int64_t kPrefetchRegs = 32;
+/// The top-level `let`/`var` statements of `t`'s body that may run before
+/// its waits (AST path; prefetch.cpp's banner has the rules), in order.
+std::vector<const Stmt *> ast_prefetch(const TaskDecl &t, const std::set<int> &written,
+                                       unsigned threads);
+/// The same for the tile IR path: top-level `load` ops of `f`.
+std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
+                                       const std::set<int> &written);
+/// Software pipelining of a tile IR `for` (prefetch.cpp): the loads of
+/// its body (top level) of never-written tensors whose slices name only
+/// task variables, dims, the loop's variable and the enclosing loops'
+/// (`outer`), within kPipelineRegs registers per thread; tile_for issues
+/// iteration k + 1's before iteration k's compute.
+std::vector<const TOp *> loop_prefetch(const TOp &loop, const TileFunc &f, const KernelDecl &k,
+                                       const std::set<int> &written,
+                                       const std::set<std::string> &outer);
+/// Registers per thread of the loads one loop carries into its next
+/// iteration (they live beside the current iteration's).
+constexpr int64_t kPipelineRegs = 16;
+
+/// A register tile (or a uniform scalar when `shape` is empty).
+struct TileVal {
+  ElemType elem = ElemType::F32;
+  bool is_index = false; ///< an i64 index value used as a scalar operand
+  std::vector<int64_t> shape;
+  std::vector<llvm::Value *> regs;
+  bool scalar() const { return shape.empty(); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    return n;
+  }
+};
+
+/// Storage of a `let`/`var`: one alloca per register.
+struct LocalSlot {
+  bool set = false;
+  TileVal shape_of; ///< elem/shape; regs unused
+  std::vector<llvm::AllocaInst *> slots;
+};
+
+/// The bf16 bits (i16) of an f32 register, rounded to nearest even, and
+/// back (lower/lower_tile.cpp).
+llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v);
+llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
+/// Rounds an f32 register to the precision of `t` (f16, bf16, FP8); other
+/// types as they are (lower_convert.cpp).
+llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
+/// `dot(a, b)` or `dot(a, transpose(b))` of 2-D tiles without keywords: its
+/// a, the expression of b's rows (b itself, or transpose's argument) and
+/// whether b is transposed ([N, K] rows); null a when `e` is not such a call
+/// (lower_mma_operands.cpp; the staged and the chained dots read it).
+struct DotForm {
+  const Expr *a = nullptr, *b = nullptr;
+  bool b_nk = false;
+};
+DotForm dot_form(const Expr &e);
+/// Whether a `dot` call asks for `precision = tf32` (lower_mma_tf32.cpp).
+bool dot_wants_tf32(const Expr &call);
+/// The math function of a builtin (lower_math.cpp); throws for others.
+MathFn math_fn(Builtin f);
+/// The math function a tile IR map spells `name` (exp .. round, pow), or
+/// none.
+std::optional<MathFn> math_fn_named(const std::string &name);
+/// Row stride (f32 elements) of a tensor-core dot's result area
+/// (lower_mma.cpp): N padded to 8 mod 32, so the 8-byte pair stores of one
+/// C fragment (rows g, columns 2t) fill the 32 banks twice: two wavefronts
+/// per 256 bytes, the minimum.
+int64_t mma_result_stride(int64_t n);
+
+} // namespace etl
