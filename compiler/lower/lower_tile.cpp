@@ -9,7 +9,9 @@
 // smaller operands go through the shared scratch area. Reductions and scans
 // (sum/max/min, argmax/argmin, cumsum) are dispatched from value() to
 // lower/lower_reduce.cpp; comparisons and the other compute builtins (select,
-// arange, transpose, dot) to lower/lower_compute.cpp.
+// arange, transpose, dot) to lower/lower_compute.cpp. The per-register
+// arithmetic here (arith, bit_op, popc_reg, wrap_int) is the tile IR
+// path's too (lower/lower_tile_map.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"

@@ -195,8 +195,10 @@ struct PortCheck {
     case TileOpKind::ArgReduce:
     case TileOpKind::Scan: {
       const TValue &a = f.values[size_t(op.operands[0])];
-      if (!a.is_tile() || a.layout < 0 ||
-          (a.elem != ElemType::F32 && a.elem != ElemType::F16 && a.elem != ElemType::I32))
+      // 32-bit registers (every type but i64, and bool, which sema
+      // refuses for both; narrow integers wrap, unsigned ones compare
+      // unsigned: lower_tile_reduce.cpp).
+      if (!a.is_tile() || a.layout < 0 || a.elem == ElemType::I64 || a.elem == ElemType::Bool)
         return fail(std::string(op_spelling(op.kind)) + " of this operand");
       const Layout &l = f.layouts[size_t(a.layout)];
       if (op.axis < 0 || unsigned(op.axis) >= l.rank())

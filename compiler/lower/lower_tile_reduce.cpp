@@ -23,8 +23,8 @@
 //
 // The result's layout is slice(operand, axis) (tile/layout.h): its register
 // r holds the group of operand registers whose non-axis coordinates match.
-// Unsigned elements compare unsigned; a narrow integer's sum wraps to its
-// width at the end (the AST path's rules).
+// Unsigned elements compare unsigned; a narrow integer's sum or prefix
+// wraps to its width at the end (the AST path's rules).
 //
 // scan walks the bits of the axis coordinate from the lowest (recursive
 // doubling): after bits [0, p) each element holds s, the inclusive prefix
@@ -280,11 +280,13 @@ void Lowerer::tile_reduce(const TOp &op) {
   std::vector<Part> in;
   std::vector<Part> res;
   if (op.kind == TileOpKind::ArgReduce) {
-    bool is_max = op.attr == "argmax";
+    bool is_max = op.attr == "argmax", u = is_unsigned(a.elem);
     llvm::Value *worst =
         fl ? llvm::ConstantFP::getInfinity(f32, is_max)
-           : llvm::ConstantInt::get(ty, is_max ? llvm::APInt::getSignedMinValue(32)
-                                               : llvm::APInt::getSignedMaxValue(32));
+           : llvm::ConstantInt::get(
+                 ty, is_max
+                         ? (u ? llvm::APInt::getMinValue(32) : llvm::APInt::getSignedMinValue(32))
+                         : (u ? llvm::APInt::getMaxValue(32) : llvm::APInt::getSignedMaxValue(32)));
     llvm::Value *none = b.getInt32(INT32_MAX); // a dead element's index: loses every tie
     for (uint32_t r = 0; r < la.num_regs(); ++r) {
       llvm::Value *j = b.CreateTrunc(reg_coords(la, r)[size_t(op.axis)], i32);
@@ -459,6 +461,8 @@ void Lowerer::tile_scan(const TOp &op) {
   if (a.elem == ElemType::F16) // the result rounds once, like the AST path
     for (llvm::Value *&x : s)
       x = b.CreateFPExt(b.CreateFPTrunc(x, b.getHalfTy()), f32);
+  for (llvm::Value *&x : s) // a narrow integer's prefix wraps to its width
+    x = wrap_int(x, a.elem);
   tregs[size_t(rv)] = s;
 }
 

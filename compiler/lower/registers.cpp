@@ -168,7 +168,8 @@ private:
 /// Registers per thread the tile values of `f` (layouts assigned) keep live
 /// at its busiest op: a value is live from its op to its last use (to the
 /// end of a loop that uses it when defined outside; an iter_arg and its
-/// yield operand through the whole loop), `layout.num_regs()` registers
+/// yield operand through the whole loop; an `if`'s results from the end of
+/// its body), `layout.num_regs()` registers
 /// each (two for 8-byte elements).
 class TileEstimate {
 public:

@@ -27,7 +27,8 @@
 //   narrow   u8, i8, u16, i16, u32, packed i4/u4 and FP8 (e4m3, e5m2):
 //            loads (vectors of words, and elements one by one past a
 //            tensor's end with a wrapped pad), wrapping arithmetic, unsigned
-//            shifts, division, comparisons, max/min and reductions, ~ - abs,
+//            shifts, division, comparisons, max/min, reductions, argmax,
+//            argmin and cumsum, ~ - abs,
 //            casts, FP8 rounding, stores; with the `where` fact that makes
 //            the accesses 128-bit vectors and with one that allows pairs
 //            (a 16-bit word of two u8, a byte of two u4), at 128 and 32
@@ -388,7 +389,8 @@ kernel nar<N: dim>(a: tensor<u8>[N], b: tensor<i8>[N], h: tensor<u16>[N], g: ten
                    e4: tensor<f8e4m3>[N], e5: tensor<f8e5m2>[N], yu8: tensor<u8>[N],
                    yi8: tensor<i8>[N], yu16: tensor<u16>[N], yi16: tensor<i16>[N],
                    yu32: tensor<u32>[N], yf: tensor<f32>[2, N], ye4: tensor<f8e4m3>[N],
-                   ye5: tensor<f8e5m2>[N], red: tensor<i32>[4, N]) WHERE {
+                   ye5: tensor<f8e5m2>[N], red: tensor<i32>[5, N], yc: tensor<i32>[2, N])
+    WHERE {
   task t[i in 0 .. cdiv(N, T)] {
     let ua = load(a[i * T .. +T], pad = -1);
     let sb = load(b[i * T .. +T]);
@@ -415,6 +417,9 @@ kernel nar<N: dim>(a: tensor<u8>[N], b: tensor<i8>[N], h: tensor<u16>[N], g: ten
     store(red[1, i .. +1], cast<i32>(max(uw, axis = 0)));
     store(red[2, i .. +1], cast<i32>(min(sb, axis = 0)));
     store(red[3, i .. +1], cast<i32>(sum(up, axis = 0)) + cast<i32>(max(sg, axis = 0)));
+    store(red[4, i .. +1], argmax(uw, axis = 0) + 1000 * argmin(sb, axis = 0));
+    store(yc[0, i * T .. +T], cast<i32>(cumsum(ua, axis = 0)));
+    store(yc[1, i * T .. +T], cast<i32>(cumsum(sg, axis = 0)) + cast<i32>(cumsum(uw, axis = 0)));
   }
 }
 )";
@@ -461,7 +466,8 @@ kernel nar<N: dim>(a: tensor<u8>[N], b: tensor<i8>[N], h: tensor<u16>[N], g: ten
         out("yf", ETL_F32, {2, N}, 4),
         out("ye4", ETL_F8E4M3, {N}, 1),
         out("ye5", ETL_F8E5M2, {N}, 1),
-        out("red", ETL_I32, {4, N}, 4),
+        out("red", ETL_I32, {5, N}, 4),
+        out("yc", ETL_I32, {2, N}, 4),
     };
     for (unsigned threads : {128u, 32u}) {
       CAPTURE(facts);
