@@ -283,16 +283,7 @@ private:
         break;
       Layout a = hint_.count(r) ? hint_.at(r) : load_anchor(op, val(r).shape);
       set(a);
-      for (SlicePart &p : op.parts)
-        if (p.kind == SlicePart::Gather) {
-          Layout g = a;
-          for (unsigned d = a.rank(); d-- > 0;)
-            if (int(d) != p.tile_dim)
-              g = slice_layout(g, d);
-          need(p.gather, g);
-        }
-      if (op.mask >= 0)
-        need(op.mask, a);
+      need_slice_operands(op, a, need);
       rebuild_operands(op);
       break;
     }
@@ -304,16 +295,7 @@ private:
         if (move || (adaptable(v) && !hint_.count(v)))
           need(v, anchor);
         Layout l = move ? anchor : L(v);
-        for (SlicePart &p : op.parts)
-          if (p.kind == SlicePart::Gather) {
-            Layout g = l;
-            for (unsigned d = l.rank(); d-- > 0;)
-              if (int(d) != p.tile_dim)
-                g = slice_layout(g, d);
-            need(p.gather, g);
-          }
-        if (op.mask >= 0)
-          need(op.mask, l);
+        need_slice_operands(op, l, need);
       }
       int keep = op.operands[0];
       rebuild_operands(op);
@@ -333,16 +315,7 @@ private:
         Layout l = move || (adaptable(v) && !hint_.count(v)) ? anchor : L(v);
         for (size_t j = 0; j < value_operands(op); ++j)
           need(op.operands[j], l);
-        for (SlicePart &p : op.parts)
-          if (p.kind == SlicePart::Gather) {
-            Layout g = l;
-            for (unsigned d = l.rank(); d-- > 0;)
-              if (int(d) != p.tile_dim)
-                g = slice_layout(g, d);
-            need(p.gather, g);
-          }
-        if (op.mask >= 0)
-          need(op.mask, l);
+        need_slice_operands(op, l, need);
         set(l);
       }
       rebuild_operands(op);
@@ -481,6 +454,22 @@ private:
         op.operands.push_back(p.gather);
     if (op.mask >= 0)
       op.operands.push_back(op.mask);
+  }
+
+  /// A memory op's gather indices (its layout sliced to the gathered dim)
+  /// and mask (its layout) follow the access's layout `l` (`need`: the
+  /// caller's requirement, which may insert a conversion).
+  template <class Need> static void need_slice_operands(TOp &op, const Layout &l, Need &&need) {
+    for (SlicePart &p : op.parts)
+      if (p.kind == SlicePart::Gather) {
+        Layout g = l;
+        for (unsigned d = l.rank(); d-- > 0;)
+          if (int(d) != p.tile_dim)
+            g = slice_layout(g, d);
+        need(p.gather, g);
+      }
+    if (op.mask >= 0)
+      need(op.mask, l);
   }
 
   void loop(TOp &op, std::vector<TOp> &out, Cache &cache) {

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "taskgraph/taskgraph.h"
+#include "ast/builtins.h"
 #include "tile/ir.h"
 
 #include <cmath>
@@ -556,6 +557,10 @@ private:
     const Builtin f = e.builtin;
     std::vector<int64_t> shape = shape_of(e);
     auto arg = [&](size_t i) { return value(*e.args.at(i)); };
+    if (is_unary_math_fn(f) || f == Builtin::Abs) { // one map op each
+      int a = coerce(arg(0), shape, want, e.range);
+      return emit(make(TileOpKind::Unary, e.range, {a}, builtin_name(f)), want, shape);
+    }
     switch (f) {
     case Builtin::Load:
       return memory(e, *e.args.at(0), nullptr);
@@ -572,21 +577,6 @@ private:
       return coerce(arg(0), shape, want, e.range);
     case Builtin::Cast:
       return coerce(arg(0), shape, want, e.range);
-    case Builtin::Exp:
-    case Builtin::Log:
-    case Builtin::Sqrt:
-    case Builtin::Rsqrt:
-    case Builtin::Sin:
-    case Builtin::Cos:
-    case Builtin::Tanh:
-    case Builtin::Erf:
-    case Builtin::Floor:
-    case Builtin::Ceil:
-    case Builtin::Round:
-    case Builtin::Abs: {
-      int a = coerce(arg(0), shape, want, e.range);
-      return emit(make(TileOpKind::Unary, e.range, {a}, builtin_name(f)), want, shape);
-    }
     case Builtin::Pow: { // float operands at the result's type (sema: both float)
       int x = coerce(arg(0), shape, want, e.range);
       int y = coerce(arg(1), shape, want, e.range);
