@@ -164,7 +164,9 @@ TEST_CASE("element types: etl_elems.def, the compiler, the runtime's names and P
   REQUIRE(consts);
   REQUIRE(names);
   CHECK(names->size() == rows.size());
-  for (const auto &[k, row] : rows) {
+  for (const auto &kv : rows) { // (clang 14: no structured binding in CAPTURE's lambda)
+    const std::string &k = kv.first;
+    const auto &row = kv.second;
     CAPTURE(k);
     CHECK(consts->getInteger(k).value_or(-1) == row.code);
     CHECK(names->getString(std::to_string(row.code)).value_or("") == row.spelling);
