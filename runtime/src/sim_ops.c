@@ -1,0 +1,400 @@
+/*===- src/sim_ops.c - The machine operations of the sim device ----------===
+ *
+ * The table etl_sim_ops (etl_abi.h) the compiled sim code calls instead of
+ * PTX special registers, barriers, shuffles, tensor-core collectives,
+ * cp.async, atomics, fences and the watchdog's spin: each one runs on the
+ * fiber of the calling thread, on the launch state of sim_cta.h.
+ * op_barrier, op_shuffle, op_mma and op_ldmatrix park the fiber and give
+ * the CPU back to its CTA's scheduler (sim.c); cp.async copies queue per
+ * thread (sim_async.c) and every shared-memory access is checked against
+ * the copies still in flight (ETL_ERROR_RACE); op_check_access checks every
+ * global access against the bound tensors, runtime buffers and runtime
+ * arrays (and feeds the race check and the profile); op_spin_pause is the
+ * watchdog.
+ *===----------------------------------------------------------------------===*/
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim_cta.h"
+
+_Thread_local sim_cta *etl_sim_cta;
+
+static uint32_t op_tid(void) { return etl_sim_cta->cur->tid; }
+static uint32_t op_ctaid(void) { return etl_sim_cta->cta; }
+
+static void op_barrier(void) {
+  sim_cta *c = etl_sim_cta;
+  if (c->run->prof && c->cur->tid == 0)
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_BARRIER, 1);
+  set_state(c, c->cur, FIBER_AT_BARRIER);
+  c->n_at_barrier++;
+  yield_fiber(c, 0);
+}
+
+static void *op_shared_base(void) { return etl_sim_cta->smem; }
+
+static uint32_t op_shuffle(uint32_t value, uint32_t mode, uint32_t b, uint32_t cc, uint32_t mask,
+                           uint32_t line) {
+  sim_cta *c = etl_sim_cta;
+  sim_fiber *f = c->cur;
+  etl_warp *w = &c->warps[f->tid / 32];
+  etl_warp_op op = {mode, cc, mask, line};
+  etl_warp_arrive(w, f->tid % 32, value, &op, b);
+  set_state(c, f, FIBER_AT_SHUFFLE);
+  yield_fiber(c, 0); /* back once settle_warp has filled in the results */
+  return w->out[f->tid % 32];
+}
+
+/* The tensor-core collectives: the same rendezvous as op_shuffle, with a
+ * full warp and several words per lane (sim_warp.h). */
+static void op_mma(uint32_t kind, const uint32_t *in, uint32_t *out, uint32_t line) {
+  sim_cta *c = etl_sim_cta;
+  sim_fiber *f = c->cur;
+  etl_warp *w = &c->warps[f->tid / 32];
+  etl_warp_op op = {ETL_WARP_MMA, kind, 0xFFFFFFFFu, line};
+  etl_warp_arrive_mma(w, f->tid % 32, &op, in);
+  set_state(c, f, FIBER_AT_SHUFFLE);
+  yield_fiber(c, 0);
+  memcpy(out, w->vout[f->tid % 32], 4 * sizeof(uint32_t));
+}
+
+static void async_conflict(sim_cta *c, const char *what, uint32_t line, uint64_t off,
+                           uint64_t bytes, uint32_t owner, uint64_t at);
+
+static void op_ldmatrix(const void *addr, uint32_t variant, uint32_t *out, uint32_t line) {
+  sim_cta *c = etl_sim_cta;
+  sim_fiber *f = c->cur;
+  uintptr_t a = (uintptr_t)addr, base = (uintptr_t)c->smem;
+  if (c->async.pending && a >= base && f->tid % 32 < 8 * (variant & 7u)) { /* the lane's row */
+    uint64_t at;
+    uint32_t who = etl_async_owner(&c->async, a - base, 16, &at);
+    if (who)
+      async_conflict(c, "ldmatrix.sync row read", line, a - base, 16, who, at);
+  }
+  etl_warp *w = &c->warps[f->tid / 32];
+  etl_warp_op op = {ETL_WARP_LDMATRIX, variant, 0xFFFFFFFFu, line};
+  etl_warp_arrive_ldmatrix(w, f->tid % 32, &op, addr);
+  set_state(c, f, FIBER_AT_SHUFFLE);
+  yield_fiber(c, 0);
+  uint32_t n = variant & 7u;
+  memcpy(out, w->vout[f->tid % 32], (n <= 4 ? n : 4) * sizeof(uint32_t));
+}
+
+static void op_shared_access(const void *ptr, uint64_t bytes, uint32_t is_store) {
+  sim_cta *c = etl_sim_cta;
+  if (c->async.pending && (uintptr_t)ptr >= (uintptr_t)c->smem) {
+    uint64_t at, off = (uint64_t)((uintptr_t)ptr - (uintptr_t)c->smem);
+    uint32_t who = etl_async_owner(&c->async, off, bytes, &at);
+    if (who)
+      async_conflict(c, is_store ? "store" : "load", 0, off, bytes, who, at);
+  }
+  if (c->run->prof)
+    etl_profile_shared(c->run->prof, c->cta, c->cur->tid, c->cur->prof_group,
+                       (uintptr_t)__builtin_return_address(0),
+                       (uint64_t)((const char *)ptr - (const char *)c->smem), bytes, (int)is_store);
+}
+
+void etl_sim_current_task(sim_cta *c, char *buf, size_t n) {
+  if (!atomic_load_explicit(&c->in_task, memory_order_relaxed)) {
+    snprintf(buf, n, "<no task>");
+    return;
+  }
+  etl_plan_task_name(c->run->meta, c->run->plan,
+                     atomic_load_explicit(&c->task_group, memory_order_relaxed),
+                     atomic_load_explicit(&c->task_linear, memory_order_relaxed), buf, n);
+}
+
+/*===-- cp.async (sim_async.h) ---------------------------------------------===*/
+
+/* A shared-memory access of [off, off + bytes) that meets the word at `at`
+ * of a copy of thread owner - 1 still in flight: the run fails. */
+static void async_conflict(sim_cta *c, const char *what, uint32_t line, uint64_t off,
+                           uint64_t bytes, uint32_t owner, uint64_t at) {
+  char task[256], where[64] = "", msg[1024];
+  etl_sim_current_task(c, task, sizeof task);
+  if (line)
+    snprintf(where, sizeof where, " (line %u)", line);
+  snprintf(msg, sizeof msg,
+           "sim: shared-memory %s%s of %llu bytes at offset %llu in task %s, thread (cta %u, "
+           "tid %u): byte %llu is the destination of a cp.async of tid %u that no "
+           "cp.async.wait_group has landed yet (a missing or too weak wait_group)",
+           what, where, (unsigned long long)bytes, (unsigned long long)off, task, c->cta,
+           c->cur->tid, (unsigned long long)at, owner - 1);
+  etl_sim_run_fail(c->run, ETL_ERROR_RACE, msg);
+  stop_cta(c);
+}
+
+/* Copies still in flight where `where` (a task, the kernel) ends. */
+void etl_sim_async_leftover(sim_cta *c, const char *where) {
+  char msg[1024];
+  snprintf(msg, sizeof msg,
+           "sim: %s ends with %u cp.async copies of thread (cta %u, tid %u) in flight: no "
+           "cp.async.wait_group landed them",
+           where, c->cur->aq.n, c->cta, c->cur->tid);
+  etl_sim_run_fail(c->run, ETL_ERROR_RACE, msg);
+  stop_cta(c);
+}
+
+static void op_async_copy(void *dst, const void *src, uint32_t bytes) {
+  sim_cta *c = etl_sim_cta;
+  sim_fiber *f = c->cur;
+  uint32_t other = 0;
+  int rc = etl_async_issue(&c->async, &f->aq, f->tid, dst, src, bytes, &other);
+  if (rc == ETL_ASYNC_OVERLAP) {
+    uint64_t off = (uint64_t)((uintptr_t)dst - (uintptr_t)c->smem), at = off;
+    (void)etl_async_owner(&c->async, off, bytes, &at);
+    async_conflict(c, "cp.async destination", 0, off, bytes, other + 1, at);
+  } else if (rc != ETL_ASYNC_OK) {
+    char task[256], msg[1024];
+    etl_sim_current_task(c, task, sizeof task);
+    snprintf(msg, sizeof msg,
+             "sim: cp.async of %u bytes to %p in task %s, thread (cta %u, tid %u): %s", bytes, dst,
+             task, c->cta, f->tid,
+             rc == ETL_ASYNC_NO_MEMORY ? "out of memory for the copy queue"
+             : rc == ETL_ASYNC_OUTSIDE ? "the destination is not inside the CTA's shared memory"
+                                       : "the size is not 4, 8 or 16 or the destination is "
+                                         "not aligned to it");
+    etl_sim_run_fail(
+        c->run, rc == ETL_ASYNC_NO_MEMORY ? ETL_ERROR_OUT_OF_MEMORY : ETL_ERROR_MEMORY_VIOLATION,
+        msg);
+    stop_cta(c);
+  }
+  if (c->run->prof) /* the shared store, counted at issue as before the queue */
+    etl_profile_shared(c->run->prof, c->cta, f->tid, f->prof_group,
+                       (uintptr_t)__builtin_return_address(0),
+                       (uint64_t)((const char *)dst - (const char *)c->smem), bytes, 1);
+}
+
+static void op_async_commit(void) { etl_async_commit(&etl_sim_cta->cur->aq); }
+
+static void op_async_wait(uint32_t pending) {
+  sim_cta *c = etl_sim_cta;
+  etl_async_wait(&c->async, &c->cur->aq, pending);
+}
+
+/* The race check (sim_race.h) of an access of `bytes` at byte `off` of
+ * tensor `t`, element by element. */
+static void check_race(sim_cta *c, uint32_t t, uint64_t off, uint64_t bytes, uint32_t is_store) {
+  sim_run *r = c->run;
+  uint32_t es = r->ranges[t].elem_size;
+  char msg[1024];
+  for (uint64_t e = off / es; e * es < off + bytes; ++e)
+    if (etl_race_access(r->race, c->cur->race_task, t, e, (int)is_store, msg, sizeof msg)) {
+      etl_sim_run_fail(r, ETL_ERROR_RACE, msg);
+      stop_cta(c);
+    }
+}
+
+static void op_check_access(const void *ptr, uint64_t bytes, uint32_t is_store) {
+  sim_cta *c = etl_sim_cta;
+  sim_run *r = c->run;
+  uint64_t a = (uint64_t)(uintptr_t)ptr;
+  for (uint32_t i = 0; i < r->n_ranges; ++i) {
+    const sim_range *g = &r->ranges[i];
+    if (a >= g->base && bytes <= g->bytes && a - g->base <= g->bytes - bytes) {
+      if (r->race && i < r->n_tensor_ranges)
+        check_race(c, i, a - g->base, bytes, is_store);
+      if (r->prof)
+        etl_profile_global(r->prof, c->cta, c->cur->tid, c->cur->prof_group,
+                           (uintptr_t)__builtin_return_address(0), a, bytes, is_store != 0);
+      return;
+    }
+  }
+  /* violation: name the nearest tensors below and above the address */
+  const sim_range *below = NULL, *above = NULL;
+  for (uint32_t i = 0; i < r->n_ranges; ++i) {
+    const sim_range *g = &r->ranges[i];
+    if (!g->is_tensor)
+      continue;
+    if (g->base <= a) {
+      if (!below || g->base > below->base)
+        below = g;
+    } else if (!above || g->base < above->base) {
+      above = g;
+    }
+  }
+  char task[256], where[640];
+  etl_sim_current_task(c, task, sizeof task);
+  size_t len = 0;
+  where[0] = 0;
+  const sim_range *near[2] = {below, above};
+  for (int i = 0; i < 2; ++i) {
+    const sim_range *g = near[i];
+    if (!g || len >= sizeof where)
+      continue;
+    int64_t off = (int64_t)(a - g->base); /* two's complement: negative above */
+    int64_t es = (int64_t)g->elem_size;
+    int64_t elem = off >= 0 ? off / es : -((-off + es - 1) / es);
+    len += (size_t)snprintf(where + len, sizeof where - len,
+                            "%stensor '%s' (%llu elements) at element offset %lld",
+                            len ? "; " : "nearest ", g->name,
+                            (unsigned long long)(g->bytes / g->elem_size), (long long)elem);
+  }
+  if (!below && !above)
+    snprintf(where, sizeof where, "no tensor is bound");
+  char msg[1024];
+  snprintf(msg, sizeof msg,
+           "sim: out-of-bounds %s of %llu bytes at %p in task %s, thread (cta %u, tid %u): %s",
+           is_store == ETL_SIM_ACCESS_ATOMIC ? "atomic"
+           : is_store                        ? "store"
+                                             : "load",
+           (unsigned long long)bytes, ptr, task, c->cta, c->cur->tid, where);
+  etl_sim_run_fail(r, ETL_ERROR_MEMORY_VIOLATION, msg);
+  stop_cta(c);
+}
+
+/* Every atomic op is bracketed by these: atomic_before (the profile counts
+ * it; the race check records a release before the atomic) and atomic_after
+ * (the race check records an acquire after it), so whoever acquires what a
+ * release wrote also finds its record (sim_race.h). */
+static void atomic_before(const void *ptr, int release) {
+  sim_cta *c = etl_sim_cta;
+  if (c->run->prof)
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_ATOMIC, 1);
+  if (c->run->race && release)
+    etl_race_sync(c->run->race, c->cta, ptr, 0, 1);
+}
+
+static void atomic_after(const void *ptr, int acquire) {
+  sim_cta *c = etl_sim_cta;
+  if (c->run->race && acquire)
+    etl_race_sync(c->run->race, c->cta, ptr, 1, 0);
+}
+
+static uint32_t op_atomic_add_release(uint32_t *ptr, uint32_t value) {
+  atomic_before(ptr, 1);
+  return atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_release);
+}
+
+static uint32_t op_load_acquire(const uint32_t *ptr) {
+  atomic_before(ptr, 0);
+  uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
+  atomic_after(ptr, 1);
+  return v;
+}
+
+static uint32_t op_atomic_add_acq_rel(uint32_t *ptr, uint32_t value) {
+  atomic_before(ptr, 1);
+  uint32_t v = atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_acq_rel);
+  atomic_after(ptr, 1);
+  return v;
+}
+
+static uint32_t op_atomic_cas(uint32_t *ptr, uint32_t expected, uint32_t desired) {
+  atomic_before(ptr, 1);
+  atomic_compare_exchange_strong_explicit((_Atomic uint32_t *)ptr, &expected, desired,
+                                          memory_order_acq_rel, memory_order_acquire);
+  atomic_after(ptr, 1);
+  return expected; /* the old value either way */
+}
+
+static void op_fence(void) {
+  sim_cta *c = etl_sim_cta;
+  if (c->run->prof)
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_FENCE, 1);
+  atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void report_timeout(sim_run *r) {
+  char msg[4096];
+  size_t len = (size_t)snprintf(msg, sizeof msg,
+                                "watchdog: no task completed for %lld ms (deadlock?); pending "
+                                "events:",
+                                (long long)(r->watchdog_ns / 1000000));
+  const uint32_t *ctr = (const uint32_t *)(uintptr_t)r->args[ETL_SLOT_EVENTS];
+  uint32_t listed = 0, more = 0;
+  for (uint64_t i = 0; i < r->plan->n_counters; ++i) {
+    uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)&ctr[i], memory_order_relaxed);
+    if (v == 0)
+      continue;
+    if (listed >= 32 || len >= sizeof msg - 200) {
+      more++;
+      continue;
+    }
+    char name[256];
+    etl_plan_counter_name(r->meta, r->plan, i, name, sizeof name);
+    len += (size_t)snprintf(msg + len, sizeof msg - len, " %s=%u", name, v);
+    listed++;
+  }
+  if (listed == 0 && len < sizeof msg)
+    len += (size_t)snprintf(msg + len, sizeof msg - len, " none");
+  if (more && len < sizeof msg)
+    len += (size_t)snprintf(msg + len, sizeof msg - len, " ... and %u more", more);
+  for (uint32_t i = 0; i < r->num_ctas && len < sizeof msg - 300; ++i) {
+    char task[256];
+    etl_sim_current_task(&r->ctas[i], task, sizeof task);
+    len += (size_t)snprintf(msg + len, sizeof msg - len, "%s cta %u in %s", i ? ";" : "; tasks:", i,
+                            task);
+  }
+  etl_sim_run_fail(r, ETL_ERROR_TIMEOUT, msg);
+}
+
+static void op_spin_pause(void) {
+  sim_cta *c = etl_sim_cta;
+  sim_run *r = c->run;
+  if (atomic_load_explicit(r->abort_flag, memory_order_acquire))
+    stop_cta(c);
+  int64_t last = atomic_load_explicit(&r->last_progress_ns, memory_order_relaxed);
+  if (now_ns() - last > r->watchdog_ns) {
+    report_timeout(r);
+    stop_cta(c);
+  }
+  int64_t t0 = r->prof ? now_ns() : 0;
+  sched_yield();
+  yield_fiber(c, 0);
+  if (r->prof) {
+    etl_profile_count(r->prof, c->cta, c->cur->prof_group, ETL_PROF_SPIN, 1);
+    etl_profile_count(r->prof, c->cta, c->cur->prof_group, ETL_PROF_WAIT_NS,
+                      (uint64_t)(now_ns() - t0));
+  }
+}
+
+static void op_task_begin(uint32_t group, uint32_t linear) {
+  sim_cta *c = etl_sim_cta;
+  if (c->run->race) {
+    if (c->cur->tid == 0)
+      etl_race_task_begin(c->run->race, c->cta, group, linear);
+    c->cur->race_task = etl_race_task_id(c->run->race, group, linear);
+  }
+  if (c->run->prof) {
+    c->cur->prof_group = group;
+    if (c->cur->tid == 0)
+      etl_profile_count(c->run->prof, c->cta, group, ETL_PROF_TASK, 1);
+  }
+  atomic_store_explicit(&c->task_group, group, memory_order_relaxed);
+  atomic_store_explicit(&c->task_linear, linear, memory_order_relaxed);
+  atomic_store_explicit(&c->in_task, 1u, memory_order_relaxed);
+}
+
+static void op_task_end(void) {
+  sim_cta *c = etl_sim_cta;
+  if (c->cur->aq.n) {
+    char task[256], where[300];
+    etl_sim_current_task(c, task, sizeof task);
+    snprintf(where, sizeof where, "task %s", task);
+    etl_sim_async_leftover(c, where);
+  }
+  if (c->run->race) {
+    if (c->cur->tid == 0)
+      etl_race_task_end(c->run->race, c->cta);
+    c->cur->race_task = UINT32_MAX;
+  }
+  if (c->run->prof) {
+    if (c->cur->tid == 0 && c->cur->prof_group != UINT32_MAX)
+      etl_profile_sample(c->run->prof, c->cta, (uint64_t)now_ns());
+    c->cur->prof_group = UINT32_MAX;
+  }
+  atomic_store_explicit(&c->in_task, 0u, memory_order_relaxed);
+  atomic_store_explicit(&c->run->last_progress_ns, now_ns(), memory_order_relaxed);
+}
+
+static uint64_t op_clock_ns(void) { return (uint64_t)now_ns(); }
+
+static uint32_t op_sm_id(void) { return etl_sim_cta->cta; }
+
+const etl_sim_ops etl_sim_ops_table = {
+#define ETL_SIM_OP_INIT(name, ret, params) .name = op_##name,
+    ETL_SIM_OPS(ETL_SIM_OP_INIT)
+#undef ETL_SIM_OP_INIT
+};
