@@ -54,9 +54,6 @@ struct CompileOptions {
   unsigned threads_per_cta = 0;
   /// `--fmad=false`: no multiply-add contraction on NVPTX (sim never fuses).
   bool fmad = true;
-  /// Hidden `--tile-lowering=false` (or ETL_TILE_LOWERING=0 in the
-  /// environment): every task body takes the AST lowering path.
-  bool tile_lowering = true;
   /// `-I DIR`: searched for imported modules before the stdlib directory.
   std::vector<std::string> import_dirs;
   /// --emit=cost: `M=4096,N=4096` (every dim, or none), the GPU of

@@ -76,11 +76,6 @@ struct BackendResult {
   unsigned threads_per_cta = 0;
   unsigned smem_bytes = 0; ///< dynamic shared memory the kernel needs per CTA
   std::vector<TargetOutput> outputs;
-  /// Per task group: the path its body took, after lowering: "tile IR",
-  /// "AST (why)" when tile_unported kept it off the tile IR, or "AST
-  /// (fallback: what)" when the tile IR lowering threw and lower_group
-  /// lowered it from the AST instead (empty when no tile IR was given).
-  std::vector<std::pair<std::string, std::string>> lowering;
   std::vector<BackendRemark> remarks;
   /// Per task group: how many loads it issues before its waits (the weight
   /// prefetch, lower/prefetch.cpp); ETL_TILE_DEBUG=1 prints them.

@@ -1,11 +1,10 @@
 //===- lower/lower_tile_control.cpp - The tile IR path: dispatch, Scalar, Control, Event -===//
 //
-// What this owns: the switch between the two lowering paths and the tile IR
-// ops of the Scalar, Control and Event families. A task body whose tile IR
-// (tile/ir.h, after layout assignment) has only ported ops is lowered from
-// it (tile_unported says which bodies); every other body keeps the AST path
-// of lower_tile.cpp. The port, op family by op family, is described in
-// docs/ARCHITECTURE.md ("Porting the lowering to the tile IR").
+// What this owns: the dispatch of a task body's tile IR (tile/ir.h, after
+// layout assignment) op by op, the check that every op has a lowering
+// (tile_lowering_gap: what it finds is an internal compiler error, since
+// sema and the tile passes keep checked programs inside it), and the ops of
+// the Scalar, Control and Event families.
 //
 //   Scalar   `index` from its Sym (dims, task and loop variables), `const`
 //            (a number: an integer type's digits, wrapped to a narrow
@@ -51,7 +50,7 @@ bool one_of(const std::string &s, std::initializer_list<const char *> names) {
   return false;
 }
 
-struct PortCheck {
+struct GapCheck {
   const TileFunc &f;
   const TaskDecl &t;
   std::set<std::string> known;
@@ -270,15 +269,12 @@ void mma_b_operands(const TileFunc &f, const std::vector<TOp> &body, std::set<in
 
 } // namespace
 
-std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
-                          unsigned threads) {
+std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
+                              unsigned threads) {
   if (!f.untiled.empty())
     return f.untiled;
   if (!f.assigned)
-    return "no layouts";
-  if (smem_over_budget(f)) // tile/smem.cpp's plan exceeds what the targets allow
-    return "shared memory: " + std::to_string(f.smem_bytes) + " bytes of scratch, over the " +
-           std::to_string(f.smem_budget) + " the targets allow";
+    return "a body without layouts";
   // Every element type has its registers (lowerer.h): narrow integers wrap
   // (arith, wrap_int), unsigned ones shift, divide and compare unsigned,
   // FP8 rounds after each op, and loads move narrow and packed elements in
@@ -286,7 +282,7 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
   // check their own operand types below.
   if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
     return "threads per CTA not 32 times a power of two";
-  PortCheck c{f, t, {}, {}, tile_warps(threads), {}};
+  GapCheck c{f, t, {}, {}, tile_warps(threads), {}};
   mma_b_operands(f, f.body, c.mma_b);
   for (const TaskIndexDecl &d : t.domain)
     c.known.insert(d.name);

@@ -318,7 +318,7 @@ void warn_register_spills(const KernelDecl &k, unsigned threads, const TargetInf
     // sm_90 with o_proj beside it, no spill).
     if (tm)
       for (const TileFunc &f : tm->funcs)
-        if (f.name == t.name && has_mma_dot(f, f.body) && tile_unported(f, k, t, threads).empty()) {
+        if (f.name == t.name && has_mma_dot(f, f.body) && tile_lowering_gap(f, k, t, threads).empty()) {
           tiles = tile_ir_registers(f);
           need = tiles * 5 / 4;
         }

@@ -83,12 +83,11 @@ std::string write_temp(const std::string &src, const char *tag) {
 
 /// `ETL_TILE_DEBUG=1`'s lines for `src` that start with `what` ("prefetch
 /// GROUP: N load(s) before the waits", "pipeline GROUP: ...").
-std::string prefetch_report(const std::string &src, bool tile_lowering,
+std::string prefetch_report(const std::string &src,
                             const char *what = "prefetch ") {
   CompileOptions o;
   o.targets = {"sm_90"};
   o.emit = "ptx";
-  o.tile_lowering = tile_lowering;
   o.threads_per_cta = 128;
   std::string out, err, lines;
   int code = compile_text_tile_debug(src, o, what, out, err, lines);
@@ -122,11 +121,11 @@ struct Memory {
 } // namespace
 
 TEST_CASE("prefetch: a decode task loads its weight tile before it waits, its input after") {
-  for (bool tiles : {true, false}) {
+  for (bool tiles : {true}) {
     CAPTURE(tiles);
-    CHECK(prefetch_report(kDecode, tiles) == "prefetch gemv: 1 load(s) before the waits\n");
+    CHECK(prefetch_report(kDecode) == "prefetch gemv: 1 load(s) before the waits\n");
     std::string in = write_temp(kDecode, "ptx");
-    std::string ptx = compile_ptx(in, "sm_90", 0, true, tiles);
+    std::string ptx = compile_ptx(in, "sm_90", 0, true);
     std::filesystem::remove(in);
     Kernel k = parse_kernel(ptx);
     Memory m{k};
@@ -242,9 +241,9 @@ kernel k<N: dim>(w: tensor<f32>[N, TK], w2: tensor<f32>[N, TK], idx: tensor<i32>
   for (const Case &c : cases) {
     CAPTURE(std::string(c.what));
     std::string src = kernel(std::string(c.body) + "\n" + store, c.clause);
-    for (bool tiles : {true, false}) {
+    for (bool tiles : {true}) {
       CAPTURE(tiles);
-      CHECK(prefetch_report(src, tiles) ==
+      CHECK(prefetch_report(src) ==
             std::string(tiles && c.want_tile ? c.want_tile : c.want));
     }
   }
@@ -257,10 +256,9 @@ TEST_CASE("prefetch: loops issue their next iteration's loads of read-only tenso
     ss << in.rdbuf();
     return ss.str();
   };
-  CHECK(prefetch_report(shipped("softmax"), true, "pipeline ") ==
+  CHECK(prefetch_report(shipped("softmax"), "pipeline ") ==
         "pipeline stats: 1 load(s) one iteration ahead\n");
-  CHECK(prefetch_report(shipped("gemv"), true, "pipeline ") == "");
-  CHECK(prefetch_report(shipped("softmax"), false, "pipeline ") == ""); // tile IR path only
+  CHECK(prefetch_report(shipped("gemv"), "pipeline ") == "");
 
   const char *src = R"(
 const TB = 4;
@@ -282,7 +280,7 @@ kernel cols<B: dim, N: dim>(x: tensor<f32>[B, N], y1: tensor<f32>[B], y2: tensor
   }
 }
 )";
-  CHECK(prefetch_report(src, true, "pipeline ") ==
+  CHECK(prefetch_report(src, "pipeline ") ==
         "pipeline tail: 1 load(s) one iteration ahead\n"
         "pipeline even: 1 load(s) one iteration ahead\n");
   const int64_t B = 10;

@@ -80,7 +80,7 @@ std::map<std::string, std::string> paths(const std::string &text, unsigned threa
   for (const TileFunc &f : m.funcs)
     for (const TaskDecl &t : k.tasks)
       if (t.name == f.name)
-        out[f.name] = tile_unported(f, k, t, threads);
+        out[f.name] = tile_lowering_gap(f, k, t, threads);
   return out;
 }
 

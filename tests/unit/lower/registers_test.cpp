@@ -189,7 +189,7 @@ TEST_CASE("registers: a program the compiler warns about spills in ptxas") {
   // lowering picks its path).
   std::string src = write_program("spill_ptx.etl", kSpill);
   std::string log;
-  CHECK(ptxcheck::run_ptxas(ptxcheck::compile_ptx(src, "sm_90", 0, true, /*tile_lowering=*/false),
+  CHECK(ptxcheck::run_ptxas(ptxcheck::compile_ptx(src, "sm_90", 0, true),
                             "sm_90", log) == 0);
   INFO(log);
   size_t spills = ptxcheck::spill_bytes(log);
