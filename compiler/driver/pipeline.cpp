@@ -303,13 +303,15 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
   return true;
 }
 
+} // namespace
+
 /// The tile IR the back end lowers from (after layout assignment, the
 /// pipeline pass and shared-memory planning), or nullopt with the
 /// verifier's complaint in `error` (a compiler bug: the program passed
 /// every check). Remarks go nowhere (--emit=tile reports them) but, with
 /// `remarks`, the pipeline pass's MmaLoopNotPipelined.
 std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads, std::string &error,
-                                        bool remarks = false) {
+                                        bool remarks) {
   const KernelDecl &k = c.program->kernels[0];
   TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
   auto bad = [&](const char *after) {
@@ -330,8 +332,6 @@ std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads, std::
   plan_shared(m, c.target);
   return m;
 }
-
-} // namespace
 
 bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error) {
   return on_compiler_stack([&] {
@@ -513,6 +513,9 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   bopts.tiles = &*tiles;
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
+  if (std::getenv("ETL_TILE_DEBUG") && be.ok) // every body: its tile IR, or an error above
+    for (const auto &[grp, n] : be.prefetched)
+      std::cerr << "lowering " << grp << ": tile IR\n";
   if (std::getenv("ETL_TILE_DEBUG"))
     for (const auto &[grp, n] : be.prefetched)
       if (n)

@@ -14,6 +14,7 @@
 #include "target/target.h"
 
 #include "etl_abi.h"
+#include "backend_harness.h"
 #include "sim_harness.h"
 
 #include <doctest/doctest.h>
@@ -91,9 +92,9 @@ std::unique_ptr<Compilation> front(const std::string &name,
   return c;
 }
 
-BackendResult backend(const Compilation &c, const std::vector<std::string> &targets,
+BackendResult backend(Compilation &c, const std::vector<std::string> &targets,
                       const BackendOptions &opts) {
-  return run_backend(*c.program, c.program->kernels[0], c.graph, targets, opts);
+  return testing::lower_compiled(c, targets, opts);
 }
 
 /// The first program slot: the dims, then the tensors, then the events.

@@ -7,6 +7,7 @@
 // against a reference.
 //
 //===----------------------------------------------------------------------===//
+#include "../lower/backend_harness.h"
 #include "frontend/parser.h"
 #include "lower/backend.h"
 #include "sema/check.h"
@@ -27,31 +28,25 @@ using namespace etl;
 namespace {
 
 struct Compiled {
-  SourceManager sm;
-  std::unique_ptr<Program> program;
-  TaskGraph graph;
+  Compilation c;
   BackendResult result;
 };
 
 std::unique_ptr<Compiled> compile_example(const std::string &rel,
                                           const std::vector<std::string> &targets,
                                           BackendOptions opts = {}) {
-  auto c = std::make_unique<Compiled>();
+  auto r = std::make_unique<Compiled>();
   std::ifstream f(std::string(ETL_SOURCE_DIR) + "/" + rel);
   std::stringstream ss;
   ss << f.rdbuf();
-  FileId id = c->sm.add(rel, ss.str());
-  Diag diag(c->sm);
-  c->program = parse_program(id, c->sm, diag);
-  REQUIRE(c->program);
-  INFO(diag.render());
-  REQUIRE_FALSE(diag.has_errors());
-  REQUIRE(check_program(*c->program, diag, target_info(targets)));
-  REQUIRE(c->program->kernels.size() == 1);
-  c->graph = build_task_graph(c->program->kernels[0], diag);
-  REQUIRE_FALSE(diag.has_errors());
-  c->result = run_backend(*c->program, c->program->kernels[0], c->graph, targets, opts);
-  return c;
+  r->c.file = r->c.sm.add(rel, ss.str());
+  r->c.target = target_info(targets);
+  bool ok = compile_front(r->c);
+  INFO(r->c.diag.render());
+  REQUIRE(ok);
+  REQUIRE(r->c.program->kernels.size() == 1);
+  r->result = testing::lower_compiled(r->c, targets, opts);
+  return r;
 }
 
 void assemble(const BackendResult &r) {
@@ -124,16 +119,16 @@ TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
     x[size_t(i)] = float((i * 3) % 17) - 8.f;
   std::vector<uint32_t> events(size_t(cdiv(M, TM)), uint32_t(cdiv(N, TN)));
   // Static queue in topological order, round-robin over the CTAs.
-  std::vector<int> order = c->graph.topo_order;
+  std::vector<int> order = c->c.graph.topo_order;
   if (order.empty()) // taskgraph may not fill it yet: declaration order is topological here
-    for (size_t g = 0; g < c->graph.groups.size(); ++g)
+    for (size_t g = 0; g < c->c.graph.groups.size(); ++g)
       order.push_back(int(g));
   REQUIRE(order.size() == 2);
   std::vector<std::pair<uint32_t, uint32_t>> counts;
   for (int g : order)
     counts.push_back({uint32_t(g), uint32_t(g == 0 ? cdiv(M, TM) * cdiv(N, TN) : cdiv(M, TM))});
   SimLaunch launch(counts, CTAS);
-  ArgLayout L = arg_layout(c->program->kernels[0]);
+  ArgLayout L = arg_layout(c->c.program->kernels[0]);
   std::vector<uint64_t> args(L.num_slots(), 0);
   launch.fill(args.data(), events.data());
   args[L.dim(0)] = uint64_t(M);
