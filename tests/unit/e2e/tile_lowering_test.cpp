@@ -19,7 +19,6 @@
 //            and ptxas reports no spills on sm_80 and sm_90;
 //   stale    a tensor another task stores under an `if` is never read
 //            through ld.global.nc;
-//   switch   --tile-lowering=false takes the AST path (no ld.global.nc);
 //   mlp      (`where D % 4 == 0, F % 4 == 0`; FMA dots, lower_tile_dot.cpp)
 //            128-bit loads and stores, fma, 128-bit shared reads of b, no
 //            spills on sm_80 and sm_90; on sim >= 95 % of global bytes by
@@ -323,25 +322,6 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     }
     CHECK(worst < 1e-3);
   }
-}
-
-TEST_CASE("tile lowering: --tile-lowering=false takes the AST path for every body") {
-  std::string in = "/tmp/etl-tile-ast-" + std::to_string(getpid()) + ".etl";
-  std::ofstream(in) << shipped("rowsum", "N % 4 == 0");
-  auto ptx = [&](bool tiles) {
-    CompileOptions o;
-    o.input = in;
-    o.targets = {"sm_90"};
-    o.emit = "ptx";
-    o.tile_lowering = tiles;
-    std::ostringstream out, err;
-    REQUIRE(compile(o, out, err) == 0);
-    return out.str();
-  };
-  std::string tile = ptx(true), ast = ptx(false);
-  std::remove(in.c_str());
-  CHECK(count(tile, "ld.global.nc.v4.") >= 1);
-  CHECK(count(ast, "ld.global.nc.") == 0); // the AST path has no .nc loads
 }
 
 TEST_CASE("tile lowering: reductions across warps, padded tiles, rank-0 stores") {

@@ -53,9 +53,8 @@ inline std::vector<std::filesystem::path> programs(bool runtime_programs = true)
 /// The PTX of `src` for `target` (threads 0: the compiler's choice); the
 /// compile must succeed.
 inline std::string compile_ptx(const std::string &src, const std::string &target = "sm_90",
-                               unsigned threads = 0, bool fmad = true, bool tile_lowering = true) {
+                               unsigned threads = 0, bool fmad = true) {
   CompileOptions o;
-  o.tile_lowering = tile_lowering;
   o.input = src;
   o.targets = {target};
   o.emit = "ptx";
