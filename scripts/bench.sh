@@ -31,16 +31,13 @@
 # 5. Compile time of the layer programs (decode_layer, and moe_layer when
 #    present): etlc from .etl to sm_90 PTX against ptxas assembling that PTX,
 #    CPU seconds, and their ratio (issue 12 asks etlc <= 0.5 x ptxas).
-# 6. The tile-IR lowering against the AST lowering (--tile-lowering=false)
-#    on the same model, for the examples whose `where` facts prove 128-bit
-#    accesses, with the share of global bytes those accesses move.
-# 7. moe_layer: speed of light at Qwen3-30B-A3B dims, and fine-grained events
+# 6. moe_layer: speed of light at Qwen3-30B-A3B dims, and fine-grained events
 #    against --events=barrier on sim.
-# 8. prefill_attention (causal attention, 8 heads x S=4096 x D=128 and GQA,
+# 7. prefill_attention (causal attention, 8 heads x S=4096 x D=128 and GQA,
 #    with o_proj): the cost model's SOL (the code's tiles) next to the causal minimum,
 #    ptxas registers and spills, and the modelled time from the sim profile
 #    at S=256.
-# 9. etl_plan_build (the per-shape plan of the first etlRun of a binding):
+# 8. etl_plan_build (the per-shape plan of the first etlRun of a binding):
 #    the fast wait counting against the enumeration it replaced, for the
 #    synthetic tests/unit/runtime/programs/plan_stars.etl (2-D domains, `*`
 #    notify and wait edges, a dynamic group) at 10^4..10^6 tasks and for
@@ -222,8 +219,7 @@ def stats(cost_path, prof_path):
             "eff": "%.1f%%" % (100 * g["efficiency"]),
             "uniq": "%.2f" % (p["unique_dram_bytes"] / (c["bytes_read"]["value"] + c["bytes_written"]["value"])),
             "lanes": "%.1f%%" % (100 * g["lane_utilization"]), "bank": "%.2f" % sh["bank_conflict_factor"],
-            "share": "%.1f%%" % (100 * tcf / c["flops_tc"]["value"]) if c["flops_tc"]["value"] else "-",
-            "b128": "%.1f%%" % (100 * g.get("bytes_128bit", 0) / max(1, g["bytes_requested"]))}
+            "share": "%.1f%%" % (100 * tcf / c["flops_tc"]["value"]) if c["flops_tc"]["value"] else "-"}
 '
 
 # model_row EXAMPLE BINDING COST_JSON PROFILE_JSON: one row of the table below.
@@ -397,32 +393,6 @@ if [ -x "$px" ]; then
 else
   echo "(ptxas not found: skipped)"
 fi
-
-# 6. The same model for the bodies the tile IR lowers (lower/lower_tile_*.cpp)
-#    against the AST path (--tile-lowering=false), and the share of global
-#    bytes moved by 128-bit lane accesses. The examples carry the `where`
-#    facts that prove those accesses (rowsum, softmax: N % 4 == 0; gemv:
-#    K % 8 == 0).
-echo
-echo "== tile IR vs AST lowering (sim profile, $gpu model as above)"
-printf '%-16s %-6s %-26s %9s %7s %8s %9s %7s %6s %7s\n' example path binding "model us" "% SOL" "sect.eff" "uniq/min" lanes bank "128-bit"
-for spec in "rowsum 1024,2048 M=1024,N=2048" "softmax 256,2048 B=256,N=2048" "gemv 1024,4096 N=1024,K=4096"; do
-  set -- $spec
-  ex=$1 shape=$2 bind=$3
-  src="$root/examples/$ex/$ex.etl"
-  "$etlc" compile "$src" --emit=cost --gpu "$gpu" --bind "$bind" --format=json >"$tmp/cost.json" || continue
-  for path in ast tile; do
-    flag=true
-    [ $path = ast ] && flag=false
-    "$etlc" compile "$src" -o "$tmp/v.etlb" --target sim --tile-lowering=$flag 2>/dev/null || continue
-    "$build/examples/${ex}_host" "$tmp/v.etlb" --device sim --shape "$shape" \
-      --profile "$tmp/prof.json" >/dev/null || { echo "$ex: host failed" >&2; continue; }
-    python3 -c "$model_py"'
-s = stats(sys.argv[1], sys.argv[2])
-print(" ".join(s[k] for k in ("model", "pct", "eff", "uniq", "lanes", "bank", "b128")))
-' "$tmp/cost.json" "$tmp/prof.json" | { read -r a b c d e f h; printf '%-16s %-6s %-26s %9s %7s %8s %9s %7s %6s %7s\n' "$ex" "$path" "$bind" "$a" "$b" "$c" "$d" "$e" "$f" "$h"; }
-  done
-done
 
 echo
 echo "== moe_layer (Qwen3-30B-A3B MoE block: E=128, K=8), speed of light on $gpu"

@@ -4,7 +4,7 @@
 // "Bit operations"), the arithmetic `>>`, integer literals and scalars
 // mixed with tiles, and the precedence of `&` over `==`. `popc` of i32 and
 // i64 tiles takes the tile IR path (ETL_TILE_DEBUG says so) and counts the
-// same bits as the AST path (ETL_TILE_LOWERING=0).
+// bits C's __builtin_popcount counts.
 #include "compile_run.h"
 
 #include <etl/etl.h>
@@ -127,8 +127,7 @@ kernel bits64<N: dim>(a: tensor<i64>[N], s: tensor<i64>[N], y: tensor<i64>[5, N]
   }
 }
 
-TEST_CASE("bit operations: popc of i32 and i64 tiles takes the tile IR path, the AST path's "
-          "counts") {
+TEST_CASE("bit operations: popc of i32 and i64 tiles takes the tile IR path, C's counts") {
   const std::string src = R"(
 const TN = 64;
 kernel pc<N: dim>(a: tensor<i32>[N], b: tensor<i64>[N], y: tensor<i32>[3, N])
@@ -156,15 +155,16 @@ kernel pc<N: dim>(a: tensor<i32>[N], b: tensor<i64>[N], y: tensor<i32>[3, N])
     b[k] = k < 8 ? edge[k] : int64_t(uint64_t(k) * 0x9E3779B97F4A7C15ull);
     a[k] = int32_t(b[k] >> (k % 3 == 0 ? 32 : 0));
   }
-  for (const char *tiles : {"1", "0"}) { // the tile IR path, then the AST path
-    CAPTURE(tiles);
+  for (unsigned threads : {32u, 128u}) {
+    CAPTURE(threads);
     std::vector<int32_t> y(3 * N, 99);
-    setenv("ETL_TILE_LOWERING", tiles, 1);
-    std::string run = compile_and_run(src, std::string("bitops_popc_") + tiles, {{"N", N}},
+    testing::RunOptions ro;
+    ro.threads_per_cta = threads;
+    std::string run = compile_and_run(src, "bitops_popc_" + std::to_string(threads), {{"N", N}},
                                       {{"a", a.data(), ETL_I32, {N}},
                                        {"b", b.data(), ETL_I64, {N}},
-                                       {"y", y.data(), ETL_I32, {3, N}}});
-    unsetenv("ETL_TILE_LOWERING");
+                                       {"y", y.data(), ETL_I32, {3, N}}},
+                                      ro);
     REQUIRE_MESSAGE(run.empty(), run);
     int bad = 0;
     for (int64_t k = 0; k < N; ++k) {

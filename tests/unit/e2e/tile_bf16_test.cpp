@@ -3,15 +3,14 @@
 // What this pins: task bodies that load and store bf16 tensors (outside the
 // tensor-core `dot`) are lowered from the tile IR (lower/lower_tile_memory.cpp):
 // 8 bf16 values travel in one 16-byte access as four 32-bit words, widened in
-// registers (a shift or a mask) and narrowed by the AST path's
-// round-to-nearest-even.
+// registers (a shift or a mask) and narrowed with round-to-nearest-even
+// (lower/lower_convert.cpp).
 //
 //   sim      tests/golden/bf16_tile.etl's residual add on ragged sizes (a
 //            masked tail of rows and of 8-element vectors), with ties, NaN
 //            and infinities: the bf16 output equals a reference rounded
-//            here bit for bit, and equals the AST path's
-//            (ETL_TILE_LOWERING=0) bit for bit, also when the tensors' base
-//            is off 16 bytes (the scalar fallback);
+//            here bit for bit, also when the tensors' base is off 16 bytes
+//            (the scalar fallback);
 //   PTX      the same body on sm_80 and sm_90 loads and stores bf16 with
 //            128-bit accesses (ld.global.nc.v4.u32 / st.global.v4.u32), no
 //            narrow 16-bit global access, 0 spills;
@@ -116,10 +115,10 @@ struct Residual {
       r[i] = bf16_rne(bf16_value(x[i]) + part[i]);
     return r;
   }
-  /// Runs the program (tile path unless `ast`) with the tensors `shift`
+  /// Runs the program with the tensors `shift`
   /// elements past a 16-byte boundary; the bf16 output in `out`, the row
   /// sums of squares in `ss`.
-  std::string run(bool ast, size_t shift, unsigned threads, std::vector<uint16_t> &out,
+  std::string run(size_t shift, unsigned threads, std::vector<uint16_t> &out,
                   std::vector<float> &ss) const {
     size_t n = x.size(), nt = size_t((H + 127) / 128);
     std::vector<uint16_t> xb(n + 8, 0), ob(n + 8, 0);
@@ -129,15 +128,12 @@ struct Residual {
     ss.assign(nt * size_t(B), 0);
     RunOptions ro;
     ro.threads_per_cta = threads;
-    if (ast)
-      setenv("ETL_TILE_LOWERING", "0", 1);
     std::string msg = compile_and_run(residual_source(), "bf16_residual", {{"B", B}, {"H", H}},
                                       {{"x", xb.data() + shift, ETL_BF16, {B, H}},
                                        {"part", pb.data() + shift, ETL_F32, {B, H}},
                                        {"out", ob.data() + shift, ETL_BF16, {B, H}},
                                        {"ss", ss.data(), ETL_F32, {int64_t(nt), B}}},
                                       ro);
-    unsetenv("ETL_TILE_LOWERING");
     out.assign(ob.begin() + long(shift), ob.begin() + long(shift + n));
     return msg;
   }
@@ -168,7 +164,7 @@ TEST_CASE("tile bf16: the residual body takes the tile path with 128-bit bf16 ac
   }
 }
 
-TEST_CASE("tile bf16: sim results equal a bf16 reference and the AST path bit for bit") {
+TEST_CASE("tile bf16: sim results equal a bf16 reference bit for bit") {
   Residual r;
   std::vector<uint16_t> want = r.expected();
   CHECK(want[0] == 0x3F80);
@@ -180,17 +176,13 @@ TEST_CASE("tile bf16: sim results equal a bf16 reference and the AST path bit fo
     for (size_t shift : {size_t(0), size_t(1)}) { // 1: a base 2 or 4 bytes off 16
       CAPTURE(threads);
       CAPTURE(shift);
-      std::vector<uint16_t> tile, ast;
-      std::vector<float> ss_tile, ss_ast;
-      REQUIRE(r.run(false, shift, threads, tile, ss_tile) == "");
-      REQUIRE(r.run(true, shift, threads, ast, ss_ast) == "");
-      size_t bad = 0, differ = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
+      std::vector<uint16_t> tile;
+      std::vector<float> ss_tile;
+      REQUIRE(r.run(shift, threads, tile, ss_tile) == "");
+      size_t bad = 0;
+      for (size_t i = 0; i < want.size(); ++i)
         bad += tile[i] != want[i];
-        differ += tile[i] != ast[i];
-      }
       CHECK(bad == 0);
-      CHECK(differ == 0);
       CHECK((tile[3] & 0x7FC0) == 0x7FC0); // a quiet NaN
       // The row sums of squares, against double precision (skipping the
       // special row 0).

@@ -17,9 +17,9 @@
 //            cast of an accumulator is the next dot's A in registers (no
 //            shared staging of P: its buffer holds only b);
 //   sim      ragged M (100 rows: the last tile is partial), small integers
-//            whose sums f32 holds exactly: a C reference and the AST path
-//            (ETL_TILE_LOWERING=0) bit for bit, at 1 and 4 warps and under
-//            the race check (the staging barriers are in place).
+//            whose sums f32 holds exactly: a C reference bit for bit, at 1
+//            and 4 warps, with b, k and v off a 16-byte base, and under the
+//            race check (the staging barriers are in place).
 //
 //===----------------------------------------------------------------------===//
 #include "compile_run.h"
@@ -216,7 +216,7 @@ kernel g<M: dim, K: dim>(a: tensor<bf16>[M, K], b: tensor<bf16>[K, 32], c: tenso
   CHECK(ptx.find("cp.async.wait_group 1;") != std::string::npos);
 }
 
-TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit for bit") {
+TEST_CASE("tile mma: ragged bf16 dots equal a C reference bit for bit") {
   const int64_t M = 100;
   std::vector<uint16_t> a(M * 32), b(32 * 32), k(32 * 32), v(32 * 16);
   std::vector<int64_t> ai(a.size()), bi(b.size()), ki(k.size()), vi(v.size());
@@ -246,17 +246,12 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
   }
   struct Run {
     unsigned threads;
-    bool race, ast;
+    bool race;
     size_t shift; // b, k and v this many elements past a 16-byte boundary
-  } runs[] = {{32, false, false, 0},
-              {128, false, false, 0},
-              {128, true, false, 0},
-              {128, false, true, 0},
-              {128, false, false, 1}};
+  } runs[] = {{32, false, 0}, {128, false, 0}, {128, true, 0}, {128, false, 1}};
   for (const Run &rn : runs) {
     CAPTURE(rn.threads);
     CAPTURE(rn.race);
-    CAPTURE(rn.ast);
     CAPTURE(rn.shift);
     // b's copy by cp.async needs a 16-byte aligned base; off it, element
     // by element (lower_tile_mma.cpp's tile_mma_copy).
@@ -269,8 +264,6 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
     RunOptions ro_;
     ro_.threads_per_cta = rn.threads;
     ro_.race_check = rn.race;
-    if (rn.ast)
-      setenv("ETL_TILE_LOWERING", "0", 1);
     std::string err = compile_and_run(kMma, "tile_mma_ragged", {{"M", M}},
                                       {{"a", a.data(), ETL_BF16, {M, 32}},
                                        {"b", bs.data() + rn.shift, ETL_BF16, {32, 32}},
@@ -282,7 +275,6 @@ TEST_CASE("tile mma: ragged bf16 dots equal a C reference and the AST path bit f
                                        {"cf", cf.data(), ETL_F32, {M, 32}},
                                        {"cw", cw.data(), ETL_F32, {M, 32}}},
                                       ro_);
-    unsetenv("ETL_TILE_LOWERING");
     REQUIRE_MESSAGE(err.empty(), err);
     int bad_c = 0, bad_t = 0, bad_o = 0, bad_f = 0, bad_w = 0;
     for (size_t i = 0; i < c.size(); ++i) {

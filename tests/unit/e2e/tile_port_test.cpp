@@ -1,38 +1,41 @@
 //===- tests/unit/e2e/tile_port_test.cpp - Bodies ported to the tile IR ---===//
 //
 // What this pins (issue 28's port, docs/ARCHITECTURE.md "Porting the
-// lowering to the tile IR"): bodies that used to need the AST path now
-// take the tile IR path (ETL_TILE_DEBUG's "lowering GROUP: tile IR"), and
-// on sim they give the AST path's results bit for bit: each program runs
-// twice from the same inputs, once as compiled and once with
-// ETL_TILE_LOWERING=0, and every tensor must hold the same bytes.
+// lowering to the tile IR"): bodies that used to need the AST path take the
+// tile IR path (ETL_TILE_DEBUG's "lowering GROUP: tile IR"), and on sim every
+// tensor ends with the bytes a reference computed here says, element by
+// element (grammar/REFERENCE.md's rules; NaN equals any NaN, its payload is
+// not specified):
 //
 //   math     sin cos tanh erf floor ceil round pow (f32, f16, bf16) and
-//            popc (i32, i64): the same helpers (lower_math.cpp) on both
-//            paths; constants keep every bit (a float's 17 digits, an
-//            i64's 2^53 + 1).
+//            popc (i32, i64): sim calls glibc's libm (target/sim.cpp), so
+//            the reference calls the same functions on the same f32
+//            arguments and rounds to f16/bf16 to nearest even after every
+//            op; constants keep every bit (a float's 17 digits, an i64's
+//            2^53 + 1).
 //   atomics  add/max/min of f32, f16, bf16, i32, i64 into colliding bins
 //            (exact sums, so every order gives the same bits), old values
 //            of atomic_add/_max/_cas (each element hit once, so they are
-//            the initial ones) from [64] and [16] slices at 128 and 32
-//            threads (copies in other warps: scratch; in other lanes:
-//            shuffles, i64 in two halves) and of a rank-0 atomic; the
-//            gemv_atomic example's bodies take the tile IR path.
+//            the initial ones; 0 where the mask is off) from [64] and [16]
+//            slices at 128 and 32 threads (copies in other warps: scratch;
+//            in other lanes: shuffles, i64 in two halves) and of a rank-0
+//            atomic; the gemv_atomic example's bodies take the tile IR path.
 //   if       if / else if / else on task indices, a scalar parameter and a
 //            loop variable, assigning tile and scalar vars, with a
 //            cross-warp reduction, an element read bound by a `let`, a
 //            store, a hazard
-//            barrier and an atomic inside branches, in and around a `for`;
+//            barrier and an atomic inside branches, in and around a `for`
+//            (multiples of 1/8: every sum exact in any order);
 //            tests/unit/target/branches.etl's body takes the tile IR path.
 //   narrow   u8, i8, u16, i16, u32, packed i4/u4 and FP8 (e4m3, e5m2):
 //            loads (vectors of words, and elements one by one past a
 //            tensor's end with a wrapped pad), wrapping arithmetic, unsigned
-//            shifts, division, comparisons, max/min, reductions, argmax,
-//            argmin and cumsum, ~ - abs,
-//            casts, FP8 rounding, stores; with the `where` fact that makes
-//            the accesses 128-bit vectors and with one that allows pairs
-//            (a 16-bit word of two u8, a byte of two u4), at 128 and 32
-//            threads;
+//            shifts, floor division, comparisons, max/min, reductions,
+//            argmax, argmin and cumsum, ~ - abs,
+//            saturating casts, FP8 rounding, masked stores; with the `where`
+//            fact that makes the accesses 128-bit vectors and with one that
+//            allows pairs (a 16-bit word of two u8, a byte of two u4), at 128
+//            and 32 threads;
 //            the gemv_int4 example's bodies (u4 weights) take the tile IR
 //            path.
 //
@@ -41,10 +44,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -82,22 +87,19 @@ template <class T> Buf buf(const char *name, etlDType t, const std::vector<T> &v
   return b;
 }
 
-/// Runs `src` on sim from `bufs` (copied), on the tile IR path or (`ast`)
-/// with ETL_TILE_LOWERING=0; returns the tensors' bytes after the run.
+/// Runs `src` on sim from `bufs` (copied); returns the tensors' bytes after
+/// the run.
 std::vector<std::vector<uint8_t>> run(const std::string &src, const std::string &stem,
                                       const std::vector<std::pair<const char *, int64_t>> &dims,
-                                      std::vector<Buf> bufs, bool ast,
+                                      std::vector<Buf> bufs,
                                       const std::vector<ScalarArg> &scalars = {},
                                       unsigned threads = 128) {
   std::vector<Bind> binds;
   for (Buf &b : bufs)
     binds.push_back({b.name, b.bytes.data(), b.dtype, b.shape});
-  if (ast)
-    setenv("ETL_TILE_LOWERING", "0", 1);
   testing::RunOptions o;
   o.threads_per_cta = threads;
-  std::string err = compile_and_run(src, stem + (ast ? "_ast" : "_tile"), dims, binds, o, scalars);
-  unsetenv("ETL_TILE_LOWERING");
+  std::string err = compile_and_run(src, stem, dims, binds, o, scalars);
   INFO(err);
   CHECK(err.empty());
   std::vector<std::vector<uint8_t>> out;
@@ -106,26 +108,206 @@ std::vector<std::vector<uint8_t>> run(const std::string &src, const std::string 
   return out;
 }
 
-/// The tile IR path and the AST path leave the same bytes in every tensor.
-void same_on_both_paths(const std::string &src, const std::string &stem,
-                        const std::vector<std::pair<const char *, int64_t>> &dims,
-                        const std::vector<Buf> &bufs, const std::vector<ScalarArg> &scalars = {},
-                        unsigned threads = 128) {
-  std::vector<std::vector<uint8_t>> tile = run(src, stem, dims, bufs, false, scalars, threads);
-  std::vector<std::vector<uint8_t>> ast = run(src, stem, dims, bufs, true, scalars, threads);
-  REQUIRE(tile.size() == ast.size());
-  for (size_t i = 0; i < tile.size(); ++i) {
+size_t elem_bytes(etlDType t) {
+  switch (t) {
+  case ETL_I64:
+    return 8;
+  case ETL_F32:
+  case ETL_I32:
+  case ETL_U32:
+    return 4;
+  case ETL_F16:
+  case ETL_BF16:
+  case ETL_I16:
+  case ETL_U16:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+/// Is the element of `t` at `p` a NaN?
+bool is_nan(etlDType t, const uint8_t *p) {
+  uint32_t u = 0;
+  std::memcpy(&u, p, elem_bytes(t));
+  switch (t) {
+  case ETL_F32:
+    return (u & 0x7FFFFFFFu) > 0x7F800000u;
+  case ETL_F16:
+    return (u & 0x7FFFu) > 0x7C00u;
+  case ETL_BF16:
+    return (u & 0x7FFFu) > 0x7F80u;
+  case ETL_F8E4M3:
+    return (u & 0x7Fu) == 0x7Fu;
+  case ETL_F8E5M2:
+    return (u & 0x7Fu) > 0x7Cu;
+  default:
+    return false;
+  }
+}
+
+/// Every tensor of a run holds the bytes of `want`, element by element of
+/// its type (a NaN equals any NaN: the payload is not specified); the
+/// outputs were written (differ from their initial bytes).
+void expect(const std::vector<Buf> &bufs, const std::vector<std::vector<uint8_t>> &got,
+            const std::vector<std::vector<uint8_t>> &want) {
+  REQUIRE(got.size() == bufs.size());
+  REQUIRE(want.size() == bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i) {
     std::string name = bufs[i].name;
     CAPTURE(name);
     if (bufs[i].out)
-      CHECK(tile[i] != bufs[i].bytes); // the run wrote it
-    size_t first = 0;
-    while (first < tile[i].size() && tile[i][first] == ast[i][first])
-      ++first;
+      CHECK(got[i] != bufs[i].bytes); // the run wrote it
+    REQUIRE(got[i].size() == want[i].size());
+    size_t w = elem_bytes(bufs[i].dtype), bad = 0, first = 0;
+    std::string got_hex, want_hex;
+    for (size_t e = 0; e * w < got[i].size(); ++e) {
+      const uint8_t *g = got[i].data() + e * w, *x = want[i].data() + e * w;
+      if (std::memcmp(g, x, w) == 0 || (is_nan(bufs[i].dtype, g) && is_nan(bufs[i].dtype, x)))
+        continue;
+      if (bad++ == 0) {
+        first = e;
+        uint64_t a = 0, b = 0;
+        std::memcpy(&a, g, w);
+        std::memcpy(&b, x, w);
+        std::ostringstream os;
+        os << std::hex << a;
+        got_hex = os.str();
+        os.str("");
+        os << std::hex << b;
+        want_hex = os.str();
+      }
+    }
     CAPTURE(first);
-    CHECK(tile[i] == ast[i]);
+    CAPTURE(got_hex);
+    CAPTURE(want_hex);
+    CHECK(bad == 0);
   }
 }
+
+/// The initial bytes of `bufs`: the reference starts from them.
+std::vector<std::vector<uint8_t>> initial(const std::vector<Buf> &bufs) {
+  std::vector<std::vector<uint8_t>> v;
+  for (const Buf &b : bufs)
+    v.push_back(b.bytes);
+  return v;
+}
+
+template <class T> T get(const std::vector<uint8_t> &v, size_t k) {
+  T x;
+  std::memcpy(&x, v.data() + k * sizeof(T), sizeof(T));
+  return x;
+}
+template <class T> void put(std::vector<uint8_t> &v, size_t k, T x) {
+  std::memcpy(v.data() + k * sizeof(T), &x, sizeof(T));
+}
+
+/// `v` rounded to f32 here, not fused into a following add (the host
+/// compiler may contract a * b + c; sim rounds every op).
+float rn(float v) {
+  volatile float r = v;
+  return r;
+}
+
+uint32_t f32_bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  return x;
+}
+float f32_of(uint32_t x) {
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+/// f32 -> f16 bits, round to nearest even, overflow to infinity.
+uint16_t f16_rne(float f) {
+  uint32_t x = f32_bits(f), ax = x & 0x7FFFFFFFu;
+  uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+  if (ax > 0x7F800000u)
+    return uint16_t(sign | 0x7E00u);
+  if (ax >= 0x477FF000u) // 65520 and up (a tie with the odd 65504): infinity
+    return uint16_t(sign | 0x7C00u);
+  if (ax < 0x38800000u) // below 2^-14: a multiple of 2^-24 (scaling is exact)
+    return uint16_t(sign | uint16_t(std::nearbyint(f32_of(ax) * 16777216.0f)));
+  uint32_t r = (ax + 0x0FFFu + ((ax >> 13) & 1u)) >> 13;
+  return uint16_t(sign | (r - (112u << 10)));
+}
+float f16_val(uint16_t h) {
+  int e = (h >> 10) & 0x1F;
+  float m = float(h & 0x3FF), v;
+  if (e == 31)
+    v = m != 0 ? NAN : INFINITY;
+  else
+    v = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024.0f + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+/// f32 -> bf16 bits, round to nearest even, a NaN stays a quiet NaN.
+uint16_t bf16_rne(float f) {
+  uint32_t x = f32_bits(f);
+  if (std::isnan(f))
+    return uint16_t((x >> 16) | 0x40);
+  return uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+float bf16_val(uint16_t h) { return f32_of(uint32_t(h) << 16); }
+float h16(float v) { return f16_val(f16_rne(v)); }   ///< v rounded to f16
+float b16(float v) { return bf16_val(bf16_rne(v)); } ///< v rounded to bf16
+
+/// The value of FP8 code `c` (OCP FP8: e4m3 bias 7, S.1111.111 NaN, no
+/// infinities; e5m2 bias 15, IEEE-like).
+float fp8_val(uint8_t c, bool e4) {
+  int M = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+  int e = (c & 0x7F) >> M, m = c & ((1 << M) - 1);
+  float v;
+  if (e4 && e == 15 && m == 7)
+    v = NAN;
+  else if (!e4 && e == 31)
+    v = m ? NAN : INFINITY;
+  else if (e == 0)
+    v = std::ldexp(float(m), 1 - bias - M);
+  else
+    v = std::ldexp(1.0f + float(m) / float(1 << M), e - bias);
+  return (c & 0x80) ? -v : v;
+}
+/// The FP8 code of `x` by search: the nearest finite code, ties to the even
+/// code; saturating past the largest finite value (infinities too); NaN to NaN.
+uint8_t fp8_rne(float x, bool e4) {
+  uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  if (std::isnan(x))
+    return uint8_t(sign | (e4 ? 0x7F : 0x7E));
+  double ax = std::fabs(double(x)), best_d = INFINITY;
+  if (ax >= (e4 ? 448.0 : 57344.0)) // saturates (infinities too)
+    return uint8_t(sign | (e4 ? 0x7E : 0x7B));
+  int best = 0;
+  for (int c = 0; c < 128; ++c) {
+    double v = double(fp8_val(uint8_t(c), e4));
+    if (std::isnan(v) || std::isinf(v))
+      continue;
+    double d = std::fabs(v - ax);
+    if (d < best_d || (d == best_d && (c & 1) == 0)) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return uint8_t(sign | best);
+}
+
+/// cast<I>(v) of a float: toward zero, saturated to I's range, NaN -> 0.
+template <class I> I sat(float v) {
+  if (std::isnan(v))
+    return 0;
+  double t = std::trunc(double(v));
+  double lo = double(std::numeric_limits<I>::min()), hi = double(std::numeric_limits<I>::max());
+  return I(t < lo ? lo : t > hi ? hi : t);
+}
+
+/// ETL's integer `/` and `%` of signed operands: floor division, a modulo
+/// with the divisor's sign (grammar/REFERENCE.md "Element types").
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a % b < 0) != (b < 0))) ? q - 1 : q;
+}
+int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
 
 /// ETL_TILE_DEBUG's lowering lines of `src` compiled for sm_90 PTX: one
 /// "lowering GROUP: PATH" line per group.
@@ -172,9 +354,97 @@ std::vector<float> spread(int64_t n, double lo, double hi) {
   return x;
 }
 
+/// What the `nar` kernel of the narrow test leaves in its tensors `in` (of
+/// N = `n` elements), by grammar/REFERENCE.md's rules: each op of a narrow
+/// type wraps to it (here: in 32 bits, then cut), signed `/` and `%` floor,
+/// unsigned ones and `>>` do not look at a sign, float -> integer casts
+/// truncate and saturate, FP8 rounds to nearest even (saturating) after
+/// every op; a load past N gives the pad (a's -1 as u8 255, g's 7, else 0),
+/// which the reductions, argmax/argmin (first index on ties) and cumsums of
+/// the last 512-element tile see; stores past N are dropped, and yu8 keeps
+/// its bytes where ua == 17.
+std::vector<std::vector<uint8_t>> narrow_reference(const std::vector<Buf> &in, size_t n) {
+  const size_t T = 512;
+  std::vector<std::vector<uint8_t>> want = initial(in);
+  auto nib = [&](size_t buf, size_t k, bool sign) {
+    int v = (in[buf].bytes[k / 2] >> (k % 2 ? 4 : 0)) & 15;
+    return sign && v > 7 ? v - 16 : v;
+  };
+  for (size_t i = 0; i * T < n; ++i) {
+    uint8_t s_ua = 0, s_up = 0, c_ua = 0;
+    uint32_t max_uw = 0, c_uw = 0;
+    int8_t min_sb = 0;
+    int16_t max_sg = 0, c_sg = 0;
+    int32_t arg_uw = 0, arg_sb = 0;
+    for (size_t t = 0; t < T; ++t) {
+      size_t k = i * T + t;
+      bool live = k < n;
+      uint8_t ua = live ? in[0].bytes[k] : 255;
+      int8_t sb = live ? int8_t(in[1].bytes[k]) : 0;
+      uint16_t uh = live ? get<uint16_t>(in[2].bytes, k) : 0;
+      int16_t sg = live ? get<int16_t>(in[3].bytes, k) : 7;
+      uint32_t uw = live ? get<uint32_t>(in[4].bytes, k) : 0;
+      int8_t sq = int8_t(live ? nib(5, k, true) : 0);
+      uint8_t up = uint8_t(live ? nib(6, k, false) : 0);
+      float v = live ? get<float>(in[7].bytes, k) : 0.0f;
+      float e4 = live ? fp8_val(in[8].bytes[k], true) : 0.0f;
+      float e5 = live ? fp8_val(in[9].bytes[k], false) : 0.0f;
+      // Reductions and scans over the whole tile, pads included.
+      s_ua = uint8_t(s_ua + ua);
+      s_up = uint8_t(s_up + up);
+      if (t == 0 || uw > max_uw)
+        max_uw = uw, arg_uw = int32_t(t);
+      if (t == 0 || sb < min_sb)
+        min_sb = sb, arg_sb = int32_t(t);
+      max_sg = t == 0 ? sg : std::max(max_sg, sg);
+      c_ua = uint8_t(c_ua + ua);
+      c_sg = int16_t(c_sg + sg);
+      c_uw = c_uw + uw;
+      if (!live)
+        continue;
+      uint8_t y8 = uint8_t(uint8_t(uint8_t((ua >> 2) + uint8_t(sat<uint8_t>(v) * ua)) -
+                                   uint8_t(~ua)) +
+                           std::max<uint8_t>(ua, 200) / 3);
+      if (ua != 17)
+        want[10][k] = y8;
+      int8_t n1 = int8_t(floor_div(sb, 3));
+      n1 = int8_t(n1 + sat<int8_t>(v));
+      n1 = int8_t(n1 - int8_t(-sb));
+      n1 = int8_t(n1 + int8_t(sb < 0 ? -sb : sb));
+      n1 = int8_t(n1 + int8_t(floor_mod(int8_t(sq * sb), 5)));
+      want[11][k] = uint8_t(n1);
+      put(want[12], k,
+          uint16_t(uint16_t(uint16_t(uint32_t(uh) * uh) + (uh >> 3)) -
+                   std::min<uint16_t>(uh, 40000)));
+      put(want[13], k,
+          int16_t(int16_t(int16_t(int16_t(sg * sg) - int16_t(uint32_t(sg) << 3)) +
+                          int16_t(sg < 0 ? -sg : sg)) +
+                  std::max<int16_t>(sg, -5)));
+      put(want[14], k,
+          uint32_t((uw > 3000000000u ? uw >> 3 : uw / 7) + uint32_t(uh) +
+                   std::max<uint32_t>(uw, 4000000000u)));
+      put(want[15], k, float(uw) + float(up) + float(sat<uint32_t>(v)) + e5);
+      put(want[15], n + k,
+          float(ua) * 0.5f + float(sb) + float(sq) * 0.25f + float(int8_t(int8_t(up) - sq)));
+      float f4 = fp8_val(fp8_rne(e4 * 0.5f, true), true);
+      want[16][k] = fp8_rne(f4 + fp8_val(fp8_rne(v, true), true), true);
+      float f5 = fp8_val(fp8_rne(std::exp(e5), false), false);
+      want[17][k] = fp8_rne(f5 + fp8_val(fp8_rne(v, false), false), false);
+      put(want[19], k, int32_t(c_ua));
+      put(want[19], n + k, int32_t(uint32_t(int32_t(c_sg)) + c_uw));
+    }
+    put(want[18], 0 * n + i, int32_t(s_ua));
+    put(want[18], 1 * n + i, int32_t(max_uw));
+    put(want[18], 2 * n + i, int32_t(min_sb));
+    put(want[18], 3 * n + i, int32_t(s_up) + int32_t(max_sg));
+    put(want[18], 4 * n + i, arg_uw + 1000 * arg_sb);
+  }
+  return want;
+}
+
 } // namespace
 
-TEST_CASE("tile port: math builtins and popc take the tile IR path, bit for bit the AST path's") {
+TEST_CASE("tile port: math builtins and popc take the tile IR path, bit for bit libm's") {
   const char *src = R"(
 const TN = 64;
 kernel math<N: dim>(x: tensor<f32>[N], p: tensor<f32>[N], h: tensor<f16>[N], g: tensor<bf16>[N],
@@ -222,14 +492,48 @@ kernel math<N: dim>(x: tensor<f32>[N], p: tensor<f32>[N], h: tensor<f16>[N], g: 
     k[size_t(i)] = int32_t(rng());
     w[size_t(i)] = int64_t(uint64_t(rng()) << 32 | rng());
   }
-  same_on_both_paths(src, "port_math", {{"N", N}},
-                     {buf("x", ETL_F32, x), buf("p", ETL_F32, p), buf("h", ETL_F16, h),
-                      buf("g", ETL_BF16, g), buf("k", ETL_I32, k), buf("w", ETL_I64, w),
-                      out("y", ETL_F32, {10, N}, 4), out("yh", ETL_F16, {3, N}, 2),
-                      out("yg", ETL_BF16, {2, N}, 2), out("c", ETL_I32, {2, N}, 4)});
+  std::vector<Buf> in{buf("x", ETL_F32, x),           buf("p", ETL_F32, p),
+                      buf("h", ETL_F16, h),           buf("g", ETL_BF16, g),
+                      buf("k", ETL_I32, k),           buf("w", ETL_I64, w),
+                      out("y", ETL_F32, {10, N}, 4),  out("yh", ETL_F16, {3, N}, 2),
+                      out("yg", ETL_BF16, {2, N}, 2), out("c", ETL_I32, {2, N}, 4)};
+  // The reference: sim computes each builtin with libm on the f32 operand
+  // (target/sim.cpp: sinf cosf tanhf erff powf expf logf, and sqrt, floor,
+  // ceil and roundeven, which are exact or correctly rounded), every op
+  // rounded to f32 (sim never fuses), and f16/bf16 results rounded to
+  // nearest even after every op (grammar/REFERENCE.md "Element types").
+  std::vector<std::vector<uint8_t>> want = initial(in);
+  std::vector<uint8_t> &y = want[6], &yh = want[7], &yg = want[8], &c = want[9];
+  const size_t n = size_t(N);
+  for (size_t i = 0; i < n; ++i) {
+    float a = x[i], e = p[i], aa = std::fabs(a);
+    put(y, 0 * n + i, std::sin(a));
+    put(y, 1 * n + i, std::cos(a));
+    put(y, 2 * n + i, std::tanh(a));
+    put(y, 3 * n + i, std::erf(a));
+    put(y, 4 * n + i, std::floor(a) + rn(std::ceil(a) * 0.5f));
+    put(y, 5 * n + i, std::nearbyint(a)); // ties to even
+    put(y, 6 * n + i, std::pow(a, e));
+    put(y, 7 * n + i, std::pow(aa, 0.5f) + std::pow(a, 3.0f));
+    put(y, 8 * n + i, std::exp(a) + std::log(aa) + std::sqrt(aa) + 1.0f / std::sqrt(aa + 1.0f));
+    put(y, 9 * n + i, rn(std::sin(a) * std::sin(a)) + rn(std::cos(a) * std::cos(a)));
+    float hv = f16_val(h[i]), he = h16(e);
+    put(yh, 0 * n + i, f16_rne(h16(std::erf(hv)) + h16(std::tanh(hv))));
+    put(yh, 1 * n + i, f16_rne(h16(std::pow(hv, he)) + std::floor(hv)));
+    put(yh, 2 * n + i,
+        f16_rne(h16(h16(std::sin(hv)) * h16(std::cos(hv))) + std::nearbyint(hv)));
+    float gv = bf16_val(g[i]), ge = b16(e);
+    put(yg, 0 * n + i, bf16_rne(b16(std::erf(gv)) + std::ceil(gv)));
+    put(yg, 1 * n + i, bf16_rne(b16(std::pow(std::fabs(gv), ge)) + b16(std::tanh(gv))));
+    put(c, 0 * n + i, int32_t(__builtin_popcount(uint32_t(k[i]))));
+    put(c, 1 * n + i,
+        int32_t(__builtin_popcountll(uint64_t(w[i]) & 9007199254740993ull) +
+                __builtin_popcount(uint32_t(k[i]) * 3u)));
+  }
+  expect(in, run(src, "port_math", {{"N", N}}, in), want);
 }
 
-TEST_CASE("tile port: atomics take the tile IR path, bit for bit the AST path's") {
+TEST_CASE("tile port: atomics take the tile IR path, bit for bit a C reference") {
   const char *src = R"(
 const T = 64;
 const S = 16;
@@ -296,11 +600,67 @@ kernel at<N: dim, B: dim>(bin: tensor<i32>[N], x: tensor<f32>[N],
   };
   for (size_t k : {13u, 14u, 15u, 16u, 21u}) // updated in place
     in[k].out = true;
+  // The reference. Every sum is exact (multiples of 1/4 below 2^8 in f32,
+  // f16 and bf16; integers), so any order of the atomics gives these bits.
+  // Elements past N (b's pad -1) and bins outside [0, B) are off.
+  std::vector<std::vector<uint8_t>> want = initial(in);
+  std::vector<double> fadd(size_t(B), 0), fmax(size_t(B), 0), fmin(size_t(B), 0),
+      hadd(size_t(B), 0), hmax(size_t(B), 0), gadd(size_t(B), 0), gmin(size_t(B), 0);
+  std::vector<int64_t> iadd(size_t(B), 0), imax(size_t(B), 0), ladd(size_t(B), 0);
+  std::vector<int64_t> lmin(size_t(B), get<int64_t>(in[11].bytes, 0));
+  for (size_t k = 0; k < size_t(N); ++k) {
+    int32_t b = bin[k];
+    float v = x[k];
+    if (b >= 0 && b < B) {
+      size_t u = size_t(b);
+      fadd[u] += v;
+      fmax[u] = std::max(fmax[u], double(v));
+      fmin[u] = std::min(fmin[u], double(v));
+      hadd[u] += h16(v);
+      hmax[u] = std::max(hmax[u], double(h16(v)));
+      gadd[u] += b16(std::floor(v));
+      gmin[u] = std::min(gmin[u], double(b16(v)));
+      iadd[u] += v > 0.0f;
+      imax[u] = std::max<int64_t>(imax[u], b);
+      lmin[u] = std::min<int64_t>(lmin[u], int64_t(b) * 3);
+      ladd[u] += b;
+    }
+    // Old values: each element is hit once, so they are the initial ones
+    // (0 where the mask is off); the tensors end updated.
+    put(want[17], k, uf[k]);
+    put(want[13], k, uf[k] + v);
+    put(want[18], k, v > 0.0f ? ui[k] : 0);
+    put(want[14], k, v > 0.0f && ui[k] == 0 ? b : ui[k]);
+    put(want[19], k, ul[k]);
+    put(want[15], k, std::max<int64_t>(ul[k], int64_t(b) * 5000000000));
+    int64_t step = int64_t(k % 64 / 16) + 1;
+    put(want[20], k, ul2[k] * 2);
+    put(want[16], k, ul2[k] + step);
+  }
+  for (size_t u = 0; u < size_t(B); ++u) {
+    put(want[2], u, float(fadd[u]));
+    put(want[3], u, float(fmax[u]));
+    put(want[4], u, float(fmin[u]));
+    put(want[5], u, f16_rne(float(hadd[u])));
+    put(want[6], u, f16_rne(float(hmax[u])));
+    put(want[7], u, bf16_rne(float(gadd[u])));
+    put(want[8], u, bf16_rne(float(gmin[u])));
+    put(want[9], u, int32_t(iadd[u]));
+    put(want[10], u, int32_t(imax[u]));
+    put(want[11], u, lmin[u]);
+    put(want[12], u, ladd[u]);
+  }
+  for (size_t i = 0; i < size_t((N + 63) / 64); ++i) { // one rank-0 atomic per task
+    put(want[21], i, 2.0f + 1.5f);
+    put(want[22], i, 2.0f + 1.0f);
+  }
   for (unsigned threads : {128u, 32u}) {
     CAPTURE(threads);
     all_tile_ir(src, 1, threads);
-    same_on_both_paths(src, "port_atomics_" + std::to_string(threads), {{"N", N}, {"B", B}}, in, {},
-                       threads);
+    expect(in,
+           run(src, "port_atomics_" + std::to_string(threads), {{"N", N}, {"B", B}}, in, {},
+               threads),
+           want);
   }
 }
 
@@ -308,7 +668,7 @@ TEST_CASE("tile port: the gemv_atomic example's bodies take the tile IR path") {
   all_tile_ir(example("gemv_atomic"), 2, 0);
 }
 
-TEST_CASE("tile port: if / else if / else take the tile IR path, bit for bit the AST path's") {
+TEST_CASE("tile port: if / else if / else take the tile IR path, bit for bit a C reference") {
   const char *src = R"(
 const T = 64;
 kernel br<N: dim>(x: tensor<f32>[N], off: tensor<i32>[N], y: tensor<f32>[N], z: tensor<f32>[N],
@@ -351,24 +711,75 @@ kernel br<N: dim>(x: tensor<f32>[N], off: tensor<i32>[N], y: tensor<f32>[N], z: 
 }
 )";
   const int64_t N = 64 * 12;
-  // Multiples of 1/8: the reductions are exact, so their order (the two
-  // paths reduce in different orders) does not change a bit.
+  // Multiples of 1/8: every value below is a multiple of 1/64 under 2^13,
+  // so f32 holds it exactly and the reductions' order does not change a bit;
+  // the reference computes in double.
   std::vector<float> x(static_cast<size_t>(N));
   for (size_t k = 0; k < x.size(); ++k)
     x[k] = float(int(k * 37 % 41) - 20) / 8.0f;
   std::vector<int32_t> off(static_cast<size_t>(N));
   for (size_t k = 0; k < off.size(); ++k)
     off[k] = int32_t((k * 7) % 13); // 12: outside x, loads its pad
+  const size_t T = 64;
   for (int32_t nv : {5, 9}) {
     CAPTURE(nv);
+    std::vector<Buf> in{buf("x", ETL_F32, x),       buf("off", ETL_I32, off),
+                        out("y", ETL_F32, {N}, 4),  out("z", ETL_F32, {N}, 4),
+                        out("w", ETL_I32, {N}, 4),  out("cnt", ETL_I32, {8}, 4, 0)};
+    std::vector<std::vector<uint8_t>> want = initial(in);
+    std::vector<int32_t> cnt(8, 0);
+    for (size_t i = 0; i < size_t(N) / T; ++i) {
+      std::vector<double> v(T);
+      for (size_t e = 0; e < T; ++e)
+        v[e] = x[i * T + e];
+      double m = 0, q = 0;
+      int32_t c = 0;
+      if (i == 0) {
+        for (double &a : v)
+          a *= 2;
+        for (double a : v)
+          m += a;
+        q = 2;
+      } else if (int64_t(i) < nv) {
+        size_t k = size_t(off[i]); // the stored y is v itself; block 12 is x's pad, 0
+        for (size_t e = 0; e < T; ++e)
+          v[e] = v[e] + (k * T + e < size_t(N) ? double(x[k * T + e]) : 0.0) + v[e];
+        for (double a : v)
+          m += a * a;
+        c += 1;
+      } else {
+        for (double &a : v)
+          a -= 1;
+        cnt[i % 8] += 1;
+      }
+      for (size_t j = 0; j < 3; ++j) {
+        if (j == i % 3) {
+          for (double &a : v)
+            a += double(j);
+          c += 2;
+          q += 0.25;
+        } else {
+          for (double &a : v)
+            a *= 0.5;
+        }
+      }
+      if (nv > 7 && i > 2)
+        m += *std::max_element(v.begin(), v.end());
+      for (size_t e = 0; e < T; ++e) {
+        put(want[2], i * T + e, float(v[e]));
+        put(want[3], i * T + e, float(v[e] + m + q));
+        put(want[4], i * T + e, c);
+      }
+    }
+    for (size_t b = 0; b < 8; ++b)
+      put(want[5], b, cnt[b]);
     for (unsigned threads : {128u, 32u}) {
       CAPTURE(threads);
       all_tile_ir(src, 1, threads);
-      same_on_both_paths(
-          src, "port_if_" + std::to_string(nv) + "_" + std::to_string(threads), {{"N", N}},
-          {buf("x", ETL_F32, x), buf("off", ETL_I32, off), out("y", ETL_F32, {N}, 4),
-           out("z", ETL_F32, {N}, 4), out("w", ETL_I32, {N}, 4), out("cnt", ETL_I32, {8}, 4, 0)},
-          {{"n", ETL_I32, &nv}}, threads);
+      expect(in,
+             run(src, "port_if_" + std::to_string(nv) + "_" + std::to_string(threads), {{"N", N}},
+                 in, {{"n", ETL_I32, &nv}}, threads),
+             want);
     }
   }
 }
@@ -381,7 +792,7 @@ TEST_CASE("tile port: tests/unit/target/branches.etl takes the tile IR path") {
 }
 
 TEST_CASE("tile port: narrow, unsigned, packed and FP8 elements take the tile IR path, bit for "
-          "bit the AST path's") {
+          "bit a C reference") {
   const std::string tmpl = R"(
 const T = 512;
 kernel nar<N: dim>(a: tensor<u8>[N], b: tensor<i8>[N], h: tensor<u16>[N], g: tensor<i16>[N],
@@ -469,12 +880,15 @@ kernel nar<N: dim>(a: tensor<u8>[N], b: tensor<i8>[N], h: tensor<u16>[N], g: ten
         out("red", ETL_I32, {5, N}, 4),
         out("yc", ETL_I32, {2, N}, 4),
     };
+    std::vector<std::vector<uint8_t>> want = narrow_reference(in, n);
     for (unsigned threads : {128u, 32u}) {
       CAPTURE(facts);
       CAPTURE(threads);
       all_tile_ir(src, 1, threads);
-      same_on_both_paths(src, "port_narrow_" + std::to_string(facts) + std::to_string(threads),
-                         {{"N", N}}, in, {}, threads);
+      expect(in,
+             run(src, "port_narrow_" + std::to_string(facts) + std::to_string(threads),
+                 {{"N", N}}, in, {}, threads),
+             want);
     }
   }
 }

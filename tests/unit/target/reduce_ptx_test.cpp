@@ -3,9 +3,9 @@
 // The PTX of reductions (compiler/lower/lower_reduce.cpp): row sums, maxima
 // and argmax reduce across lanes with `shfl.sync.bfly` over the full warp,
 // and no loop without a barrier reads shared memory (the serial walk of a
-// row by one thread is gone); a shape the shuffle path does not take still
-// has that walk, which shows the check can fail. The memory-bound examples
-// reduce with shuffles too, and ptxas accepts the PTX.
+// row by one thread is gone); a hand-written serial walk of scratch shows
+// the check can fail. The memory-bound examples reduce with shuffles too,
+// and ptxas accepts the PTX.
 //
 //===----------------------------------------------------------------------===//
 #include "ptx_cfg.h"
@@ -106,16 +106,50 @@ TEST_CASE("rows of a length that is not a power of two reduce by segments of lan
   assemble(ptx, "sm_90");
 }
 
-TEST_CASE("on the AST path, columns of a length that is not a power of two keep the serial walk "
-          "(the check can fail)") {
-  // The tile IR reduces these columns over registers and warps; the AST
-  // path (ETL_TILE_LOWERING=0) still walks them serially in scratch.
-  setenv("ETL_TILE_LOWERING", "0", 1);
+TEST_CASE("columns of a length that is not a power of two reduce with no serial walk") {
   std::string ptx = compile_ptx(row_program(100, true), "sm_90");
-  unsetenv("ETL_TILE_LOWERING");
-  ptxcheck::Kernel k = ptxcheck::parse_kernel(ptx);
-  CHECK(count(ptx, "shfl.sync") == 0);
-  CHECK(serial_shared_loops(k) > 0);
+  CHECK(serial_shared_loops(ptxcheck::parse_kernel(ptx)) == 0);
+  assemble(ptx, "sm_90");
+}
+
+TEST_CASE("a thread walking shared memory in a loop without a barrier is a serial walk (the "
+          "check can fail)") {
+  // One thread sums 100 floats of scratch (the walk the old reductions
+  // made); the same loop with a bar.sync in it is a cooperative step.
+  std::string walk = R"(.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry etl_main(
+	.param .u64 etl_main_param_0
+)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<4>;
+	.reg .f32 %f<4>;
+	.shared .align 4 .b8 scratch[400];
+	mov.u32 	%r1, %tid.x;
+	setp.ne.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_3;
+	mov.u32 	%r2, scratch;
+	mov.f32 	%f1, 0f00000000;
+$L__BB0_2:
+	ld.shared.f32 	%f2, [%r2];
+	BARRIER
+	add.f32 	%f1, %f1, %f2;
+	add.s32 	%r2, %r2, 4;
+	setp.lt.u32 	%p2, %r2, scratch+400;
+	@%p2 bra 	$L__BB0_2;
+$L__BB0_3:
+	ret;
+}
+)";
+  std::string synced = walk;
+  walk.replace(walk.find("\tBARRIER\n"), 10, "");
+  synced.replace(synced.find("BARRIER"), 7, "bar.sync 	0;");
+  ptxcheck::Kernel k = ptxcheck::parse_kernel(walk);
+  REQUIRE(k.loops().size() == 1);
+  CHECK(serial_shared_loops(k) == 1);
+  CHECK(serial_shared_loops(ptxcheck::parse_kernel(synced)) == 0);
 }
 
 TEST_CASE("the memory-bound examples reduce with shfl.sync") {
