@@ -195,8 +195,7 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
   opts.barrier_events = events == "barrier";
   opts.color = use_color(color, err_is_terminal, std::getenv("NO_COLOR"));
   if (compile->count("--threads") &&
-      (opts.threads_per_cta < 32 || opts.threads_per_cta > 1024 ||
-       (opts.threads_per_cta & (opts.threads_per_cta - 1)) != 0))
+      !valid_threads_per_cta(opts.threads_per_cta))
     return usage_error("--threads " + std::to_string(opts.threads_per_cta) +
                            ": threads per CTA must be 32, 64, 128, 256, 512 or 1024 (a "
                            "power-of-two number of whole warps)",

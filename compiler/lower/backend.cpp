@@ -25,11 +25,6 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
                               const BackendOptions &opts) {
   BackendResult res;
   res.threads_per_cta = opts.threads_per_cta;
-  const unsigned T = opts.threads_per_cta;
-  if (T < 32 || T > 1024 || (T & (T - 1)) != 0) { // tile layouts split over 2^k warps
-    res.error = "threads_per_cta must be 32, 64, 128, 256, 512 or 1024";
-    return res;
-  }
   for (const GroupPlan &g : plan.groups)
     if (!g.decl) {
       res.error = "task group '" + g.name + "' has no declaration";
@@ -159,6 +154,11 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
         u.idx.push_back(x.get());
     return u;
   };
+  if (!valid_threads_per_cta(opts.threads_per_cta)) {
+    BackendResult res;
+    res.error = "threads_per_cta must be 32, 64, 128, 256, 512 or 1024";
+    return res;
+  }
   if (!opts.tiles) {
     BackendResult res;
     res.error = "no tile IR for kernel '" + k.name + "'";

@@ -91,6 +91,12 @@ long long largest_tile(const KernelDecl &k);
 /// thread count; 128 when no target is known.
 unsigned pick_threads(const KernelDecl &k, const std::vector<std::string> &targets);
 
+/// Threads per CTA the lowering takes: a power-of-two number of warps (tile
+/// layouts split over them), 32 .. 1024.
+inline bool valid_threads_per_cta(unsigned t) {
+  return t >= 32 && t <= 1024 && (t & (t - 1)) == 0;
+}
+
 /// Lowers `k` (checked, annotated by sema) with the groups and edges of `g`.
 BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph &g,
                           const std::vector<std::string> &targets, const BackendOptions &opts);

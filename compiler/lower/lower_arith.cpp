@@ -197,6 +197,7 @@ TileVal Lowerer::select(const TileVal &cond, const TileVal &a, const TileVal &c,
   const size_t n = std::max({cond.regs.size(), a.regs.size(), c.regs.size()});
   TileVal m = coerce(cond, n, ElemType::Bool);
   TileVal x = coerce(a, n, elem), y = coerce(c, n, elem);
+  x.shape = shape;
   for (size_t k = 0; k < x.regs.size(); ++k)
     x.regs[k] = b.CreateSelect(b.CreateICmpNE(m.regs[k], b.getInt32(0)), x.regs[k], y.regs[k]);
   return x;

@@ -19,6 +19,8 @@ namespace etl::testing {
 /// at opts.threads_per_cta threads per CTA.
 inline BackendResult lower_compiled(Compilation &c, const std::vector<std::string> &targets,
                                     BackendOptions opts = {}) {
+  if (!valid_threads_per_cta(opts.threads_per_cta)) // run_backend says why
+    return run_backend(*c.program, c.program->kernels[0], c.graph, targets, opts);
   std::string error;
   std::optional<TileModule> tiles = lowering_tiles(c, opts.threads_per_cta, error);
   if (!tiles) {

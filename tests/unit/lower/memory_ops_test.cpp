@@ -36,7 +36,7 @@ struct Compiled {
 };
 
 std::unique_ptr<Compiled> compile(const std::string &src, const std::vector<std::string> &targets,
-                                  unsigned threads = 8) {
+                                  unsigned threads = 32) {
   auto r = std::make_unique<Compiled>();
   r->c.file = r->c.sm.add("test.etl", src);
   r->c.target = target_info(targets);
@@ -62,7 +62,7 @@ struct Buffer {
 /// Runs every task of every group (no events: the tasks are independent)
 /// on `ctas` CTAs; `tasks[g]` is the number of tasks of group g.
 void run(const Compiled &c, const std::vector<int64_t> &dims, const std::vector<Buffer> &tensors,
-         const std::vector<uint32_t> &tasks, unsigned ctas = 2, unsigned threads = 8) {
+         const std::vector<uint32_t> &tasks, unsigned ctas = 2, unsigned threads = 32) {
   std::vector<std::pair<uint32_t, uint32_t>> counts;
   for (uint32_t g = 0; g < tasks.size(); ++g)
     counts.push_back({g, tasks[g]});

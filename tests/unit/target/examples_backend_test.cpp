@@ -108,7 +108,7 @@ TEST_CASE("data-dependent ranges and waits (expanders, element reads) assemble w
 TEST_CASE("examples: rowsum from source runs correctly on the in-process sim") {
   using namespace etl::testing;
   BackendOptions opts;
-  opts.threads_per_cta = 8; // TM x TN = 16 x 128 tiles over 8 threads
+  opts.threads_per_cta = 32; // TM x TN = 16 x 128 tiles over one warp
   auto c = compile_example("examples/rowsum/rowsum.etl", {"sim"}, opts);
   INFO(c->result.error);
   REQUIRE(c->result.ok);
