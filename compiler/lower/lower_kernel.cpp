@@ -356,12 +356,14 @@ llvm::Function *Lowerer::lower_group(int g) {
     }
   };
   if (const TileFunc *tile = plan.groups[size_t(g)].tile) {
+    const size_t tile_remarks = remarks.size();
     try {
       return lower_group(g, tile);
     } catch (const LowerError &e) {
       // A case of the tile IR path tile_unported did not foresee: this body
-      // takes the AST path (its half-built function is dropped).
+      // takes the AST path (its half-built function and remarks are dropped).
       tile_fallbacks.emplace_back(plan.groups[size_t(g)].name, e.what());
+      remarks.resize(tile_remarks);
       drop();
       tf = nullptr;
       tile_buf = nullptr;
