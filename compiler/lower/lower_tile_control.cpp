@@ -216,8 +216,16 @@ struct GapCheck {
       }
       if (a.elem != ElemType::F32 || c.elem != ElemType::F32)
         return fail("dot of " + std::string(spelling(a.elem)) + " tiles");
-      if (!op.attr.empty())
+      if (!op.attr.empty() && op.attr != "tf32")
         return fail("dot precision=" + op.attr);
+      // A tf32 dot of the m16n8k8 shape that mma_dot does not take (not
+      // powers of two, K > 128): the AST path's tensor cores; any other
+      // is the exact FMA dot with a remark (lower_tile_dot.cpp).
+      if (op.attr == "tf32" && a.shape.size() == 2 && c.shape.size() == 2 && a.shape[0] % 16 == 0 &&
+          c.shape[0] % 8 == 0 && c.shape[1] % 8 == 0)
+        return fail("dot precision=tf32 of [" + std::to_string(a.shape[0]) + ", " +
+                    std::to_string(c.shape[0]) + "] x [" + std::to_string(c.shape[0]) + ", " +
+                    std::to_string(c.shape[1]) + "] (not powers of two, or K > 128)");
       if (a.layout < 0 || c.layout < 0 || f.values[size_t(op.results[0])].layout < 0)
         return fail("dot without layouts");
       return;

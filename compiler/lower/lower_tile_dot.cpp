@@ -1,9 +1,11 @@
 //===- lower/lower_tile_dot.cpp - The tile IR path: Contraction (FMA dot) -===//
 //
 // What this owns: `dot` of f32 tiles on the exact FMA path (the default
-// `precision = ieee`). Tensor-core dots (f16/bf16 operands, lower_mma.cpp;
-// `precision = tf32`, lower_mma_tf32.cpp) keep the AST path: tile_unported
-// refuses them.
+// `precision = ieee`, and a `precision = tf32` dot that is no tensor-core
+// dot: one row, or M % 16, K % 8 or N % 8 not zero, with a DotFmaPath
+// remark saying why, as the AST path's dot_tf32 does). Tensor-core dots
+// (tile/mma.cpp) are lower_tile_mma.cpp's; f16/bf16 ones off its shape
+// keep the AST path (tile_unported refuses them).
 //
 // b [K, N] arrives in its producer's layout (a load's coalesced one,
 // usually) and is written once to the shared scratch with tile_convert's
@@ -49,8 +51,23 @@ void Lowerer::tile_dot(const TOp &op) {
   const TValue &rv = tf->values[size_t(ir)];
   if (av.elem != ElemType::F32 || bv.elem != ElemType::F32 || av.shape.empty() ||
       av.shape.size() > 2 || bv.shape.size() != 2 || av.shape.back() != bv.shape[0] ||
-      rv.shape.size() != av.shape.size())
+      rv.shape.size() != av.shape.size() || (!op.attr.empty() && op.attr != "tf32"))
     throw LowerError("tile IR dot needs f32 [M, K] (or [K]) and [K, N] tiles");
+  if (op.attr == "tf32") { // not on tensor cores: exact f32, and the remark says why
+    auto type = [](const TValue &v) {
+      std::string s = std::string(spelling(v.elem)) + "[";
+      for (size_t i = 0; i < v.shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(v.shape[i]);
+      return s + "]";
+    };
+    const int64_t K = bv.shape[0], N = bv.shape[1];
+    std::string why = "a one-row (GEMV) dot keeps the memory-bound path";
+    if (av.shape.size() == 2)
+      why = "its shape [" + std::to_string(av.shape[0]) + ", " + std::to_string(K) + "] x [" +
+            std::to_string(K) + ", " + std::to_string(N) +
+            "] is not a multiple of the tf32 mma shape (M % 16, K % 8, N % 8)";
+    remarks.push_back({op.loc, {type(av), type(bv), why}});
+  }
   const Layout &la = layout_of(ia), &lb = layout_of(ib), &lr = layout_of(ir);
   const bool gemv = av.shape.size() == 1;
   const int64_t K = bv.shape[0], N = bv.shape[1], M = gemv ? 1 : av.shape[0];

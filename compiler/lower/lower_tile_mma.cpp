@@ -1,9 +1,10 @@
 //===- lower/lower_tile_mma.cpp - The tile IR path: tensor-core dot -------===//
 //
-// What this owns: `dot` of f16 or bf16 tiles on the tile IR path
-// (Lowerer::tile_mma_dot) and the Async family of ring ops that feed it
-// (Lowerer::tile_async, tile/pipeline.cpp), for the dots tile/mma.cpp names (mma_dot: powers
-// of two, M % 16 == K % 16 == N % 8 == 0). The layout pass gave the result
+// What this owns: `dot` of f16 or bf16 tiles, and of f32 tiles with
+// `precision = tf32`, on the tile IR path (Lowerer::tile_mma_dot) and the
+// Async family of ring ops that feed it (Lowerer::tile_async,
+// tile/pipeline.cpp), for the dots tile/mma.cpp names (mma_dot: powers of
+// two, M % 16 == K % 16 (tf32: K % 8) == N % 8 == 0). The layout pass gave the result
 // mma_layout(Acc, [M, N], warps, col_warps): warp w owns the m16 row
 // blocks and n8 column blocks its warp bits select, register bits take
 // the rest (columns first), and the mma
@@ -40,9 +41,22 @@
 //      in the same layout, the accumulators start from x's registers and
 //      the add is done (tile_fused: its result is the dot's registers).
 //
+// tf32 (mma.sync.m16n8k8 .tf32, Machine::mma_m16n8k8_tf32, per k8 step):
+// the f32 operands are staged 32-bit, in 16-byte chunks of 4 XOR-swizzled
+// by tile_tf32_ptr (the 16-bit staging's phases, rotated, so that both an
+// ldmatrix phase and a B fragment load are conflict-free); step 1's stores
+// and copies move 4 floats a chunk; A's fragments (and an [N, K] b's) come
+// by ldmatrix (8 x 4 f32 is 8 x 8 b16), a [K, N] b's by two 32-bit loads
+// per n8 tile (tile_tf32_load_b: .trans would swap b16 halves). Each
+// element staged from registers is rounded by cvt.rna (Machine::to_tf32)
+// as it is stored, an operand copied raw (cp.async: a ring slot, a direct
+// b) as its fragment registers leave shared memory, so both give the same
+// bits. Nothing here uses lower_mma_tf32.cpp.
+//
 // Numerics: mma.sync with f32 accumulation in k order, as the AST path's
-// dot_mma (sim: products exact, summed in k order). A dot whose one use is
-// `x + dot(..)` accumulates onto x (x + p0 + p1 ..., where the AST path
+// dot_mma and dot_tf32 (sim: products exact, tf32 operands truncated to 19
+// bits as the hardware reads them, summed in k order). A dot whose one use
+// is `x + dot(..)` accumulates onto x (x + p0 + p1 ..., where the AST path
 // adds x to the finished sum: equal when the sums are exact).
 //
 //===----------------------------------------------------------------------===//
@@ -82,13 +96,15 @@ const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   bool gather = false;
   for (const SlicePart &p : d->parts)
     gather = gather || p.kind == SlicePart::Gather;
-  // A 2-D slice of 16-bit elements, rows contiguous in memory in runs of
-  // 16 bytes at 16-byte aligned offsets (tile/memory.cpp's facts), no mask
-  // or pad, not issued before the waits.
+  // A 2-D slice of 16-bit elements (f32 for a tf32 dot), rows contiguous
+  // in memory in runs of 16 bytes at 16-byte aligned offsets
+  // (tile/memory.cpp's facts), no mask or pad, not issued before the waits.
+  const bool tf32 = dot.attr == "tf32";
+  const unsigned per = tf32 ? 4 : 8; // elements per 16-byte chunk
   if (d->kind != TileOpKind::Load || gather || d->mask >= 0 || !d->pad.empty() ||
       lv.shape.size() != 2 || lv.shape[1] % 8 != 0 ||
-      (lv.elem != ElemType::F16 && lv.elem != ElemType::BF16) || d->mem.fast_dim != 1 ||
-      d->mem.align_vec < 8 || d->barrier_before || hoisted_ops.count(d))
+      (tf32 ? lv.elem != ElemType::F32 : lv.elem != ElemType::F16 && lv.elem != ElemType::BF16) ||
+      d->mem.fast_dim != 1 || d->mem.align_vec < per || d->barrier_before || hoisted_ops.count(d))
     return nullptr;
   tile_direct.insert(d);
   if (tr)
@@ -96,47 +112,50 @@ const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   return d;
 }
 
-void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape,
-                            llvm::Value *base) {
-  // 16-byte chunks (8 elements of a row) spread over the threads: cp.async
-  // where the chunk lies inside the tensor and starts 16-byte aligned (the
-  // tensor's base, and the chunk itself unless tile/memory.cpp proved its
-  // rows aligned), else element by element (0 outside), as the load would read
-  // them; rows land in the staging layout at the same (row, col).
-  const int64_t cols = shape[1], cpr = cols / 8, chunks = shape[0] * cpr;
+void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base,
+                            ElemType elem) {
+  // 16-byte chunks (8 16-bit or 4 f32 elements of a row) spread over the
+  // threads: cp.async where the chunk lies inside the tensor and starts
+  // 16-byte aligned (the tensor's base, and the chunk itself unless
+  // tile/memory.cpp proved its rows aligned), else element by element (0
+  // outside), as the load would read them; rows land in the staging layout
+  // at the same (row, col) (f32: tile_tf32_ptr's swizzle).
+  const unsigned eb = byte_size(elem), per = 16 / eb;
+  const int64_t cols = shape[1], cpr = cols / per, chunks = shape[0] * cpr;
   const bool nc = load.mem.non_coherent;
+  llvm::Type *ety = b.getIntNTy(8 * eb);
   for_range(
       b.CreateZExt(tid, i64), b.getInt64(uint64_t(chunks)), b.getInt64(T), [&](llvm::Value *q) {
         llvm::Value *row = b.CreateUDiv(q, b.getInt64(uint64_t(cpr)));
-        llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(uint64_t(cpr))), b.getInt64(8));
+        llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(uint64_t(cpr))), b.getInt64(per));
         llvm::Value *aligned = nullptr;
-        auto [p0, ok0] = tile_elem_addr(load, {row, col}, 8, &aligned);
-        auto [p7, ok7] = tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(7))}, 8, nullptr);
+        auto [p0, ok0] = tile_elem_addr(load, {row, col}, per, &aligned);
+        auto [p7, ok7] =
+            tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(per - 1))}, per, nullptr);
         (void)p7;
         llvm::Value *src = p0;
         llvm::Value *fast = aligned;
-        if (load.mem.align_vec < 8) // rows not proven to start 16-byte aligned: test the chunk
+        if (load.mem.align_vec < per) // rows not proven to start 16-byte aligned: test the chunk
           fast = b.CreateAnd(fast, b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p0, i64), 15),
                                                   b.getInt64(0)));
         for (llvm::Value *ok : {ok0, ok7})
           if (ok)
             fast = b.CreateAnd(fast, ok);
-        llvm::Value *dst = mma_a_ptr(cols, base, row, col);
+        llvm::Value *dst =
+            eb == 4 ? tile_tf32_ptr(cols, base, row, col) : mma_a_ptr(cols, base, row, col);
         if_then(fast, [&] { m.async_copy(b, dst, src, 16); });
         if_then(b.CreateNot(fast), [&] {
           // Element by element (0 outside the tensor), gathered into one
           // 16-byte store at the chunk's place: as conflict-free as a copy.
-          llvm::AllocaInst *tmp =
-              entry_alloca(llvm::FixedVectorType::get(b.getInt16Ty(), 8), "tmma.edge");
+          llvm::AllocaInst *tmp = entry_alloca(llvm::FixedVectorType::get(ety, per), "tmma.edge");
           b.CreateStore(llvm::Constant::getNullValue(tmp->getAllocatedType()), tmp);
-          for (unsigned j = 0; j < 8; ++j) {
+          for (unsigned j = 0; j < per; ++j) {
             auto [pj, in] =
                 tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(j))}, 1, nullptr);
             llvm::Value *pp = pj;
             auto rd = [&] {
-              llvm::Value *x = nc ? m.global_load_nc(b, b.getInt16Ty(), pp)
-                                  : m.global_load(b, b.getInt16Ty(), pp);
-              llvm::Value *at = b.CreateGEP(b.getInt16Ty(), tmp, b.getInt64(j));
+              llvm::Value *x = nc ? m.global_load_nc(b, ety, pp) : m.global_load(b, ety, pp);
+              llvm::Value *at = b.CreateGEP(ety, tmp, b.getInt64(j));
               b.CreateStore(x, at);
             };
             if (in)
@@ -156,15 +175,21 @@ llvm::Value *Lowerer::mma_half_bits(llvm::Value *v, bool bf16) {
   return b.CreateBitCast(b.CreateFPTrunc(v, b.getHalfTy()), b.getInt16Ty());
 }
 
-void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, bool bf16) {
+void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
   const Layout &l = layout_of(v);
   const std::vector<int64_t> &shape = tf->values[size_t(v)].shape;
   const unsigned sd = nk ? 0 : 1; // the value dim that runs along a staged row
   const int64_t cols = shape[sd];
+  const bool bf16 = elem == ElemType::BF16, tf32 = elem == ElemType::F32;
+  // tf32: each element rounded (cvt.rna) to 32 bits, at tile_tf32_ptr's place.
+  const unsigned eb = tf32 ? 4 : 2;
+  llvm::Type *ety = tf32 ? i32 : b.getInt16Ty();
+  auto bits = [&](llvm::Value *x) { return tf32 ? m.to_tf32(b, x) : mma_half_bits(x, bf16); };
   // Runs of w registers that are consecutive columns of a staged row, where
-  // no lane or warp basis touches the low bits: one store of w halves.
+  // no lane or warp basis touches the low bits: one store of w elements
+  // (16 bytes at most).
   unsigned w = 1;
-  while (w < 8 && l.contiguous_regs(sd) >= 2 * w)
+  while (w < 16 / eb && l.contiguous_regs(sd) >= 2 * w)
     w *= 2;
   const uint32_t low = ((w - 1u) << l.field_offset(sd));
   for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
@@ -174,8 +199,7 @@ void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, bool bf16) {
   for (size_t k = ceil_log2(w); k < l.reg.size(); ++k)
     if (l.reg[k] & low)
       w = 1;
-  llvm::Type *vty = w == 1 ? static_cast<llvm::Type *>(b.getInt16Ty())
-                           : llvm::FixedVectorType::get(b.getInt16Ty(), w);
+  llvm::Type *vty = w == 1 ? ety : llvm::FixedVectorType::get(ety, w);
   auto write = [&] {
     for (uint32_t r = 0; r < l.num_regs(); r += w) {
       if (reg_replica(l, r))
@@ -183,16 +207,16 @@ void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, bool bf16) {
       std::vector<llvm::Value *> c = reg_coords(l, r);
       llvm::Value *x = nullptr;
       if (w == 1)
-        x = mma_half_bits(tregs[size_t(v)].at(r), bf16);
+        x = bits(tregs[size_t(v)].at(r));
       else {
         x = llvm::PoisonValue::get(vty);
         for (unsigned j = 0; j < w; ++j)
-          x = b.CreateInsertElement(x, mma_half_bits(tregs[size_t(v)].at(r + j), bf16),
-                                    uint64_t(j));
+          x = b.CreateInsertElement(x, bits(tregs[size_t(v)].at(r + j)), uint64_t(j));
       }
-      llvm::Value *p = mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
-      m.shared_access(b, p, 2 * w, true);
-      b.CreateAlignedStore(x, p, llvm::Align(2 * w));
+      llvm::Value *p = tf32 ? tile_tf32_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd])
+                            : mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
+      m.shared_access(b, p, eb * w, true);
+      b.CreateAlignedStore(x, p, llvm::Align(eb * w));
     }
   };
   if (llvm::Value *writer = replica_writer(l))
@@ -208,14 +232,14 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   const int ia = op.operands.at(0), ib = op.operands.at(1), ir = op.results.at(0);
   const TValue &av = tf->values[size_t(ia)], &bv = tf->values[size_t(ib)];
   const Layout &lr = layout_of(ir);
-  const bool bf16 = av.elem == ElemType::BF16;
-  const int64_t M = av.shape[0], K = av.shape[1], N = bv.shape[1];
+  const bool bf16 = av.elem == ElemType::BF16, tf32 = st.tf32;
+  const int64_t M = av.shape[0], K = av.shape[1], N = bv.shape[1], ks = mma_k_step(op);
   const unsigned line = op.loc.begin.line;
   // The accumulator layout's register bits: col 1, row 8, the warp's n8
   // tiles (the columns its warp bits leave), then the row blocks left to
   // registers (tile/layout.cpp mma_layout).
   const unsigned cw = mma_col_warps(lr);
-  const unsigned nbits = ceil_log2(N / 8) - ceil_log2(cw), kbits = ceil_log2(K / 16);
+  const unsigned nbits = ceil_log2(N / 8) - ceil_log2(cw), kbits = ceil_log2(K / ks);
   const unsigned rbits = unsigned(lr.reg.size()) - 2 - nbits;
   const int64_t blocks = int64_t(1) << rbits, wn = int64_t(8) << nbits;
 
@@ -242,12 +266,13 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   else if (direct) {
     if (direct->barrier_before)
       m.barrier(b);
-    tile_mma_copy(*direct, tf->values[size_t(direct->results[0])].shape, b_base);
+    tile_mma_copy(*direct, tf->values[size_t(direct->results[0])].shape, b_base,
+                  tf->values[size_t(direct->results[0])].elem);
   }
   if (!st.a_regs && !st.a_view)
-    tile_mma_stage(ia, false, 0, bf16);
+    tile_mma_stage(ia, false, 0, av.elem);
   if (!direct && !st.b_view)
-    tile_mma_stage(ib, st.b_nk, st.b_base, bf16);
+    tile_mma_stage(ib, st.b_nk, st.b_base, av.elem);
   else if (direct) {
     m.async_commit(b);
     m.async_wait(b, 0);
@@ -311,14 +336,28 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   auto acc_at = [&](int64_t q, int64_t tile, unsigned i) -> llvm::Value *& {
     return acc.at(size_t(i | uint32_t(tile) << 2 | uint32_t(q) << (2 + nbits)));
   };
-  for (int64_t kk = 0; kk < K / 16; ++kk) {
-    // 2. The A fragments of every row block.
+  // tf32 operands copied raw (a ring slot, b by cp.async) are rounded as
+  // they leave shared memory, exactly as the staging from registers rounds.
+  const bool a_raw = tf32 && st.a_view, b_raw = tf32 && (st.b_view || direct);
+  auto round = [&](std::vector<llvm::Value *> v, bool raw) { // the A fragments
+    for (llvm::Value *&x : v)
+      if (raw)
+        x = m.to_tf32(b, b.CreateBitCast(x, f32));
+    return v;
+  };
+  for (int64_t kk = 0; kk < K / ks; ++kk) {
+    // 2. The A fragments of every row block (tf32: a row of 4 f32 is 8
+    // b16, so matrix i of the x4 (rows 8 (i & 1) .., cols 4 (i >> 1) ..)
+    // gives lane l word l % 4 of row l / 4, PTX's tf32 A register i).
     std::vector<std::vector<llvm::Value *>> fa;
     for (int64_t q = 0; q < blocks; ++q) {
       if (!st.a_regs) {
-        llvm::Value *p = mma_a_ptr(K, a_base, b.CreateAdd(row0[q], lrow),
-                                   b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
-        fa.push_back(m.ldmatrix(b, p, 4, false, line));
+        llvm::Value *r = b.CreateAdd(row0[q], lrow);
+        llvm::Value *p =
+            tf32 ? tile_tf32_ptr(K, a_base, r,
+                                 b.CreateAdd(b.getInt64(uint64_t(8 * kk)), b.CreateLShr(lhalf, 1)))
+                 : mma_a_ptr(K, a_base, r, b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
+        fa.push_back(round(m.ldmatrix(b, p, 4, false, line), a_raw));
         continue;
       }
       std::vector<llvm::Value *> frag;
@@ -333,9 +372,10 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     }
     // The B fragments unit by unit, and the mmas.
     for (int64_t u = 0; u < t.n_units; ++u) {
+      llvm::Value *n0 = b.CreateAdd(wcol, b.getInt64(uint64_t(u * t.nb)));
       std::vector<llvm::Value *> fb =
-          mma_load_b(t, b_base, b.getInt64(uint64_t(16 * kk)),
-                     b.CreateAdd(wcol, b.getInt64(uint64_t(u * t.nb))), lane, line);
+          tf32 ? tile_tf32_load_b(t, b_base, kk, n0, b_raw, line)
+               : mma_load_b(t, b_base, b.getInt64(uint64_t(16 * kk)), n0, lane, line);
       for (unsigned j = 0; j < t.n8; ++j) {
         const int64_t tile = u * int64_t(t.n8) + j;
         for (int64_t q = 0; q < blocks; ++q) {
@@ -343,7 +383,8 @@ void Lowerer::tile_mma_dot(const TOp &op) {
           for (unsigned i = 0; i < 4; ++i)
             c.push_back(acc_at(q, tile, i));
           std::vector<llvm::Value *> d =
-              m.mma_m16n8k16(b, bf16, fa[size_t(q)], {fb[2 * j], fb[2 * j + 1]}, c, line);
+              tf32 ? m.mma_m16n8k8_tf32(b, fa[size_t(q)], {fb[2 * j], fb[2 * j + 1]}, c, line)
+                   : m.mma_m16n8k16(b, bf16, fa[size_t(q)], {fb[2 * j], fb[2 * j + 1]}, c, line);
           for (unsigned i = 0; i < 4; ++i)
             acc_at(q, tile, i) = d[i];
         }
@@ -359,6 +400,69 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     tregs[size_t(add->results[0])] = acc;
     tile_fused.insert(add);
   }
+}
+
+llvm::Value *Lowerer::tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
+                                    llvm::Value *col) {
+  // Rows of `cols` f32 in 16-byte chunks of 4; a row's chunk is XORed with
+  // its phase, as the 16-bit staging's (lower_mma.cpp: rows sharing a
+  // 128-byte line share a phase, max_phase the chunks of a row, up to 8),
+  // but with the phase's bits rotated left by one: an ldmatrix phase's 8
+  // rows still take the 8 phases (distinct bank groups), and the 4 rows
+  // of a B fragment load (k = t + 4i) take phases whose chunk pairs
+  // {c, c + 1} (c even) differ, so its 32 lanes hit 32 banks.
+  const int64_t row_bytes = 4 * cols, chunks = row_bytes / 16;
+  int64_t max_phase = 1;
+  while (max_phase < 8 && chunks % (2 * max_phase) == 0)
+    max_phase *= 2;
+  const int64_t per_phase = row_bytes >= 128 ? 1 : 128 / row_bytes;
+  llvm::Value *phase =
+      b.CreateURem(b.CreateUDiv(row, b.getInt64(per_phase)), b.getInt64(max_phase));
+  if (max_phase > 1) // rotl by 1 within log2(max_phase) bits
+    phase = b.CreateOr(b.CreateURem(b.CreateShl(phase, 1), b.getInt64(max_phase)),
+                       b.CreateLShr(phase, ceil_log2(max_phase) - 1));
+  llvm::Value *chunk = b.CreateXor(b.CreateLShr(col, 2), phase);
+  llvm::Value *off =
+      b.CreateAdd(b.CreateMul(row, b.getInt64(row_bytes)), b.CreateMul(chunk, b.getInt64(16)));
+  off = b.CreateAdd(off, b.CreateMul(b.CreateAnd(col, 3), b.getInt64(4)));
+  return scratch_ptr(b.CreateAdd(off, base), 1);
+}
+
+std::vector<llvm::Value *> Lowerer::tile_tf32_load_b(const MmaTile &t, llvm::Value *b_base,
+                                                     int64_t kk, llvm::Value *n0, bool raw,
+                                                     unsigned line) {
+  // PTX's tf32 B fragment: b_i at k = t + 4i, n = g (t = lane & 3, g =
+  // lane >> 2), registers (2j, 2j + 1) for n8 tile j.
+  llvm::Value *lane = b.CreateZExt(b.CreateAnd(tid, b.getInt32(31)), i64);
+  std::vector<llvm::Value *> fb;
+  auto rounded = [&](llvm::Value *x) { return raw ? m.to_tf32(b, b.CreateBitCast(x, f32)) : x; };
+  if (t.b_nk) {
+    // [N, K] rows: plain ldmatrix, as the A operand's: lane l gives row
+    // n0 + (l & 7) (+ 8 (i >> 1) for n16) and col 8 kk + 4 (i & 1) of
+    // matrix i = (l >> 3) & 3, whose lane l' word is (n = l' / 4, k = l' % 4).
+    llvm::Value *i = b.CreateAnd(b.CreateLShr(lane, 3), 3);
+    llvm::Value *row = b.CreateAdd(n0, b.CreateAnd(lane, 7));
+    if (t.nb == 16)
+      row = b.CreateAdd(row, b.CreateMul(b.CreateLShr(i, 1), b.getInt64(8)));
+    llvm::Value *col =
+        b.CreateAdd(b.getInt64(uint64_t(8 * kk)), b.CreateMul(b.CreateAnd(i, 1), b.getInt64(4)));
+    for (llvm::Value *x :
+         m.ldmatrix(b, tile_tf32_ptr(t.K, b_base, row, col), 2 * t.n8, false, line))
+      fb.push_back(rounded(x));
+    return fb;
+  }
+  // [K, N] rows: two 32-bit loads per n8 tile (ldmatrix .trans would swap
+  // b16 halves); tile_tf32_ptr keeps each on 32 banks.
+  llvm::Value *g = b.CreateLShr(lane, 2), *tq = b.CreateAnd(lane, 3);
+  for (unsigned j = 0; j < t.n8; ++j)
+    for (unsigned i = 0; i < 2; ++i) {
+      llvm::Value *row = b.CreateAdd(tq, b.getInt64(uint64_t(8 * kk + 4 * i)));
+      llvm::Value *col = b.CreateAdd(b.CreateAdd(n0, g), b.getInt64(8 * j));
+      llvm::Value *p = tile_tf32_ptr(t.N, b_base, row, col);
+      m.shared_access(b, p, 4, false);
+      fb.push_back(rounded(b.CreateAlignedLoad(i32, p, llvm::Align(4))));
+    }
+  return fb;
 }
 
 //===-- The rings of tile/pipeline.cpp ------------------------------------===//
@@ -383,7 +487,8 @@ void Lowerer::tile_async(const TOp &op) {
     llvm::Value *slot = sym_value(*op.sym);
     if_then(b.CreateICmpSLT(sym_value(*op.lo), sym_value(*op.hi)), [&] {
       tile_mma_copy(op, shape,
-                    b.CreateAdd(b.getInt64(uint64_t(off)), b.CreateMul(slot, b.getInt64(sb))));
+                    b.CreateAdd(b.getInt64(uint64_t(off)), b.CreateMul(slot, b.getInt64(sb))),
+                    v.elem);
     });
     return;
   }

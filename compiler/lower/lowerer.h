@@ -316,9 +316,11 @@ public:
   /// A tensor-core `dot` (tile/mma.cpp's mma_dot) whose result registers
   /// are the mma accumulators (lower/lower_tile_mma.cpp).
   void tile_mma_dot(const TOp &op);
-  /// Value v's registers to its swizzled 16-bit staging area at byte
-  /// `base`: [R, C] rows, or [C, R] rows when `nk` (no barrier).
-  void tile_mma_stage(int v, bool nk, int64_t base, bool bf16);
+  /// Value v's registers to its swizzled staging area at byte `base`:
+  /// [R, C] rows, or [C, R] rows when `nk` (no barrier); 16-bit elements
+  /// of `elem` (f16, bf16), or for F32 (a tf32 dot's) cvt.rna's tf32 bits,
+  /// 32-bit, where a 16-bit tile of twice the columns would be.
+  void tile_mma_stage(int v, bool nk, int64_t base, ElemType elem);
   /// The 16 bits (i16) of an f16/bf16 value held in an f32 register.
   llvm::Value *mma_half_bits(llvm::Value *v, bool bf16);
   /// Address (i8 pointer) and in-bounds test (null: none) of the element of
@@ -333,10 +335,22 @@ public:
   /// or null (lower_tile_mma.cpp); tile_direct: such loads and transposes,
   /// which emit nothing where they stand.
   const TOp *mma_direct_b(const TOp &dot);
-  /// The slice of `load` (a load or an async.copy, of `shape`) copied by
-  /// cp.async into a swizzled staging area at byte `base` (row-major, its
-  /// last dim along the rows; no commit, wait or barrier).
-  void tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base);
+  /// The slice of `load` (a load or an async.copy, of `shape` and `elem`:
+  /// f16/bf16, or a tf32 dot's raw f32) copied by cp.async into a swizzled
+  /// staging area at byte `base` (row-major, its last dim along the rows;
+  /// no commit, wait or barrier).
+  void tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base,
+                     ElemType elem);
+  /// The place (i8 pointer) of element (row, col) of a tf32 dot's f32
+  /// operand staged at byte `base` as rows of `cols` (lower_tile_mma.cpp's
+  /// swizzle: 16-byte chunks, conflict-free for ldmatrix and B loads).
+  llvm::Value *tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value *row, llvm::Value *col);
+  /// The B fragments (b0, b1 per n8 tile: registers 2j, 2j + 1; tf32 bits)
+  /// of a tf32 dot for k8 step `kk` and this warp's unit at column `n0`:
+  /// ldmatrix of [N, K] rows (t.b_nk), else 32-bit loads of [K, N] rows;
+  /// `raw`: f32 as copied, rounded here.
+  std::vector<llvm::Value *> tile_tf32_load_b(const MmaTile &t, llvm::Value *b_base, int64_t kk,
+                                              llvm::Value *n0, bool raw, unsigned line);
   /// The Async family (tile/pipeline.cpp's rings, lower_tile_mma.cpp):
   /// smem.alloc, async.copy, async.commit, async.wait, barrier, smem.view.
   void tile_async(const TOp &op);

@@ -403,11 +403,12 @@ private:
         set(*acc);
         // An a loaded outside the loop that holds the dot (attention's q)
         // is loaded in the A layout: its fragments stay in registers
-        // across the loop instead of being staged every iteration.
+        // across the loop instead of being staged every iteration (not a
+        // tf32 a, always staged: tile/mma.cpp).
         int a = op.operands[0];
         Layout la = mma_layout(MmaOperand::A, val(a).shape, warps_, mma_col_warps(*acc));
-        if (!loop_defs_.empty() && !loop_defs_.back().count(a) && loads_.count(a) &&
-            !loads_.at(a).gather && !hint_.count(a)) {
+        if (op.attr.empty() && !loop_defs_.empty() && !loop_defs_.back().count(a) &&
+            loads_.count(a) && !loads_.at(a).gather && !hint_.count(a)) {
           hint_[a] = la;
           changed_ = true;
         }

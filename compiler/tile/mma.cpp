@@ -7,8 +7,11 @@
 //   - which: f16 x f16 or bf16 x bf16 of [M, K] x [K, N] at the default
 //     precision, M, N, K powers of two with M % 16 == K % 16 == N % 8 == 0
 //     and K <= 256 (its k16 steps are unrolled)
-//     (mma.sync.m16n8k16 tiles the shape without padding); any other dot
-//     keeps the FMA layout (and the AST path, lower/lower_tile_control.cpp);
+//     (mma.sync.m16n8k16 tiles the shape without padding); or f32 x f32
+//     with `precision = tf32`, the same rules with K % 8 == 0 and K <= 128
+//     (mma.sync.m16n8k8 .tf32: 16 k8 steps at most); any other dot keeps
+//     the FMA layout (f32; f16/bf16 ones keep the AST path,
+//     lower/lower_tile_control.cpp);
 //   - its result: mma_layout(Acc, [M, N], warps, col_warps): warps own row
 //     blocks, and split the columns too where the rows run out (M / 16 <
 //     warps) or, in a K loop's `acc + dot`, where a warp tile loads fewer
@@ -19,7 +22,13 @@
 //   - b staged [K, N] (ldmatrix.trans), or [N, K] when it is a transpose
 //     (plain ldmatrix: the k-contiguous rows of its operand), after a
 //     (from registers, or by cp.async when it is a load: the lowering's
-//     mma_direct_b).
+//     mma_direct_b);
+//   - tf32: a and b keep 32 bits an element, rows of 16-byte chunks of 4
+//     floats XOR-swizzled (lower/lower_tile_mma.cpp's tile_tf32_ptr), A's
+//     k8 fragments by ldmatrix.x4 (8 x 4 f32 is 8 x 8 b16), a transposed
+//     b's by plain ldmatrix, a [K, N] b's by 32-bit loads (.trans would
+//     swap b16 halves). a never comes from registers (the accumulator map
+//     is not the tf32 A fragment's).
 //
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"
@@ -46,16 +55,20 @@ const TOp *defining_op(const std::vector<TOp> &body, int v) {
 }
 
 bool mma_dot(const TileFunc &f, const TOp &op) {
-  if (op.kind != TileOpKind::Dot || !op.attr.empty() || op.operands.size() != 2 ||
+  const bool tf32 = op.attr == "tf32";
+  if (op.kind != TileOpKind::Dot || (!op.attr.empty() && !tf32) || op.operands.size() != 2 ||
       op.results.size() != 1)
     return false;
   const TValue &a = f.values[size_t(op.operands[0])], &b = f.values[size_t(op.operands[1])];
-  if (a.elem != b.elem || (a.elem != ElemType::F16 && a.elem != ElemType::BF16) ||
-      a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0])
+  if (a.elem != b.elem || a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0])
     return false;
-  const int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1];
-  return pow2(M) && pow2(K) && pow2(N) && M % 16 == 0 && K % 16 == 0 && N % 8 == 0 && K <= 256;
+  if (tf32 ? a.elem != ElemType::F32 : a.elem != ElemType::F16 && a.elem != ElemType::BF16)
+    return false;
+  const int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1], ks = mma_k_step(op);
+  return pow2(M) && pow2(K) && pow2(N) && M % 16 == 0 && K % ks == 0 && N % 8 == 0 && K / ks <= 16;
 }
+
+int64_t mma_k_step(const TOp &op) { return op.attr == "tf32" ? 8 : 16; }
 
 namespace {
 
@@ -152,8 +165,9 @@ MmaStaging mma_staging(const TileFunc &f, const TOp &op) {
   const Layout &lr = f.layouts[size_t(r.layout)];
   const unsigned cw = mma_col_warps(lr);
   s.ok = lr == mma_layout(MmaOperand::Acc, r.shape, lr.num_warps(), cw);
-  s.a_regs =
-      f.layouts[size_t(a.layout)] == mma_layout(MmaOperand::A, a.shape, lr.num_warps(), cw);
+  s.tf32 = op.attr == "tf32";
+  s.a_regs = !s.tf32 &&
+             f.layouts[size_t(a.layout)] == mma_layout(MmaOperand::A, a.shape, lr.num_warps(), cw);
   const TOp *d = defining_op(f.body, op.operands[1]);
   s.b_nk = d && d->kind == TileOpKind::Transpose;
   if (s.b_nk)
@@ -161,8 +175,9 @@ MmaStaging mma_staging(const TileFunc &f, const TOp &op) {
   const TOp *da = defining_op(f.body, op.operands[0]);
   s.a_view = da && da->kind == TileOpKind::SmemView;
   s.b_view = d && d->kind == TileOpKind::SmemView;
-  s.b_base = s.a_regs || s.a_view ? 0 : line_bytes(2 * a.numel());
-  s.bytes = s.b_base + (s.b_view ? 0 : line_bytes(2 * b.numel()));
+  const int64_t eb = s.tf32 ? 4 : 2; // f32 operands stay 32-bit in shared memory
+  s.b_base = s.a_regs || s.a_view ? 0 : line_bytes(eb * a.numel());
+  s.bytes = s.b_base + (s.b_view ? 0 : line_bytes(eb * b.numel()));
   return s;
 }
 

@@ -74,8 +74,10 @@ int64_t reduction_scratch_bytes(const TileFunc &f, const TOp &op);
 const TOp *defining_op(const std::vector<TOp> &body, int v);
 /// A `dot` the tile IR runs on tensor cores (tile/mma.cpp): f16 or bf16
 /// [M, K] x [K, N], default precision, M, N, K powers of two, M % 16 ==
-/// K % 16 == N % 8 == 0.
+/// K % 16 == N % 8 == 0; or f32 with `precision = tf32` and K % 8 == 0.
 bool mma_dot(const TileFunc &f, const TOp &op);
+/// The K of one mma of such a dot: 16 (m16n8k16), 8 for tf32 (m16n8k8).
+int64_t mma_k_step(const TOp &op);
 /// How many of `warps` split the columns of such a dot's result: 1 when
 /// it feeds another dot's a (a chained dot keeps row blocks per warp, so
 /// its P stays in registers), else the fewest that leave no warp a
@@ -91,6 +93,9 @@ std::optional<Layout> mma_dot_layout(const TileFunc &f, const TOp &op, unsigned 
 struct MmaStaging {
   bool ok = false; ///< an mma dot whose result has the accumulator layout
   bool a_regs = false, b_nk = false;
+  /// `precision = tf32`: f32 operands, 4 bytes an element, a never in
+  /// registers (tile/mma.cpp).
+  bool tf32 = false;
   /// An operand that is a ring slot (smem.view, tile/pipeline.cpp): read
   /// where it is, nothing staged for it.
   bool a_view = false, b_view = false;
@@ -98,8 +103,8 @@ struct MmaStaging {
 };
 MmaStaging mma_staging(const TileFunc &f, const TOp &op);
 
-/// The bytes of one slot of ring `v` (smem.alloc's [S, R, C] 16-bit
-/// result): R C 2, whole 128-byte lines.
+/// The bytes of one slot of ring `v` (smem.alloc's [S, R, C] result of
+/// 16-bit or, for tf32 dots, f32 elements): R C bytes, whole 128-byte lines.
 int64_t ring_slot_bytes(const TValue &v);
 
 /// Do two buffers' live ranges meet?

@@ -29,8 +29,8 @@
 //
 // A load qualifies when it stands at the top level of the loop body and
 // its value is used only as a tensor-core dot's operand (tile/mma.cpp; b
-// through a transpose too): a 2-D slice of f16/bf16 whose rows run
-// contiguously (tile/memory.cpp's facts; a chunk not proven 16-byte
+// through a transpose too): a 2-D slice of f16/bf16 (f32 for a tf32 dot)
+// whose rows run contiguously (tile/memory.cpp's facts; a chunk not proven 16-byte
 // aligned is tested when copied, and moves element by element if not), with
 // no mask, pad or gather, no hazard barrier before it, of a tensor this
 // body does not write, its indices naming only the loop variable and what
@@ -127,8 +127,11 @@ struct Pipeliner {
           return false;
     }
     const TValue &v = f.values[size_t(op.results[0])];
+    // 16-byte chunks of a row: 8 f16/bf16, or 4 f32 (dot_operand_only:
+    // only a tf32 dot takes f32 operands on tensor cores).
     if (v.shape.size() != 2 || v.shape[1] % 8 != 0 ||
-        (v.elem != ElemType::F16 && v.elem != ElemType::BF16) || op.mem.fast_dim != 1)
+        (v.elem != ElemType::F16 && v.elem != ElemType::BF16 && v.elem != ElemType::F32) ||
+        op.mem.fast_dim != 1)
       return false;
     return dot_operand_only(op.results[0]);
   }
@@ -275,7 +278,8 @@ struct Pipeliner {
 } // namespace
 
 int64_t ring_slot_bytes(const TValue &v) {
-  return line_bytes(2 * (v.shape.size() == 3 ? v.shape[1] * v.shape[2] : 0));
+  const int64_t eb = v.elem == ElemType::F32 ? 4 : 2; // a tf32 dot's f32 operand
+  return line_bytes(eb * (v.shape.size() == 3 ? v.shape[1] * v.shape[2] : 0));
 }
 
 std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, const TargetInfo &target) {

@@ -235,7 +235,7 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
   case TileOpKind::Scan:
     return reduction_scratch_bytes(f, op);
   case TileOpKind::Dot: { // lower_tile_dot.cpp: a (unless in registers) and b, line-aligned
-    if (mma_dot(f, op)) { // lower_tile_mma.cpp: 16-bit, swizzled (tile/mma.cpp)
+    if (mma_dot(f, op)) { // lower_tile_mma.cpp: 16-bit (tf32: f32), swizzled (tile/mma.cpp)
       MmaStaging s = mma_staging(f, op);
       align = 128;
       return s.ok ? s.bytes : 0;
@@ -243,9 +243,10 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
     const TValue &av = f.values[size_t(op.operands[0])], &bv = f.values[size_t(op.operands[1])];
     const TValue &rv = f.values[size_t(op.results[0])];
     const Layout *la = layout(op.operands[0]), *lr = layout(op.results[0]);
-    if (av.elem != ElemType::F32 || bv.elem != ElemType::F32 || !op.attr.empty() || !la || !lr ||
-        av.shape.empty() || av.shape.size() > 2 || bv.shape.size() != 2 ||
-        rv.shape.size() != av.shape.size())
+    // (a tf32 dot off the mma shape is this exact FMA dot: lower_tile_dot.cpp)
+    if (av.elem != ElemType::F32 || bv.elem != ElemType::F32 ||
+        (!op.attr.empty() && op.attr != "tf32") || !la || !lr || av.shape.empty() ||
+        av.shape.size() > 2 || bv.shape.size() != 2 || rv.shape.size() != av.shape.size())
       return 0;
     const bool gemv = av.shape.size() == 1;
     const int64_t K = bv.shape[0], line = 32;

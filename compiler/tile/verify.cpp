@@ -197,7 +197,8 @@ private:
     }
   }
 
-  /// Rings (tile/pipeline.cpp): a buffer is [S, R, C] of 16-bit elements;
+  /// Rings (tile/pipeline.cpp): a buffer is [S, R, C] of 16-bit elements
+  /// (f32 for a tf32 dot);
   /// copies and views name one and a slot; a view is one slot's tile.
   void async_rules(const TOp &op, int r) {
     const bool wants_buf = op.kind == TileOpKind::AsyncCopy || op.kind == TileOpKind::SmemView;

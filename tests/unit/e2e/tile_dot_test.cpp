@@ -4,9 +4,9 @@
 //
 //   path     f32 dots (the default `precision = ieee`), in K loops, with
 //            non-power-of-two tiles and one-row dots, are lowered from the
-//            tile IR (tile_unported says ""); f16 operands of fewer m16
-//            row blocks than warps and `precision = tf32` (tensor cores)
-//            keep the AST path;
+//            tile IR (tile_unported says ""), and so are f16 and
+//            `precision = tf32` dots of one m16 row block (tensor cores:
+//            tile_mma_test.cpp, tile_tf32_test.cpp);
 //   sim      ragged GEMMs (M, N, K not multiples of the tiles) with small
 //            integer operands, whose sums f32 holds exactly, equal a C
 //            reference bit for bit, at 1 and 4 warps and under the race
@@ -88,7 +88,7 @@ float small(int64_t i, int64_t salt) { return float((i * 7 + salt) % 7 - 3); }
 
 } // namespace
 
-TEST_CASE("tile dot: f32 dots take the tile IR path; f16 and tf32 dots keep the AST path") {
+TEST_CASE("tile dot: f32, f16 and tf32 dots of mma shapes take the tile IR path") {
   std::map<std::string, std::string> p = paths(kGemm, 128);
   CHECK(p["big"] == "");
   CHECK(p["odd"] == "");
@@ -113,7 +113,7 @@ kernel h(a: tensor<f16>[16, 16], b: tensor<f32>[16, 16], c: tensor<f32>[3, 16, 1
   // A tensor-core dot of one m16 row block at 4 warps: the warps split its
   // columns (tile_mma_test.cpp).
   CHECK(q["half"] == "");
-  CHECK(q["tf"] == "dot precision=tf32");
+  CHECK(q["tf"] == ""); // a tf32 tensor-core dot (tile_tf32_test.cpp)
   CHECK(q["ieee"] == "");
 }
 

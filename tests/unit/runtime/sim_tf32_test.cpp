@@ -236,7 +236,10 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   CHECK(bad_o == 0);
   etlProgramDestroy(prog);
   etlContextDestroy(ctx);
-  // Every tf32 dot ran on tensor cores: 2 M N K FLOPs each, 2048 per mma.
+  // Every tf32 dot ran on tensor cores: 2 M N K FLOPs each, 2048 per mma;
+  // task s's 16 x 16 accumulator (the tile IR's mma layout, 8 warps: two
+  // split its n8 columns, the other bits are replicas) is computed by 4
+  // warps each.
   std::ifstream in(profile);
   REQUIRE(in);
   std::stringstream ss;
@@ -247,7 +250,8 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
     flops += std::stoll(json.substr(at + 16));
   for (size_t at = 0; (at = json.find("\"mma\": ", at)) != std::string::npos; ++at)
     mma += std::stoll(json.substr(at + 7));
-  const long long want = 2LL * (2 * 32 * 16 * 24 + 16 * 40 * 16 + 3 * 16 * 16 * 8 + 32 * 32 * 64);
+  const long long want =
+      2LL * (2 * 32 * 16 * 24 + 16 * 40 * 16 + 4 * 3 * 16 * 16 * 8 + 32 * 32 * 64);
   CHECK(flops == want);
   CHECK(mma * 2048 == want);
   // Task r (rows of 32 and 64 floats: the XOR-swizzled staging): no shared
