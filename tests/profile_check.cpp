@@ -92,7 +92,8 @@ int main(int argc, char **argv) {
       const llvm::json::Object *sync = g->getObject("sync");
       for (const char *k :
            {"barriers", "atomics", "fences", "spin_iterations", "wait_ns", "tasks", "shuffles",
-            "mma", "ldmatrix", "tensor_flops", "ldmatrix_phases", "ldmatrix_wavefronts"})
+            "mma", "ldmatrix", "tensor_flops", "ldmatrix_phases", "ldmatrix_wavefronts",
+            "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims"})
         if (!sync || !sync->getInteger(k))
           fail(where + ": sync.\"" + k + "\" missing");
       const llvm::json::Array *sites = g->getArray("sites");

@@ -13,18 +13,21 @@
 //    component re-checked), their counters decremented (acq_rel), and the
 //    one that reaches zero is pushed: claim s = tail++, release-store id + 1
 //    into slot s (s >= capacity: error word + abort flag; cannot happen as
-//    every item is pushed exactly once).
-//  - Pop: thread 0 reads head and tail; if head < tail it claims slot head
-//    with a compare-and-swap (so a CTA never blocks on a slot that nothing
-//    has claimed yet), then spins (briefly: the pusher is mid-push) until
-//    the slot is non-zero. The CTA runs the item (etl.dyn.run) and decrements
-//    `remaining` after its notifies.
-//  - CTAs run their static queue first, then pop until remaining == 0. A
-//    static task whose waits are not yet done runs ready dynamic items
-//    instead of spinning (thread 0 decides, shared-memory broadcast, CTA
-//    barrier), since those may be what it waits for. Dynamic items never
-//    wait, so the nesting is one level deep.
-//
+//    every item is pushed exactly once). An expander claims the n slots of
+//    its tasks with one add on tail (s = tail += n) and fills s .. s + n - 1.
+//  - Pop: a ticket queue. Thread 0 takes t = head++ (one fetch-and-add,
+//    never retried: CTAs do not serialise on head), keeps t in shared memory
+//    (kSmemDynTicket) until served, and runs the item that slot t receives.
+//    In the dynamic loop it takes a ticket whether or not an item is there
+//    and spins on slot t; a static task's wait takes one only if head < tail
+//    and looks at the slot once per round (a ticket it still holds when the
+//    task runs is served by a later wait or the dynamic loop). Every item
+//    counts in `remaining` until it has run and only its ticket's holder
+//    runs it, so a holder whose slot is empty while remaining == 0 holds a
+//    ticket past the last push and leaves. Each CTA holds at most one
+//    unserved ticket: head <= pushes + CTAs; a ticket >= capacity has no
+//    slot and is never looked at. The CTA runs the item (etl.dyn.run) and
+//    decrements `remaining` after its notifies.
 // Memory order: element and counter decrements are acq_rel RMWs, so the
 // pusher has acquired every notifier's writes; the slot store is a release
 // and the pop an acquire load, so the popping CTA sees them all.
@@ -124,63 +127,96 @@ void Lowerer::define_dyn_run(const std::vector<llvm::Function *> &group_fns) {
   b.CreateRetVoid();
 }
 
-llvm::Value *Lowerer::emit_try_pop() {
+llvm::Value *Lowerer::emit_try_pop(bool wait) {
+  auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
   llvm::AllocaInst *got = entry_alloca(i1, "popped");
   b.CreateStore(b.getFalse(), got);
-  llvm::Value *h = m.load_acquire(b, dyn_word(ETL_DYN_HEAD));
-  llvm::Value *t = m.load_acquire(b, dyn_word(ETL_DYN_TAIL));
-  if_then(b.CreateICmpULT(h, t), [&] {
-    llvm::Value *old = m.atomic_cas(b, dyn_word(ETL_DYN_HEAD), h, b.CreateAdd(h, b.getInt32(1)));
-    if_then(b.CreateICmpEQ(old, h), [&] {
-      unsigned slots = unsigned(ETL_DYN_GROUP_OFF + 2 * plan.groups.size());
-      llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(h, i64)));
-      // The pusher has claimed slot h (tail > h); wait for its store.
-      llvm::AllocaInst *val = entry_alloca(i32, "slot");
-      auto *head = llvm::BasicBlock::Create(ctx, "slot.head", fn);
+  // A ticket: one fetch-and-add of head, never retried. A static task's wait
+  // takes one only when an item looks ready (it has its own work coming);
+  // the dynamic loop takes one regardless and waits for its slot.
+  if_then(b.CreateICmpEQ(b.CreateLoad(i32, at(kSmemDynTicket)), b.getInt32(0)), [&] {
+    auto take = [&] {
+      llvm::Value *t = m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_HEAD), b.getInt32(1));
+      b.CreateStore(b.CreateAdd(t, b.getInt32(1)), at(kSmemDynTicket));
+    };
+    if (wait) {
+      take();
+      return;
+    }
+    llvm::Value *h = m.load_acquire(b, dyn_word(ETL_DYN_HEAD));
+    llvm::Value *t = m.load_acquire(b, dyn_word(ETL_DYN_TAIL));
+    if_then(b.CreateICmpULT(h, t), take);
+  });
+  llvm::Value *tk = b.CreateLoad(i32, at(kSmemDynTicket));
+  if_then(b.CreateICmpNE(tk, b.getInt32(0)), [&] {
+    llvm::Value *t = b.CreateSub(tk, b.getInt32(1));
+    // A ticket past the capacity has no slot: every item is pushed once, so
+    // it is never filled; its holder leaves when `remaining` reaches 0.
+    llvm::Value *has_slot = b.CreateICmpULT(t, b.CreateLoad(i32, dyn_word(ETL_DYN_CAPACITY)));
+    unsigned slots = unsigned(ETL_DYN_GROUP_OFF + 2 * plan.groups.size());
+    llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(t, i64)));
+    llvm::AllocaInst *val = entry_alloca(i32, "slot");
+    auto *head = llvm::BasicBlock::Create(ctx, "slot.head", fn);
+    auto *done = llvm::BasicBlock::Create(ctx, "slot.done", fn);
+    llvm::AllocaInst *last = wait ? spin_clock() : nullptr;
+    b.CreateBr(head);
+    b.SetInsertPoint(head);
+    b.CreateStore(b.getInt32(0), val);
+    if_then(has_slot, [&] { b.CreateStore(m.load_acquire(b, sp), val); });
+    llvm::Value *filled = b.CreateICmpNE(b.CreateLoad(i32, val), b.getInt32(0));
+    if (!wait) {
+      b.CreateBr(done); // looked once; the ticket stays held until served
+    } else {
+      // Spin until the slot is filled. Every item still to run (pushed or
+      // not) counts in `remaining` until it has run, and only this CTA runs
+      // the item of its ticket: remaining == 0 means no item will come.
       auto *spin = llvm::BasicBlock::Create(ctx, "slot.spin", fn);
       auto *pause = llvm::BasicBlock::Create(ctx, "slot.pause", fn);
-      auto *done = llvm::BasicBlock::Create(ctx, "slot.done", fn);
-      llvm::AllocaInst *last = spin_clock();
-      b.CreateBr(head);
-      b.SetInsertPoint(head);
-      llvm::Value *v = m.load_acquire(b, sp);
-      b.CreateStore(v, val);
-      b.CreateCondBr(b.CreateICmpNE(v, b.getInt32(0)), done, spin);
+      b.CreateCondBr(filled, done, spin);
       b.SetInsertPoint(spin);
+      llvm::Value *rem = m.load_acquire(b, dyn_word(ETL_DYN_REMAINING));
       llvm::Value *ab = spin_abort_flag(last);
-      b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), done, pause);
+      if_then(b.CreateICmpNE(ab, b.getInt32(0)), [&] { b.CreateStore(b.getInt32(1), at(kSmemAbort)); });
+      b.CreateCondBr(b.CreateOr(b.CreateICmpEQ(rem, b.getInt32(0)), b.CreateICmpNE(ab, b.getInt32(0))),
+                     done, pause);
       b.SetInsertPoint(pause);
       m.spin_pause(b);
       b.CreateBr(head);
-      b.SetInsertPoint(done);
-      llvm::Value *vv = b.CreateLoad(i32, val);
-      auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
-      llvm::Value *ok = b.CreateICmpNE(vv, b.getInt32(0));
-      if_then(ok, [&] {
-        b.CreateStore(b.CreateSub(vv, b.getInt32(1)), at(kSmemDynItem));
-        llvm::Value *nstatic = b.CreateLoad(i32, dyn_word(ETL_DYN_NSTATIC));
-        b.CreateStore(b.CreateAdd(nstatic, h), at(kSmemPos));
-        b.CreateStore(b.getTrue(), got);
-      });
-      if_then(b.CreateNot(ok), [&] { b.CreateStore(b.getInt32(1), at(kSmemAbort)); });
+    }
+    b.SetInsertPoint(done);
+    llvm::Value *vv = b.CreateLoad(i32, val);
+    if_then(b.CreateICmpNE(vv, b.getInt32(0)), [&] {
+      b.CreateStore(b.CreateSub(vv, b.getInt32(1)), at(kSmemDynItem));
+      llvm::Value *nstatic = b.CreateLoad(i32, dyn_word(ETL_DYN_NSTATIC));
+      b.CreateStore(b.CreateAdd(nstatic, t), at(kSmemPos));
+      b.CreateStore(b.getInt32(0), at(kSmemDynTicket)); // served
+      b.CreateStore(b.getTrue(), got);
     });
   });
   return b.CreateLoad(i1, got);
 }
 
-void Lowerer::emit_push(llvm::Value *id) {
-  llvm::Value *s = m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_TAIL), b.getInt32(1));
+llvm::Value *Lowerer::emit_push_claim(llvm::Value *n, llvm::Value **fits) {
+  llvm::Value *s = m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_TAIL), n);
   llvm::Value *cap = b.CreateLoad(i32, dyn_word(ETL_DYN_CAPACITY));
-  llvm::Value *fits = b.CreateICmpULT(s, cap);
-  if_then(fits, [&] {
-    unsigned slots = unsigned(ETL_DYN_GROUP_OFF + 2 * plan.groups.size());
-    llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(s, i64)));
-    m.atomic_add_release(b, sp, b.CreateAdd(id, b.getInt32(1))); // slot was 0
-  });
-  if_then(b.CreateNot(fits), [&] {
+  *fits = b.CreateAnd(b.CreateICmpULE(s, cap), b.CreateICmpULE(n, b.CreateSub(cap, s)));
+  if_then(b.CreateNot(*fits), [&] {
     m.atomic_add_release(b, dyn_word(ETL_DYN_ERROR), b.getInt32(1));
     m.atomic_add_release(b, arg_slot_ptr(ETL_SLOT_ABORT), b.getInt32(1));
   });
+  return s;
+}
+
+void Lowerer::emit_push_store(llvm::Value *s, llvm::Value *id) {
+  unsigned slots = unsigned(ETL_DYN_GROUP_OFF + 2 * plan.groups.size());
+  llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(s, i64)));
+  m.atomic_add_release(b, sp, b.CreateAdd(id, b.getInt32(1))); // slot was 0
+}
+
+void Lowerer::emit_push(llvm::Value *id) {
+  llvm::Value *fits = nullptr;
+  llvm::Value *s = emit_push_claim(b.getInt32(1), &fits);
+  if_then(fits, [&] { emit_push_store(s, id); });
 }
 
 void Lowerer::emit_fire(int ev, llvm::Value *rel) {
@@ -346,16 +382,26 @@ llvm::Function *Lowerer::lower_expander(int g) {
     llvm::Value *base = b.CreateAdd(
         b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + g))),
         b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + plan.groups.size() + g))));
+    // One claim of n slots on tail for the batch, then a store per slot.
+    llvm::AllocaInst *j = entry_alloca(i32, "push.j");
+    b.CreateStore(b.getInt32(0), j);
+    llvm::Value *s0 = nullptr;
     std::function<void(size_t, llvm::Value *)> rec = [&](size_t v, llvm::Value *acc) {
       if (v == rank) {
-        emit_push(b.CreateAdd(base, b.CreateTrunc(acc, i32)));
+        llvm::Value *jv = b.CreateLoad(i32, j);
+        emit_push_store(b.CreateAdd(s0, jv), b.CreateAdd(base, b.CreateTrunc(acc, i32)));
+        b.CreateStore(b.CreateAdd(jv, b.getInt32(1)), j);
         return;
       }
       llvm::Value *hiv = v == k ? ek : ext[v];
       for_range(b.getInt64(0), hiv, b.getInt64(1),
                 [&](llvm::Value *iv) { rec(v + 1, b.CreateAdd(b.CreateMul(acc, ext[v]), iv)); });
     };
-    rec(k, plin);
+    if_then(b.CreateICmpNE(n, b.getInt32(0)), [&] {
+      llvm::Value *fits = nullptr;
+      s0 = emit_push_claim(n, &fits);
+      if_then(fits, [&] { rec(k, plin); });
+    });
   });
   b.CreateRetVoid();
   fn = saved_fn;
@@ -419,7 +465,7 @@ void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
     llvm::Value *rem = m.load_acquire(b, dyn_word(ETL_DYN_REMAINING));
     llvm::Value *go =
         b.CreateAnd(b.CreateICmpEQ(ab, b.getInt32(0)), b.CreateICmpNE(rem, b.getInt32(0)));
-    if_then(go, [&] { emit_pop_decision(); });
+    if_then(go, [&] { emit_pop_decision(/*wait=*/true); });
   });
   m.barrier(b);
   llvm::Value *dec = b.CreateLoad(i32, at(kSmemDynDecision));
@@ -435,9 +481,9 @@ void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
 
 /// Thread 0: try to pop a ready dynamic item and decide, in shared memory,
 /// whether the CTA runs it, stops (abort) or pauses and looks again.
-void Lowerer::emit_pop_decision() {
+void Lowerer::emit_pop_decision(bool wait) {
   auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
-  llvm::Value *got = emit_try_pop();
+  llvm::Value *got = emit_try_pop(wait);
   llvm::Value *aborted = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemAbort)), b.getInt32(0));
   llvm::Value *dec =
       b.CreateSelect(got, b.getInt32(kDecRun),
@@ -466,7 +512,7 @@ void Lowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin
       llvm::Value *aborted = b.CreateICmpNE(spin_abort_flag(last), b.getInt32(0));
       b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));
       if_then(aborted, [&] { b.CreateStore(b.getInt32(1), at(kSmemAbort)); });
-      if_then(b.CreateNot(aborted), [&] { emit_pop_decision(); });
+      if_then(b.CreateNot(aborted), [&] { emit_pop_decision(/*wait=*/false); });
     });
   });
   m.barrier(b);

@@ -189,6 +189,8 @@ llvm::Function *Lowerer::lower_kernel() {
     b.CreateStore(first, cursor);
     b.CreateStore(b.CreateLoad(i32, b.CreateGEP(i32, offs, b.CreateAdd(c64, b.getInt64(1)))), end);
     b.CreateStore(b.getInt32(0), smem_at(kSmemAbort));
+    if (any_dynamic())
+      b.CreateStore(b.getInt32(0), smem_at(kSmemDynTicket)); // no queue ticket held
     // The task count starts at 0 (the runtime zeroes the control block's
     // words before each launch), and the first poll comes after
     // kPollEveryTasks tasks or kPollEveryNs: no host-mapped read before the

@@ -111,13 +111,23 @@ private:
   /// thread 0 left in shared memory (kSmemDynItem), then counts it finished.
   void declare_dyn_run();
   void define_dyn_run(const std::vector<llvm::Function *> &group_fns);
-  /// Thread 0 only: claims a pushed item if there is one (i1). On success
-  /// the item id is in smem kSmemDynItem and its timeline index in kSmemPos;
-  /// on abort while waiting for the slot, smem kSmemAbort is set.
-  llvm::Value *emit_try_pop();
+  /// Thread 0 only: takes a queue ticket (one fetch-and-add of head) unless
+  /// it holds one (smem kSmemDynTicket), then looks at the ticket's slot.
+  /// `wait`: take a ticket even if the queue looks empty and spin until the
+  /// slot is filled, no item remains or abort; else (a static task's wait)
+  /// take one only when head < tail and look once. i1: an item was taken
+  /// (its id in smem kSmemDynItem, its timeline index in kSmemPos); on abort
+  /// while waiting smem kSmemAbort is set.
+  llvm::Value *emit_try_pop(bool wait);
   /// Thread 0 only: emit_try_pop, then the CTA's decision (run, stop,
   /// pause) in smem kSmemDynDecision.
-  void emit_pop_decision();
+  void emit_pop_decision(bool wait);
+  /// Thread 0 only: claims `n` (i32) slots with one add on tail. Returns the
+  /// first slot (i32); `*fits` (i1) is whether all fit (else the error word
+  /// and the abort flag are raised).
+  llvm::Value *emit_push_claim(llvm::Value *n, llvm::Value **fits);
+  /// Thread 0 only: release-stores item `id` (i32) into claimed slot `s`.
+  void emit_push_store(llvm::Value *s, llvm::Value *id);
   /// Thread 0 only: pushes item `id` (i32).
   void emit_push(llvm::Value *id);
   /// Thread 0 only, after element `rel` (i64, offset inside event `ev`)

@@ -74,10 +74,11 @@ struct KernelPlan {
 /// kSmemLinear, which the other threads may not have read yet when thread 0
 /// starts a task's wait). kSmemProgress: the CTA's finished-task count,
 /// copied to the control block for the watchdog (mark_progress).
+/// kSmemDynTicket: thread 0's queue ticket not yet served, + 1 (0 = none).
 constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
                    kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24,
-                   kSmemScratch = kSmemHeaderBytes;
-static_assert(kSmemProgress + 4 <= kSmemScratch, "the shared-memory header overflows");
+                   kSmemDynTicket = 28, kSmemScratch = kSmemHeaderBytes;
+static_assert(kSmemDynTicket + 4 <= kSmemScratch, "the shared-memory header overflows");
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
 /// The task loop touches the host-mapped control block (abort flag, progress)

@@ -179,7 +179,9 @@ enum etl_slot {
 /* Dynamic scheduling (args[ETL_SLOT_DYN], groups with schedule dynamic).
  * One uint32 array, initialised by the runtime before every launch:
  *   [ETL_DYN_TAIL]      items pushed so far (next free slot)
- *   [ETL_DYN_HEAD]      items claimed so far (next slot to pop)
+ *   [ETL_DYN_HEAD]      tickets taken so far (a popping CTA takes head++
+ *                       and runs the item of that slot; up to one per CTA
+ *                       may wait past tail, or past the last push)
  *   [ETL_DYN_REMAINING] dynamic items not yet finished; 0 = CTAs may exit
  *   [ETL_DYN_CAPACITY]  slots = total dynamic tasks (each is pushed once)
  *   [ETL_DYN_ERROR]     non-zero: a push found the queue full (the kernel

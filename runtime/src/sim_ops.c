@@ -262,8 +262,35 @@ static void atomic_after(const void *ptr, int acquire) {
     etl_race_sync(c->run->race, c->cta, ptr, 1, 0);
 }
 
+/* The profile's dynamic-queue counters, told by address in the state array
+ * (etl_abi.h): an add on head takes a ticket (a pop), a compare-and-swap of
+ * head is a pop when it wins and a retry when it loses, a load of a slot
+ * that finds it empty is a retry, an add of n on tail pushes n items. */
+enum { Q_ADD, Q_CAS_WON, Q_CAS_LOST, Q_LOAD };
+static void queue_count(const void *ptr, int op, uint32_t value) {
+  sim_cta *c = etl_sim_cta;
+  sim_run *r = c->run;
+  uintptr_t dyn = r->prof ? (uintptr_t)r->args[ETL_SLOT_DYN] : 0;
+  if (!dyn || (uintptr_t)ptr < dyn)
+    return;
+  uint64_t w = ((uintptr_t)ptr - dyn) / 4, slot0 = ETL_DYN_GROUP_OFF + 2ull * r->meta->n_groups;
+  int ev = -1;
+  uint64_t n = 1;
+  if (w == ETL_DYN_HEAD && op != Q_LOAD)
+    ev = op == Q_CAS_LOST ? ETL_PROF_QUEUE_RETRIES : ETL_PROF_QUEUE_POPS;
+  else if (w == ETL_DYN_TAIL && op == Q_ADD) {
+    etl_profile_count(r->prof, c->cta, c->cur->prof_group, ETL_PROF_QUEUE_PUSH_CLAIMS, 1);
+    ev = ETL_PROF_QUEUE_PUSHES;
+    n = value;
+  } else if (op == Q_LOAD && value == 0 && w >= slot0 && w < slot0 + r->plan->n_dynamic)
+    ev = ETL_PROF_QUEUE_RETRIES;
+  if (ev >= 0)
+    etl_profile_count(r->prof, c->cta, c->cur->prof_group, ev, n);
+}
+
 static uint32_t op_atomic_add_release(uint32_t *ptr, uint32_t value) {
   atomic_before(ptr, 1);
+  queue_count(ptr, Q_ADD, value);
   return atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_release);
 }
 
@@ -271,6 +298,7 @@ static uint32_t op_load_acquire(const uint32_t *ptr) {
   atomic_before(ptr, 0);
   uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
   atomic_after(ptr, 1);
+  queue_count(ptr, Q_LOAD, v);
   return v;
 }
 
@@ -278,14 +306,17 @@ static uint32_t op_atomic_add_acq_rel(uint32_t *ptr, uint32_t value) {
   atomic_before(ptr, 1);
   uint32_t v = atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_acq_rel);
   atomic_after(ptr, 1);
+  queue_count(ptr, Q_ADD, value);
   return v;
 }
 
 static uint32_t op_atomic_cas(uint32_t *ptr, uint32_t expected, uint32_t desired) {
   atomic_before(ptr, 1);
+  uint32_t want = expected;
   atomic_compare_exchange_strong_explicit((_Atomic uint32_t *)ptr, &expected, desired,
                                           memory_order_acq_rel, memory_order_acquire);
   atomic_after(ptr, 1);
+  queue_count(ptr, expected == want ? Q_CAS_WON : Q_CAS_LOST, 0);
   return expected; /* the old value either way */
 }
 

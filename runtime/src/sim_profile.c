@@ -406,7 +406,8 @@ static void json_totals(FILE *f, const totals *t) {
 
 static const char *event_names[ETL_PROF_EVENTS] = {
     "barriers", "atomics", "fences",   "spin_iterations", "wait_ns",         "tasks",
-    "shuffles", "mma",     "ldmatrix", "tensor_flops",    "ldmatrix_phases", "ldmatrix_wavefronts"};
+    "shuffles", "mma",     "ldmatrix", "tensor_flops",    "ldmatrix_phases", "ldmatrix_wavefronts",
+    "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims"};
 
 /* Merged per-site rows of every CTA, sorted by group then site. */
 static int site_cmp(const void *a, const void *b) {
@@ -563,6 +564,20 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
               (double)ev[ETL_PROF_WAIT_NS] / 1e6, (unsigned long long)ev[ETL_PROF_MMA],
               (unsigned long long)ev[ETL_PROF_LDMATRIX]);
   }
+  uint64_t q[ETL_PROF_EVENTS] = {0};
+  for (uint32_t g = 0; g < ng; ++g)
+    for (int e = 0; e < ETL_PROF_EVENTS; ++e)
+      q[e] += events[g * ETL_PROF_EVENTS + (uint32_t)e];
+  if (q[ETL_PROF_QUEUE_POPS] || q[ETL_PROF_QUEUE_PUSHES])
+    fprintf(t,
+            "dynamic queue: %llu pops (%.2f per task begun), %llu retries (%.2f per pop), %llu "
+            "items pushed in %llu claims of tail\n",
+            (unsigned long long)q[ETL_PROF_QUEUE_POPS],
+            ratio((double)q[ETL_PROF_QUEUE_POPS], (double)q[ETL_PROF_TASK]),
+            (unsigned long long)q[ETL_PROF_QUEUE_RETRIES],
+            ratio((double)q[ETL_PROF_QUEUE_RETRIES], (double)q[ETL_PROF_QUEUE_POPS]),
+            (unsigned long long)q[ETL_PROF_QUEUE_PUSHES],
+            (unsigned long long)q[ETL_PROF_QUEUE_PUSH_CLAIMS]);
   fprintf(f, "\n  ]\n}\n");
   int bad = ferror(f) | ferror(t);
   bad |= fclose(f) != 0;

@@ -19,7 +19,8 @@
  *     bank-conflict factor = wavefronts / requests;
  *   - synchronisation: CTA barriers, atomics and fences (thread 0's, per
  *     task), warp shuffles (one per warp and instruction), spin-wait iterations and the time spent
- *in them (waiting on events or for dynamic work). A site is the call site of the access check in
+ *in them (waiting on events or for dynamic work), and the dynamic queue's operations (sim_ops.c
+ *tells them by address: pops, retries, pushes and the claims of tail that pushed them). A site is the call site of the access check in
  *the sim code (reported as its offset in the kernel object); its group is the task's. Each CTA
  *counts into its own tables (no locks); etl_profile_write merges them after the launch and writes
  *the JSON document (schema: docs/PROFILE.md) and a readable table next to it (PATH.txt).
@@ -48,6 +49,10 @@ enum etl_profile_event {
   ETL_PROF_TC_FLOPS,            /* tensor-core FLOPs: 2*16*8*16 per mma (2*16*8*8 tf32) */
   ETL_PROF_LDMATRIX_PHASES,     /* 8-row phases of the ldmatrix (1, 2 or 4 each) */
   ETL_PROF_LDMATRIX_WAVEFRONTS, /* shared wavefronts they needed (>= phases) */
+  ETL_PROF_QUEUE_POPS,          /* dynamic queue: tickets taken (adds or won claims of head) */
+  ETL_PROF_QUEUE_RETRIES,       /* lost claims of head, looks at a slot not yet filled */
+  ETL_PROF_QUEUE_PUSHES,        /* items pushed */
+  ETL_PROF_QUEUE_PUSH_CLAIMS,   /* atomics on tail that claimed them (one per batch) */
   ETL_PROF_EVENTS
 };
 

@@ -233,3 +233,61 @@ TEST_CASE("dynamic: a range that reads data expands at run time (programs/data_r
     etlContextDestroy(ctx);
   }
 }
+
+/// The sum of every `"key": N` in a profile's JSON.
+static long long profile_sum(const std::string &json, const std::string &key) {
+  const std::string k = "\"" + key + "\": ";
+  long long n = 0;
+  for (size_t at = 0; (at = json.find(k, at)) != std::string::npos; at += k.size())
+    n += std::stoll(json.substr(at + k.size()));
+  return n;
+}
+
+// The queue is a ticket queue (lower_dynamic.cpp): every pop is one add on
+// head, so a CTA takes at most one ticket it is never served (past the last
+// push), and an expander claims the slots of all its tasks with one add on
+// tail. The profile counts both: E expanders and E fin2 items pushed one by
+// one (by the firing of counted[0] and done[e]), the expert tasks of each
+// non-empty range in one claim.
+TEST_CASE("dynamic: the profile counts ticket pops and batched pushes (programs/data_range.etl)") {
+  std::string path = artifact_path("data_range");
+  if (!have(path)) {
+    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    return;
+  }
+  const int64_t TM = 4, T = 16, E = 5;
+  const uint32_t workers = 3;
+  etlContextParams params = etlContextDefaultParams();
+  params.sim_workers = workers;
+  params.watchdog_ms = 10000;
+  etlContext ctx = nullptr;
+  REQUIRE(etlContextCreate(&ctx, "sim", &params) == ETL_SUCCESS);
+  etlProgram prog = nullptr;
+  REQUIRE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS);
+  std::string profile = std::string(ETL_TEST_BINARY_DIR) + "/sim_dynamic_queue.profile.json";
+  REQUIRE(etlProgramSetProfile(prog, profile.c_str()) == ETL_SUCCESS);
+  std::vector<int32_t> count = {3, 0, 4, 1, 9}; // blocks: 3, 0, 4, 1, 4 (clamped to T / TM)
+  std::vector<float> x(size_t(E * T), 1.f), y(size_t(E * T), 0.f), total(size_t(E * TM)),
+      total2(size_t(E * TM));
+  int64_t se[1] = {E}, set[2] = {E, T}, stm[2] = {E, TM};
+  CHECK(etlBindDim(prog, "E", E) == ETL_SUCCESS);
+  CHECK(etlBindDim(prog, "T", T) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "count", count.data(), ETL_I32, 1, se) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, set) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, set) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "total", total.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "total2", total2.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
+  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+  std::string json = slurp(profile);
+  const long long blocks = 3 + 0 + 4 + 1 + 4, nonempty = 4;
+  const long long pushes = profile_sum(json, "queue_pushes");
+  CHECK(pushes == 2 * E + blocks);
+  CHECK(profile_sum(json, "queue_push_claims") == 2 * E + nonempty);
+  const long long pops = profile_sum(json, "queue_pops");
+  CHECK(pops >= pushes);
+  CHECK(pops <= pushes + workers);
+  CHECK(total2[0] == 6.f); // e = 0: 3 blocks, each adds 2 * x = 2 to every lane
+  CHECK(total2[size_t(TM)] == 0.f); // e = 1: an empty range
+  etlProgramDestroy(prog);
+  etlContextDestroy(ctx);
+}
