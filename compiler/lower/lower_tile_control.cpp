@@ -56,9 +56,6 @@ struct GapCheck {
   std::set<std::string> known;
   std::string why;
   unsigned warps = 1;
-  /// Values used as the b operand of a tensor-core dot (a transpose feeding
-  /// one is a renaming of registers the dot stages as [N, K] rows).
-  std::set<int> mma_b;
 
   bool sym_ok(const std::optional<Sym> &s) {
     if (!s)
@@ -106,6 +103,7 @@ struct GapCheck {
     case TileOpKind::AsyncWait:
     case TileOpKind::Barrier:
     case TileOpKind::SmemView:
+    case TileOpKind::Transpose: // a renaming (tile/verify.cpp checks the layouts)
       return;
     case TileOpKind::AsyncCopy:
       for (const SlicePart &p : op.parts)
@@ -114,26 +112,12 @@ struct GapCheck {
       if (!sym_ok(op.lo) || !sym_ok(op.hi) || !sym_ok(op.sym))
         fail("async.copy with these bounds");
       return;
-    case TileOpKind::Reshape: { // a renaming only: to a scalar, or bases kept
+    case TileOpKind::Reshape: { // a renaming, or through scratch (lower_tile_map.cpp)
       const TValue &a = f.values[size_t(op.operands[0])], &r = f.values[size_t(op.results[0])];
-      if (!r.is_tile()) {
-        if (a.numel() != 1)
-          fail("reshape");
-        return;
-      }
-      std::optional<Layout> l =
-          a.layout >= 0 ? reshape_layout(f.layouts[size_t(a.layout)], r.shape) : std::nullopt;
-      if (!l || r.layout < 0 || *l != f.layouts[size_t(r.layout)])
-        fail("reshape through scratch");
-      return;
-    }
-    case TileOpKind::Transpose: { // a renaming: the operand's bases, fields swapped
-      const TValue &a = f.values[size_t(op.operands[0])], &r = f.values[size_t(op.results[0])];
-      if (!mma_b.count(op.results[0]))
-        return fail("transpose");
-      if (a.layout < 0 || r.layout < 0 ||
-          transpose_layout(f.layouts[size_t(a.layout)]) != f.layouts[size_t(r.layout)])
-        fail("transpose through scratch");
+      if (!r.is_tile() && a.numel() != 1)
+        fail("reshape");
+      else if (r.is_tile() && a.is_tile() && (a.layout < 0 || r.layout < 0))
+        fail("reshape without layouts");
       return;
     }
     case TileOpKind::Arange:
@@ -253,28 +237,6 @@ struct GapCheck {
   }
 };
 
-/// Values used as the b operand of a tensor-core dot (tile/mma.cpp), and
-/// nowhere else.
-void mma_b_operands(const TileFunc &f, const std::vector<TOp> &body, std::set<int> &out) {
-  std::map<int, int> uses, b_uses;
-  std::function<void(const std::vector<TOp> &)> walk = [&](const std::vector<TOp> &ops) {
-    for (const TOp &op : ops) {
-      for (int v : op.operands)
-        ++uses[v];
-      for (const SlicePart &p : op.parts)
-        if (p.kind == SlicePart::Gather)
-          ++uses[p.gather];
-      if (mma_dot(f, op))
-        ++b_uses[op.operands[1]];
-      walk(op.body);
-    }
-  };
-  walk(body);
-  for (const auto &[v, n] : b_uses)
-    if (uses[v] == n)
-      out.insert(v);
-}
-
 } // namespace
 
 std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
@@ -290,8 +252,7 @@ std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const Task
   // check their own operand types below.
   if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
     return "threads per CTA not 32 times a power of two";
-  GapCheck c{f, t, {}, {}, tile_warps(threads), {}};
-  mma_b_operands(f, f.body, c.mma_b);
+  GapCheck c{f, t, {}, {}, tile_warps(threads)};
   for (const TaskIndexDecl &d : t.domain)
     c.known.insert(d.name);
   for (const DimDecl &d : k.dims)

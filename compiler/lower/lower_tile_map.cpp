@@ -8,7 +8,12 @@
 // to its width and max/min compare unsigned types unsigned, as it does). A
 // splat fills every register; `arange` converts the register's coordinate;
 // a `reshape` that keeps the layout's bases (or makes a one-element tile a
-// scalar: every thread holds it in register 0) renames registers;
+// scalar: every thread holds it in register 0) renames registers, any other
+// moves the elements through scratch as a convert_layout does, written at
+// their row-major index in the operand's shape and read back at theirs in
+// the result's (the same index: the row-major order is kept); a
+// `transpose` renames registers (its result's layout is the operand's with
+// the fields swapped; a store that wants rows converts it);
 // `expand` and `broadcast` only rename registers (their operand layouts are
 // built so that the register holding coordinate c of the result holds the
 // operand's element at c with the broadcast dims at 0). `convert_layout`
@@ -200,7 +205,7 @@ void Lowerer::tile_shape_op(const TOp &op) {
     }
     return;
   }
-  case TileOpKind::Transpose: // the fields swapped (tile_unported checked): same registers
+  case TileOpKind::Transpose: // the fields swapped (tile/verify.cpp checked): same registers
     if (auto v = tile_views.find(op.operands[0]); v != tile_views.end()) {
       tile_views[op.results[0]] = {v->second.first, !v->second.second}; // a ring slot's rows
       return;
@@ -209,25 +214,39 @@ void Lowerer::tile_shape_op(const TOp &op) {
       throw LowerError("tile IR transpose that is not a renaming");
     res = tregs[size_t(op.operands[0])];
     return;
-  case TileOpKind::Reshape: { // same bases (tile_unported checked): same registers
-    const std::vector<llvm::Value *> &in = tregs[size_t(op.operands[0])];
-    if (in.empty() || (out.is_tile() && in.size() != nregs))
-      throw LowerError("tile IR reshape that is not a renaming");
-    res = out.is_tile() ? in : std::vector<llvm::Value *>{in[0]};
-    return;
+  case TileOpKind::Reshape: { // same bases: same registers; else through scratch
+    const int av = op.operands[0];
+    const std::vector<llvm::Value *> &in = tregs[size_t(av)];
+    if (in.empty())
+      throw LowerError("tile IR reshape of a value without registers");
+    if (!out.is_tile() || !tf->values[size_t(av)].is_tile()) { // one element: every register
+      res.assign(nregs, in[0]);
+      return;
+    }
+    std::optional<Layout> l = reshape_layout(layout_of(av), out.shape);
+    if (l && *l == layout_of(rv) && in.size() == nregs) {
+      res = in;
+      return;
+    }
+    return tile_convert(op);
   }
   default:
     throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' is not ported");
   }
 }
 
+/// A convert_layout, or a reshape that moves data (`op`'s operand of
+/// another shape, tile_shape_op): then only through scratch, at each
+/// element's row-major index in its own shape.
 void Lowerer::tile_convert(const TOp &op) {
   int rv = op.results[0], av = op.operands[0];
   const TValue &out = tf->values[size_t(rv)];
+  const std::vector<int64_t> &in_shape = tf->values[size_t(av)].shape;
+  const bool same = in_shape == out.shape;
   const Layout &ld = layout_of(rv), &ls = layout_of(av);
   const std::vector<llvm::Value *> &in = tregs[size_t(av)];
   std::vector<llvm::Value *> &res = tregs[size_t(rv)];
-  if (ld.lane == ls.lane && ld.warp == ls.warp) { // registers only: rename
+  if (same && ld.lane == ls.lane && ld.warp == ls.warp) { // registers only: rename
     std::map<uint32_t, llvm::Value *> by_coord;
     for (uint32_t r = 0; r < ls.num_regs(); ++r)
       by_coord.emplace(ls.apply(r, 0, 0), in.at(r));
@@ -244,14 +263,14 @@ void Lowerer::tile_convert(const TOp &op) {
       return;
     }
   }
-  if (tile_convert_shuffle(op))
+  if (same && tile_convert_shuffle(op))
     return;
   unsigned bytes = scratch_bytes(out.elem);
   const int64_t per_line = 128 / bytes;
   note_scratch((out.numel() + per_line - 1) / per_line * per_line * bytes / 4);
   llvm::Type *ty = reg_type(out.elem);
   const unsigned wd = scratch_vec(ld, out.shape, bytes);
-  tile_scratch_write(ls, in, out.elem, out.shape, 0);
+  tile_scratch_write(ls, in, out.elem, in_shape, 0);
   m.barrier(b);
   for (uint32_t r = 0; r < ld.num_regs(); r += wd) {
     llvm::Value *lin = tile_scratch_index(reg_coords(ld, r), out.shape, bytes, 0);

@@ -211,6 +211,14 @@ private:
   std::map<int, std::vector<const TOp *>> users_;
   std::set<int> dots_, shared_, halved_;
 
+  /// A reshape through scratch (lower_tile_map.cpp): registers of its own.
+  bool reshape_moves(const TOp &op) const {
+    const TValue &a = f_.values[size_t(op.operands[0])], &r = f_.values[size_t(op.results[0])];
+    if (!a.is_tile() || !r.is_tile() || a.layout < 0 || r.layout < 0)
+      return false;
+    std::optional<Layout> l = reshape_layout(f_.layouts[size_t(a.layout)], r.shape);
+    return !l || *l != f_.layouts[size_t(r.layout)];
+  }
   void count_uses(const std::vector<TOp> &body) {
     for (const TOp &op : body) {
       for (int v : op.operands)
@@ -219,8 +227,8 @@ private:
         dots_.insert(op.results[0]);
       // Renamings of their operand's registers, and constants.
       if (op.kind == TileOpKind::Broadcast || op.kind == TileOpKind::Expand ||
-          op.kind == TileOpKind::Transpose || op.kind == TileOpKind::Reshape ||
-          op.kind == TileOpKind::Splat)
+          op.kind == TileOpKind::Transpose || op.kind == TileOpKind::Splat ||
+          (op.kind == TileOpKind::Reshape && !reshape_moves(op)))
         shared_.insert(op.results.begin(), op.results.end());
       count_uses(op.body);
     }

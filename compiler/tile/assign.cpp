@@ -13,15 +13,19 @@
 //     loaded outside the loop that holds the dot; a store keeps its
 //     value's layout (a value that can take any, such as a splat, takes the
 //     coalesced one; one whose lanes hold copies moves to it when that needs
-//     fewer warp-level requests: fewer_stores), and so does an atomic,
+//     fewer warp-level requests, a transposed one when that touches fewer
+//     sectors per byte: fewer_stores), and so does an atomic,
 //     whose old values come back in its values' layout;
 //  2. forward propagation (an `if`'s results: their initial values'
 //     layouts, which the yielded values take): elementwise ops keep their anchored operand's
 //     layout (an mma accumulator's first; in a body with tensor-core dots
 //     an elementwise op of splats and aranges takes its use's), reductions give slice(parent,
-//     axis), transpose permutes, a power-of-two reshape keeps the bases;
+//     axis), transpose permutes, a reshape between shapes that pack
+//     coordinates as their row-major index keeps the bases (any other
+//     moves data through scratch and takes its uses' layout);
 //  3. hints flow backwards into values that can take any layout for free
-//     (splat, arange, expand, broadcast, a loop's iter_arg whose initial
+//     (splat, arange, expand, broadcast, a reshape that moves data, a
+//     loop's iter_arg whose initial
 //     value is such a value): the first use that disagrees sets the hint
 //     and the walk is redone until no hint changes;
 //  4. the last walk rewrites: where a use still disagrees, a splat or
@@ -73,6 +77,8 @@ private:
   /// or expand without a hint): a firm requirement replaces them.
   std::set<int> weak_;
   bool rewrite_ = false, changed_ = false;
+  /// Results of reshapes that move data (through scratch, in any layout).
+  std::set<int> moved_;
   /// Iter_args of the loops entered so far (an inner loop's init may be one).
   std::set<int> outer_args_;
   /// Per enclosing loop being walked: the values its body defines.
@@ -97,7 +103,7 @@ private:
       return false;
     TileOpKind k = it->second;
     if (k == TileOpKind::Splat || k == TileOpKind::Arange || k == TileOpKind::Expand ||
-        k == TileOpKind::Broadcast)
+        k == TileOpKind::Broadcast || moved_.count(v))
       return true;
     // In a body with tensor-core dots, an elementwise op of such values
     // (a causal mask from aranges) follows its uses too, so that it meets
@@ -207,6 +213,23 @@ private:
     return out;
   }
 
+  /// Is v a transpose's result, or an elementwise op's in the layout of
+  /// such an operand?
+  bool transposed(int v, int depth = 0) {
+    auto d = def_.find(v);
+    if (d == def_.end() || depth > 16)
+      return false;
+    if (d->second == TileOpKind::Transpose)
+      return true;
+    auto ew = ew_.find(v);
+    if (ew == ew_.end())
+      return false;
+    for (int o : ew->second)
+      if (tile(o) && val(o).shape == val(v).shape && L(o) == L(v) && transposed(o, depth + 1))
+        return true;
+    return false;
+  }
+
   /// A load takes the layout a use wants instead of its anchor when the
   /// anchor would need a re-layout through shared memory and `want` moves
   /// vectors at least as wide (up to what alignment allows) with the same
@@ -250,12 +273,23 @@ private:
   /// store one element per request; when the coalesced layout `anchor`
   /// needs fewer requests, the value goes there first (one re-layout
   /// through scratch, then the lanes of one warp store together).
-  static bool fewer_stores(const Layout &l, const Layout &anchor, const MemFacts &mem) {
-    if (l == anchor || std::count(l.lane.begin(), l.lane.end(), 0u) == 0)
+  /// A transpose's result (or a map of one in its layout), whose lanes
+  /// run along the tensor's rows, moves when its stores would touch more
+  /// sectors per byte than the coalesced layout's: one re-layout through
+  /// scratch, then rows stored whole.
+  bool fewer_stores(const Layout &l, const Layout &anchor, const MemFacts &mem, int v) {
+    if (l == anchor)
       return false;
     unsigned lv = mem.fast_dim < 0 ? 1
                                    : std::min(std::max(mem.vec, mem.align_vec),
                                               l.contiguous_regs(unsigned(mem.fast_dim)));
+    if (std::count(l.lane.begin(), l.lane.end(), 0u) == 0) {
+      if (mem.fast_dim < 0 || !transposed(v))
+        return false;
+      unsigned fast = unsigned(mem.fast_dim), bytes = std::max(1u, elem_bits(val(v).elem) / 8);
+      return access_efficiency(l, lv, fast, bytes) <
+             access_efficiency(anchor, mem.vec, fast, bytes) - 1e-9;
+    }
     return store_requests(anchor, mem.vec) < store_requests(l, lv);
   }
 
@@ -291,7 +325,7 @@ private:
       int &v = op.operands[0];
       if (tile(v)) {
         Layout anchor = load_anchor(op, val(v).shape);
-        bool move = !adaptable(v) && fewer_stores(L(v), anchor, op.mem);
+        bool move = !adaptable(v) && fewer_stores(L(v), anchor, op.mem, v);
         if (move || (adaptable(v) && !hint_.count(v)))
           need(v, anchor);
         Layout l = move ? anchor : L(v);
@@ -311,7 +345,7 @@ private:
       int v = op.operands[0];
       if (tile(v)) {
         Layout anchor = load_anchor(op, val(v).shape);
-        bool move = !adaptable(v) && fewer_stores(L(v), anchor, op.mem);
+        bool move = !adaptable(v) && fewer_stores(L(v), anchor, op.mem, v);
         Layout l = move || (adaptable(v) && !hint_.count(v)) ? anchor : L(v);
         for (size_t j = 0; j < value_operands(op); ++j)
           need(op.operands[j], l);
@@ -378,8 +412,19 @@ private:
       break;
     }
     case TileOpKind::Reshape: {
-      std::optional<Layout> l = reshape_layout(L(op.operands[0]), val(r).shape);
-      set(l ? *l : dflt(val(r).shape)); // non-power-of-two: through scratch
+      if (!tile(r))
+        break;
+      std::optional<Layout> l =
+          tile(op.operands[0]) ? reshape_layout(L(op.operands[0]), val(r).shape) : std::nullopt;
+      if (l) {
+        moved_.erase(r);
+        set(*l);
+        break;
+      }
+      // The elements move through scratch (lower/lower_tile_map.cpp), so
+      // the result can take the layout its uses want, as a splat can.
+      moved_.insert(r);
+      set(hint_.count(r) ? hint_.at(r) : dflt(val(r).shape));
       break;
     }
     case TileOpKind::Transpose:

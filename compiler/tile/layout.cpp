@@ -426,13 +426,23 @@ Layout transpose_layout(const Layout &src) {
   return l;
 }
 
+/// Is a coordinate's packing (padded fields) its row-major index? So when
+/// every dim after the first one longer than 1 is a power of two.
+static bool packs_row_major(const std::vector<int64_t> &shape) {
+  bool lead = false;
+  for (int64_t s : shape) {
+    if (lead && (s & (s - 1)))
+      return false;
+    lead = lead || s > 1;
+  }
+  return true;
+}
+
 std::optional<Layout> reshape_layout(const Layout &src, const std::vector<int64_t> &shape) {
-  for (int64_t s : shape)
-    if (s & (s - 1))
-      return std::nullopt;
-  for (int64_t s : src.shape)
-    if (s & (s - 1))
-      return std::nullopt;
+  // Both packings the row-major index ([48] and [6, 8], [12, 16] and
+  // [192]): the same bits name the same element.
+  if (!packs_row_major(shape) || !packs_row_major(src.shape))
+    return std::nullopt;
   Layout l = src;
   l.shape = shape;
   l.lg = padded_lg(shape);

@@ -129,8 +129,10 @@ HwBits scan_slot_bits(const Layout &l, const std::vector<AxisBit> &bits, unsigne
 Layout broadcast_layout(const Layout &l, unsigned axis, int64_t n);
 /// Rank 2: swaps the two fields.
 Layout transpose_layout(const Layout &l);
-/// Same bases under another power-of-two shape of as many bits; nullopt when
-/// a padded shape differs (non-power-of-two: goes through scratch).
+/// Same bases under another shape of as many bits, when both shapes pack a
+/// coordinate as its row-major index (every dim after the first one longer
+/// than 1 a power of two); else nullopt (the reshape moves data through
+/// scratch: lower/lower_tile_map.cpp).
 std::optional<Layout> reshape_layout(const Layout &l, const std::vector<int64_t> &shape);
 /// The result of an FMA `dot` ([M, N] or [N]): blocked, last dim fastest,
 /// up to 4 consecutive columns per thread (as many as the tile has per

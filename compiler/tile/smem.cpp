@@ -2,8 +2,9 @@
 //
 // plan_shared (tile/passes.h). The ops that stage through shared memory
 // (shared_need: a convert_layout the lowering cannot do in registers or by
-// shuffles, a reduction with warps along its axis, an FMA dot's operands,
-// an atomic whose old values go to copies in other warps)
+// shuffles, a reshape that moves data, a reduction with warps along its
+// axis, an FMA dot's operands, an atomic whose old values go to copies in
+// other warps)
 // each write their buffer, meet at a CTA barrier, read it, and then met at
 // a second, trailing barrier so the next op could reuse the area from byte
 // 0. Here every such op gets a buffer of its own:
@@ -212,6 +213,18 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
         return 0;
     }
     if (out.elem != ElemType::I64 && shuffle_plan(*ls, *ld)) // 32-bit registers shuffle
+      return 0;
+    const int64_t bytes = out.elem == ElemType::I64 ? 8 : 4;
+    align = 128;
+    return round_up(out.numel(), 128 / bytes) * bytes;
+  }
+  case TileOpKind::Reshape: { // lower_tile_map.cpp: one that is not a renaming moves data
+    const TValue &a = f.values[size_t(op.operands[0])], &out = f.values[size_t(op.results[0])];
+    const Layout *ld = layout(op.results[0]), *ls = layout(op.operands[0]);
+    if (!a.is_tile() || !out.is_tile() || !ld || !ls)
+      return 0;
+    std::optional<Layout> l = reshape_layout(*ls, out.shape);
+    if (l && *l == *ld)
       return 0;
     const int64_t bytes = out.elem == ElemType::I64 ? 8 : 4;
     align = 128;

@@ -261,6 +261,9 @@ private:
     if (op.kind == TileOpKind::Transpose &&
         (rs.size() != 2 || val(op.operands[0]).shape != std::vector<int64_t>{rs[1], rs[0]}))
       fail(op, "result is not the operand transposed");
+    else if (op.kind == TileOpKind::Transpose && f_.assigned && lay(op.operands[0]) && lay(r) &&
+             transpose_layout(*lay(op.operands[0])) != *lay(r))
+      fail(op, "the result's layout is not the operand's transposed (a renaming)");
     if ((op.kind == TileOpKind::Splat || op.kind == TileOpKind::Arange) && !val(r).is_tile())
       fail(op, "yields a scalar");
   }

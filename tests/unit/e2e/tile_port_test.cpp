@@ -38,6 +38,12 @@
 //            and 32 threads;
 //            the gemv_int4 example's bodies (u4 weights) take the tile IR
 //            path.
+//   shape    transposes of non-power-of-two f32 and f16 tiles and of a
+//            [32, 32] one, stored (rows converted through scratch) and
+//            reduced, at 128 and 32 threads; reshapes that move data
+//            through scratch and one that renames registers; the [160, 150]
+//            transpose of tests/unit/target/mma_hoist_budget.etl within
+//            sm_86's shared-memory budget.
 //
 //===----------------------------------------------------------------------===//
 #include "compile_run.h"
@@ -895,6 +901,126 @@ kernel nar<N: dim>(a: tensor<u8>[N], b: tensor<i8>[N], h: tensor<u16>[N], g: ten
 
 TEST_CASE("tile port: the gemv_int4 example's bodies (u4 weights) take the tile IR path") {
   all_tile_ir(example("gemv_int4"), 4, 0);
+}
+
+TEST_CASE("tile port: transposes and reshapes that move data take the tile IR path") {
+  // Transposes of [12, 20] f32 (then scaled), [12, 6] f16, [32, 32] f32 and
+  // a max over a transpose's rows; reshapes [12, 12] -> [9, 16] -> [12, 12]
+  // (row-major order: each row of the [9, 16] view gets its row index) and
+  // [48] -> [4, 12] (both move data through scratch), [48] -> [6, 8] (a
+  // renaming: the padded coordinates are the row-major index).
+  const char *src = R"(
+kernel tr<M: dim>(x: tensor<f32>[M, 20], y: tensor<f32>[20, M], h: tensor<f16>[M, 6],
+                  ht: tensor<f16>[6, M], z: tensor<i32>[M, 12], w: tensor<i32>[M, 12],
+                  mx: tensor<f32>[M], s: tensor<f32>[M, 32], st: tensor<f32>[32, M],
+                  q: tensor<f32>[M, 4], r8: tensor<f32>[M, 8]) where M % 96 == 0 {
+  task t[i in 0 .. M / 12] {
+    let a = load(x[i * 12 .. +12, 0 .. +20]);
+    store(y[0 .. +20, i * 12 .. +12], transpose(a) * 2.0 - 1.0);
+    store(mx[i * 12 .. +12], max(transpose(a), axis = 0));
+    store(ht[0 .. +6, i * 12 .. +12], transpose(load(h[i * 12 .. +12, 0 .. +6])));
+    let r = reshape(load(z[i * 12 .. +12, 0 .. +12]), 9, 16);
+    store(w[i * 12 .. +12, 0 .. +12], reshape(r + expand(arange<i32>[9], axis = 1), 12, 12));
+  }
+  task p[i in 0 .. M / 32] {
+    store(st[0 .. +32, i * 32 .. +32], transpose(load(s[i * 32 .. +32, 0 .. +32])));
+  }
+  task v[i in 0 .. M / 12] {
+    let e = load(x[i * 12 .. +12, 0 .. +4]);
+    let l = reshape(load(x[i * 12 .. +12, 4 .. +4]), 48);
+    store(q[i * 12 .. +12, 0 .. +4], e + reshape(reshape(l, 4, 12), 12, 4));
+    store(r8[i * 6 .. +6, 0 .. +8], reshape(l, 6, 8) * 0.5);
+  }
+}
+)";
+  const int64_t M = 96;
+  std::vector<float> x = spread(M * 20, -7.0, 9.0), s = spread(M * 32, -3.0, 5.0);
+  std::mt19937 rng(28);
+  std::vector<uint16_t> h(static_cast<size_t>(M * 6));
+  std::vector<int32_t> z(static_cast<size_t>(M * 12));
+  for (uint16_t &b : h)
+    b = uint16_t(rng() & 0x7bffu); // finite
+  for (int32_t &k : z)
+    k = int32_t(rng() % 100000);
+  std::vector<Buf> in{buf("x", ETL_F32, x),           out("y", ETL_F32, {20, M}, 4),
+                      Buf{"h", ETL_F16, {M, 6}, {}},   out("ht", ETL_F16, {6, M}, 2),
+                      Buf{"z", ETL_I32, {M, 12}, {}},  out("w", ETL_I32, {M, 12}, 4),
+                      out("mx", ETL_F32, {M}, 4),      Buf{"s", ETL_F32, {M, 32}, {}},
+                      out("st", ETL_F32, {32, M}, 4),  out("q", ETL_F32, {M, 4}, 4),
+                      out("r8", ETL_F32, {M, 8}, 4)};
+  in[0].shape = {M, 20};
+  in[2].bytes.resize(h.size() * 2);
+  std::memcpy(in[2].bytes.data(), h.data(), in[2].bytes.size());
+  in[4].bytes.resize(z.size() * 4);
+  std::memcpy(in[4].bytes.data(), z.data(), in[4].bytes.size());
+  in[7].bytes.resize(s.size() * 4);
+  std::memcpy(in[7].bytes.data(), s.data(), in[7].bytes.size());
+  // The reference: every element moved, scaled exactly, or a max.
+  std::vector<std::vector<uint8_t>> want = initial(in);
+  for (int64_t r = 0; r < M; ++r) {
+    float m = -INFINITY;
+    for (int64_t c = 0; c < 20; ++c) {
+      put<float>(want[1], size_t(c * M + r), rn(x[size_t(r * 20 + c)] * 2.0f) - 1.0f);
+      m = std::max(m, x[size_t(r * 20 + c)]);
+    }
+    put<float>(want[6], size_t(r), m);
+    for (int64_t c = 0; c < 6; ++c)
+      put<uint16_t>(want[3], size_t(c * M + r), h[size_t(r * 6 + c)]);
+    for (int64_t c = 0; c < 12; ++c) // the [9, 16] view's row of element (r % 12, c)
+      put<int32_t>(want[5], size_t(r * 12 + c),
+                   z[size_t(r * 12 + c)] + int32_t((r % 12 * 12 + c) / 16));
+    for (int64_t c = 0; c < 32; ++c)
+      put<float>(want[8], size_t(c * M + r), s[size_t(r * 32 + c)]);
+    for (int64_t c = 0; c < 4; ++c)
+      put<float>(want[9], size_t(r * 4 + c), x[size_t(r * 20 + c)] + x[size_t(r * 20 + 4 + c)]);
+  }
+  for (int64_t k = 0; k < M / 2 * 8; ++k) { // r8's first M / 2 rows: l's elements in order
+    int64_t t = k / 48, e = k % 48;
+    put<float>(want[10], size_t(k), x[size_t((t * 12 + e / 4) * 20 + 4 + e % 4)] * 0.5f);
+  }
+  for (unsigned threads : {128u, 32u}) {
+    CAPTURE(threads);
+    all_tile_ir(src, 3, threads);
+    expect(in, run(src, "port_transpose" + std::to_string(threads), {{"M", M}}, in, {}, threads),
+           want);
+  }
+}
+
+TEST_CASE("tile port: mma_hoist_budget's [160, 150] transpose beside a K loop takes the tile IR "
+          "path within sm_86's shared-memory budget") {
+  // The transposed tile goes to its store's rows through 96000 bytes of
+  // scratch; with sm_86 among the targets (99 KiB a CTA) the K loop's
+  // two-stage ring of k (2 x 16 x 128 bf16) does not fit beside it, so each
+  // dot stages its b (4096 bytes, sharing the area); for sim alone (the
+  // largest GPU's budget) the ring stays. examples_backend_test.cpp checks
+  // the AST path's budget retry on the same program.
+  const std::string file = std::string(ETL_SOURCE_DIR) + "/tests/unit/target/mma_hoist_budget.etl";
+  std::filesystem::path dir = std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
+  std::filesystem::create_directories(dir);
+  for (bool sm86 : {true, false}) {
+    CAPTURE(sm86);
+    CompileOptions o;
+    o.input = file;
+    o.targets = sm86 ? std::vector<std::string>{"sim", "sm_86"} : std::vector<std::string>{"sim"};
+    o.output = (dir / "mma_hoist_budget_tile.etlb").string();
+    std::string out, err, lines;
+    REQUIRE(testing::compile_tile_debug(o, "lowering ", out, err, lines) == 0);
+    CHECK(lines == "lowering t: tile IR\n");
+    o.output.clear();
+    o.emit = "tile";
+    REQUIRE(testing::compile_tile_debug(o, "lowering ", out, err, lines) == 0);
+    INFO(out);
+    CHECK(out.find("convert_layout %9 : tile<150x160xf32") != std::string::npos);
+    CHECK(out.find("via=scratch") != std::string::npos);
+    if (sm86) {
+      CHECK(out.find("shared memory: 2 buffers, 96000 bytes") != std::string::npos);
+      CHECK(out.find("smem.alloc") == std::string::npos);
+      CHECK(err.find("two stages of its operand tiles do not fit") != std::string::npos);
+    } else {
+      CHECK(out.find("shared memory: 2 buffers, 104192 bytes") != std::string::npos);
+      CHECK(out.find("smem.alloc : smem<2x16x128xbf16>") != std::string::npos);
+    }
+  }
 }
 
 } // namespace etl

@@ -176,6 +176,8 @@ TEST_CASE("examples: a dot operand hoisted out of a loop that would pass the sha
   // hoisted qt (32 x 128 bf16, 8192 bytes) below it would make 104224 with
   // the header, past sm_86's 99 KiB: with sm_86 among the artifact's
   // targets (sim's code too: one budget for the list) the hoist is dropped.
+  // (run_backend without tile IR: the AST path; tile_port_test.cpp checks
+  // the tile IR path etlc takes for this body.)
   auto c = compile_example("tests/unit/target/mma_hoist_budget.etl", {"sim", "sm_86"});
   INFO(c->result.error);
   REQUIRE(c->result.ok);

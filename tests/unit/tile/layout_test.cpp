@@ -112,7 +112,17 @@ TEST_CASE("expand, squash, broadcast and transpose keep the map") {
   auto rs = reshape_layout(l, {2048});
   REQUIRE(rs);
   CHECK(rs->reg == l.reg);
-  CHECK_FALSE(reshape_layout(default_layout({12, 16}, 1, 4), {192}));
+  // [12, 16] packs (r, c) as 16 r + c, [192] as the index: a renaming.
+  Layout d = default_layout({12, 16}, 1, 4);
+  auto flat = reshape_layout(d, {192});
+  REQUIRE(flat);
+  each_hw(d, [&](uint32_t r, uint32_t ln, uint32_t w, uint32_t c) {
+    std::vector<int64_t> a = d.unpack(c), f = flat->unpack(flat->apply(r, ln, w));
+    CHECK(f[0] == a[0] * 16 + a[1]);
+  });
+  // A non-power-of-two dim after the first: the packings differ (data moves).
+  CHECK_FALSE(reshape_layout(default_layout({12, 12}, 1, 4), {144}));
+  CHECK_FALSE(reshape_layout(default_layout({48}, 1, 4), {4, 12}));
 }
 
 TEST_CASE("invert undoes apply (Gauss-Jordan over F2)") {
