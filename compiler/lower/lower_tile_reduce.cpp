@@ -24,7 +24,7 @@
 // The result's layout is slice(operand, axis) (tile/layout.h): its register
 // r holds the group of operand registers whose non-axis coordinates match.
 // Unsigned elements compare unsigned; a narrow integer's sum or prefix
-// wraps to its width at the end (the AST path's rules).
+// wraps to its width at the end (the language's rules).
 //
 // scan walks the bits of the axis coordinate from the lowest (recursive
 // doubling): after bits [0, p) each element holds s, the inclusive prefix
@@ -312,7 +312,7 @@ void Lowerer::tile_reduce(const TOp &op) {
     identity = llvm::Constant::getNullValue(ty);
   else if (fl)
     identity = llvm::ConstantFP::getInfinity(f32, mx);
-  else { // an unsigned type compares unsigned (the AST path's reduce)
+  else { // an unsigned type compares unsigned
     unsigned bits = ty->getIntegerBitWidth();
     bool u = is_unsigned(a.elem);
     identity = llvm::ConstantInt::get(
@@ -339,7 +339,7 @@ void Lowerer::tile_reduce(const TOp &op) {
                   [&](const Part &p, const Part &q) { return Part{combine(p[0], q[0])}; });
   tregs[size_t(rv)].clear();
   const ElemType out = tf->values[size_t(rv)].elem;
-  for (const Part &p : res) // a sum of u8 wraps to u8 (the AST path's)
+  for (const Part &p : res) // a sum of u8 wraps to u8
     tregs[size_t(rv)].push_back(wrap_int(p[0], out));
 }
 
@@ -458,7 +458,7 @@ void Lowerer::tile_scan(const TOp &op) {
       scratch_release();
     p += mb;
   }
-  if (a.elem == ElemType::F16) // the result rounds once, like the AST path
+  if (a.elem == ElemType::F16) // the result rounds once
     for (llvm::Value *&x : s)
       x = b.CreateFPExt(b.CreateFPTrunc(x, b.getHalfTy()), f32);
   for (llvm::Value *&x : s) // a narrow integer's prefix wraps to its width

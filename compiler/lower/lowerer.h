@@ -242,8 +242,6 @@ public:
   /// 16-bit compare-and-swap computing in f32.
   llvm::Value *atomic_elem(Builtin op, ElemType t, llvm::Value *p, llvm::Value *v,
                            llvm::Value *desired);
-  /// Thread 0's `v` (register form of `t`) in every thread, through scratch.
-  llvm::Value *broadcast_from_thread0(llvm::Value *v, ElemType t);
 
   // ---- lower_math.cpp -------------------------------------------------------
   /// One f32 register: the machine's form of `fn`, or a composition.

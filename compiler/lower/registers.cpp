@@ -119,8 +119,8 @@ private:
   }
 
   /// `a` is an operand of tensor-core dot `e` that goes global -> shared by
-  /// cp.async (a plain load of an f16/bf16 tile: lower_mma.cpp,
-  /// lower_mma_operands.cpp), never through registers.
+  /// cp.async (a plain load of an f16/bf16 tile: lower_tile_mma.cpp),
+  /// never through registers.
   static bool cp_async_operand(const Expr &e, const Expr &a) {
     auto half = [](ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; };
     return e.kind == ExprKind::Call && e.builtin == Builtin::Dot && e.args.size() == 2 &&
