@@ -74,11 +74,10 @@ void Lowerer::if_then(llvm::Value *cond, const std::function<void()> &then) {
   auto *jb = llvm::BasicBlock::Create(ctx, "endif", fn);
   b.CreateCondBr(cond, tb, jb);
   b.SetInsertPoint(tb);
-  // Thread coordinates first built in the branch do not dominate the code
-  // after it: forget them there.
-  const auto coords = tcoord_cache;
-  then();
-  tcoord_cache = coords;
+  {
+    CoordScope scope(*this); // coordinates built in the branch stay in it
+    then();
+  }
   b.CreateBr(jb);
   b.SetInsertPoint(jb);
 }
@@ -95,9 +94,10 @@ void Lowerer::for_range(llvm::Value *lo, llvm::Value *hi, llvm::Value *step,
   llvm::Value *v = b.CreateLoad(i64, iv);
   b.CreateCondBr(b.CreateICmpSLT(v, hi), bb, done);
   b.SetInsertPoint(bb);
-  const auto coords = tcoord_cache; // as in if_then: the body dominates nothing after
-  body(v);
-  tcoord_cache = coords;
+  {
+    CoordScope scope(*this); // the body dominates nothing after the loop
+    body(v);
+  }
   b.CreateStore(b.CreateAdd(b.CreateLoad(i64, iv), step), iv);
   b.CreateBr(head);
   b.SetInsertPoint(done);

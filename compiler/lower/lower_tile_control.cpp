@@ -489,12 +489,13 @@ Lowerer::tile_loads_at(const TOp &loop, const std::vector<const TOp *> &loads, l
   b.CreateCondBr(when, then, join);
   b.SetInsertPoint(then);
   std::vector<std::vector<llvm::Value *>> got;
-  const auto coords = tcoord_cache; // as in if_then
-  for (const TOp *l : loads) {
-    tile_load(*l);
-    got.push_back(tregs[size_t(l->results[0])]);
+  {
+    CoordScope scope(*this); // a branch, as in if_then
+    for (const TOp *l : loads) {
+      tile_load(*l);
+      got.push_back(tregs[size_t(l->results[0])]);
+    }
   }
-  tcoord_cache = coords;
   llvm::BasicBlock *end = b.GetInsertBlock();
   b.CreateBr(join);
   b.SetInsertPoint(join);
@@ -574,9 +575,10 @@ void Lowerer::tile_for(const TOp &op) {
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
   std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
-  const auto coords = tcoord_cache; // the body's dominate nothing after the loop
-  tile_ops(op.body);
-  tcoord_cache = coords;
+  {
+    CoordScope scope(*this); // the body's dominate nothing after the loop
+    tile_ops(op.body);
+  }
   tile_data_syms = std::move(outer_reads);
   if (outer)
     tile_loop_vars[op.var] = outer;

@@ -387,7 +387,18 @@ public:
   /// them: the i64 a rank-0 load op with that `attr` bound (scoped like the
   /// ops: tile_for restores the outer map after its body).
   std::map<std::string, llvm::Value *> tile_data_syms;
+  /// Per layout, thread_dims' coordinates, valid where they dominate.
   std::map<const Layout *, std::vector<llvm::Value *>> tcoord_cache;
+  /// Keeps tcoord_cache as it was for the code after a region (a branch,
+  /// a loop body) that builds coordinates which do not dominate that code.
+  struct CoordScope {
+    Lowerer &L;
+    std::map<const Layout *, std::vector<llvm::Value *>> saved;
+    explicit CoordScope(Lowerer &l) : L(l), saved(l.tcoord_cache) {}
+    ~CoordScope() { L.tcoord_cache = std::move(saved); }
+    CoordScope(const CoordScope &) = delete;
+    CoordScope &operator=(const CoordScope &) = delete;
+  };
 
   // ---- helpers (lower_kernel.cpp) -------------------------------------------
   llvm::Type *reg_type(ElemType t) const;
