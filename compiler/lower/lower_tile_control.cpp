@@ -208,17 +208,21 @@ struct PortCheck {
         return fail(std::string(op_spelling(op.kind)) + " over a mixed layout");
       return;
     }
-    case TileOpKind::Dot: { // the exact f32 FMA dot, or a tensor-core one (tile/mma.cpp)
+    case TileOpKind::Dot: { // the exact FMA dot, or a tensor-core one (tile/mma.cpp)
       const TValue &a = f.values[size_t(op.operands[0])], &c = f.values[size_t(op.operands[1])];
       if (mma_dot(f, op)) {
         if (!mma_staging(f, op).ok)
           return fail("dot of " + std::string(spelling(a.elem)) + " tiles without the mma layout");
         return;
       }
-      if (a.elem != ElemType::F32 || c.elem != ElemType::F32)
-        return fail("dot of " + std::string(spelling(a.elem)) + " tiles");
       if (!op.attr.empty())
         return fail("dot precision=" + op.attr);
+      if (!fma_dot(f, op)) // e.g. a 16-bit dot of the mma shape with K > 256 (AST: unrolled mma)
+        return fail("dot of " + std::string(spelling(a.elem)) + " and " +
+                    std::string(spelling(c.elem)) + " tiles" +
+                    (a.elem == c.elem && c.shape.size() == 2 && c.shape[0] > 256
+                         ? " with K = " + std::to_string(c.shape[0]) + " > 256"
+                         : std::string()));
       if (a.layout < 0 || c.layout < 0 || f.values[size_t(op.results[0])].layout < 0)
         return fail("dot without layouts");
       return;

@@ -1,9 +1,11 @@
 //===- lower/lower_tile_dot.cpp - The tile IR path: Contraction (FMA dot) -===//
 //
-// What this owns: `dot` of f32 tiles on the exact FMA path (the default
-// `precision = ieee`). Tensor-core dots (f16/bf16 operands, lower_mma.cpp;
-// `precision = tf32`, lower_mma_tf32.cpp) keep the AST path: tile_unported
-// refuses them.
+// What this owns: `dot` on the exact FMA path (the default `precision =
+// ieee`): of f32 tiles, and of f16/bf16 ones that tensor cores cannot tile
+// (tile/mma.cpp fma_dot: one row, or a shape off m16n8k16; the DotFmaPath
+// remark says which, as the AST path's does). Their registers hold the
+// elements as f32 values: staged and multiplied as f32. Tensor-core dots
+// are lower_tile_mma.cpp's; `precision = tf32` keeps the AST path.
 //
 // b [K, N] arrives in its producer's layout (a load's coalesced one,
 // usually) and is written once to the shared scratch with tile_convert's
@@ -28,6 +30,8 @@
 // Numerics: per output, the products are added in the order of k from 0.0,
 // as the AST path does (mul and add; `--fmad` decides whether the target
 // fuses them), then the IR's `map.add` adds the sum to the accumulator.
+// Products of f16 or bf16 values are exact in f32, so fused or not, the
+// sums are the AST path's bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -47,10 +51,18 @@ void Lowerer::tile_dot(const TOp &op) {
   const int ia = op.operands.at(0), ib = op.operands.at(1), ir = op.results.at(0);
   const TValue &av = tf->values[size_t(ia)], &bv = tf->values[size_t(ib)];
   const TValue &rv = tf->values[size_t(ir)];
-  if (av.elem != ElemType::F32 || bv.elem != ElemType::F32 || av.shape.empty() ||
-      av.shape.size() > 2 || bv.shape.size() != 2 || av.shape.back() != bv.shape[0] ||
-      rv.shape.size() != av.shape.size())
-    throw LowerError("tile IR dot needs f32 [M, K] (or [K]) and [K, N] tiles");
+  std::string why;
+  if (!fma_dot(*tf, op, &why) || rv.shape.size() != av.shape.size())
+    throw LowerError("tile IR dot needs f32, f16 or bf16 [M, K] (or [K]) and [K, N] tiles");
+  if (!why.empty()) { // 16-bit operands off tensor cores: say why, as the AST path does
+    auto type = [](const TValue &v) {
+      std::string s = std::string(spelling(v.elem)) + "[";
+      for (size_t i = 0; i < v.shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(v.shape[i]);
+      return s + "]";
+    };
+    remarks.push_back({op.loc, {type(av), type(bv), why}});
+  }
   const Layout &la = layout_of(ia), &lb = layout_of(ib), &lr = layout_of(ir);
   const bool gemv = av.shape.size() == 1;
   const int64_t K = bv.shape[0], N = bv.shape[1], M = gemv ? 1 : av.shape[0];

@@ -2,8 +2,10 @@
 //
 // What this owns: `dot` of f16 or bf16 tiles on the tile IR path
 // (Lowerer::tile_mma_dot) and the Async family of ring ops that feed it
-// (Lowerer::tile_async, tile/pipeline.cpp), for the dots tile/mma.cpp names (mma_dot: powers
-// of two, M % 16 == K % 16 == N % 8 == 0). The layout pass gave the result
+// (Lowerer::tile_async, tile/pipeline.cpp), for the dots tile/mma.cpp names (mma_dot:
+// M % 16 == K % 16 == N % 8 == 0, K <= 256; layouts over the shape padded
+// to powers of two, whose padded row blocks, n8 tiles and k16 steps issue
+// no mma, below). The layout pass gave the result
 // mma_layout(Acc, [M, N], warps, col_warps): warp w owns the m16 row
 // blocks and n8 column blocks its warp bits select, register bits take
 // the rest (columns first), and the mma
@@ -190,9 +192,17 @@ void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, bool bf16) {
           x = b.CreateInsertElement(x, mma_half_bits(tregs[size_t(v)].at(r + j), bf16),
                                     uint64_t(j));
       }
-      llvm::Value *p = mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
-      m.shared_access(b, p, 2 * w, true);
-      b.CreateAlignedStore(x, p, llvm::Align(2 * w));
+      auto put = [&] {
+        llvm::Value *p = mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
+        m.shared_access(b, p, 2 * w, true);
+        b.CreateAlignedStore(x, p, llvm::Align(2 * w));
+      };
+      // A padded element (a shape that is not a power of two) has no place:
+      // a run of w <= 8 columns is all inside or all padding (dims % 8 == 0).
+      if (llvm::Value *alive = reg_alive(l, r))
+        if_then(alive, put);
+      else
+        put();
     }
   };
   if (llvm::Value *writer = replica_writer(l))
@@ -269,13 +279,27 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     if (uint32_t cb = lr.warp[k] & cmask) // the warp's first column
       wcol = b.CreateXor(wcol, b.CreateMul(bit, b.getInt64(cb)));
   }
+  // A shape that is not a power of two (the layout covers it padded): a
+  // row block or n8 tile whose register bits alone put it past the real
+  // rows or columns is padding in every warp and issues nothing (pad_row,
+  // and the unit loop below); one that only a warp's bits put there reads
+  // row (or column) 0 instead, in bounds of the staged operands, into
+  // padded accumulators that stores and reductions never take (reg_alive).
+  // The k16 steps stop at the real K.
+  auto clamp = [&](llvm::Value *x, int64_t n, unsigned d) -> llvm::Value * {
+    if ((int64_t(1) << lr.lg[d]) == n)
+      return x;
+    return b.CreateSelect(b.CreateICmpULT(x, b.getInt64(uint64_t(n))), x, b.getInt64(0));
+  };
   std::vector<llvm::Value *> row0;
+  std::vector<bool> pad_row;
   for (int64_t q = 0; q < blocks; ++q) {
     uint32_t rows = 0;
     for (unsigned k = 0; k < rbits; ++k)
       if (q >> k & 1)
         rows ^= lr.reg[2 + nbits + k] >> roff & rmask;
-    row0.push_back(rows ? b.CreateXor(wrow, b.getInt64(rows)) : wrow);
+    row0.push_back(clamp(rows ? b.CreateXor(wrow, b.getInt64(rows)) : wrow, M, 0));
+    pad_row.push_back(int64_t(rows) >= M);
   }
   llvm::Value *lane = b.CreateZExt(b.CreateAnd(tid, b.getInt32(31)), i64);
   llvm::Value *lrow = b.CreateAnd(lane, 15),
@@ -284,7 +308,7 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   MmaTile t;
   t.bf16 = bf16;
   t.M = M, t.K = K, t.N = N;
-  t.nb = wn % 16 == 0 ? 16 : 8;
+  t.nb = wn % 16 == 0 && N % 16 == 0 ? 16 : 8; // n8 units where an n16 one would cross N
   t.n_units = wn / t.nb; // this warp's column units, from wcol
   t.n8 = unsigned(t.nb / 8);
   t.b_nk = st.b_nk;
@@ -315,6 +339,10 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     // 2. The A fragments of every row block.
     std::vector<std::vector<llvm::Value *>> fa;
     for (int64_t q = 0; q < blocks; ++q) {
+      if (pad_row[size_t(q)]) {
+        fa.emplace_back();
+        continue;
+      }
       if (!st.a_regs) {
         llvm::Value *p = mma_a_ptr(K, a_base, b.CreateAdd(row0[q], lrow),
                                    b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
@@ -333,12 +361,16 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     }
     // The B fragments unit by unit, and the mmas.
     for (int64_t u = 0; u < t.n_units; ++u) {
+      if (u * t.nb >= N) // padding in every warp
+        break;
       std::vector<llvm::Value *> fb =
           mma_load_b(t, b_base, b.getInt64(uint64_t(16 * kk)),
-                     b.CreateAdd(wcol, b.getInt64(uint64_t(u * t.nb))), lane, line);
+                     clamp(b.CreateAdd(wcol, b.getInt64(uint64_t(u * t.nb))), N, 1), lane, line);
       for (unsigned j = 0; j < t.n8; ++j) {
         const int64_t tile = u * int64_t(t.n8) + j;
         for (int64_t q = 0; q < blocks; ++q) {
+          if (pad_row[size_t(q)])
+            continue;
           std::vector<llvm::Value *> c;
           for (unsigned i = 0; i < 4; ++i)
             c.push_back(acc_at(q, tile, i));
