@@ -282,10 +282,12 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   // A shape that is not a power of two (the layout covers it padded): a
   // row block or n8 tile whose register bits alone put it past the real
   // rows or columns is padding in every warp and issues nothing (pad_row,
-  // and the unit loop below); one that only a warp's bits put there reads
-  // row (or column) 0 instead, in bounds of the staged operands, into
-  // padded accumulators that stores and reductions never take (reg_alive).
-  // The k16 steps stop at the real K.
+  // and the unit loop below); a warp whose own first row or column is past
+  // the edge skips the k16 steps (a warp-uniform branch, below); any other
+  // block that only a warp's bits put there reads row (or column) 0
+  // instead, in bounds of the staged operands, into padded accumulators
+  // that stores and reductions never take (reg_alive). The k16 steps stop
+  // at the real K.
   auto clamp = [&](llvm::Value *x, int64_t n, unsigned d) -> llvm::Value * {
     if ((int64_t(1) << lr.lg[d]) == n)
       return x;
@@ -335,6 +337,24 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   auto acc_at = [&](int64_t q, int64_t tile, unsigned i) -> llvm::Value *& {
     return acc.at(size_t(i | uint32_t(tile) << 2 | uint32_t(q) << (2 + nbits)));
   };
+  // A warp whose first row or column a warp bit puts past the edge holds
+  // padding only: a warp-uniform branch skips its fragments and mmas.
+  auto inside = [&](llvm::Value *first, int64_t n, unsigned d) -> llvm::Value * {
+    if ((int64_t(1) << lr.lg[d]) == n || llvm::isa<llvm::Constant>(first))
+      return nullptr;
+    return b.CreateICmpULT(first, b.getInt64(uint64_t(n)));
+  };
+  llvm::Value *in_r = inside(wrow, M, 0), *in_c = inside(wcol, N, 1);
+  llvm::Value *work = in_r && in_c ? b.CreateAnd(in_r, in_c) : in_r ? in_r : in_c;
+  const std::vector<llvm::Value *> acc0 = acc;
+  llvm::BasicBlock *skip_from = nullptr, *joined = nullptr;
+  if (work) {
+    auto *run = llvm::BasicBlock::Create(ctx, "tmma.warp", fn);
+    joined = llvm::BasicBlock::Create(ctx, "tmma.warp.end", fn);
+    skip_from = b.GetInsertBlock();
+    b.CreateCondBr(work, run, joined);
+    b.SetInsertPoint(run);
+  }
   for (int64_t kk = 0; kk < K / 16; ++kk) {
     // 2. The A fragments of every row block.
     std::vector<std::vector<llvm::Value *>> fa;
@@ -381,6 +401,18 @@ void Lowerer::tile_mma_dot(const TOp &op) {
         }
       }
     }
+  }
+  if (work) {
+    llvm::BasicBlock *ran = b.GetInsertBlock();
+    b.CreateBr(joined);
+    b.SetInsertPoint(joined);
+    for (size_t i = 0; i < acc.size(); ++i)
+      if (acc[i] != acc0[i]) {
+        llvm::PHINode *p = b.CreatePHI(f32, 2);
+        p->addIncoming(acc0[i], skip_from);
+        p->addIncoming(acc[i], ran);
+        acc[i] = p;
+      }
   }
   // 3. Every warp is done reading the buffer (ring slots: the barrier at
   // the top of the loop's next iteration orders their refill).
