@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "ptx_programs.h"
 
+#include "../skip.h"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -33,7 +35,7 @@ std::string program() {
 /// why, when ptxas was not found at configure time).
 void check_assembles(const std::string &ptx, const char *target) {
   if (std::string(ETL_PTXAS).empty()) {
-    MESSAGE("ptxas not found at configure time: skipping PTX assembly");
+    ETL_TEST_SKIP("ptxas not found at configure time: skipping PTX assembly");
     return;
   }
   std::string log;
