@@ -61,7 +61,9 @@ run_ctest() {
     nskip=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)[[:space:]]*$' "$out" || true)
     passed=$((passed + total - nfail - nskip)); failed=$((failed + nfail)); skipped=$((skipped + nskip))
     ((nfail == 0)) || failures+=("$nfail test(s) in $dir/: $(grep -E '\((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception|Not Run)\)' "$out" | sed -E 's/^[[:space:]]*[0-9]+ - //' | tr '\n' ' ')")
-    ((nskip == 0)) || skips+=("$nskip test(s) in $dir/ skipped (see ctest output above)")
+    # ctest prints no output of a skipped test: name them here (each printed
+    # its reason, e.g. "SKIPPED: ptxas not found", visible with ctest -V -R NAME).
+    ((nskip == 0)) || skips+=("$nskip test(s) in $dir/: $(grep -E '\(Skipped\)' "$out" | sed -E 's/^[[:space:]]*[0-9]+ - //; s/[[:space:]]*\(Skipped\)[[:space:]]*$//' | tr '\n' ' ')(ctest -V -R NAME --test-dir $dir prints why)")
     if ((nfail == 0 && rc != 0)); then
       failed=$((failed + 1)); failures+=("ctest in $dir/ exited $rc")
     fi
@@ -131,7 +133,8 @@ summary() {
   log "summary ($((SECONDS - t_start)) s)"
   for s in "${skips[@]}"; do echo "skipped: $s"; done
   for s in "${failures[@]}"; do echo "FAILED: $s"; done
-  echo "$passed passed, $failed failed"
+  # The last line, always in this form (tests/README.md, README.md).
+  echo "$passed passed, $failed failed, $skipped skipped"
   ((failed == 0))
 }
 
@@ -165,8 +168,10 @@ cmd_test() {
     if [[ $asan_args == *-DETL_FUZZ=ON* ]]; then
       echo "ASan/UBSan: built by clang-14 with libFuzzer coverage; the fuzz_* tests run the harnesses of tests/fuzz"
     else
-      echo "ASan/UBSan: built by gcc; fuzz_* tests skipped ($( [[ ${ETL_FUZZ:-1} == 0 ]] && echo "ETL_FUZZ=0" || echo "clang-14 not installed"))"
-      skips+=("fuzz_* harnesses of tests/fuzz (need clang-14)")
+      local why="clang-14 not installed"
+      [[ ${ETL_FUZZ:-1} == 0 ]] && why="ETL_FUZZ=0"
+      echo "ASan/UBSan: built by gcc; fuzz_* tests skipped ($why)"
+      skipped=$((skipped + 1)); skips+=("fuzz_* harnesses of tests/fuzz ($why; they need clang-14)")
     fi
     if build_tree build-asan "$asan_args"; then
       log "ctest: build-asan/"

@@ -191,25 +191,26 @@ struct GapCheck {
         return fail(std::string(op_spelling(op.kind)) + " over a mixed layout");
       return;
     }
-    case TileOpKind::Dot: { // the exact f32 FMA dot, or a tensor-core one (tile/mma.cpp)
+    case TileOpKind::Dot: { // the exact FMA dot, or a tensor-core one (tile/mma.cpp)
       const TValue &a = f.values[size_t(op.operands[0])], &c = f.values[size_t(op.operands[1])];
       if (mma_dot(f, op)) {
         if (!mma_staging(f, op).ok)
           return fail("dot of " + std::string(spelling(a.elem)) + " tiles without the mma layout");
         return;
       }
-      if (a.elem != ElemType::F32 || c.elem != ElemType::F32)
-        return fail("dot of " + std::string(spelling(a.elem)) + " tiles");
       if (!op.attr.empty() && op.attr != "tf32")
         return fail("dot precision=" + op.attr);
-      // A tf32 dot of the m16n8k8 shape that mma_dot does not take (not
-      // powers of two, K > 128): the AST path's tensor cores; any other
-      // is the exact FMA dot with a remark (lower_tile_dot.cpp).
-      if (op.attr == "tf32" && a.shape.size() == 2 && c.shape.size() == 2 && a.shape[0] % 16 == 0 &&
-          c.shape[0] % 8 == 0 && c.shape[1] % 8 == 0)
-        return fail("dot precision=tf32 of [" + std::to_string(a.shape[0]) + ", " +
-                    std::to_string(c.shape[0]) + "] x [" + std::to_string(c.shape[0]) + ", " +
-                    std::to_string(c.shape[1]) + "] (not powers of two, or K > 128)");
+      // Not the FMA dot either: a 16-bit dot of the mma shape with K > 256,
+      // or a tf32 one with K > 128 (AST: unrolled mma).
+      if (!fma_dot(f, op)) {
+        const int64_t kmax = op.attr == "tf32" ? 128 : 256;
+        return fail(std::string(op.attr == "tf32" ? "dot precision=tf32 of " : "dot of ") +
+                    std::string(spelling(a.elem)) + " and " + std::string(spelling(c.elem)) +
+                    " tiles" +
+                    (a.elem == c.elem && c.shape.size() == 2 && c.shape[0] > kmax
+                         ? " with K = " + std::to_string(c.shape[0]) + " > " + std::to_string(kmax)
+                         : std::string()));
+      }
       if (a.layout < 0 || c.layout < 0 || f.values[size_t(op.results[0])].layout < 0)
         return fail("dot without layouts");
       return;

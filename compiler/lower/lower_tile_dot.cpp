@@ -1,11 +1,12 @@
 //===- lower/lower_tile_dot.cpp - The tile IR path: Contraction (FMA dot) -===//
 //
-// What this owns: `dot` of f32 tiles on the exact FMA path (the default
-// `precision = ieee`, and a `precision = tf32` dot that is no tensor-core
-// dot: one row, or M % 16, K % 8 or N % 8 not zero, with a DotFmaPath
-// remark saying why, as the AST path's dot_tf32 does). Tensor-core dots
-// (tile/mma.cpp) are lower_tile_mma.cpp's; f16/bf16 ones off its shape
-// keep the AST path (tile_unported refuses them).
+// What this owns: `dot` on the exact FMA path (the default `precision =
+// ieee`): of f32 tiles, of f16/bf16 ones that tensor cores cannot tile
+// (tile/mma.cpp fma_dot: one row, or a shape off m16n8k16), and of f32 ones
+// with `precision = tf32` off m16n8k8 (or one row); for the last two the
+// DotFmaPath remark says why, as the AST path's dot_mma and dot_tf32 do.
+// Their registers hold the elements as f32 values: staged and multiplied
+// as f32. Tensor-core dots are lower_tile_mma.cpp's.
 //
 // b [K, N] arrives in its producer's layout (a load's coalesced one,
 // usually) and is written once to the shared scratch with tile_convert's
@@ -30,6 +31,8 @@
 // Numerics: per output, the products are added in the order of k from 0.0,
 // as the AST path does (mul and add; `--fmad` decides whether the target
 // fuses them), then the IR's `map.add` adds the sum to the accumulator.
+// Products of f16 or bf16 values are exact in f32, so fused or not, the
+// sums are the AST path's bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -49,23 +52,16 @@ void Lowerer::tile_dot(const TOp &op) {
   const int ia = op.operands.at(0), ib = op.operands.at(1), ir = op.results.at(0);
   const TValue &av = tf->values[size_t(ia)], &bv = tf->values[size_t(ib)];
   const TValue &rv = tf->values[size_t(ir)];
-  if (av.elem != ElemType::F32 || bv.elem != ElemType::F32 || av.shape.empty() ||
-      av.shape.size() > 2 || bv.shape.size() != 2 || av.shape.back() != bv.shape[0] ||
-      rv.shape.size() != av.shape.size() || (!op.attr.empty() && op.attr != "tf32"))
-    throw LowerError("tile IR dot needs f32 [M, K] (or [K]) and [K, N] tiles");
-  if (op.attr == "tf32") { // not on tensor cores: exact f32, and the remark says why
+  std::string why;
+  if (!fma_dot(*tf, op, &why) || rv.shape.size() != av.shape.size())
+    throw LowerError("tile IR dot needs f32, f16 or bf16 [M, K] (or [K]) and [K, N] tiles");
+  if (!why.empty()) { // 16-bit or tf32 operands off tensor cores: say why, as the AST path does
     auto type = [](const TValue &v) {
       std::string s = std::string(spelling(v.elem)) + "[";
       for (size_t i = 0; i < v.shape.size(); ++i)
         s += (i ? ", " : "") + std::to_string(v.shape[i]);
       return s + "]";
     };
-    const int64_t K = bv.shape[0], N = bv.shape[1];
-    std::string why = "a one-row (GEMV) dot keeps the memory-bound path";
-    if (av.shape.size() == 2)
-      why = "its shape [" + std::to_string(av.shape[0]) + ", " + std::to_string(K) + "] x [" +
-            std::to_string(K) + ", " + std::to_string(N) +
-            "] is not a multiple of the tf32 mma shape (M % 16, K % 8, N % 8)";
     remarks.push_back({op.loc, {type(av), type(bv), why}});
   }
   const Layout &la = layout_of(ia), &lb = layout_of(ib), &lr = layout_of(ir);

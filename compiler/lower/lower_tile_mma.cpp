@@ -3,8 +3,10 @@
 // What this owns: `dot` of f16 or bf16 tiles, and of f32 tiles with
 // `precision = tf32`, on the tile IR path (Lowerer::tile_mma_dot) and the
 // Async family of ring ops that feed it (Lowerer::tile_async,
-// tile/pipeline.cpp), for the dots tile/mma.cpp names (mma_dot: powers of
-// two, M % 16 == K % 16 (tf32: K % 8) == N % 8 == 0). The layout pass gave the result
+// tile/pipeline.cpp), for the dots tile/mma.cpp names (mma_dot: M % 16 ==
+// K % 16 (tf32: K % 8) == N % 8 == 0, K <= 256 (tf32: 128); layouts over
+// the shape padded to powers of two, whose padded row blocks, n8 tiles and
+// k steps issue no mma, below). The layout pass gave the result
 // mma_layout(Acc, [M, N], warps, col_warps): warp w owns the m16 row
 // blocks and n8 column blocks its warp bits select, register bits take
 // the rest (columns first), and the mma
@@ -51,7 +53,9 @@
 // element staged from registers is rounded by cvt.rna (Machine::to_tf32)
 // as it is stored, an operand copied raw (cp.async: a ring slot, a direct
 // b) as its fragment registers leave shared memory, so both give the same
-// bits. Nothing here uses lower_mma_tf32.cpp.
+// bits. Padding (a shape that is not a power of two) is skipped as for
+// 16-bit operands: row blocks, n8 tiles, k8 steps, whole warps, staged
+// registers. Nothing here uses lower_mma_tf32.cpp.
 //
 // Numerics: mma.sync with f32 accumulation in k order, as the AST path's
 // dot_mma and dot_tf32 (sim: products exact, tf32 operands truncated to 19
@@ -213,10 +217,18 @@ void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
         for (unsigned j = 0; j < w; ++j)
           x = b.CreateInsertElement(x, bits(tregs[size_t(v)].at(r + j)), uint64_t(j));
       }
-      llvm::Value *p = tf32 ? tile_tf32_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd])
-                            : mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
-      m.shared_access(b, p, eb * w, true);
-      b.CreateAlignedStore(x, p, llvm::Align(eb * w));
+      auto put = [&] {
+        llvm::Value *p = tf32 ? tile_tf32_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd])
+                              : mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
+        m.shared_access(b, p, eb * w, true);
+        b.CreateAlignedStore(x, p, llvm::Align(eb * w));
+      };
+      // A padded element (a shape that is not a power of two) has no place:
+      // a run of w <= 8 columns is all inside or all padding (dims % 8 == 0).
+      if (llvm::Value *alive = reg_alive(l, r))
+        if_then(alive, put);
+      else
+        put();
     }
   };
   if (llvm::Value *writer = replica_writer(l))
@@ -294,13 +306,29 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     if (uint32_t cb = lr.warp[k] & cmask) // the warp's first column
       wcol = b.CreateXor(wcol, b.CreateMul(bit, b.getInt64(cb)));
   }
+  // A shape that is not a power of two (the layout covers it padded): a
+  // row block or n8 tile whose register bits alone put it past the real
+  // rows or columns is padding in every warp and issues nothing (pad_row,
+  // and the unit loop below); a warp whose own first row or column is past
+  // the edge skips the k steps (a warp-uniform branch, below); any other
+  // block that only a warp's bits put there reads row (or column) 0
+  // instead, in bounds of the staged operands, into padded accumulators
+  // that stores and reductions never take (reg_alive). The k16 (tf32: k8)
+  // steps stop at the real K.
+  auto clamp = [&](llvm::Value *x, int64_t n, unsigned d) -> llvm::Value * {
+    if ((int64_t(1) << lr.lg[d]) == n)
+      return x;
+    return b.CreateSelect(b.CreateICmpULT(x, b.getInt64(uint64_t(n))), x, b.getInt64(0));
+  };
   std::vector<llvm::Value *> row0;
+  std::vector<bool> pad_row;
   for (int64_t q = 0; q < blocks; ++q) {
     uint32_t rows = 0;
     for (unsigned k = 0; k < rbits; ++k)
       if (q >> k & 1)
         rows ^= lr.reg[2 + nbits + k] >> roff & rmask;
-    row0.push_back(rows ? b.CreateXor(wrow, b.getInt64(rows)) : wrow);
+    row0.push_back(clamp(rows ? b.CreateXor(wrow, b.getInt64(rows)) : wrow, M, 0));
+    pad_row.push_back(int64_t(rows) >= M);
   }
   llvm::Value *lane = b.CreateZExt(b.CreateAnd(tid, b.getInt32(31)), i64);
   llvm::Value *lrow = b.CreateAnd(lane, 15),
@@ -309,7 +337,7 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   MmaTile t;
   t.bf16 = bf16;
   t.M = M, t.K = K, t.N = N;
-  t.nb = wn % 16 == 0 ? 16 : 8;
+  t.nb = wn % 16 == 0 && N % 16 == 0 ? 16 : 8; // n8 units where an n16 one would cross N
   t.n_units = wn / t.nb; // this warp's column units, from wcol
   t.n8 = unsigned(t.nb / 8);
   t.b_nk = st.b_nk;
@@ -345,12 +373,34 @@ void Lowerer::tile_mma_dot(const TOp &op) {
         x = m.to_tf32(b, b.CreateBitCast(x, f32));
     return v;
   };
+  // A warp whose first row or column a warp bit puts past the edge holds
+  // padding only: a warp-uniform branch skips its fragments and mmas.
+  auto inside = [&](llvm::Value *first, int64_t n, unsigned d) -> llvm::Value * {
+    if ((int64_t(1) << lr.lg[d]) == n || llvm::isa<llvm::Constant>(first))
+      return nullptr;
+    return b.CreateICmpULT(first, b.getInt64(uint64_t(n)));
+  };
+  llvm::Value *in_r = inside(wrow, M, 0), *in_c = inside(wcol, N, 1);
+  llvm::Value *work = in_r && in_c ? b.CreateAnd(in_r, in_c) : in_r ? in_r : in_c;
+  const std::vector<llvm::Value *> acc0 = acc;
+  llvm::BasicBlock *skip_from = nullptr, *joined = nullptr;
+  if (work) {
+    auto *run = llvm::BasicBlock::Create(ctx, "tmma.warp", fn);
+    joined = llvm::BasicBlock::Create(ctx, "tmma.warp.end", fn);
+    skip_from = b.GetInsertBlock();
+    b.CreateCondBr(work, run, joined);
+    b.SetInsertPoint(run);
+  }
   for (int64_t kk = 0; kk < K / ks; ++kk) {
     // 2. The A fragments of every row block (tf32: a row of 4 f32 is 8
     // b16, so matrix i of the x4 (rows 8 (i & 1) .., cols 4 (i >> 1) ..)
     // gives lane l word l % 4 of row l / 4, PTX's tf32 A register i).
     std::vector<std::vector<llvm::Value *>> fa;
     for (int64_t q = 0; q < blocks; ++q) {
+      if (pad_row[size_t(q)]) {
+        fa.emplace_back();
+        continue;
+      }
       if (!st.a_regs) {
         llvm::Value *r = b.CreateAdd(row0[q], lrow);
         llvm::Value *p =
@@ -372,13 +422,17 @@ void Lowerer::tile_mma_dot(const TOp &op) {
     }
     // The B fragments unit by unit, and the mmas.
     for (int64_t u = 0; u < t.n_units; ++u) {
-      llvm::Value *n0 = b.CreateAdd(wcol, b.getInt64(uint64_t(u * t.nb)));
+      if (u * t.nb >= N) // padding in every warp
+        break;
+      llvm::Value *n0 = clamp(b.CreateAdd(wcol, b.getInt64(uint64_t(u * t.nb))), N, 1);
       std::vector<llvm::Value *> fb =
           tf32 ? tile_tf32_load_b(t, b_base, kk, n0, b_raw, line)
                : mma_load_b(t, b_base, b.getInt64(uint64_t(16 * kk)), n0, lane, line);
       for (unsigned j = 0; j < t.n8; ++j) {
         const int64_t tile = u * int64_t(t.n8) + j;
         for (int64_t q = 0; q < blocks; ++q) {
+          if (pad_row[size_t(q)])
+            continue;
           std::vector<llvm::Value *> c;
           for (unsigned i = 0; i < 4; ++i)
             c.push_back(acc_at(q, tile, i));
@@ -390,6 +444,18 @@ void Lowerer::tile_mma_dot(const TOp &op) {
         }
       }
     }
+  }
+  if (work) {
+    llvm::BasicBlock *ran = b.GetInsertBlock();
+    b.CreateBr(joined);
+    b.SetInsertPoint(joined);
+    for (size_t i = 0; i < acc.size(); ++i)
+      if (acc[i] != acc0[i]) {
+        llvm::PHINode *p = b.CreatePHI(f32, 2);
+        p->addIncoming(acc0[i], skip_from);
+        p->addIncoming(acc[i], ran);
+        acc[i] = p;
+      }
   }
   // 3. Every warp is done reading the buffer (ring slots: the barrier at
   // the top of the loop's next iteration orders their refill).
@@ -405,17 +471,20 @@ void Lowerer::tile_mma_dot(const TOp &op) {
 llvm::Value *Lowerer::tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
                                     llvm::Value *col) {
   // Rows of `cols` f32 in 16-byte chunks of 4; a row's chunk is XORed with
-  // its phase, as the 16-bit staging's (lower_mma.cpp: rows sharing a
-  // 128-byte line share a phase, max_phase the chunks of a row, up to 8),
-  // but with the phase's bits rotated left by one: an ldmatrix phase's 8
-  // rows still take the 8 phases (distinct bank groups), and the 4 rows
-  // of a B fragment load (k = t + 4i) take phases whose chunk pairs
-  // {c, c + 1} (c even) differ, so its 32 lanes hit 32 banks.
+  // its phase, as the 16-bit staging's (lower_mma.cpp), but with the
+  // phase's bits rotated left by one: an ldmatrix phase's 8 rows still take
+  // 8 distinct bank groups, and the 4 rows of a B fragment load (k = t +
+  // 4i) take phases whose chunk pairs {c, c + 1} (c even) differ, so its 32
+  // lanes hit 32 banks. max_phase = gcd(chunks, 8): a run of per_phase =
+  // 8 / max_phase rows already falls in distinct bank groups (row r at r
+  // chunks mod 8), the runs take the phases. For a power of two that is
+  // the 16-bit staging's rows per 128-byte line; rows of 6 chunks (24
+  // floats) need runs of 4 rows, not 1 (rows 0 and 4 would share a group).
   const int64_t row_bytes = 4 * cols, chunks = row_bytes / 16;
   int64_t max_phase = 1;
   while (max_phase < 8 && chunks % (2 * max_phase) == 0)
     max_phase *= 2;
-  const int64_t per_phase = row_bytes >= 128 ? 1 : 128 / row_bytes;
+  const int64_t per_phase = 8 / max_phase;
   llvm::Value *phase =
       b.CreateURem(b.CreateUDiv(row, b.getInt64(per_phase)), b.getInt64(max_phase));
   if (max_phase > 1) // rotl by 1 within log2(max_phase) bits

@@ -5,12 +5,20 @@
 // lowering (lower/lower_tile_mma.cpp) share about a tensor-core `dot`:
 //
 //   - which: f16 x f16 or bf16 x bf16 of [M, K] x [K, N] at the default
-//     precision, M, N, K powers of two with M % 16 == K % 16 == N % 8 == 0
-//     and K <= 256 (its k16 steps are unrolled)
-//     (mma.sync.m16n8k16 tiles the shape without padding); or f32 x f32
-//     with `precision = tf32`, the same rules with K % 8 == 0 and K <= 128
-//     (mma.sync.m16n8k8 .tf32: 16 k8 steps at most); any other dot keeps
-//     the FMA layout (f32; f16/bf16 ones keep the AST path,
+//     precision with M % 16 == K % 16 == N % 8 == 0 (mma.sync.m16n8k16
+//     tiles the shape) and K <= 256 (its k16 steps are unrolled); or f32 x
+//     f32 with `precision = tf32`, the same rules with K % 8 == 0 and
+//     K <= 128 (mma.sync.m16n8k8 .tf32: 16 k8 steps at most); the layouts
+//     cover the shape padded to powers of two (tile/layout.h), and the
+//     lowering issues mma and fragment loads for the real m16 row blocks,
+//     n8 tiles and k steps only (lower/lower_tile_mma.cpp);
+//   - fma_dot: the dots the FMA layout and lower/lower_tile_dot.cpp take:
+//     f32 ones, f16/bf16 ones off the mma shape or of one row (GEMV), as
+//     the AST path's mma_fits decides (and says in the DotFmaPath remark),
+//     and tf32 ones off m16n8k8 or of one row (exact f32, as the AST path's
+//     dot_tf32, with its remark); their registers hold f32 values, so the
+//     products are exact and the sums those of the f32 dot. A 16-bit dot of
+//     the mma shape with K > 256 (tf32: K > 128) is neither (the AST path,
 //     lower/lower_tile_control.cpp);
 //   - its result: mma_layout(Acc, [M, N], warps, col_warps): warps own row
 //     blocks, and split the columns too where the rows run out (M / 16 <
@@ -36,8 +44,6 @@
 namespace etl {
 
 namespace {
-
-bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 int64_t line_bytes(int64_t n) { return (n + 127) / 128 * 128; }
 
@@ -65,7 +71,40 @@ bool mma_dot(const TileFunc &f, const TOp &op) {
   if (tf32 ? a.elem != ElemType::F32 : a.elem != ElemType::F16 && a.elem != ElemType::BF16)
     return false;
   const int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1], ks = mma_k_step(op);
-  return pow2(M) && pow2(K) && pow2(N) && M % 16 == 0 && K % ks == 0 && N % 8 == 0 && K / ks <= 16;
+  return M > 0 && N > 0 && K > 0 && M % 16 == 0 && K % ks == 0 && N % 8 == 0 && K / ks <= 16;
+}
+
+bool fma_dot(const TileFunc &f, const TOp &op, std::string *why) {
+  const bool tf32 = op.attr == "tf32";
+  if (op.kind != TileOpKind::Dot || (!op.attr.empty() && !tf32) || op.operands.size() != 2 ||
+      op.results.size() != 1)
+    return false;
+  const TValue &a = f.values[size_t(op.operands[0])], &b = f.values[size_t(op.operands[1])];
+  auto fp = [](ElemType e) {
+    return e == ElemType::F32 || e == ElemType::F16 || e == ElemType::BF16;
+  };
+  if (!fp(a.elem) || !fp(b.elem) || a.shape.empty() || a.shape.size() > 2 ||
+      b.shape.size() != 2 || a.shape.back() != b.shape[0])
+    return false;
+  if (tf32 && (a.elem != ElemType::F32 || b.elem != ElemType::F32))
+    return false;
+  if (!tf32 && (a.elem != b.elem || a.elem == ElemType::F32)) // no tensor-core dot: no remark
+    return true;
+  // The reasons of the AST path's mma_fits (lower/lower_mma.cpp) and
+  // dot_tf32 (lower/lower_mma_tf32.cpp).
+  const int64_t ks = mma_k_step(op);
+  std::string r;
+  if (a.shape.size() == 1)
+    r = "a one-row (GEMV) dot keeps the memory-bound path";
+  else if (const int64_t M = a.shape[0], K = b.shape[0], N = b.shape[1]; M % 16 || N % 8 || K % ks)
+    r = "its shape [" + std::to_string(M) + ", " + std::to_string(K) + "] x [" +
+        std::to_string(K) + ", " + std::to_string(N) + "] is not a multiple of the " +
+        (tf32 ? "tf32 mma shape (M % 16, K % 8, N % 8)" : "mma shape (M % 16, K % 16, N % 8)");
+  else
+    return false; // tensor cores (mma_dot), or none of the tile IR's dots
+  if (why)
+    *why = r;
+  return true;
 }
 
 int64_t mma_k_step(const TOp &op) { return op.attr == "tf32" ? 8 : 16; }
@@ -134,6 +173,17 @@ unsigned mma_dot_col_warps(const TileFunc &f, const TOp &op, unsigned warps) {
   unsigned lo = wb > rb ? std::min(wb - rb, cb) : 0u, best = lo;
   if (!k_loop_accumulation(f, op))
     return 1u << lo;
+  // Per thread, the accumulators of real elements: warps split the shape
+  // padded to powers of two, and a row block or n8 tile past the real edge
+  // costs registers only where a warp bit puts it there (register bits
+  // past it are skipped, lower/lower_tile_mma.cpp): a warp split of a
+  // padded dim can double the live set (80 columns: 2 x 64). The same for
+  // every split of a power-of-two shape.
+  auto live = [&](unsigned c) {
+    const unsigned rw = std::min(wb - c, rb);
+    return std::min<int64_t>(int64_t(16) << (rb - rw), r.shape[0]) *
+           std::min<int64_t>(int64_t(8) << (cb - c), r.shape[1]);
+  };
   // Per warp and k16: an ldmatrix.x4 per m16 row block (A) and one per n16
   // column unit (B; .x2 for a last n8): the split with the fewest wins,
   // rows first on a tie (the unit-per-warp order of a single dot).
@@ -142,7 +192,7 @@ unsigned mma_dot_col_warps(const TileFunc &f, const TOp &op, unsigned warps) {
     return std::max<int64_t>(1, rows / 16) + std::max<int64_t>(1, cols / 16);
   };
   for (unsigned c = lo; c <= std::min(wb, cb); ++c)
-    if (loads(c) < loads(best))
+    if (live(c) < live(best) || (live(c) == live(best) && loads(c) < loads(best)))
       best = c;
   return 1u << best;
 }

@@ -73,16 +73,26 @@ int64_t reduction_scratch_bytes(const TileFunc &f, const TOp &op);
 /// The op of `body` (or of a nested body) whose results include value `v`.
 const TOp *defining_op(const std::vector<TOp> &body, int v);
 /// A `dot` the tile IR runs on tensor cores (tile/mma.cpp): f16 or bf16
-/// [M, K] x [K, N], default precision, M, N, K powers of two, M % 16 ==
-/// K % 16 == N % 8 == 0; or f32 with `precision = tf32` and K % 8 == 0.
+/// [M, K] x [K, N], default precision, M % 16 == K % 16 == N % 8 == 0,
+/// K <= 256; or f32 with `precision = tf32`, K % 8 == 0, K <= 128 (the
+/// layouts cover the shape padded to powers of two).
 bool mma_dot(const TileFunc &f, const TOp &op);
 /// The K of one mma of such a dot: 16 (m16n8k16), 8 for tf32 (m16n8k8).
 int64_t mma_k_step(const TOp &op);
+/// A `dot` the tile IR runs on the exact FMA path (lower/lower_tile_dot.cpp,
+/// tile/mma.cpp): f32 tiles at the default precision, f16/bf16 ones that
+/// tensor cores cannot tile (one row, or a shape off m16n8k16), or f32 ones
+/// with `precision = tf32` off m16n8k8 (or one row), on the f32 values
+/// their registers hold. `why` (when given) gets the DotFmaPath remark's
+/// reason for a 16-bit or tf32 one, empty for the others.
+bool fma_dot(const TileFunc &f, const TOp &op, std::string *why = nullptr);
 /// How many of `warps` split the columns of such a dot's result: 1 when
 /// it feeds another dot's a (a chained dot keeps row blocks per warp, so
 /// its P stays in registers), else the fewest that leave no warp a
 /// replica, or, for `acc + dot(..)` with acc a
-/// loop's iter_arg, the warp tile with the fewest ldmatrix per k16.
+/// loop's iter_arg, the warp tile with the fewest accumulators that hold
+/// real elements (a shape that is not a power of two), then the fewest
+/// ldmatrix per k16.
 unsigned mma_dot_col_warps(const TileFunc &f, const TOp &op, unsigned warps);
 /// Its result layout, mma_layout(Acc, [M, N], warps, mma_dot_col_warps);
 /// nullopt for any other op.

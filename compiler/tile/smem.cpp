@@ -255,11 +255,8 @@ int64_t shared_need(const TileFunc &f, const TOp &op, int64_t &align) {
     const TValue &av = f.values[size_t(op.operands[0])], &bv = f.values[size_t(op.operands[1])];
     const TValue &rv = f.values[size_t(op.results[0])];
     const Layout *la = layout(op.operands[0]), *lr = layout(op.results[0]);
-    // (a tf32 dot off the mma shape is this exact FMA dot: lower_tile_dot.cpp)
-    if (av.elem != ElemType::F32 || bv.elem != ElemType::F32 ||
-        (!op.attr.empty() && op.attr != "tf32") || !la || !lr || av.shape.empty() ||
-        av.shape.size() > 2 || bv.shape.size() != 2 || rv.shape.size() != av.shape.size())
-      return 0;
+    if (!fma_dot(f, op) || !la || !lr || rv.shape.size() != av.shape.size())
+      return 0; // f32 words, whatever the operands' type (tile/mma.cpp; tf32 too)
     const bool gemv = av.shape.size() == 1;
     const int64_t K = bv.shape[0], line = 32;
     bool a_regs = !gemv && *la == dot_operand_layout(*lr, 0, av.shape) && K <= 64;

@@ -11,7 +11,15 @@
 Tensors are numpy arrays, torch tensors, objects with
 ``__cuda_array_interface__`` or anything with ``__dlpack__``, C-contiguous:
 host memory for a "sim" program, CUDA memory for a "cuda" one. They are
-bound in place: the program reads and writes them directly. Dims are
+bound in place: the program reads and writes them directly. A binding lasts
+until that tensor is bound again: a call may leave tensors out, and
+``prog.run()`` with no tensors replays the last binding (as a captured graph
+would). So the program holds a strong reference to every tensor bound (the
+object passed, or its DLPack capsule) until it is bound again or the program
+is closed (close(), a ``with`` block, or collection): a bound array stays
+alive after ``del`` and a later call that leaves it out writes to it, never
+to freed memory. Pass every tensor on each call to use only the new ones;
+close the program to release them. Dims are
 inferred from every axis whose extent is a dim's name; others (or
 overrides) are given as integers: ``prog(x=x, y=y, N=1000)``. Scalar
 parameters (``eps: f32``) are given by name as Python numbers (or
@@ -151,6 +159,9 @@ class Program:
         self.dims = self._dims()
         self.constraints = self._constraints()
         self._trace = self._profile = None
+        # name -> the View (holding the tensor object) the runtime has a pointer
+        # to: kept alive until rebound or closed, since a later run reuses it
+        self._bound = {}
 
     def _describe(self):
         n = _c.c_int()
@@ -199,6 +210,7 @@ class Program:
         if self._ctx:
             _lib.lib.etlContextDestroy(self._ctx)  # destroys the program too
         self._ctx = self._prog = self._inflight = None
+        self._bound = {}  # the runtime's pointers are gone: release the tensors
 
     def wait(self):
         """Block until the last run ends (with the watchdog); raise its error.
@@ -284,6 +296,7 @@ class Program:
             shape = (_c.c_int64 * max(1, len(v.shape)))(*v.shape)
             _lib.check(_lib.lib.etlBindTensor(self._prog, p.name.encode(), _c.c_void_p(v.ptr),
                                               v.dtype, len(v.shape), shape))
+            self._bound[p.name] = v  # alive while the runtime may use the pointer
         for name, (value, code) in values:
             _lib.check(_lib.lib.etlBindScalar(self._prog, name.encode(), code,
                                               _c.byref(value)))

@@ -9,10 +9,12 @@ PYTHONPATH=python and ETL_BUILD_DIR=<build>; exits 77 (skipped) with the
 reason when numpy is missing.
 """
 import ctypes
+import gc
 import os
 import sys
 import tempfile
 import unittest
+import weakref
 
 try:
     import numpy as np
@@ -241,6 +243,38 @@ class Misuse(unittest.TestCase):
         with self.assertRaisesRegex(etl.InvalidValueError, "not a tensor"):
             self.prog(x=[[1.0]], y=self.y)
         self.assertNotRun()
+
+    def test_bound_tensor_kept_alive_after_del(self):
+        # A later call that leaves out a tensor reuses the earlier binding: the
+        # program holds that array, so `del` + gc.collect() cannot free it under
+        # the runtime (it used to write into freed memory: a bogus DivergenceError).
+        prog = etl.load(artifact("rowsum"), device="sim")
+        x, y = np.ones((64, 256), np.float32), np.zeros(64, np.float32)
+        prog(x=x, y=y)
+        np.testing.assert_array_equal(y, 256)
+        kept = weakref.ref(y)
+        del y
+        gc.collect()
+        self.assertIsNotNone(kept(), "a bound array must stay alive while the program may use it")
+        x2 = np.full((64, 256), 2, np.float32)
+        prog(x=x2)  # y left out: the run writes the kept array, not freed memory
+        np.testing.assert_array_equal(kept(), 512)
+        prog.run()  # nothing passed: replays the last binding
+        np.testing.assert_array_equal(kept(), 512)
+        y2 = np.zeros(64, np.float32)
+        prog(x=x, y=y2)  # rebinding y releases the earlier array
+        gc.collect()
+        self.assertIsNone(kept(), "a rebound tensor's earlier array must be released")
+        np.testing.assert_array_equal(y2, 256)
+        x_kept, y2_kept = weakref.ref(x2), weakref.ref(y2)
+        del x2, y2
+        prog(x=x)  # x rebound (x2 released), y2 still bound and alive
+        gc.collect()
+        self.assertIsNone(x_kept())
+        self.assertIsNotNone(y2_kept())
+        prog.close()  # close releases every binding
+        gc.collect()
+        self.assertIsNone(y2_kept())
 
     def test_bad_files_and_devices(self):
         with self.assertRaisesRegex(etl.NotFoundError, "cannot open"):

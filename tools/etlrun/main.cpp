@@ -4,7 +4,7 @@
 //          [--in x=x.npy]... [--out y=y.npy]... [--check y=ref.npy]...
 //          [--rtol R] [--atol A] [--trace t.json] [--profile p.json]
 //          [--watchdog-ms N] [--sim-workers N] [--seed S] [--int-range LO:HI]
-//          [--scalar eps=1e-6]... [--params]
+//          [--scalar eps=1e-6]... [--params] [--version]
 //
 // After IREE's iree-run-module: loads the artifact, binds the dims given
 // with --dim and those the --in arrays imply (an axis whose extent is a dim
@@ -15,8 +15,11 @@
 // Scalar parameters (`eps: f32`) take their value from --scalar NAME=VALUE,
 // parsed for the parameter's dtype (f16 and bf16 rounded to nearest even);
 // one without --scalar is an error.
-// Written against the public runtime API only. Exit status: 0 success,
-// 1 a failed run or check, 2 bad usage or input.
+// --out and --check paths are checked before the run (a reference that
+// does not read or has the wrong shape, an output that cannot be written).
+// Written against the public runtime API only. Exit status: 0 success (and
+// --help, --version), 1 a failed run or check, 2 bad usage or input (every
+// command-line error too, whatever CLI11's own code for it).
 //
 //===----------------------------------------------------------------------===//
 #include "npy.h"
@@ -29,8 +32,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
+#include <unistd.h>
 
 using etlrun::NpyArray;
 
@@ -197,16 +202,28 @@ void fill_random(NpyArray &a, std::mt19937_64 &rng, int64_t lo, int64_t hi) {
   }
 }
 
-// Compares `got` with the reference in `path`; prints a line, true if it holds.
-bool check(const std::string &name, const NpyArray &got, const std::string &path, double rtol,
+// Why `path` cannot be written by --out (empty when it can): checked before
+// the run, so a typo does not cost a whole run.
+std::string unwritable(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p(path);
+  if (fs::is_directory(p, ec))
+    return path + " is a directory";
+  if (fs::exists(p, ec))
+    return access(path.c_str(), W_OK) == 0 ? "" : path + ": " + std::strerror(errno);
+  fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  if (!fs::is_directory(dir, ec))
+    return "directory " + dir.string() + " does not exist";
+  if (access(dir.c_str(), W_OK) != 0)
+    return "directory " + dir.string() + ": " + std::strerror(errno);
+  return "";
+}
+
+// Compares `got` with the reference `ref` (read and shape-checked before the
+// run); prints a line, true if it holds.
+bool check(const std::string &name, const NpyArray &got, const NpyArray &ref, double rtol,
            double atol) {
-  NpyArray ref;
-  std::string err;
-  if (!etlrun::npy_read(path, ref, err))
-    fail(2, "--check " + name + ": " + err);
-  if (ref.shape != got.shape)
-    fail(2, "--check " + name + ": reference " + path + " has shape " + shape_text(ref.shape) +
-                ", the tensor " + shape_text(got.shape));
   size_t n = got.data.size() / etlrun::dtype_size(got.dtype), bad = 0, first = 0;
   double max_err = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -256,7 +273,18 @@ int main(int argc, char **argv) {
   app.add_option("--int-range", int_range, "LO:HI, random integer inputs in [LO, HI)")
       ->capture_default_str();
   app.add_flag("--params", list_params, "print the program's parameters and exit");
-  CLI11_PARSE(app, argc, argv);
+  int rv = etlVersion();
+  app.set_version_flag("--version",
+                       "etlrun " ETL_VERSION " (runtime " + std::to_string(rv / 10000) + "." +
+                           std::to_string(rv / 100 % 100) + "." + std::to_string(rv % 100) + ")");
+  app.footer("Exit status: 0 success, 1 a failed run or --check, 2 bad usage or input.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    // --help and --version exit 0; every usage error exits 2, as documented
+    // (CLI11's own codes differ per error: 106, 109, 114, ...).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   long long lo = 0, hi = 1;
   if (std::sscanf(int_range.c_str(), "%lld:%lld", &lo, &hi) != 2 || hi <= lo)
@@ -422,6 +450,27 @@ int main(int argc, char **argv) {
     fail(2, "--trace: " + api_error(st));
   if (!profile.empty() && (st = etlProgramSetProfile(prog, profile.c_str())))
     fail(2, "--profile: " + api_error(st));
+  // --out and --check before the run: names, paths, reference shapes.
+  for (const std::string &s : outs) {
+    auto [name, path] = split_eq(s, "--out");
+    param(name, "--out");
+    std::string why = unwritable(path);
+    if (!why.empty())
+      fail(2, "--out " + name + ": cannot write " + path + ": " + why);
+  }
+  std::vector<std::pair<std::string, NpyArray>> refs;
+  for (const std::string &s : checks) {
+    auto [name, path] = split_eq(s, "--check");
+    const NpyArray &got = param(name, "--check").host;
+    NpyArray ref;
+    std::string err;
+    if (!etlrun::npy_read(path, ref, err))
+      fail(2, "--check " + name + ": " + err);
+    if (ref.shape != got.shape)
+      fail(2, "--check " + name + ": reference " + path + " has shape " + shape_text(ref.shape) +
+                  ", the tensor " + shape_text(got.shape));
+    refs.emplace_back(name, std::move(ref));
+  }
 
   std::string dim_text;
   for (int d = 0; d < n_dims; ++d) {
@@ -449,10 +498,8 @@ int main(int argc, char **argv) {
       fail(2, "--out " + name + ": " + err);
   }
   bool ok = true;
-  for (const std::string &s : checks) {
-    auto [name, path] = split_eq(s, "--check");
-    ok &= check(name, param(name, "--check").host, path, rtol, atol);
-  }
+  for (const auto &[name, ref] : refs)
+    ok &= check(name, params[name].host, ref, rtol, atol);
   etlProgramDestroy(prog);
   etlContextDestroy(ctx);
   return ok ? 0 : 1;

@@ -282,6 +282,15 @@ ETL_API etlStatus etlBindDim(etlProgram prog, const char *name, int64_t value);
 /// lies inside a known allocation, the tensor must fit in it (all checked
 /// now, ETL_ERROR_BINDING); `shape` is checked against the program's shape
 /// expressions at etlRun. A failed call keeps the previous binding.
+///
+/// Lifetime: the runtime stores `dptr`; it never copies, owns or retains the
+/// memory. A binding stays in effect for every later etlRun/etlRunAsync of
+/// `prog` until the tensor is bound again, and the memory must stay allocated
+/// until every run that uses it has ended (etlRun returns; etlRunWait or
+/// etlRunQuery for etlRunAsync). Freeing it and then running again without
+/// rebinding is a use-after-free the runtime cannot always detect. (The
+/// Python package, python/etl, holds a strong reference to every array it
+/// binds until that tensor is rebound or the program is closed.)
 ETL_API etlStatus etlBindTensor(etlProgram prog, const char *name, void *dptr, etlDType dtype,
                                 int rank, const int64_t *shape);
 /// Bind a scalar parameter. `value` points to one value of `dtype`, which

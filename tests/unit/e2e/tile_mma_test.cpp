@@ -4,10 +4,12 @@
 //
 //   path     bf16 dots of power-of-two m16n8k16 shapes with an m16 row
 //            block per warp take the tile IR (ETL_TILE_DEBUG's lowering
-//            lines) with mma.sync and ldmatrix in the PTX; a body with an
-//            `acc += dot(..)` K loop keeps the AST path's cp.async ring; a
-//            shape mma_dot refuses, or fewer row blocks than warps, keeps
-//            the AST path too;
+//            lines) with mma.sync and ldmatrix in the PTX, and so do
+//            `acc += dot(..)` K loops, fewer row blocks than warps and
+//            shapes that are not powers of two (48 x 48 x 40: the layouts
+//            over 64 x 64 x 64, mma and ldmatrix for the real blocks only);
+//            f16/bf16 dots off the mma shape and one-row ones take the tile
+//            IR's FMA dot;
 //   copies   a b that is a load (through a transpose too) goes global ->
 //            shared by cp.async, element by element off a 16-byte base;
 //   ring     in a K/V loop (prefill's attn, small) those copies run one
@@ -19,7 +21,10 @@
 //   sim      ragged M (100 rows: the last tile is partial), small integers
 //            whose sums f32 holds exactly: a C reference bit for bit, at 1
 //            and 4 warps, with b, k and v off a 16-byte base, and under the
-//            race check (the staging barriers are in place).
+//            race check (the staging barriers are in place); with operands
+//            whose sums round (exponents spread over 2^-10 .. 2^-2), the
+//            non-power-of-two, chained, FMA and one-row dots equal an f32
+//            k-order reference bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #include "compile_run.h"
@@ -30,7 +35,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 using namespace etl;
@@ -185,8 +192,8 @@ TEST_CASE("tile mma: result layouts, and P in registers as the next dot's A") {
   }
 }
 
-TEST_CASE("tile mma: an acc += dot K loop and a dot of fewer row blocks than warps take the tile "
-          "IR; a non-mma shape keeps the AST path") {
+TEST_CASE("tile mma: an acc += dot K loop, a dot of fewer row blocks than warps and one of "
+          "24 columns take the tile IR") {
   std::string ptx;
   std::string lines = lowering_lines(R"(
 kernel g<M: dim, K: dim>(a: tensor<bf16>[M, K], b: tensor<bf16>[K, 32], c: tensor<f32>[M, 32],
@@ -208,7 +215,7 @@ kernel g<M: dim, K: dim>(a: tensor<bf16>[M, K], b: tensor<bf16>[K, 32], c: tenso
 )",
                                      "sm_90", ptx);
   CHECK(lines.find("lowering loop: tile IR") != std::string::npos);
-  CHECK(lines.find("lowering odd: AST (dot of bf16 tiles") != std::string::npos);
+  CHECK(lines.find("lowering odd: tile IR") != std::string::npos);
   // 2 m16 row blocks over 4 warps: the warps split the columns too.
   CHECK(lines.find("lowering few: tile IR") != std::string::npos);
   // loop's K loop is a ring (tile/pipeline.cpp): three stages, its wait
@@ -369,5 +376,144 @@ TEST_CASE("tile mma: a K/V loop's cp.async ring equals the unpipelined form bit 
         CHECK(bad == 0);
       }
     }
+  }
+}
+
+// Shapes that are not powers of two on tensor cores, and 16-bit dots off
+// them: odd (48 x 48 @ 48 x 40: three m16 row blocks, five n8 tiles and
+// three k16 steps of layouts over 64 x 64 x 64), loop (its K loop in steps
+// of 16: a ring), chain (P = bf16(s / 16) of a 48 x 48 s as the A of a dot
+// with 40 columns), fma (f16 [16, 24] @ [24, 12]: off the mma shape, the
+// FMA dot) and row (bf16 [48] @ [48, 40]: one row, the FMA dot).
+const char *kOdd = R"(
+kernel od<M: dim>(a: tensor<bf16>[M, 48], b: tensor<bf16>[48, 40], q: tensor<bf16>[48, 48],
+                  h: tensor<f16>[M, 24], g: tensor<f16>[24, 12], c: tensor<f32>[M, 40],
+                  e: tensor<f32>[M, 40], o: tensor<f32>[M, 40], d: tensor<f32>[M, 12],
+                  r: tensor<f32>[40]) {
+  task odd[i in 0 .. cdiv(M, 48)] {
+    store(c[i * 48 .. +48, 0 .. +40], dot(load(a[i * 48 .. +48, 0 .. +48]), load(b[0 .. +48, 0 .. +40])));
+  }
+  task loop[i in 0 .. cdiv(M, 48)] {
+    var acc = zeros<f32>[48, 40];
+    for k in 0 .. 3 {
+      acc += dot(load(a[i * 48 .. +48, k * 16 .. +16]), load(b[k * 16 .. +16, 0 .. +40]));
+    }
+    store(e[i * 48 .. +48, 0 .. +40], acc);
+  }
+  task chain[i in 0 .. cdiv(M, 48)] {
+    let s = dot(load(a[i * 48 .. +48, 0 .. +48]), load(q[0 .. +48, 0 .. +48]));
+    store(o[i * 48 .. +48, 0 .. +40], dot(cast<bf16>(s * 0.0625), load(b[0 .. +48, 0 .. +40])));
+  }
+  task fma[i in 0 .. cdiv(M, 16)] {
+    store(d[i * 16 .. +16, 0 .. +12], dot(load(h[i * 16 .. +16, 0 .. +24]), load(g[0 .. +24, 0 .. +12])));
+  }
+  task row[u in 0 .. 1] {
+    store(r[0 .. +40], dot(load(a[0, 0 .. +48]), load(b[0 .. +48, 0 .. +40])));
+  }
+}
+)";
+
+TEST_CASE("tile mma: non-power-of-two, chained, off-shape and one-row 16-bit dots take the tile "
+          "IR and equal a k-order reference bit for bit") {
+  for (const char *target : {"sm_90", "sm_80"}) {
+    INFO("target " << target);
+    std::string ptx;
+    CHECK(lowering_lines(kOdd, target, ptx) ==
+          "lowering odd: tile IR\nlowering loop: tile IR\nlowering chain: tile IR\n"
+          "lowering fma: tile IR\nlowering row: tile IR\n");
+    // 4 warps over 64 x 64 padded rows and columns (odd and chain's outer
+    // dot: a row block each; the fourth's rows 48 .. 63 are padding, read
+    // as row 0): per warp 3 k16 x 5 n8 mmas, no mma for the padded
+    // n8 tiles 40 .. 63 or k16 step 48 .. 63; chain's first dot 3 x 6;
+    // loop (a ring): 5 n8 x 1 k16, warps over rows only (a split of the
+    // columns would hold padded accumulators: mma_dot_col_warps).
+    CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") ==
+          15 + 15 + 18 + 5);
+  }
+  const int64_t M = 100; // ragged: the last tiles are partial
+  // m * 2^e, |m| <= 127 (exact in bf16 and f16), e in -10 .. -2: sums round.
+  auto wide = [](size_t i, unsigned salt) {
+    const int m = int((i * 2654435761u + salt) % 255u) - 127, e = int((i * 7 + salt) % 9) - 10;
+    return std::ldexp(float(m), e);
+  };
+  std::vector<float> af(M * 48), bf(48 * 40), qf(48 * 48), hf(M * 24), gf(24 * 12);
+  std::vector<uint16_t> a(af.size()), b(bf.size()), q(qf.size()), h(hf.size()), g(gf.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = bf16_bits(af[i] = wide(i, 1));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = bf16_bits(bf[i] = wide(i, 2));
+  for (size_t i = 0; i < q.size(); ++i)
+    q[i] = bf16_bits(qf[i] = wide(i, 3));
+  for (size_t i = 0; i < h.size(); ++i)
+    h[i] = half_bits(hf[i] = wide(i, 4));
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = half_bits(gf[i] = wide(i, 5));
+  // out[m, n] = the f32 sum over k, in k order from 0, of x(m, k) y(k, n).
+  auto ref = [](int64_t rows, int64_t cols, int64_t K, auto x, auto y) {
+    std::vector<float> out(size_t(rows * cols));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        float s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          volatile float p = x(i, k) * y(k, j);
+          s = s + p;
+        }
+        out[size_t(i * cols + j)] = s;
+      }
+    return out;
+  };
+  const std::vector<float> rc = ref(
+      M, 40, 48, [&](int64_t i, int64_t k) { return af[size_t(i * 48 + k)]; },
+      [&](int64_t k, int64_t j) { return bf[size_t(k * 40 + j)]; });
+  const std::vector<float> rd = ref(
+      M, 12, 24, [&](int64_t i, int64_t k) { return hf[size_t(i * 24 + k)]; },
+      [&](int64_t k, int64_t j) { return gf[size_t(k * 12 + j)]; });
+  // The chain: s = a q in k order, P = bf16(s * 0.0625) rounded to nearest
+  // even, then P b in k order.
+  const std::vector<float> rs = ref(
+      M, 48, 48, [&](int64_t i, int64_t k) { return af[size_t(i * 48 + k)]; },
+      [&](int64_t k, int64_t j) { return qf[size_t(k * 48 + j)]; });
+  auto bf16_rne = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    return bf16_value(uint16_t((u + 0x7fffu + (u >> 16 & 1u)) >> 16));
+  };
+  const std::vector<float> ro = ref(
+      M, 40, 48, [&](int64_t i, int64_t k) { return bf16_rne(rs[size_t(i * 48 + k)] * 0.0625f); },
+      [&](int64_t k, int64_t j) { return bf[size_t(k * 40 + j)]; });
+  struct Run {
+    unsigned threads;
+    bool race;
+  } runs[] = {{128, false}, {128, true}, {32, false}};
+  for (const Run &rn : runs) {
+    CAPTURE(rn.threads);
+    CAPTURE(rn.race);
+    std::vector<float> c(M * 40, -1.f), e(c), o(c), d(M * 12, -1.f), r(40, -1.f);
+    RunOptions opt;
+    opt.threads_per_cta = rn.threads;
+    opt.race_check = rn.race;
+    std::string err = compile_and_run(kOdd, "tile_mma_odd", {{"M", M}},
+                                      {{"a", a.data(), ETL_BF16, {M, 48}},
+                                       {"b", b.data(), ETL_BF16, {48, 40}},
+                                       {"q", q.data(), ETL_BF16, {48, 48}},
+                                       {"h", h.data(), ETL_F16, {M, 24}},
+                                       {"g", g.data(), ETL_F16, {24, 12}},
+                                       {"c", c.data(), ETL_F32, {M, 40}},
+                                       {"e", e.data(), ETL_F32, {M, 40}},
+                                       {"o", o.data(), ETL_F32, {M, 40}},
+                                       {"d", d.data(), ETL_F32, {M, 12}},
+                                       {"r", r.data(), ETL_F32, {40}}},
+                                      opt);
+    REQUIRE_MESSAGE(err.empty(), err);
+    CHECK(std::memcmp(c.data(), rc.data(), c.size() * 4) == 0);
+    CHECK(std::memcmp(d.data(), rd.data(), d.size() * 4) == 0);
+    CHECK(std::memcmp(r.data(), rc.data(), r.size() * 4) == 0); // row 0 of a b
+    // The K loop accumulates onto acc in k order (lower_tile_mma.cpp).
+    CHECK(std::memcmp(e.data(), rc.data(), e.size() * 4) == 0);
+    CHECK(std::memcmp(o.data(), ro.data(), o.size() * 4) == 0);
+    int inside = 0;
+    for (float x : o)
+      inside += x != -1.f && std::isfinite(x);
+    CHECK(inside == int(o.size()));
   }
 }

@@ -15,6 +15,8 @@
 #include "../lower/backend_harness.h"
 #include "../lower/sim_harness.h"
 
+#include "../skip.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -331,7 +333,7 @@ TEST_CASE("stdlib: a program using std.math and std.nn assembles with ptxas") {
                                  "online_max(max(b, axis = 1), c)) + repeat_sum(a, 2)"),
                    {"sm_90", "sm_80", "sim"}, 128);
   if (std::string(ETL_PTXAS).empty()) {
-    MESSAGE("ptxas not found at configure time: skipping PTX assembly");
+    ETL_TEST_SKIP("ptxas not found at configure time: skipping PTX assembly");
     return;
   }
   for (const auto &o : r->result.outputs) {

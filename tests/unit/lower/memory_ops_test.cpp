@@ -17,6 +17,8 @@
 
 #include "sim_harness.h"
 
+#include "../skip.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -118,7 +120,7 @@ void assemble(const BackendResult &r) {
     if (o.target == "sim")
       continue;
     if (std::string(ETL_PTXAS).empty()) {
-      MESSAGE("ptxas not found at configure time: skipping PTX assembly of " << o.target);
+      ETL_TEST_SKIP("ptxas not found at configure time: skipping PTX assembly of " << o.target);
       continue;
     }
     std::string in = "/tmp/etl-memops-" + std::to_string(getpid()) + "-" + o.target + ".ptx";

@@ -323,7 +323,7 @@ TEST_CASE("sim mma: dot(a, transpose(b)) with b staged untransposed (plain ldmat
 }
 
 TEST_CASE("sim mma: cp.async-pipelined K loops (programs/mma_pipeline.etl, three stages; "
-          "mma_pipeline_deep.etl, two stages, n8 units, a write-back per iteration) are exact and "
+          "mma_pipeline_deep.etl, two stages, n8 units, 48 x 24 tiles in padded layouts) are exact and "
           "race-free") {
   for (const char *name : {"mma_pipeline", "mma_pipeline_deep"}) {
     CAPTURE(name);

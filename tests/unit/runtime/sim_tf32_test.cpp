@@ -239,7 +239,9 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   // Every tf32 dot ran on tensor cores: 2 M N K FLOPs each, 2048 per mma;
   // task s's 16 x 16 accumulator (the tile IR's mma layout, 8 warps: two
   // split its n8 columns, the other bits are replicas) is computed by 4
-  // warps each.
+  // warps each, task t's 32 x 16 by 2; K = 24 is 3 k8 steps (none for the
+  // padded 24 .. 31) and h's N = 40 5 n8 tiles (warps 5 .. 7 hold padding
+  // only and issue none).
   std::ifstream in(profile);
   REQUIRE(in);
   std::stringstream ss;
@@ -251,7 +253,7 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   for (size_t at = 0; (at = json.find("\"mma\": ", at)) != std::string::npos; ++at)
     mma += std::stoll(json.substr(at + 7));
   const long long want =
-      2LL * (2 * 32 * 16 * 24 + 16 * 40 * 16 + 4 * 3 * 16 * 16 * 8 + 32 * 32 * 64);
+      2LL * (2 * 2 * 32 * 16 * 24 + 16 * 40 * 16 + 4 * 3 * 16 * 16 * 8 + 32 * 32 * 64);
   CHECK(flops == want);
   CHECK(mma * 2048 == want);
   // Task r (rows of 32 and 64 floats: the XOR-swizzled staging): no shared
@@ -262,7 +264,8 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   REQUIRE(factor != std::string::npos);
   CHECK(std::stod(json.substr(factor + 24)) <= 1.0);
   // A's fragments by ldmatrix.x4: each phase's 8 row addresses in distinct
-  // 16-byte bank groups (padded rows of 24 and 16 floats, swizzled of 64).
+  // 16-byte bank groups (tile_tf32_ptr's phases: rows of 24 floats in runs
+  // of 4, of 16 in runs of 2, of 64 one a phase).
   long long phases = sum_of(json, "ldmatrix_phases"), ldm_wf = sum_of(json, "ldmatrix_wavefronts");
   CHECK(phases > 0);
   CHECK(ldm_wf == phases);

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "driver/pipeline.h"
 
+#include "../skip.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -42,7 +44,7 @@ TEST_CASE("atomics: PTX has atom.global add/max/min/cas of each type, ptxas acce
     // protocol's own atomics carry .release/.acq_rel).
     CHECK(ptx.find("atom.acq_rel.gpu.global.add.f32") == std::string::npos);
     if (std::string(ETL_PTXAS).empty()) {
-      MESSAGE("ptxas not found at configure time: skipping PTX assembly for " << target);
+      ETL_TEST_SKIP("ptxas not found at configure time: skipping PTX assembly for " << target);
       continue;
     }
     std::string in = "/tmp/etl-atomics-" + std::to_string(getpid()) + "-" + target + ".ptx";
