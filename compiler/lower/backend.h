@@ -43,9 +43,9 @@ struct BackendOptions {
   /// `--emit=ptx` (which lowers the GPU targets only) shows the code the
   /// artifact carries.
   const TargetInfo *target = nullptr;
-  /// The kernel's tile IR after layout assignment (tile/passes.h), or null.
-  /// A task body whose ops are all ported is lowered from it
-  /// (lower/lower_tile_*.cpp), every other one from the AST.
+  /// The kernel's tile IR, ready for lowering (driver's lowering_tiles:
+  /// layouts assigned, pipelined, shared memory planned); every task body
+  /// is lowered from it (lower/lower_tile_*.cpp). Required.
   const TileModule *tiles = nullptr;
   /// A test seam, no command-line option: when set, every target's machine
   /// is passed through it before lowering (tests/unit/e2e/async_wait_test.cpp

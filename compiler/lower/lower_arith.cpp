@@ -4,7 +4,8 @@
 // and reductions (lower_tile_reduce.cpp) apply register by register: + - *
 // / % and the bit operators (integer division floors, a zero divisor gives
 // 0; shift amounts modulo the width), popc, comparisons (bool results as
-// i32 0/1; NaN unordered), select, and argmax/argmin's combine. Operands
+// i32 0/1; NaN unordered), select, argmax/argmin's combine, and shuffles
+// of any register type (an i64 in two halves). Operands
 // come in the result's layout (the layout pass made them so); a rank-0
 // operand is one uniform register, splat here. Element types in registers:
 // lower/lowerer.h; rounding after each float op and wrapping after each
@@ -201,6 +202,18 @@ TileVal Lowerer::select(const TileVal &cond, const TileVal &a, const TileVal &c,
   for (size_t k = 0; k < x.regs.size(); ++k)
     x.regs[k] = b.CreateSelect(b.CreateICmpNE(m.regs[k], b.getInt32(0)), x.regs[k], y.regs[k]);
   return x;
+}
+
+//===-- Shuffles ---------------------------------------------------------===//
+
+llvm::Value *Lowerer::shuffle_reg(ShflMode mode, llvm::Value *v, llvm::Value *lane,
+                                  unsigned line) {
+  auto shfl = [&](llvm::Value *x) { return m.shuffle(b, mode, x, lane, 31, 0xFFFFFFFFu, line); };
+  if (!v->getType()->isIntegerTy(64))
+    return shfl(v);
+  llvm::Value *lo = shfl(b.CreateTrunc(v, i32));
+  llvm::Value *hi = shfl(b.CreateTrunc(b.CreateLShr(v, 32), i32));
+  return b.CreateOr(b.CreateZExt(lo, i64), b.CreateShl(b.CreateZExt(hi, i64), 32));
 }
 
 //===-- argmax / argmin ---------------------------------------------------===//

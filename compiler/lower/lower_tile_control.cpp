@@ -168,7 +168,7 @@ struct GapCheck {
       if (!one_of(op.attr, {"sum", "max", "min"}))
         return fail("reduce " + op.attr);
       const TValue &a = f.values[size_t(op.operands[0])];
-      if (!a.is_tile() || a.elem == ElemType::I64 || a.layout < 0)
+      if (!a.is_tile() || a.layout < 0)
         return fail("reduce of this operand");
       const Layout &l = f.layouts[size_t(a.layout)];
       if (op.axis < 0 || unsigned(op.axis) >= l.rank() || !separable(l, unsigned(op.axis)))
@@ -178,10 +178,9 @@ struct GapCheck {
     case TileOpKind::ArgReduce:
     case TileOpKind::Scan: {
       const TValue &a = f.values[size_t(op.operands[0])];
-      // 32-bit registers (every type but i64, and bool, which sema
-      // refuses for both; narrow integers wrap, unsigned ones compare
-      // unsigned: lower_tile_reduce.cpp).
-      if (!a.is_tile() || a.layout < 0 || a.elem == ElemType::I64 || a.elem == ElemType::Bool)
+      // Every register type (narrow integers wrap, unsigned ones compare
+      // unsigned, an i64 shuffles in two halves: lower_tile_reduce.cpp).
+      if (!a.is_tile() || a.layout < 0)
         return fail(std::string(op_spelling(op.kind)) + " of this operand");
       const Layout &l = f.layouts[size_t(a.layout)];
       if (op.axis < 0 || unsigned(op.axis) >= l.rank())
@@ -200,17 +199,9 @@ struct GapCheck {
       }
       if (!op.attr.empty() && op.attr != "tf32")
         return fail("dot precision=" + op.attr);
-      // Not the FMA dot either: a 16-bit dot of the mma shape with K > 256,
-      // or a tf32 one with K > 128 (AST: unrolled mma).
-      if (!fma_dot(f, op)) {
-        const int64_t kmax = op.attr == "tf32" ? 128 : 256;
-        return fail(std::string(op.attr == "tf32" ? "dot precision=tf32 of " : "dot of ") +
-                    std::string(spelling(a.elem)) + " and " + std::string(spelling(c.elem)) +
-                    " tiles" +
-                    (a.elem == c.elem && c.shape.size() == 2 && c.shape[0] > kmax
-                         ? " with K = " + std::to_string(c.shape[0]) + " > " + std::to_string(kmax)
-                         : std::string()));
-      }
+      if (!fma_dot(f, op)) // sema admits no other dot
+        return fail("dot of " + std::string(spelling(a.elem)) + " and " +
+                    std::string(spelling(c.elem)) + " tiles");
       if (a.layout < 0 || c.layout < 0 || f.values[size_t(op.results[0])].layout < 0)
         return fail("dot without layouts");
       return;
@@ -466,7 +457,7 @@ void Lowerer::tile_op_at(const TOp &op) {
       return;
     }
     // An integer: its digits (every bit of an i64), or a float's value
-    // truncated (the AST path's ConstantInt of the literal), wrapped to a
+    // truncated (a ConstantInt of the literal), wrapped to a
     // narrow type's width.
     char *end = nullptr;
     long long iv = std::strtoll(op.attr.c_str(), &end, 10);

@@ -414,7 +414,7 @@ bool Lowerer::tile_convert_shuffle(const TOp &op) {
         add(lane, k, p->lane_mask[r][k]);
       for (unsigned j = 0; j < p->warp_mask[r].size(); ++j)
         add(warp, j, p->warp_mask[r][j]);
-      x = m.shuffle(b, ShflMode::Idx, x, src, 31, 0xFFFFFFFFu, op.loc.begin.line);
+      x = shuffle_reg(ShflMode::Idx, x, src, op.loc.begin.line);
     }
     res.push_back(x);
   }

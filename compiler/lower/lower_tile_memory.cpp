@@ -636,16 +636,7 @@ void Lowerer::tile_atomic(const TOp &op) {
     for (llvm::Value *&x : old) {
       if (!x)
         continue;
-      auto shfl = [&](llvm::Value *v) {
-        return m.shuffle(b, ShflMode::Idx, v, src, 31, 0xFFFFFFFFu, op.loc.begin.line);
-      };
-      if (!x->getType()->isIntegerTy(64)) {
-        x = shfl(x);
-        continue;
-      }
-      llvm::Value *lo = shfl(b.CreateTrunc(x, i32));
-      llvm::Value *hi = shfl(b.CreateTrunc(b.CreateLShr(x, 32), i32));
-      x = b.CreateOr(b.CreateZExt(lo, i64), b.CreateShl(b.CreateZExt(hi, i64), 32));
+      x = shuffle_reg(ShflMode::Idx, x, src, op.loc.begin.line);
     }
   }
   for (uint32_t r = 0; r < l.num_regs(); ++r) // a register copy: its lowest register's

@@ -123,8 +123,7 @@ std::vector<Part> fold_axis(Lowerer &L, const TOp &op, const std::vector<Part> &
       for (uint32_t key : order) {
         Part &x = part[key], y;
         for (llvm::Value *c : x)
-          y.push_back(
-              L.m.shuffle(b, ShflMode::Bfly, c, b.getInt32(1u << k), 31, 0xFFFFFFFFu, line));
+          y.push_back(L.shuffle_reg(ShflMode::Bfly, c, b.getInt32(1u << k), line));
         x = combine(x, y);
       }
   // The result register of each group.
@@ -281,12 +280,12 @@ void Lowerer::tile_reduce(const TOp &op) {
   std::vector<Part> res;
   if (op.kind == TileOpKind::ArgReduce) {
     bool is_max = op.attr == "argmax", u = is_unsigned(a.elem);
+    const unsigned w = fl ? 32 : ty->getIntegerBitWidth();
     llvm::Value *worst =
         fl ? llvm::ConstantFP::getInfinity(f32, is_max)
            : llvm::ConstantInt::get(
-                 ty, is_max
-                         ? (u ? llvm::APInt::getMinValue(32) : llvm::APInt::getSignedMinValue(32))
-                         : (u ? llvm::APInt::getMaxValue(32) : llvm::APInt::getSignedMaxValue(32)));
+                 ty, is_max ? (u ? llvm::APInt::getMinValue(w) : llvm::APInt::getSignedMinValue(w))
+                            : (u ? llvm::APInt::getMaxValue(w) : llvm::APInt::getSignedMaxValue(w)));
     llvm::Value *none = b.getInt32(INT32_MAX); // a dead element's index: loses every tie
     for (uint32_t r = 0; r < la.num_regs(); ++r) {
       llvm::Value *j = b.CreateTrunc(reg_coords(la, r)[size_t(op.axis)], i32);
@@ -390,8 +389,7 @@ void Lowerer::tile_scan(const TOp &op) {
     if (ab.space == 1) { // a lane bit: the sibling is lane ^ (1 << k)
       llvm::Value *upper = hw_bit(lane, ab.index);
       for (uint32_t r = 0; r < nregs; ++r) {
-        llvm::Value *y =
-            m.shuffle(b, ShflMode::Bfly, t[r], b.getInt32(1u << ab.index), 31, 0xFFFFFFFFu, line);
+        llvm::Value *y = shuffle_reg(ShflMode::Bfly, t[r], b.getInt32(1u << ab.index), line);
         s[r] = b.CreateSelect(upper, add(s[r], y), s[r]);
         // Lower half first, so both siblings hold the same float sum.
         t[r] = b.CreateSelect(upper, add(y, t[r]), add(t[r], y));

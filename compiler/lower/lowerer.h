@@ -202,6 +202,9 @@ public:
   /// index 0 beats everything, other NaNs lose to every number.
   llvm::Value *arg_wins(ElemType t, bool is_max, llvm::Value *pv, llvm::Value *pi, llvm::Value *qv,
                         llvm::Value *qi);
+  /// Machine::shuffle of one register of any type: an i64 as two 32-bit
+  /// shuffles of its halves.
+  llvm::Value *shuffle_reg(ShflMode mode, llvm::Value *v, llvm::Value *lane, unsigned line);
   /// Integer floor division / modulo of two registers (0 for a zero divisor).
   llvm::Value *int_div(llvm::Value *l, llvm::Value *r, bool mod, bool is_unsigned = false);
 

@@ -2,11 +2,11 @@
 //
 // What this owns: what the lower_*.cpp files and the Lowerer (lowerer.h)
 // share outside the class: the kernel plan (groups with their wait/notify
-// edges as AST expressions, and the tile IR of the bodies that take that
-// path), the shared-memory header offsets and the task loop's polling
-// constants, the register-tile value and a local's storage, the budgets of
-// the weight prefetch and the loop pipelining, and the free helpers of the
-// element conversions, the math builtins and the tensor-core dots. Not
+// edges as AST expressions, and the tile IR of each body), the
+// shared-memory header offsets and the task loop's polling constants, the
+// register-tile value, the budgets of the weight prefetch and the loop
+// pipelining, and the free helpers of the element conversions and the math
+// builtins. Not
 // included outside compiler/lower.
 //
 //===----------------------------------------------------------------------===//
@@ -51,8 +51,7 @@ struct GroupPlan {
   /// Parallel to `waits` for dynamic groups; an empty solved_by means
   /// "enumerate every variable" (always correct, just slower).
   std::vector<EdgeInverse> wait_inverse;
-  /// The body's tile IR when every op of it is ported (lower_tile_*.cpp);
-  /// null: the body is lowered from the AST.
+  /// The body's tile IR (lower_tile_*.cpp lower it).
   const TileFunc *tile = nullptr;
 };
 
