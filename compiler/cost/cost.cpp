@@ -124,7 +124,7 @@ struct FlopCounter {
   }
 
   /// `acc += dot(a, b)` of f16/bf16 tiles: the mma adds into its C operand
-  /// (the accumulator fragments, lower_mma.cpp), so the += is inside the
+  /// (the accumulator fragments, lower_tile_mma.cpp), so the += is inside the
   /// dot's 2 M N K and costs no FP32 add of its own.
   static bool fused_mma_accumulate(const Stmt &s) {
     const Expr *d = s.value.get();

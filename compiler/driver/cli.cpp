@@ -153,7 +153,8 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   compile->add_option("--threads", opts.threads_per_cta,
-                      "Threads per CTA of the megakernel: a multiple of 32 in 32 .. 1024. "
+                      "Threads per CTA of the megakernel: 32, 64, 128, 256, 512 or 1024 (a "
+                      "power-of-two number of warps: tile layouts split over them). "
                       "Default: chosen per target, 256 when the largest tile has at least 2048 "
                       "elements, else 128");
   std::string events = "fine";
@@ -170,12 +171,6 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
                    "Contract multiply-add into fused fma on GPU targets (true or false; sim "
                    "never fuses)")
       ->capture_default_str();
-  // Hidden: `--tile-lowering=false` lowers every task body from the AST (the
-  // pre-tile-IR path), for comparisons; so does ETL_TILE_LOWERING=0.
-  compile
-      ->add_option("--tile-lowering", opts.tile_lowering,
-                   "Lower task bodies from the tile IR where every op is ported")
-      ->group("");
 
   // clang spells these with one dash; CLI11 takes multi-letter options with
   // two.
@@ -200,9 +195,10 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
   opts.barrier_events = events == "barrier";
   opts.color = use_color(color, err_is_terminal, std::getenv("NO_COLOR"));
   if (compile->count("--threads") &&
-      (opts.threads_per_cta % 32 != 0 || opts.threads_per_cta < 32 || opts.threads_per_cta > 1024))
+      !valid_threads_per_cta(opts.threads_per_cta))
     return usage_error("--threads " + std::to_string(opts.threads_per_cta) +
-                           ": threads per CTA must be a multiple of 32 (whole warps) in 32 .. 1024",
+                           ": threads per CTA must be 32, 64, 128, 256, 512 or 1024 (a "
+                           "power-of-two number of whole warps)",
                        opts.diag_format, opts.color, err);
   if (!opts.dep_file.empty())
     opts.write_deps = true;

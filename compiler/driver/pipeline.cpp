@@ -303,28 +303,35 @@ bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string 
   return true;
 }
 
-/// The tile IR the back end lowers from (after layout assignment), or
-/// nullopt when it does not verify (every body then takes the AST path).
-/// Remarks go nowhere (--emit=tile reports them) but, with `remarks`, the
-/// pipeline pass's MmaLoopNotPipelined.
-std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads,
-                                        bool remarks = false) {
+} // namespace
+
+/// The tile IR the back end lowers from (after layout assignment, the
+/// pipeline pass and shared-memory planning), or nullopt with the
+/// verifier's complaint in `error` (a compiler bug: the program passed
+/// every check). Remarks go nowhere (--emit=tile reports them) but, with
+/// `remarks`, the pipeline pass's MmaLoopNotPipelined.
+std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads, std::string &error,
+                                        bool remarks) {
   const KernelDecl &k = c.program->kernels[0];
   TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
-  if (!verify_tile(m).empty())
+  auto bad = [&](const char *after) {
+    std::vector<std::string> v = verify_tile(m);
+    if (!v.empty())
+      error = std::string(after) + ": " + v[0];
+    return !v.empty();
+  };
+  if (bad("built"))
     return std::nullopt;
   Diag quiet(c.sm);
   assign_layouts(m, k, c.graph, quiet);
-  if (!verify_tile(m).empty())
+  if (bad("after layout assignment"))
     return std::nullopt;
   pipeline(m, c.target, remarks ? &c.diag : nullptr);
-  if (!verify_tile(m).empty())
+  if (bad("after pipelining"))
     return std::nullopt;
   plan_shared(m, c.target);
   return m;
 }
-
-} // namespace
 
 bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error) {
   return on_compiler_stack([&] {
@@ -438,7 +445,6 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   const KernelDecl &k = c.program->kernels[0];
   unsigned threads = opts.threads_per_cta ? opts.threads_per_cta : pick_threads(k, opts.targets);
   timer.run("registers", [&] {
-    const char *no_tiles = std::getenv("ETL_TILE_LOWERING");
     // The tile IR's estimate is for bodies with tensor-core dots: built
     // here only when some task has a dot of 16-bit tiles.
     bool mma = false;
@@ -452,8 +458,9 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
                  (e.args[0]->type.elem == ElemType::F16 || e.args[0]->type.elem == ElemType::BF16));
           });
     std::optional<TileModule> tm;
-    if (mma && opts.tile_lowering && !(no_tiles && std::string(no_tiles) == "0"))
-      tm = lowering_tiles(c, threads);
+    std::string ignored; // the tile stage below reports it
+    if (mma)
+      tm = lowering_tiles(c, threads, ignored);
     warn_register_spills(k, threads, c.target, c.diag, tm ? &*tm : nullptr);
     return true;
   });
@@ -495,18 +502,20 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   bopts.fmad = opts.fmad;
   bopts.wrap_machine = opts.wrap_machine;
   bopts.target = &c.target; // the whole --target list's, also under --emit=ptx
-  std::optional<TileModule> tiles;
-  const char *env_tiles = std::getenv("ETL_TILE_LOWERING");
-  if (opts.tile_lowering && !(env_tiles && std::string(env_tiles) == "0")) {
-    tiles = timer.run("tile", [&] { return lowering_tiles(c, threads, true); });
-    if (tiles)
-      bopts.tiles = &*tiles;
+  std::string tile_error;
+  std::optional<TileModule> tiles =
+      timer.run("tile", [&] { return lowering_tiles(c, threads, tile_error, true); });
+  if (!tiles) {
+    c.diag.error(DiagId::InternalCompilerError, none, {"tile IR " + tile_error});
+    c.diag.note(DiagId::NoteReportBug, none);
+    return kExitInternalError;
   }
+  bopts.tiles = &*tiles;
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });
-  if (std::getenv("ETL_TILE_DEBUG"))
-    for (const auto &[grp, path] : be.lowering)
-      std::cerr << "lowering " << grp << ": " << path << "\n";
+  if (std::getenv("ETL_TILE_DEBUG") && be.ok) // every body: its tile IR, or an error above
+    for (const auto &[grp, n] : be.prefetched)
+      std::cerr << "lowering " << grp << ": tile IR\n";
   if (std::getenv("ETL_TILE_DEBUG"))
     for (const auto &[grp, n] : be.prefetched)
       if (n)

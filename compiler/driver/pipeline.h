@@ -24,6 +24,7 @@
 #include "lower/backend.h"
 #include "target/target.h"
 #include "taskgraph/taskgraph.h"
+#include "tile/ir.h"
 
 #include <iosfwd>
 #include <memory>
@@ -54,9 +55,6 @@ struct CompileOptions {
   unsigned threads_per_cta = 0;
   /// `--fmad=false`: no multiply-add contraction on NVPTX (sim never fuses).
   bool fmad = true;
-  /// Hidden `--tile-lowering=false` (or ETL_TILE_LOWERING=0 in the
-  /// environment): every task body takes the AST lowering path.
-  bool tile_lowering = true;
   /// `-I DIR`: searched for imported modules before the stdlib directory.
   std::vector<std::string> import_dirs;
   /// --emit=cost: `M=4096,N=4096` (every dim, or none), the GPU of
@@ -147,5 +145,13 @@ std::string depfile_text(const std::string &target, const std::vector<std::strin
 /// assignment (`--emit=tile`'s text); remarks go to c.diag. Returns false
 /// with `error` set when the verifier rejects the IR (a compiler bug).
 bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error);
+
+/// The tile IR run_backend lowers (BackendOptions::tiles) for `c` (after
+/// compile_front) at `threads` threads per CTA: built, layouts assigned,
+/// pipelined and shared memory planned against c.target; nullopt, with the
+/// verifier's complaint in `error`, when it does not verify (a compiler
+/// bug). `remarks`: the pipeline pass's MmaLoopNotPipelined go to c.diag.
+std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads, std::string &error,
+                                        bool remarks = false);
 
 } // namespace etl

@@ -10,6 +10,7 @@
 #include "lower/backend.h"
 
 #include "lower/lowerer.h"
+#include "tile/passes.h"
 #include "target/optimize.h"
 
 #include <llvm/IR/LLVMContext.h>
@@ -19,19 +20,11 @@
 
 namespace etl {
 
-/// Lowers `plan` for every target. `paths`: per group the path the plan
-/// chose ("tile IR" or "AST (why)"); a tile IR body whose lowering threw
-/// (Lowerer::tile_fallbacks) becomes "AST (fallback: what)", the path its
-/// code really took (the same for every target: the first one's).
+/// Lowers `plan` for every target.
 static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::string> &targets,
-                              const BackendOptions &opts,
-                              std::vector<std::pair<std::string, std::string>> &paths) {
+                              const BackendOptions &opts) {
   BackendResult res;
   res.threads_per_cta = opts.threads_per_cta;
-  if (opts.threads_per_cta == 0 || opts.threads_per_cta > 1024) {
-    res.error = "threads_per_cta must be in 1 .. 1024";
-    return res;
-  }
   for (const GroupPlan &g : plan.groups)
     if (!g.decl) {
       res.error = "task group '" + g.name + "' has no declaration";
@@ -67,11 +60,6 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
         res.prefetched = L.prefetched;
       if (res.pipelined.empty())
         res.pipelined = L.pipelined;
-      if (res.outputs.empty())
-        for (const auto &[grp, what] : L.tile_fallbacks)
-          for (auto &[name, path] : paths)
-            if (name == grp)
-              path = "AST (fallback: " + what + ")";
       m->finish_kernel(mod, k, opts.threads_per_cta, smem);
     } catch (const LowerError &e) {
       res.error = std::string("lowering kernel '") + plan.kernel->name + "': " + e.what();
@@ -166,7 +154,16 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
         u.idx.push_back(x.get());
     return u;
   };
-  std::vector<std::pair<std::string, std::string>> paths;
+  if (!valid_threads_per_cta(opts.threads_per_cta)) {
+    BackendResult res;
+    res.error = "threads_per_cta must be 32, 64, 128, 256, 512 or 1024";
+    return res;
+  }
+  if (!opts.tiles) {
+    BackendResult res;
+    res.error = "no tile IR for kernel '" + k.name + "'";
+    return res;
+  }
   for (const TaskGroup &tg : g.groups) {
     GroupPlan gp;
     gp.name = tg.name;
@@ -178,19 +175,26 @@ BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph
     }
     for (int n : tg.notifies)
       gp.notifies.push_back(edge_use(n));
-    if (opts.tiles)
-      for (const TileFunc &f : opts.tiles->funcs)
-        if (f.name == tg.name && tg.decl) {
-          std::string why = tile_unported(f, k, *tg.decl, opts.threads_per_cta);
-          if (why.empty())
-            gp.tile = &f;
-          paths.emplace_back(tg.name, why.empty() ? "tile IR" : "AST (" + why + ")");
+    for (const TileFunc &f : opts.tiles->funcs)
+      if (f.name == tg.name && tg.decl) {
+        BackendResult res;
+        if (smem_over_budget(f)) { // tile/smem.cpp's plan exceeds what the targets allow
+          res.error = "task '" + tg.name + "' needs " + std::to_string(f.smem_bytes) +
+                      " bytes of shared memory per CTA; the targets allow at most " +
+                      std::to_string(f.smem_budget) + " (target/targets.def)";
+          res.resource_limit = true;
+          return res;
         }
+        if (std::string gap = tile_lowering_gap(f, k, *tg.decl, opts.threads_per_cta);
+            !gap.empty()) {
+          res.error = "task '" + tg.name + "': the tile IR has no lowering of " + gap;
+          return res;
+        }
+        gp.tile = &f;
+      }
     plan.groups.push_back(std::move(gp));
   }
-  BackendResult res = run_plan(plan, targets, opts, paths);
-  res.lowering = std::move(paths);
-  return res;
+  return run_plan(plan, targets, opts);
 }
 
 } // namespace etl

@@ -43,9 +43,9 @@ struct BackendOptions {
   /// `--emit=ptx` (which lowers the GPU targets only) shows the code the
   /// artifact carries.
   const TargetInfo *target = nullptr;
-  /// The kernel's tile IR after layout assignment (tile/passes.h), or null.
-  /// A task body whose ops are all ported is lowered from it
-  /// (lower/lower_tile_*.cpp), every other one from the AST.
+  /// The kernel's tile IR, ready for lowering (driver's lowering_tiles:
+  /// layouts assigned, pipelined, shared memory planned); every task body
+  /// is lowered from it (lower/lower_tile_*.cpp). Required.
   const TileModule *tiles = nullptr;
   /// A test seam, no command-line option: when set, every target's machine
   /// is passed through it before lowering (tests/unit/e2e/async_wait_test.cpp
@@ -76,11 +76,6 @@ struct BackendResult {
   unsigned threads_per_cta = 0;
   unsigned smem_bytes = 0; ///< dynamic shared memory the kernel needs per CTA
   std::vector<TargetOutput> outputs;
-  /// Per task group: the path its body took, after lowering: "tile IR",
-  /// "AST (why)" when tile_unported kept it off the tile IR, or "AST
-  /// (fallback: what)" when the tile IR lowering threw and lower_group
-  /// lowered it from the AST instead (empty when no tile IR was given).
-  std::vector<std::pair<std::string, std::string>> lowering;
   std::vector<BackendRemark> remarks;
   /// Per task group: how many loads it issues before its waits (the weight
   /// prefetch, lower/prefetch.cpp); ETL_TILE_DEBUG=1 prints them.
@@ -95,6 +90,12 @@ long long largest_tile(const KernelDecl &k);
 /// picks for `k` (target/targets.def, wide_tile), so that one artifact has one
 /// thread count; 128 when no target is known.
 unsigned pick_threads(const KernelDecl &k, const std::vector<std::string> &targets);
+
+/// Threads per CTA the lowering takes: a power-of-two number of warps (tile
+/// layouts split over them), 32 .. 1024.
+inline bool valid_threads_per_cta(unsigned t) {
+  return t >= 32 && t <= 1024 && (t & (t - 1)) == 0;
+}
 
 /// Lowers `k` (checked, annotated by sema) with the groups and edges of `g`.
 BackendResult run_backend(const Program &p, const KernelDecl &k, const TaskGraph &g,

@@ -1,13 +1,12 @@
 //===- lower/lower_atomic.cpp - Atomic read-modify-writes of tensor elements -===//
 //
 // What this owns: the per-element code of atomic_add, atomic_max,
-// atomic_min and atomic_cas (lower_store in lower/lower_tile.cpp walks the
-// slice, the mask and the threads, as for a store): the relaxed atomics of
+// atomic_min and atomic_cas (tile_atomic in lower/lower_tile_memory.cpp
+// walks the slice, the mask and the threads, as for a store): the relaxed atomics of
 // the machine for f32, i32 and i64 (Machine::global_atomic), and for the
 // 16-bit floats the machine's hardware add (f16, and bf16 on sm_90) or a
 // loop on a 16-bit compare-and-swap that computes in f32 and rounds once,
-// so every form gives the correctly rounded result of each update. Also the
-// broadcast of a rank-0 atomic's old value from thread 0 to the CTA.
+// so every form gives the correctly rounded result of each update.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -79,17 +78,6 @@ llvm::Value *Lowerer::atomic_elem(Builtin f, ElemType t, llvm::Value *p, llvm::V
   b.CreateCondBr(b.CreateICmpEQ(seen, old), done, loop);
   b.SetInsertPoint(done);
   return cur;
-}
-
-llvm::Value *Lowerer::broadcast_from_thread0(llvm::Value *v, ElemType t) {
-  unsigned bytes = scratch_bytes(t);
-  note_scratch(bytes / 4);
-  m.barrier(b); // the scratch area may still be read by an earlier re-layout
-  if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] { scratch_store(v, b.getInt64(0), bytes); });
-  m.barrier(b);
-  llvm::Value *r = scratch_load(v->getType(), b.getInt64(0), bytes);
-  m.barrier(b);
-  return r;
 }
 
 } // namespace etl

@@ -149,21 +149,6 @@ llvm::Value *Lowerer::index(const Expr &e) {
         throw LowerError("task index '" + e.name + "' used before it is defined");
       return task_vars[size_t(i)];
     }
-    case NameRef::LoopVar: {
-      auto it = loop_by_name.find(e.name);
-      if (it != loop_by_name.end() && !it->second.empty())
-        return b.CreateLoad(i64, it->second.back());
-      auto lv = loop_vars.find(e.ref_index);
-      if (lv == loop_vars.end())
-        throw LowerError("unknown loop variable '" + e.name + "'");
-      return b.CreateLoad(i64, lv->second);
-    }
-    case NameRef::Local: {
-      TileVal v = read_local(e.ref_index);
-      if (!v.is_index)
-        throw LowerError("local '" + e.name + "' is not an index");
-      return v.regs[0];
-    }
     default:
       throw LowerError("name '" + e.name + "' is not an index value");
     }

@@ -6,8 +6,8 @@
 // broadcasts it through shared memory; the CTA dispatches to that group's
 // internal function, which decodes `linear` into the domain indices
 // (row-major, last variable fastest), waits on its events (thread 0 spins
-// with acquire loads, then a CTA barrier), runs the body (statements here,
-// tile ops in lower_tile.cpp, index arithmetic in lower_index.cpp) and
+// with acquire loads, then a CTA barrier), runs the body (its tile IR,
+// lower_tile_control.cpp; event index arithmetic in lower_index.cpp) and
 // notifies (barrier, thread 0 fences and decrements with release atomics).
 // Task fast path: no host-mapped memory. The control block (abort flag
 // args[ABORT], per-CTA progress words) is a PCIe round trip away, and the
@@ -74,11 +74,10 @@ void Lowerer::if_then(llvm::Value *cond, const std::function<void()> &then) {
   auto *jb = llvm::BasicBlock::Create(ctx, "endif", fn);
   b.CreateCondBr(cond, tb, jb);
   b.SetInsertPoint(tb);
-  // Thread coordinates first built in the branch do not dominate the code
-  // after it: forget them there.
-  const auto coords = tcoord_cache;
-  then();
-  tcoord_cache = coords;
+  {
+    CoordScope scope(*this); // coordinates built in the branch stay in it
+    then();
+  }
   b.CreateBr(jb);
   b.SetInsertPoint(jb);
 }
@@ -95,33 +94,13 @@ void Lowerer::for_range(llvm::Value *lo, llvm::Value *hi, llvm::Value *step,
   llvm::Value *v = b.CreateLoad(i64, iv);
   b.CreateCondBr(b.CreateICmpSLT(v, hi), bb, done);
   b.SetInsertPoint(bb);
-  const auto coords = tcoord_cache; // as in if_then: the body dominates nothing after
-  body(v);
-  tcoord_cache = coords;
+  {
+    CoordScope scope(*this); // the body dominates nothing after the loop
+    body(v);
+  }
   b.CreateStore(b.CreateAdd(b.CreateLoad(i64, iv), step), iv);
   b.CreateBr(head);
   b.SetInsertPoint(done);
-}
-
-llvm::Value *Lowerer::elem_index(unsigned k) {
-  return b.CreateAdd(b.CreateZExt(tid, i64), b.getInt64(int64_t(k) * T));
-}
-
-llvm::Value *Lowerer::elem_alive(unsigned k, int64_t numel) {
-  if (int64_t(k + 1) * T <= numel)
-    return nullptr;
-  return b.CreateICmpULT(elem_index(k), b.getInt64(numel));
-}
-
-std::vector<llvm::Value *> Lowerer::coords(llvm::Value *e, const std::vector<int64_t> &shape) {
-  std::vector<llvm::Value *> c(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    llvm::Value *q = stride == 1 ? e : b.CreateUDiv(e, b.getInt64(stride));
-    c[d] = d == 0 ? q : b.CreateURem(q, b.getInt64(shape[d]));
-    stride *= shape[d];
-  }
-  return c;
 }
 
 llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem, unsigned bytes) {
@@ -163,25 +142,6 @@ void Lowerer::scratch_release() {
 }
 
 unsigned Lowerer::scratch_bytes(ElemType t) const { return t == ElemType::I64 ? 8 : 4; }
-
-void Lowerer::spill_to_scratch(const TileVal &v, int64_t at) {
-  unsigned bytes = scratch_bytes(v.elem);
-  note_scratch((at + v.numel()) * bytes / 4);
-  for (unsigned k = 0; k < v.regs.size(); ++k) {
-    llvm::Value *alive = elem_alive(k, v.numel());
-    auto write = [&, k] {
-      llvm::Value *e = elem_index(k);
-      if (at)
-        e = b.CreateAdd(e, b.getInt64(at));
-      scratch_store(v.regs[k], e, bytes);
-    };
-    if (alive)
-      if_then(alive, write);
-    else
-      write();
-  }
-  m.barrier(b);
-}
 
 //===-- The persistent loop ----------------------------------------------===//
 
@@ -351,49 +311,10 @@ void Lowerer::publish_progress(llvm::Value *cta) {
 //===-- One task group ---------------------------------------------------===//
 
 llvm::Function *Lowerer::lower_group(int g) {
-  auto drop = [&] { // group g's half-built (or discarded) function
-    if (llvm::Function *half = mod.getFunction("etl.task." + plan.groups[size_t(g)].name)) {
-      half->dropAllReferences();
-      half->eraseFromParent();
-    }
-  };
-  if (const TileFunc *tile = plan.groups[size_t(g)].tile) {
-    const size_t tile_remarks = remarks.size();
-    try {
-      return lower_group(g, tile);
-    } catch (const LowerError &e) {
-      // A case of the tile IR path tile_unported did not foresee: this body
-      // takes the AST path (its half-built function and remarks are dropped).
-      tile_fallbacks.emplace_back(plan.groups[size_t(g)].name, e.what());
-      remarks.resize(tile_remarks);
-      drop();
-      tf = nullptr;
-      tile_buf = nullptr;
-      tile_staging = false;
-    }
-  }
-  // Dot operands hoisted out of loops (mma_hoist_begin) sit below the
-  // loops' own scratch; when that overflows the budget the group is lowered
-  // again without them.
-  const int64_t scratch_before = max_scratch_elems;
-  const size_t remarks_before = remarks.size();
-  mma_hoist_used = false;
-  mma_hoisted.clear();
-  scratch_floor = 0;
-  llvm::Function *f = lower_group(g, nullptr);
-  if (!mma_hoist_used || int64_t(kSmemScratch) + 4 * max_scratch_elems <= int64_t(plan.smem_budget))
-    return f;
-  drop();
-  max_scratch_elems = scratch_before;
-  remarks.resize(remarks_before);
-  mma_hoist_off = true;
-  f = lower_group(g, nullptr);
-  mma_hoist_off = false;
-  return f;
-}
-
-llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   const GroupPlan &gp = plan.groups[size_t(g)];
+  const TileFunc *tile = gp.tile;
+  if (!tile) // run_backend gives every group its tile IR or stops
+    throw LowerError("task '" + gp.name + "' has no tile IR");
   task = gp.decl;
   auto *fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i32, i32, ptr}, false);
   fn = llvm::Function::Create(fty, llvm::Function::InternalLinkage, "etl.task." + gp.name, mod);
@@ -405,9 +326,6 @@ llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   tid = fn->getArg(2);
   smem = fn->getArg(3);
   task_vars.clear();
-  loop_vars.clear();
-  loop_by_name.clear();
-  locals.assign(task->locals.size(), LocalSlot{});
   auto *entry = llvm::BasicBlock::Create(ctx, "entry", fn);
   b.SetInsertPoint(entry);
 
@@ -430,10 +348,9 @@ llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   }
 
   m.task_begin(b, b.getInt32(uint32_t(g)), lin);
-  hoisted_stmts.clear();
   hoisted_ops.clear();
   pipelined_loads = 0;
-  emit_prefetch(gp, tile);
+  emit_prefetch(gp, *tile);
   if (!gp.waits.empty() && !gp.dynamic && any_dynamic()) {
     auto *out = llvm::BasicBlock::Create(ctx, "aborted", fn);
     llvm::BasicBlock *here = b.GetInsertBlock();
@@ -456,10 +373,7 @@ llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   }
   emit_data_notify_release(gp);
   timeline_mark(/*start=*/true);
-  if (tile)
-    lower_tile_body(*tile); // lower_tile_control.cpp
-  else
-    lower_stmts(task->body);
+  lower_tile_body(*tile); // lower_tile_control.cpp
   if (!gp.notifies.empty()) {
     m.barrier(b); // every thread's stores are done
     timeline_mark(/*start=*/false);
@@ -472,12 +386,7 @@ llvm::Function *Lowerer::lower_group(int g, const TileFunc *tile) {
   mark_progress();
   m.task_end(b);
   b.CreateRetVoid();
-  auto it = std::find_if(pipelined.begin(), pipelined.end(),
-                         [&](const auto &p) { return p.first == gp.name; });
-  if (it == pipelined.end())
-    pipelined.emplace_back(gp.name, pipelined_loads);
-  else
-    it->second = pipelined_loads; // the AST path after a tile IR attempt
+  pipelined.emplace_back(gp.name, pipelined_loads);
   return fn;
 }
 
@@ -488,36 +397,22 @@ bool Lowerer::prefetch_on() {
   return !(env && std::string(env) == "0");
 }
 
-void Lowerer::emit_prefetch(const GroupPlan &gp, const TileFunc *tile) {
+void Lowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
   // A static task of a kernel with dynamic groups runs dynamic items while
   // it waits (emit_static_wait_loop): its registers would live across them.
   size_t n = 0;
   if (!gp.waits.empty() && !gp.dynamic && !any_dynamic() && prefetch_on()) {
-    if (tile) {
-      std::vector<const TOp *> ops = tile_prefetch(*tile, *plan.kernel, written);
-      if (!ops.empty()) {
-        tile_begin(*tile);
-        for (const TOp *op : ops) {
-          tile_op(*op);
-          hoisted_ops.insert(op);
-        }
+    std::vector<const TOp *> ops = tile_prefetch(tile, *plan.kernel, written);
+    if (!ops.empty()) {
+      tile_begin(tile);
+      for (const TOp *op : ops) {
+        tile_op(*op);
+        hoisted_ops.insert(op);
       }
-      n = ops.size();
-    } else {
-      std::vector<const Stmt *> stmts = ast_prefetch(*task, written, T);
-      for (const Stmt *s : stmts) {
-        lower_stmt(*s);
-        hoisted_stmts.insert(s);
-      }
-      n = stmts.size();
     }
+    n = ops.size();
   }
-  auto it = std::find_if(prefetched.begin(), prefetched.end(),
-                         [&](const auto &p) { return p.first == gp.name; });
-  if (it == prefetched.end())
-    prefetched.emplace_back(gp.name, n);
-  else
-    it->second = n; // the AST path after a tile IR attempt
+  prefetched.emplace_back(gp.name, n);
 }
 
 void Lowerer::mark_progress() {
@@ -672,85 +567,6 @@ void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
           /*notify=*/!wait);
     }
   });
-}
-
-//===-- Statements -------------------------------------------------------===//
-
-void Lowerer::lower_stmts(const std::vector<StmtPtr> &body) {
-  llvm::Value *const saved_tid = tid;
-  for (const StmtPtr &s : body)
-    if (!hoisted_stmts.count(s.get())) { // run before the waits (prefetch.cpp)
-      tid_after_mma_loop = nullptr;
-      lower_stmt(*s);
-      if (tid_after_mma_loop) // the rest of this block (lowerer.h)
-        tid = tid_after_mma_loop;
-    }
-  tid_after_mma_loop = nullptr;
-  tid = saved_tid;
-}
-
-void Lowerer::lower_stmt(const Stmt &s) {
-  switch (s.kind) {
-  case StmtKind::Let:
-  case StmtKind::Var:
-    assign_local(s.local_index, value(*s.value));
-    return;
-  case StmtKind::Assign: {
-    TileVal v = value(*s.value);
-    if (s.compound) {
-      TileVal cur = read_local(s.local_index);
-      v = arith(s.assign_op, cur, v, cur.shape, cur.elem);
-    }
-    assign_local(s.local_index, v);
-    return;
-  }
-  case StmtKind::For: {
-    if (lower_pipelined_for(s)) // acc += dot(load(..), load(..)): cp.async stages
-      return;
-    if (lower_pipelined_dots(s)) // lets and several dots: lower_mma_pipeline.cpp
-      return;
-    llvm::Value *lo = index(*s.lo), *hi = index(*s.hi);
-    llvm::Value *step = s.step ? index(*s.step) : b.getInt64(1);
-    llvm::AllocaInst *slot = entry_alloca(i64, s.name.c_str());
-    loop_vars[s.local_index] = slot;
-    loop_by_name[s.name].push_back(slot);
-    int64_t floor = mma_hoist_begin(s); // loop-invariant dot operands staged once
-    for_range(lo, hi, step, [&](llvm::Value *iv) {
-      b.CreateStore(iv, slot);
-      lower_stmts(s.body);
-    });
-    mma_hoist_end(floor);
-    loop_by_name[s.name].pop_back();
-    return;
-  }
-  case StmtKind::If: {
-    // Sema admits only uniform conditions (scalars of indices, dims, consts,
-    // scalar parameters): every thread of the CTA takes the same branch, so
-    // the barriers inside one (hazards, re-layouts) are met by all of them.
-    TileVal c = value(*s.value);
-    if (c.regs.size() != 1)
-      throw LowerError("an if condition that is not a scalar");
-    llvm::Value *v = c.regs[0];
-    llvm::Value *taken = v->getType()->isIntegerTy(1)
-                             ? v
-                             : b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
-    auto *then_bb = llvm::BasicBlock::Create(ctx, "if.then", fn);
-    auto *else_bb = llvm::BasicBlock::Create(ctx, "if.else", fn);
-    auto *done = llvm::BasicBlock::Create(ctx, "if.end", fn);
-    b.CreateCondBr(taken, then_bb, else_bb);
-    b.SetInsertPoint(then_bb);
-    lower_stmts(s.body);
-    b.CreateBr(done);
-    b.SetInsertPoint(else_bb);
-    lower_stmts(s.else_body);
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-    return;
-  }
-  case StmtKind::ExprStmt:
-    value(*s.value);
-    return;
-  }
 }
 
 } // namespace etl

@@ -14,9 +14,8 @@
 //             for x < 0 and a non-integer y, 1 for y == 0 or x == 1 (C's
 //             powf on those cases).
 // f16/bf16 operands are computed in f32 and rounded once at the end.
-// `math_regs` is the per-register code of both lowering paths: the AST
-// path's math_call and the tile IR's `map.sin` .. `map.pow`
-// (lower_tile_map.cpp) call it, so they give the same bits.
+// `math_regs` is the per-register code the tile IR's `map.sin` ..
+// `map.pow` (lower_tile_map.cpp) call.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -28,7 +27,7 @@
 
 namespace etl {
 
-MathFn math_fn(Builtin f) {
+static MathFn math_fn(Builtin f) {
   switch (f) {
   case Builtin::Exp:
     return MathFn::Exp;
@@ -136,20 +135,6 @@ std::vector<llvm::Value *> Lowerer::math_regs(MathFn fn, const std::vector<llvm:
     out.push_back(
         convert_scalar(math_reg(fn, x[k], fn == MathFn::Pow ? y.at(k) : nullptr), f, want));
   return out;
-}
-
-TileVal Lowerer::math_call(const Expr &e) {
-  if (e.type.kind != TypeKind::Tile && e.type.kind != TypeKind::Scalar)
-    throw LowerError("math call '" + e.name + "' without a checked type");
-  std::vector<int64_t> shape = e.type.is_tile() ? e.type.tile_shape : std::vector<int64_t>{};
-  ElemType want = e.type.elem;
-  MathFn fn = math_fn(e.builtin);
-  // Operands in f32 registers at the result shape.
-  TileVal x = coerce(value(*e.args.at(0)), shape, ElemType::F32);
-  TileVal y = fn == MathFn::Pow ? coerce(value(*e.args.at(1)), shape, ElemType::F32) : TileVal{};
-  x.regs = math_regs(fn, x.regs, y.regs, want);
-  x.elem = want;
-  return x;
 }
 
 } // namespace etl

@@ -1,11 +1,10 @@
 //===- lower/lower_tile_control.cpp - The tile IR path: dispatch, Scalar, Control, Event -===//
 //
-// What this owns: the switch between the two lowering paths and the tile IR
-// ops of the Scalar, Control and Event families. A task body whose tile IR
-// (tile/ir.h, after layout assignment) has only ported ops is lowered from
-// it (tile_unported says which bodies); every other body keeps the AST path
-// of lower_tile.cpp. The port, op family by op family, is described in
-// docs/ARCHITECTURE.md ("Porting the lowering to the tile IR").
+// What this owns: the dispatch of a task body's tile IR (tile/ir.h, after
+// layout assignment) op by op, the check that every op has a lowering
+// (tile_lowering_gap: what it finds is an internal compiler error, since
+// sema and the tile passes keep checked programs inside it), and the ops of
+// the Scalar, Control and Event families.
 //
 //   Scalar   `index` from its Sym (dims, task and loop variables), `const`
 //            (a number: an integer type's digits, wrapped to a narrow
@@ -51,7 +50,7 @@ bool one_of(const std::string &s, std::initializer_list<const char *> names) {
   return false;
 }
 
-struct PortCheck {
+struct GapCheck {
   const TileFunc &f;
   const TaskDecl &t;
   std::set<std::string> known;
@@ -169,7 +168,7 @@ struct PortCheck {
       if (!one_of(op.attr, {"sum", "max", "min"}))
         return fail("reduce " + op.attr);
       const TValue &a = f.values[size_t(op.operands[0])];
-      if (!a.is_tile() || a.elem == ElemType::I64 || a.layout < 0)
+      if (!a.is_tile() || a.layout < 0)
         return fail("reduce of this operand");
       const Layout &l = f.layouts[size_t(a.layout)];
       if (op.axis < 0 || unsigned(op.axis) >= l.rank() || !separable(l, unsigned(op.axis)))
@@ -179,10 +178,9 @@ struct PortCheck {
     case TileOpKind::ArgReduce:
     case TileOpKind::Scan: {
       const TValue &a = f.values[size_t(op.operands[0])];
-      // 32-bit registers (every type but i64, and bool, which sema
-      // refuses for both; narrow integers wrap, unsigned ones compare
-      // unsigned: lower_tile_reduce.cpp).
-      if (!a.is_tile() || a.layout < 0 || a.elem == ElemType::I64 || a.elem == ElemType::Bool)
+      // Every register type (narrow integers wrap, unsigned ones compare
+      // unsigned, an i64 shuffles in two halves: lower_tile_reduce.cpp).
+      if (!a.is_tile() || a.layout < 0)
         return fail(std::string(op_spelling(op.kind)) + " of this operand");
       const Layout &l = f.layouts[size_t(a.layout)];
       if (op.axis < 0 || unsigned(op.axis) >= l.rank())
@@ -201,17 +199,9 @@ struct PortCheck {
       }
       if (!op.attr.empty() && op.attr != "tf32")
         return fail("dot precision=" + op.attr);
-      // Not the FMA dot either: a 16-bit dot of the mma shape with K > 256,
-      // or a tf32 one with K > 128 (AST: unrolled mma).
-      if (!fma_dot(f, op)) {
-        const int64_t kmax = op.attr == "tf32" ? 128 : 256;
-        return fail(std::string(op.attr == "tf32" ? "dot precision=tf32 of " : "dot of ") +
-                    std::string(spelling(a.elem)) + " and " + std::string(spelling(c.elem)) +
-                    " tiles" +
-                    (a.elem == c.elem && c.shape.size() == 2 && c.shape[0] > kmax
-                         ? " with K = " + std::to_string(c.shape[0]) + " > " + std::to_string(kmax)
-                         : std::string()));
-      }
+      if (!fma_dot(f, op)) // sema admits no other dot
+        return fail("dot of " + std::string(spelling(a.elem)) + " and " +
+                    std::string(spelling(c.elem)) + " tiles");
       if (a.layout < 0 || c.layout < 0 || f.values[size_t(op.results[0])].layout < 0)
         return fail("dot without layouts");
       return;
@@ -241,15 +231,12 @@ struct PortCheck {
 
 } // namespace
 
-std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
-                          unsigned threads) {
+std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
+                              unsigned threads) {
   if (!f.untiled.empty())
     return f.untiled;
   if (!f.assigned)
-    return "no layouts";
-  if (smem_over_budget(f)) // tile/smem.cpp's plan exceeds what the targets allow
-    return "shared memory: " + std::to_string(f.smem_bytes) + " bytes of scratch, over the " +
-           std::to_string(f.smem_budget) + " the targets allow";
+    return "a body without layouts";
   // Every element type has its registers (lowerer.h): narrow integers wrap
   // (arith, wrap_int), unsigned ones shift, divide and compare unsigned,
   // FP8 rounds after each op, and loads move narrow and packed elements in
@@ -257,7 +244,7 @@ std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl
   // check their own operand types below.
   if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
     return "threads per CTA not 32 times a power of two";
-  PortCheck c{f, t, {}, {}, tile_warps(threads)};
+  GapCheck c{f, t, {}, {}, tile_warps(threads)};
   for (const TaskIndexDecl &d : t.domain)
     c.known.insert(d.name);
   for (const DimDecl &d : k.dims)
@@ -470,7 +457,7 @@ void Lowerer::tile_op_at(const TOp &op) {
       return;
     }
     // An integer: its digits (every bit of an i64), or a float's value
-    // truncated (the AST path's ConstantInt of the literal), wrapped to a
+    // truncated (a ConstantInt of the literal), wrapped to a
     // narrow type's width.
     char *end = nullptr;
     long long iv = std::strtoll(op.attr.c_str(), &end, 10);
@@ -494,12 +481,13 @@ Lowerer::tile_loads_at(const TOp &loop, const std::vector<const TOp *> &loads, l
   b.CreateCondBr(when, then, join);
   b.SetInsertPoint(then);
   std::vector<std::vector<llvm::Value *>> got;
-  const auto coords = tcoord_cache; // as in if_then
-  for (const TOp *l : loads) {
-    tile_load(*l);
-    got.push_back(tregs[size_t(l->results[0])]);
+  {
+    CoordScope scope(*this); // a branch, as in if_then
+    for (const TOp *l : loads) {
+      tile_load(*l);
+      got.push_back(tregs[size_t(l->results[0])]);
+    }
   }
-  tcoord_cache = coords;
   llvm::BasicBlock *end = b.GetInsertBlock();
   b.CreateBr(join);
   b.SetInsertPoint(join);
@@ -579,9 +567,10 @@ void Lowerer::tile_for(const TOp &op) {
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
   std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
-  const auto coords = tcoord_cache; // the body's dominate nothing after the loop
-  tile_ops(op.body);
-  tcoord_cache = coords;
+  {
+    CoordScope scope(*this); // the body's dominate nothing after the loop
+    tile_ops(op.body);
+  }
   tile_data_syms = std::move(outer_reads);
   if (outer)
     tile_loop_vars[op.var] = outer;

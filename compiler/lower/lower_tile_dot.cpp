@@ -4,7 +4,7 @@
 // ieee`): of f32 tiles, of f16/bf16 ones that tensor cores cannot tile
 // (tile/mma.cpp fma_dot: one row, or a shape off m16n8k16), and of f32 ones
 // with `precision = tf32` off m16n8k8 (or one row); for the last two the
-// DotFmaPath remark says why, as the AST path's dot_mma and dot_tf32 do.
+// DotFmaPath remark says why.
 // Their registers hold the elements as f32 values: staged and multiplied
 // as f32. Tensor-core dots are lower_tile_mma.cpp's.
 //
@@ -28,11 +28,10 @@
 // barrier frees the scratch for the next user (scratch_release: only where
 // tile/smem.cpp's plan keeps it; the operands sit at the op's buffer).
 //
-// Numerics: per output, the products are added in the order of k from 0.0,
-// as the AST path does (mul and add; `--fmad` decides whether the target
-// fuses them), then the IR's `map.add` adds the sum to the accumulator.
-// Products of f16 or bf16 values are exact in f32, so fused or not, the
-// sums are the AST path's bit for bit.
+// Numerics: per output, the products are added in the order of k from 0.0
+// (mul and add; `--fmad` decides whether the target fuses them), then the
+// IR's `map.add` adds the sum to the accumulator. Products of f16 or bf16
+// values are exact in f32, so fused or not, the sums are the same bits.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
@@ -55,7 +54,7 @@ void Lowerer::tile_dot(const TOp &op) {
   std::string why;
   if (!fma_dot(*tf, op, &why) || rv.shape.size() != av.shape.size())
     throw LowerError("tile IR dot needs f32, f16 or bf16 [M, K] (or [K]) and [K, N] tiles");
-  if (!why.empty()) { // 16-bit or tf32 operands off tensor cores: say why, as the AST path does
+  if (!why.empty()) { // 16-bit or tf32 operands off tensor cores: say why
     auto type = [](const TValue &v) {
       std::string s = std::string(spelling(v.elem)) + "[";
       for (size_t i = 0; i < v.shape.size(); ++i)

@@ -2,10 +2,11 @@
 //
 // What this owns: the Elementwise, Shape and Layout families of the tile
 // IR. The layout pass gives an elementwise op's operands its result's
-// layout, so a map works register by register (the arithmetic is the AST
-// path's: Lowerer::arith, compare, select, convert_scalar, math_regs for
-// exp .. round and pow, popc_reg; neg, bnot and abs wrap a narrow integer
-// to its width and max/min compare unsigned types unsigned, as it does). A
+// layout, so a map works register by register (lower_arith.cpp's arith,
+// compare, select and popc_reg, lower_convert.cpp's convert_scalar,
+// lower_math.cpp's math_regs for exp .. round and pow; neg, bnot and abs
+// wrap a narrow integer to its width and max/min compare unsigned types
+// unsigned). A
 // splat fills every register; `arange` converts the register's coordinate;
 // a `reshape` that keeps the layout's bases (or makes a one-element tile a
 // scalar: every thread holds it in register 0) renames registers, any other
@@ -115,7 +116,7 @@ void Lowerer::tile_elementwise(const TOp &op) {
   case TileOpKind::Unary: {
     TileVal a = tval(op.operands[0]);
     bool fl = is_float(a.elem) && !a.is_index;
-    if (std::optional<MathFn> fn = math_fn_named(op.attr)) { // lower_math.cpp, as the AST path
+    if (std::optional<MathFn> fn = math_fn_named(op.attr)) { // lower_math.cpp
       std::vector<llvm::Value *> xf;
       for (llvm::Value *x : a.regs)
         xf.push_back(fl ? x : convert_scalar(x, a, ElemType::F32));
@@ -413,7 +414,7 @@ bool Lowerer::tile_convert_shuffle(const TOp &op) {
         add(lane, k, p->lane_mask[r][k]);
       for (unsigned j = 0; j < p->warp_mask[r].size(); ++j)
         add(warp, j, p->warp_mask[r][j]);
-      x = m.shuffle(b, ShflMode::Idx, x, src, 31, 0xFFFFFFFFu, op.loc.begin.line);
+      x = shuffle_reg(ShflMode::Idx, x, src, op.loc.begin.line);
     }
     res.push_back(x);
   }

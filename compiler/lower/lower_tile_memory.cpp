@@ -14,12 +14,12 @@
 // multiple of the vector's size takes scalar accesses. A store is done by one thread per replica
 // group (lanes or warps whose layout basis is 0 hold the same element) and skips registers that
 // repeat lower ones. Out-of-bounds and masked-off elements are neither read (they get `pad`) nor
-// written, as on the AST path. A gathered dim's coordinate is the index
+// written. A gathered dim's coordinate is the index
 // tile's register that holds the element's row (gathered_at): every element
 // of a gathered row shares it, so a row moves at the proven vector width. A
 // rank-0 load with an `attr` is an element read: it binds that symbol for
 // the `Sym`s that follow (tile_data_syms). f16 and bf16 elements live in f32
-// registers: f16 is converted by fpext/fptrunc, bf16 as the AST path does it
+// registers: f16 is converted by fpext/fptrunc, bf16 by integer ops
 // (lower_convert.cpp: bf16 -> f32 a shift, f32 -> bf16 round to nearest
 // even with integer ops, the same on sim and NVPTX); a vector of bf16 moves
 // as 32-bit words (8 bf16 = one 128-bit access of 4 words), a word's low
@@ -29,10 +29,10 @@
 // masked out and extended or decoded into its register (lower_convert.cpp's
 // register forms); a single packed element is the byte at half its offset
 // and the nibble its low bit picks. The pad is converted to the loaded
-// type (u4 loads as u8) and wrapped, as the AST path's.
+// type (u4 loads as u8) and wrapped.
 //
 // An `atomic` (atomic_add/_max/_min/_cas) is a store's walk, one element
-// per access: the writer of each replica group applies the AST path's
+// per access: the writer of each replica group applies the
 // per-element read-modify-write (lower_atomic.cpp's atomic_elem), so no
 // element is updated twice by threads holding copies. Its old values (0
 // where masked off or outside), when used, reach the copies: a register
@@ -337,7 +337,7 @@ void Lowerer::tile_load(const TOp &op) {
   TileVal f64;
   f64.elem = ElemType::F32;
   // The pad in the loaded type (u4 loads as u8): a float converted, an
-  // integer's digits wrapped to a narrow type, as the AST path's.
+  // integer's digits wrapped to a narrow type.
   double pv = pad_number(op.pad);
   char *end = nullptr;
   long long ipad = std::strtoll(op.pad.c_str(), &end, 10);
@@ -549,7 +549,7 @@ void Lowerer::tile_atomic(const TOp &op) {
   if (op.barrier_before) // an earlier access of this task may conflict (sema/hazards.h)
     m.barrier(b);
   // Register r's element at coordinates `c` when `ok` (null: always): its
-  // old value, 0 where it is off or outside the tensor (the AST path's).
+  // old value, 0 where it is off or outside the tensor.
   auto apply = [&](const std::vector<llvm::Value *> &c, const std::vector<llvm::Value *> &g,
                    llvm::Value *ok, uint32_t r) {
     auto [addr, in] = element_at(*this, s, op, c, g);
@@ -636,16 +636,7 @@ void Lowerer::tile_atomic(const TOp &op) {
     for (llvm::Value *&x : old) {
       if (!x)
         continue;
-      auto shfl = [&](llvm::Value *v) {
-        return m.shuffle(b, ShflMode::Idx, v, src, 31, 0xFFFFFFFFu, op.loc.begin.line);
-      };
-      if (!x->getType()->isIntegerTy(64)) {
-        x = shfl(x);
-        continue;
-      }
-      llvm::Value *lo = shfl(b.CreateTrunc(x, i32));
-      llvm::Value *hi = shfl(b.CreateTrunc(b.CreateLShr(x, 32), i32));
-      x = b.CreateOr(b.CreateZExt(lo, i64), b.CreateShl(b.CreateZExt(hi, i64), 32));
+      x = shuffle_reg(ShflMode::Idx, x, src, op.loc.begin.line);
     }
   }
   for (uint32_t r = 0; r < l.num_regs(); ++r) // a register copy: its lowest register's

@@ -14,7 +14,7 @@
 //
 //   1. staging (tile/mma.cpp's MmaStaging, at the op's planned buffer): a,
 //      unless it is in the A layout, is written [M, K] row-major with
-//      lower_mma.cpp's 16-byte-chunk XOR swizzle at byte 0; b [K, N] (or,
+//      lower_mma_smem.cpp's 16-byte-chunk XOR swizzle at byte 0; b [K, N] (or,
 //      the operand of dot(a, transpose(x)), as [N, K] rows: x's own
 //      k-contiguous rows) after it. Each thread writes its registers, one
 //      writer per replica group, runs of up to 8 consecutive columns as one
@@ -55,13 +55,12 @@
 // b) as its fragment registers leave shared memory, so both give the same
 // bits. Padding (a shape that is not a power of two) is skipped as for
 // 16-bit operands: row blocks, n8 tiles, k8 steps, whole warps, staged
-// registers. Nothing here uses lower_mma_tf32.cpp.
+// registers.
 //
-// Numerics: mma.sync with f32 accumulation in k order, as the AST path's
-// dot_mma and dot_tf32 (sim: products exact, tf32 operands truncated to 19
-// bits as the hardware reads them, summed in k order). A dot whose one use
-// is `x + dot(..)` accumulates onto x (x + p0 + p1 ..., where the AST path
-// adds x to the finished sum: equal when the sums are exact).
+// Numerics: mma.sync with f32 accumulation in k order (sim: products exact,
+// tf32 operands truncated to 19 bits as the hardware reads them, summed in
+// k order). A dot whose one use is `x + dot(..)` accumulates onto x (x +
+// p0 + p1 ..., not x + (p0 + p1 ...): equal when the sums are exact).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"

@@ -24,7 +24,7 @@
 // The result's layout is slice(operand, axis) (tile/layout.h): its register
 // r holds the group of operand registers whose non-axis coordinates match.
 // Unsigned elements compare unsigned; a narrow integer's sum or prefix
-// wraps to its width at the end (the AST path's rules).
+// wraps to its width at the end (the language's rules).
 //
 // scan walks the bits of the axis coordinate from the lowest (recursive
 // doubling): after bits [0, p) each element holds s, the inclusive prefix
@@ -123,8 +123,7 @@ std::vector<Part> fold_axis(Lowerer &L, const TOp &op, const std::vector<Part> &
       for (uint32_t key : order) {
         Part &x = part[key], y;
         for (llvm::Value *c : x)
-          y.push_back(
-              L.m.shuffle(b, ShflMode::Bfly, c, b.getInt32(1u << k), 31, 0xFFFFFFFFu, line));
+          y.push_back(L.shuffle_reg(ShflMode::Bfly, c, b.getInt32(1u << k), line));
         x = combine(x, y);
       }
   // The result register of each group.
@@ -281,12 +280,12 @@ void Lowerer::tile_reduce(const TOp &op) {
   std::vector<Part> res;
   if (op.kind == TileOpKind::ArgReduce) {
     bool is_max = op.attr == "argmax", u = is_unsigned(a.elem);
+    const unsigned w = fl ? 32 : ty->getIntegerBitWidth();
     llvm::Value *worst =
         fl ? llvm::ConstantFP::getInfinity(f32, is_max)
            : llvm::ConstantInt::get(
-                 ty, is_max
-                         ? (u ? llvm::APInt::getMinValue(32) : llvm::APInt::getSignedMinValue(32))
-                         : (u ? llvm::APInt::getMaxValue(32) : llvm::APInt::getSignedMaxValue(32)));
+                 ty, is_max ? (u ? llvm::APInt::getMinValue(w) : llvm::APInt::getSignedMinValue(w))
+                            : (u ? llvm::APInt::getMaxValue(w) : llvm::APInt::getSignedMaxValue(w)));
     llvm::Value *none = b.getInt32(INT32_MAX); // a dead element's index: loses every tie
     for (uint32_t r = 0; r < la.num_regs(); ++r) {
       llvm::Value *j = b.CreateTrunc(reg_coords(la, r)[size_t(op.axis)], i32);
@@ -312,7 +311,7 @@ void Lowerer::tile_reduce(const TOp &op) {
     identity = llvm::Constant::getNullValue(ty);
   else if (fl)
     identity = llvm::ConstantFP::getInfinity(f32, mx);
-  else { // an unsigned type compares unsigned (the AST path's reduce)
+  else { // an unsigned type compares unsigned
     unsigned bits = ty->getIntegerBitWidth();
     bool u = is_unsigned(a.elem);
     identity = llvm::ConstantInt::get(
@@ -339,7 +338,7 @@ void Lowerer::tile_reduce(const TOp &op) {
                   [&](const Part &p, const Part &q) { return Part{combine(p[0], q[0])}; });
   tregs[size_t(rv)].clear();
   const ElemType out = tf->values[size_t(rv)].elem;
-  for (const Part &p : res) // a sum of u8 wraps to u8 (the AST path's)
+  for (const Part &p : res) // a sum of u8 wraps to u8
     tregs[size_t(rv)].push_back(wrap_int(p[0], out));
 }
 
@@ -390,8 +389,7 @@ void Lowerer::tile_scan(const TOp &op) {
     if (ab.space == 1) { // a lane bit: the sibling is lane ^ (1 << k)
       llvm::Value *upper = hw_bit(lane, ab.index);
       for (uint32_t r = 0; r < nregs; ++r) {
-        llvm::Value *y =
-            m.shuffle(b, ShflMode::Bfly, t[r], b.getInt32(1u << ab.index), 31, 0xFFFFFFFFu, line);
+        llvm::Value *y = shuffle_reg(ShflMode::Bfly, t[r], b.getInt32(1u << ab.index), line);
         s[r] = b.CreateSelect(upper, add(s[r], y), s[r]);
         // Lower half first, so both siblings hold the same float sum.
         t[r] = b.CreateSelect(upper, add(y, t[r]), add(t[r], y));
@@ -458,7 +456,7 @@ void Lowerer::tile_scan(const TOp &op) {
       scratch_release();
     p += mb;
   }
-  if (a.elem == ElemType::F16) // the result rounds once, like the AST path
+  if (a.elem == ElemType::F16) // the result rounds once
     for (llvm::Value *&x : s)
       x = b.CreateFPExt(b.CreateFPTrunc(x, b.getHalfTy()), f32);
   for (llvm::Value *&x : s) // a narrow integer's prefix wraps to its width

@@ -2,11 +2,11 @@
 //
 // What this owns: what the lower_*.cpp files and the Lowerer (lowerer.h)
 // share outside the class: the kernel plan (groups with their wait/notify
-// edges as AST expressions, and the tile IR of the bodies that take that
-// path), the shared-memory header offsets and the task loop's polling
-// constants, the register-tile value and a local's storage, the budgets of
-// the weight prefetch and the loop pipelining, and the free helpers of the
-// element conversions, the math builtins and the tensor-core dots. Not
+// edges as AST expressions, and the tile IR of each body), the
+// shared-memory header offsets and the task loop's polling constants, the
+// register-tile value, the budgets of the weight prefetch and the loop
+// pipelining, and the free helpers of the element conversions and the math
+// builtins. Not
 // included outside compiler/lower.
 //
 //===----------------------------------------------------------------------===//
@@ -51,8 +51,7 @@ struct GroupPlan {
   /// Parallel to `waits` for dynamic groups; an empty solved_by means
   /// "enumerate every variable" (always correct, just slower).
   std::vector<EdgeInverse> wait_inverse;
-  /// The body's tile IR when every op of it is ported (lower_tile_*.cpp);
-  /// null: the body is lowered from the AST.
+  /// The body's tile IR (lower_tile_*.cpp lower it).
   const TileFunc *tile = nullptr;
 };
 
@@ -78,9 +77,6 @@ struct KernelPlan {
 constexpr unsigned kSmemGroup = 0, kSmemLinear = 4, kSmemAbort = 8, kSmemPos = 12,
                    kSmemDynDecision = 16, kSmemDynItem = 20, kSmemProgress = 24,
                    kSmemDynTicket = 28, kSmemScratch = kSmemHeaderBytes;
-/// The most f32 accumulators per thread a pipelined K loop keeps in
-/// registers across its iterations (lower_mma.cpp, lower_mma_pipeline.cpp).
-constexpr int64_t kMmaLoopAccRegs = 64;
 static_assert(kSmemDynTicket + 4 <= kSmemScratch, "the shared-memory header overflows");
 /// The group value thread 0 broadcasts when the CTA must stop.
 constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
@@ -89,20 +85,20 @@ constexpr uint32_t kExitGroup = 0xFFFFFFFFu;
 constexpr uint32_t kPollEveryTasks = 16;
 constexpr uint64_t kPollEveryNs = 1000000;
 
-/// Why `f` (the tile IR of task `t`'s body) cannot take the tile lowering
-/// path with `threads` threads per CTA; empty when it can.
-std::string tile_unported(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
-                          unsigned threads);
+
+/// What in `f` (the tile IR of task `t`'s body, with layouts) the
+/// lowering has no form for with `threads` threads per CTA: the op and
+/// why, or empty (lower_tile_control.cpp). Sema and the tile passes keep
+/// every checked program inside it: a gap is an internal compiler error.
+std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
+                              unsigned threads);
 
 /// The weight prefetch (lower/prefetch.cpp): the loads a task with waits
 /// issues before them hold at most this many registers per thread, all
 /// hoisted tiles together (the rest stay after the waits).
 constexpr int64_t kPrefetchRegs = 32;
-/// The top-level `let`/`var` statements of `t`'s body that may run before
-/// its waits (AST path; prefetch.cpp's banner has the rules), in order.
-std::vector<const Stmt *> ast_prefetch(const TaskDecl &t, const std::set<int> &written,
-                                       unsigned threads);
-/// The same for the tile IR path: top-level `load` ops of `f`.
+/// The top-level `load` ops of `f` that may run before its waits
+/// (prefetch.cpp's banner has the rules), in order.
 std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
                                        const std::set<int> &written);
 /// Software pipelining of a tile IR `for` (prefetch.cpp): the loads of
@@ -132,40 +128,15 @@ struct TileVal {
   }
 };
 
-/// Storage of a `let`/`var`: one alloca per register.
-struct LocalSlot {
-  bool set = false;
-  TileVal shape_of; ///< elem/shape; regs unused
-  std::vector<llvm::AllocaInst *> slots;
-};
-
 /// The bf16 bits (i16) of an f32 register, rounded to nearest even, and
-/// back (lower/lower_tile.cpp).
+/// back (lower/lower_convert.cpp).
 llvm::Value *f32_to_bf16_bits(Builder &b, llvm::Value *v);
 llvm::Value *bf16_bits_to_f32(Builder &b, llvm::Value *h);
 /// Rounds an f32 register to the precision of `t` (f16, bf16, FP8); other
 /// types as they are (lower_convert.cpp).
 llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t);
-/// `dot(a, b)` or `dot(a, transpose(b))` of 2-D tiles without keywords: its
-/// a, the expression of b's rows (b itself, or transpose's argument) and
-/// whether b is transposed ([N, K] rows); null a when `e` is not such a call
-/// (lower_mma_operands.cpp; the staged and the chained dots read it).
-struct DotForm {
-  const Expr *a = nullptr, *b = nullptr;
-  bool b_nk = false;
-};
-DotForm dot_form(const Expr &e);
-/// Whether a `dot` call asks for `precision = tf32` (lower_mma_tf32.cpp).
-bool dot_wants_tf32(const Expr &call);
-/// The math function of a builtin (lower_math.cpp); throws for others.
-MathFn math_fn(Builtin f);
 /// The math function a tile IR map spells `name` (exp .. round, pow), or
 /// none.
 std::optional<MathFn> math_fn_named(const std::string &name);
-/// Row stride (f32 elements) of a tensor-core dot's result area
-/// (lower_mma.cpp): N padded to 8 mod 32, so the 8-byte pair stores of one
-/// C fragment (rows g, columns 2t) fill the 32 banks twice: two wavefronts
-/// per 256 bytes, the minimum.
-int64_t mma_result_stride(int64_t n);
 
 } // namespace etl

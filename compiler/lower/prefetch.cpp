@@ -10,25 +10,22 @@
 //   (b) every index, slice bound and keyword argument (pad) is a function of
 //       the task's domain variables, constants, dims and scalar parameters:
 //       no loop variable, no local, no element read of tensor data;
-//   (c) it is a top-level statement of the body: `let`/`var x = load(W[..])`,
-//       possibly under `cast<T>(..)` and `expand(.., axis = a)` (AST path),
-//       or a top-level `load` op of the tile IR without mask or gather (tile
-//       path; the cast and the rest of the statement stay after the waits);
-//       statements between hoisted ones may be anything;
+//   (c) it is a top-level `load` op of the tile IR without mask or gather
+//       (a cast and the rest of its statement stay after the waits); ops
+//       between hoisted ones may be anything;
 //   (d) the task has waits, is not `schedule dynamic`, the kernel has no
 //       dynamic groups (a static task's wait there runs dynamic items, and
 //       the hoisted registers would live across them: decode_layer's o_sum
 //       tile spilled 16 bytes on sm_90 that way), and no hazard barrier
 //       precedes the load (sema/hazards.h);
 //   (e) the hoisted tiles together hold at most kPrefetchRegs registers per
-//       thread (their elements per thread: ceil(numel / T) on the AST path,
-//       the layout's register count on the tile path), in program order
+//       thread (the layout's register count), in program order
 //       until the budget is spent, so the registers live across the wait do
 //       not push the body into spills.
-// lower_kernel.cpp emits the chosen statements (or ops) right after the
-// domain decode and before the waits, and the body skips them.
+// lower_kernel.cpp emits the chosen ops right after the domain decode and
+// before the waits, and the body skips them.
 //
-// Loops (tile IR path only, loop_prefetch): in a `for`, the top-level loads
+// Loops (loop_prefetch): in a `for`, the top-level loads
 // of never-written tensors whose slices name only task variables, dims and
 // the loop variables in scope are software-pipelined: tile_for
 // (lower_tile_control.cpp) issues iteration lo's before the loop (if it
@@ -41,103 +38,9 @@
 //===----------------------------------------------------------------------===//
 #include "lower/lowerer.h"
 
-#include "ast/builtins.h"
 #include "tile/passes.h"
 
 namespace etl {
-
-namespace {
-
-/// A uniform value fixed before the waits: literals, constants, dims,
-/// domain variables, scalar parameters, `inf`, and arithmetic, cdiv, min
-/// and max of those.
-bool fixed_before_waits(const Expr &e) {
-  switch (e.kind) {
-  case ExprKind::IntLit:
-  case ExprKind::FloatLit:
-    return true;
-  case ExprKind::Name:
-    return e.ref == NameRef::Const || e.ref == NameRef::Dim || e.ref == NameRef::TaskIndex ||
-           e.ref == NameRef::Scalar || e.ref == NameRef::Builtin;
-  case ExprKind::Unary:
-  case ExprKind::Binary:
-    break;
-  case ExprKind::Call:
-    if (e.type.is_tile() || !e.kwargs.empty() ||
-        (e.builtin != Builtin::Cdiv && e.builtin != Builtin::Min && e.builtin != Builtin::Max))
-      return false;
-    break;
-  default:
-    return false;
-  }
-  if (e.reads_data)
-    return false;
-  for (const ExprPtr &a : e.args)
-    if (!a || !fixed_before_waits(*a))
-      return false;
-  return true;
-}
-
-/// `load(T[...], pad = ..)` of a never-written tensor whose slice is fixed
-/// before the waits; the load call, or null.
-const Expr *hoistable_load(const Expr &e, const std::set<int> &written) {
-  if (e.kind != ExprKind::Call)
-    return nullptr;
-  if (e.builtin == Builtin::Cast || e.builtin == Builtin::Expand) {
-    for (const KwArg &k : e.kwargs)
-      if (!k.value || !fixed_before_waits(*k.value))
-        return nullptr;
-    return e.args.size() == 1 && e.args[0] ? hoistable_load(*e.args[0], written) : nullptr;
-  }
-  if (e.builtin != Builtin::Load || e.args.size() != 1 || !e.args[0] || e.barrier_before)
-    return nullptr;
-  for (const KwArg &k : e.kwargs)
-    if (k.name != "pad" || !k.value || !fixed_before_waits(*k.value))
-      return nullptr;
-  const Expr &slice = *e.args[0];
-  int t = slice_tensor(slice);
-  if (t < 0 || written.count(t) || written.count(-1))
-    return nullptr;
-  for (size_t i = 1; i < slice.args.size(); ++i) {
-    const Expr &c = *slice.args[i];
-    if (c.kind == ExprKind::Range) {
-      for (const ExprPtr &x : c.args)
-        if (x && !fixed_before_waits(*x))
-          return nullptr;
-    } else if (!fixed_before_waits(c)) {
-      return nullptr;
-    }
-  }
-  return &e;
-}
-
-int64_t numel_of(const Type &t) {
-  int64_t n = 1;
-  for (int64_t d : t.tile_shape)
-    n *= d;
-  return n;
-}
-
-} // namespace
-
-std::vector<const Stmt *> ast_prefetch(const TaskDecl &t, const std::set<int> &written,
-                                       unsigned threads) {
-  std::vector<const Stmt *> out;
-  int64_t regs = 0;
-  for (const StmtPtr &s : t.body) {
-    if ((s->kind != StmtKind::Let && s->kind != StmtKind::Var) || !s->value)
-      continue;
-    const Expr *ld = hoistable_load(*s->value, written);
-    if (!ld || !ld->type.is_tile())
-      continue;
-    int64_t r = (numel_of(ld->type) + threads - 1) / threads;
-    if (regs + r > kPrefetchRegs)
-      break;
-    regs += r;
-    out.push_back(s.get());
-  }
-  return out;
-}
 
 namespace {
 

@@ -119,8 +119,8 @@ private:
   }
 
   /// `a` is an operand of tensor-core dot `e` that goes global -> shared by
-  /// cp.async (a plain load of an f16/bf16 tile: lower_mma.cpp,
-  /// lower_mma_operands.cpp), never through registers.
+  /// cp.async (a plain load of an f16/bf16 tile: lower_tile_mma.cpp),
+  /// never through registers.
   static bool cp_async_operand(const Expr &e, const Expr &a) {
     auto half = [](ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; };
     return e.kind == ExprKind::Call && e.builtin == Builtin::Dot && e.args.size() == 2 &&
@@ -326,7 +326,7 @@ void warn_register_spills(const KernelDecl &k, unsigned threads, const TargetInf
     // sm_90 with o_proj beside it, no spill).
     if (tm)
       for (const TileFunc &f : tm->funcs)
-        if (f.name == t.name && has_mma_dot(f, f.body) && tile_unported(f, k, t, threads).empty()) {
+        if (f.name == t.name && has_mma_dot(f, f.body) && tile_lowering_gap(f, k, t, threads).empty()) {
           tiles = tile_ir_registers(f);
           need = tiles * 5 / 4;
         }

@@ -1,7 +1,6 @@
 //===- tile/build.cpp - Checked AST + task graph -> tile IR ---------------===//
 //
-// Walks each task body as the lowering does (compiler/lower/lower_tile.cpp)
-// but emits IR: every value gets a static shape and element type, numpy
+// Walks each checked task body in program order and emits IR: every value gets a static shape and element type, numpy
 // broadcasts and implicit element conversions become explicit expand,
 // broadcast, splat and cast ops, index arithmetic stays symbolic (an `index`
 // op or a slice part holding the Sym sema computed; an element read of
@@ -36,7 +35,7 @@ unsigned tile_warps(unsigned threads) {
 namespace {
 
 /// `v` in the fewest significant digits that read back as `v` (the
-/// lowering parses the attr: a constant keeps every bit of the AST's).
+/// lowering parses the attr: a constant keeps every bit of the literal).
 std::string number(double v) {
   if (std::isinf(v))
     return v < 0 ? "-inf" : "inf";

@@ -166,7 +166,8 @@ struct TileFunc {
   bool assigned = false;
   /// The first construct of the body the IR does not express (a builtin or
   /// expression build_tile_ir has no op for); empty when it expresses all.
-  /// The LLVM lowering keeps such a body on its AST path.
+  /// Sema keeps checked programs clear of them: the back end reports one as
+  /// an internal compiler error.
   std::string untiled;
   /// After plan_shared: the buffers and the scratch bytes they take (the
   /// most a buffer ends at); `smem_op_by_op`: what reusing the area op by

@@ -13,13 +13,11 @@
 //     lowering issues mma and fragment loads for the real m16 row blocks,
 //     n8 tiles and k steps only (lower/lower_tile_mma.cpp);
 //   - fma_dot: the dots the FMA layout and lower/lower_tile_dot.cpp take:
-//     f32 ones, f16/bf16 ones off the mma shape or of one row (GEMV), as
-//     the AST path's mma_fits decides (and says in the DotFmaPath remark),
-//     and tf32 ones off m16n8k8 or of one row (exact f32, as the AST path's
-//     dot_tf32, with its remark); their registers hold f32 values, so the
-//     products are exact and the sums those of the f32 dot. A 16-bit dot of
-//     the mma shape with K > 256 (tf32: K > 128) is neither (the AST path,
-//     lower/lower_tile_control.cpp);
+//     f32 ones; f16/bf16 and tf32 ones off the mma shape, of one row (GEMV)
+//     or with more k steps than one dot unrolls (K > 256, tf32 K > 128), each
+//     with a DotFmaPath remark saying which; their registers hold f32
+//     values, so the products are exact and the sums those of the f32 dot
+//     (a tf32 one's operands are not rounded);
 //   - its result: mma_layout(Acc, [M, N], warps, col_warps): warps own row
 //     blocks, and split the columns too where the rows run out (M / 16 <
 //     warps) or, in a K loop's `acc + dot`, where a warp tile loads fewer
@@ -90,8 +88,6 @@ bool fma_dot(const TileFunc &f, const TOp &op, std::string *why) {
     return false;
   if (!tf32 && (a.elem != b.elem || a.elem == ElemType::F32)) // no tensor-core dot: no remark
     return true;
-  // The reasons of the AST path's mma_fits (lower/lower_mma.cpp) and
-  // dot_tf32 (lower/lower_mma_tf32.cpp).
   const int64_t ks = mma_k_step(op);
   std::string r;
   if (a.shape.size() == 1)
@@ -100,6 +96,9 @@ bool fma_dot(const TileFunc &f, const TOp &op, std::string *why) {
     r = "its shape [" + std::to_string(M) + ", " + std::to_string(K) + "] x [" +
         std::to_string(K) + ", " + std::to_string(N) + "] is not a multiple of the " +
         (tf32 ? "tf32 mma shape (M % 16, K % 8, N % 8)" : "mma shape (M % 16, K % 16, N % 8)");
+  else if (K / ks > 16)
+    r = "its K = " + std::to_string(K) + " is more than the " + std::to_string(16 * ks) +
+        " one dot unrolls (16 k" + std::to_string(ks) + " steps); split K with a loop";
   else
     return false; // tensor cores (mma_dot), or none of the tile IR's dots
   if (why)

@@ -55,8 +55,8 @@ std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, const TargetInfo &ta
 /// (TileFunc::smem_budget); smem_over_budget reports a body past it.
 void plan_shared(TileModule &m, const TargetInfo &target);
 /// After plan_shared: does `f`'s scratch (smem_bytes) exceed its budget?
-/// Such a body cannot take the tile IR path (lower/lower_tile_control.cpp,
-/// tile_unported); --emit=tile says so under its buffers.
+/// Such a body is a resource-limit error (lower/backend.cpp, run_backend);
+/// --emit=tile says so under its buffers.
 bool smem_over_budget(const TileFunc &f);
 
 /// Bytes of shared memory op `op` of `f` stages through (the lowering's

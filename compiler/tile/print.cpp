@@ -259,7 +259,7 @@ void print_smem(const TileFunc &f, std::ostringstream &os) {
      << "), trailing barriers kept: " << kept << " of " << f.smem.size() << "\n";
   if (smem_over_budget(f))
     os << "  // shared memory over the budget: " << f.smem_bytes << " bytes of scratch, the "
-       << "targets allow " << f.smem_budget << " (the body takes the AST path)\n";
+       << "targets allow " << f.smem_budget << " (a resource-limit error)\n";
   for (size_t i = 0; i < f.smem.size(); ++i) {
     const SmemBuffer &b = f.smem[i];
     os << "  //   #S" << i << " @" << b.offset << " " << b.bytes << " bytes align " << b.align

@@ -28,15 +28,14 @@
 //   4. barriers: op by op, in body order, the trailing barrier is dropped
 //      when the packing with that buffer's longer range still fits in what
 //      the body took op by op (its largest buffer), so no CTA needs more
-//      shared memory than before (a body that falls back to the AST path
-//      never lends its budget to another).
+//      shared memory than before.
 //
 // The lowering (lower/lower_tile_*.cpp) stages each op at its buffer's
 // offset and emits the trailing barrier only where `barrier_after` says.
 // The scratch a body may take is what the compilation's targets allow
 // (target/target.h, TargetInfo::smem_budget, less the header); a body
-// whose buffers need more is reported (smem_over_budget) and keeps the
-// AST path.
+// whose buffers need more is reported (smem_over_budget), and the back end
+// stops with a resource-limit error.
 //
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"

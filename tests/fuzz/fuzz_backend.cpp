@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "driver/pipeline.h"
+#include "../unit/lower/backend_harness.h"
 #include "lower/backend.h"
 
 #include <cstddef>
@@ -25,9 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string rendered = c.diag.render();
   if (!ok)
     return 0;
-  etl::BackendOptions opts;
-  etl::BackendResult be =
-      etl::run_backend(*c.program, c.program->kernels[0], c.graph, {"sim", "sm_90"}, opts);
+  etl::BackendResult be = etl::testing::lower_compiled(c, {"sim", "sm_90"});
   if (!be.ok && !be.resource_limit) {
     std::fprintf(stderr, "fuzz_backend: internal compiler error on a checked program: %s\n",
                  be.error.c_str());

@@ -2,7 +2,8 @@
 //
 // The code-generation options of `etlc compile`, through the etlc binary (the
 // command line's own validation lives in driver/main.cpp): `--threads N` is a
-// multiple of 32 in 32 .. 1024 or a usage error (exit 2) that says so, and
+// power-of-two number of warps in 32 .. 1024 or a usage error (exit 2) that
+// says so, and
 // sets the kernel's .maxntid; `--fmad=false` turns off multiply-add
 // contraction on NVPTX; sim code is the same either way (it never fuses).
 //
@@ -38,13 +39,13 @@ bool has(const std::string &s, const char *what) { return s.find(what) != std::s
 
 } // namespace
 
-TEST_CASE("etlc --threads: whole warps in 32 .. 1024, else a usage error that says so") {
-  for (const char *bad : {"48", "0", "16", "2048", "1056"}) {
+TEST_CASE("etlc --threads: a power-of-two number of warps in 32 .. 1024, else a usage error") {
+  for (const char *bad : {"48", "0", "16", "2048", "1056", "96", "160"}) {
     CAPTURE(bad);
     Run r = etlc(std::string("--emit=ptx --target sm_90 --threads ") + bad);
     CHECK(r.code == 2);
     CHECK(has(r.out, (std::string("--threads ") + bad).c_str()));
-    CHECK(has(r.out, "multiple of 32 (whole warps) in 32 .. 1024"));
+    CHECK(has(r.out, "must be 32, 64, 128, 256, 512 or 1024"));
     CHECK(!has(r.out, ".entry"));
   }
   Run neg = etlc("--emit=ptx --target sm_90 --threads -32");

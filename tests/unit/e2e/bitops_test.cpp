@@ -147,7 +147,7 @@ kernel pc<N: dim>(a: tensor<i32>[N], b: tensor<i64>[N], y: tensor<i32>[3, N])
   o.threads_per_cta = 32;
   std::string out, err, lines;
   REQUIRE(testing::compile_text_tile_debug(src, o, "lowering ", out, err, lines) == 0);
-  CHECK(lines == "lowering t: tile IR\n"); // not "AST (map.popc)"
+  CHECK(lines == "lowering t: tile IR\n");
   std::vector<int32_t> a(N);
   std::vector<int64_t> b(N);
   const int64_t edge[] = {0, -1, 1, INT64_MIN, INT64_MAX, -2, 0x5555555555555555, -128};

@@ -3,8 +3,8 @@
 // For tests that decorate the target's machine (BackendOptions::
 // wrap_machine): ForwardingMachine hands every operation to the machine it
 // wraps; a test derives from it and overrides only the operations it
-// changes (async_wait_test.cpp drops cp.async waits, tile_fallback_test.cpp
-// refuses the tile IR path's non-coherent loads).
+// changes (async_wait_test.cpp drops cp.async waits, lower_error_test.cpp
+// refuses non-coherent loads).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

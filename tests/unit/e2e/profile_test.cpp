@@ -198,7 +198,7 @@ TEST_CASE("profile: shared memory, a transposed tile's 4-way bank conflicts and 
   // fewer_stores): the 8 rows are 4 lines apart, so the 16-byte chunk
   // swizzle by line mod 8 puts them at 2 positions: 8 banks, 4 wavefronts
   // per write; the rows are read back as 16-byte vectors, conflict-free.
-  // (The AST path wrote rows and read columns: 32-way.) The [128, 1]
+  // The [128, 1]
   // operand broadcast along the rows is read by
   // the 8 lanes of a warp that share a row at one word: one wavefront (its
   // rows change warps, so it goes through scratch; a [32] one every warp

@@ -1,4 +1,4 @@
-// End-to-end tests of the reductions and scans (compiler/lower/lower_reduce.cpp):
+// End-to-end tests of the reductions and scans (compiler/lower/lower_tile_reduce.cpp):
 // sum/max/min along both axes, the full sum, argmax/argmin, bool counts and
 // cumsum, for tile shapes that take the warp-shuffle path (power-of-two
 // rows, an outermost axis of any extent) and shapes that take the serial

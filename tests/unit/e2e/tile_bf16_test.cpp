@@ -17,7 +17,7 @@
 //   examples decode_layer's (chunk, merge, o_sum, down_sum), moe_layer's
 //            (combine) and moe_bf16's (gather, combine) bf16 bodies take the
 //            tile path (ETL_TILE_DEBUG's lowering lines); the rest of their
-//            bodies have bf16 tensor-core dots (the AST path's mma).
+//            bodies have bf16 tensor-core dots.
 //
 //===----------------------------------------------------------------------===//
 #include "../target/ptx_programs.h"

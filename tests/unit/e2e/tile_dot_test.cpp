@@ -4,7 +4,7 @@
 //
 //   path     f32 dots (the default `precision = ieee`), in K loops, with
 //            non-power-of-two tiles and one-row dots, are lowered from the
-//            tile IR (tile_unported says ""), and so are f16 and
+//            tile IR (tile_lowering_gap says ""), and so are f16 and
 //            `precision = tf32` dots of one m16 row block (tensor cores:
 //            tile_mma_test.cpp, tile_tf32_test.cpp);
 //   sim      ragged GEMMs (M, N, K not multiples of the tiles) with small
@@ -66,7 +66,7 @@ kernel g<M: dim, N: dim, K: dim>(a: tensor<f32>[M, K], b: tensor<f32>[K, N],
 }
 )";
 
-/// tile_unported of every task of the first kernel of `text` at `threads`.
+/// tile_lowering_gap of every task of the first kernel of `text` at `threads`.
 std::map<std::string, std::string> paths(const std::string &text, unsigned threads) {
   Compilation c;
   c.file = c.sm.add("t.etl", text);
@@ -80,7 +80,7 @@ std::map<std::string, std::string> paths(const std::string &text, unsigned threa
   for (const TileFunc &f : m.funcs)
     for (const TaskDecl &t : k.tasks)
       if (t.name == f.name)
-        out[f.name] = tile_unported(f, k, t, threads);
+        out[f.name] = tile_lowering_gap(f, k, t, threads);
   return out;
 }
 

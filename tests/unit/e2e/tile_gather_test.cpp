@@ -8,7 +8,7 @@
 //            out-of-range indexes in masked-off lanes (the sim checks every
 //            access: a masked-off lane touching memory fails the run) and
 //            out-of-range indexes in live lanes (they read the pad and
-//            write nothing, as on the AST path);
+//            write nothing);
 //   decode   the shipped decode_attention: its `chunk` task takes the tile
 //            path, its result matches a reference, and the sim profile shows
 //            the gathered K/V rows moved by 128-bit accesses (>= 90 % of the

@@ -1,8 +1,8 @@
 //===- tests/unit/e2e/tile_port_test.cpp - Bodies ported to the tile IR ---===//
 //
-// What this pins (issue 28's port, docs/ARCHITECTURE.md "Porting the
-// lowering to the tile IR"): bodies that used to need the AST path take the
-// tile IR path (ETL_TILE_DEBUG's "lowering GROUP: tile IR"), and on sim every
+// What this pins (docs/ARCHITECTURE.md "Lowering the tile IR, family by
+// family"): bodies of every op family compile (ETL_TILE_DEBUG's "lowering
+// GROUP: tile IR"), and on sim every
 // tensor ends with the bytes a reference computed here says, element by
 // element (grammar/REFERENCE.md's rules; NaN equals any NaN, its payload is
 // not specified):
@@ -993,7 +993,7 @@ TEST_CASE("tile port: mma_hoist_budget's [160, 150] transpose beside a K loop ta
   // two-stage ring of k (2 x 16 x 128 bf16) does not fit beside it, so each
   // dot stages its b (4096 bytes, sharing the area); for sim alone (the
   // largest GPU's budget) the ring stays. examples_backend_test.cpp checks
-  // the AST path's budget retry on the same program.
+  // the kernels' shared-memory sizes.
   const std::string file = std::string(ETL_SOURCE_DIR) + "/tests/unit/target/mma_hoist_budget.etl";
   std::filesystem::path dir = std::filesystem::path(ETL_TEST_BINARY_DIR) / "e2e_programs";
   std::filesystem::create_directories(dir);

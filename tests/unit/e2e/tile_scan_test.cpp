@@ -1,8 +1,7 @@
 //===- tests/unit/e2e/tile_scan_test.cpp - argmax/argmin and cumsum on the tile IR -===//
 //
-// What this pins: argreduce and scan bodies take the tile-IR path
-// (lower/lower_tile_reduce.cpp; ETL_TILE_DEBUG says "tile IR", not "AST
-// (argreduce)" / "AST (scan)"), and their results are right on sim for
+// What this pins: argreduce and scan bodies (lower/lower_tile_reduce.cpp)
+// give the right results on sim for
 // layouts whose axis bits lie in registers, lanes and warps (and a run of
 // warp bits below a register bit: [1, 1024] at 128 threads), with dead
 // elements (extents that are not powers of two), ties (the first extremum

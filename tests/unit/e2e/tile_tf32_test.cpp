@@ -10,8 +10,8 @@
 //            tf32 dots the exact FMA dot with the DotFmaPath remark;
 //   sim      operands that are not tf32 values (rounding matters: the sim
 //            mma truncates an unrounded operand): every dot equals an f32
-//            k-order sum of cvt.rna-rounded products and the AST path
-//            (ETL_TILE_LOWERING=0) bit for bit, ragged M (the last tile
+//            k-order sum of cvt.rna-rounded products bit for bit, ragged
+//            M (the last tile
 //            partial), operands off a 16-byte base (cp.async falls back to
 //            element copies), under the race check, at 1 and 4 warps.
 //
@@ -124,7 +124,7 @@ kernel od(a: tensor<f32>[32, 24], b: tensor<f32>[24, 16], c: tensor<f32>[32, 16]
   CHECK(mmas == 3);
 }
 
-TEST_CASE("tile tf32: dots equal a k-order sum of rounded products and the AST path bit for bit") {
+TEST_CASE("tile tf32: dots equal a k-order sum of rounded products bit for bit") {
   const int64_t M = 100;
   std::vector<float> a(M * 32), b(32 * 32), k(32 * 32);
   for (size_t i = 0; i < a.size(); ++i)
@@ -159,17 +159,12 @@ TEST_CASE("tile tf32: dots equal a k-order sum of rounded products and the AST p
         0, [&](int64_t q) { return b[size_t(q * 32 + n)]; }, false);
   struct Run {
     unsigned threads;
-    bool race, ast;
+    bool race;
     size_t shift; // b and k this many floats past a 16-byte boundary
-  } runs[] = {{32, false, false, 0},
-              {128, false, false, 0},
-              {128, true, false, 0},
-              {128, false, true, 0},
-              {128, false, false, 1}};
+  } runs[] = {{32, false, 0}, {128, false, 0}, {128, true, 0}, {128, false, 1}};
   for (const Run &rn : runs) {
     CAPTURE(rn.threads);
     CAPTURE(rn.race);
-    CAPTURE(rn.ast);
     CAPTURE(rn.shift);
     std::vector<float> bs(b.size() + 4), ks(k.size() + 4);
     std::copy(b.begin(), b.end(), bs.begin() + long(rn.shift));
@@ -179,8 +174,6 @@ TEST_CASE("tile tf32: dots equal a k-order sum of rounded products and the AST p
     RunOptions ro;
     ro.threads_per_cta = rn.threads;
     ro.race_check = rn.race;
-    if (rn.ast)
-      setenv("ETL_TILE_LOWERING", "0", 1);
     std::string err = compile_and_run(kTf32, "tile_tf32", {{"M", M}},
                                       {{"a", a.data(), ETL_F32, {M, 32}},
                                        {"b", bs.data() + rn.shift, ETL_F32, {32, 32}},
@@ -192,7 +185,6 @@ TEST_CASE("tile tf32: dots equal a k-order sum of rounded products and the AST p
                                        {"cv", cv.data(), ETL_F32, {M, 32}},
                                        {"r", r.data(), ETL_F32, {32}}},
                                       ro);
-    unsetenv("ETL_TILE_LOWERING");
     REQUIRE_MESSAGE(err.empty(), err);
     int bad_c = 0, bad_t = 0, bad_l = 0, bad_w = 0, bad_v = 0, bad_r = 0;
     for (size_t i = 0; i < c.size(); ++i) {

@@ -12,6 +12,7 @@
 #include "driver/pipeline.h"
 #include "lower/backend.h"
 
+#include "../lower/backend_harness.h"
 #include "../lower/sim_harness.h"
 
 #include "../skip.h"
@@ -65,7 +66,7 @@ std::unique_ptr<Compiled> compile(const std::string &src, const std::vector<std:
   REQUIRE(ok);
   BackendOptions opts;
   opts.threads_per_cta = threads;
-  r->result = run_backend(*r->c.program, r->c.program->kernels[0], r->c.graph, targets, opts);
+  r->result = testing::lower_compiled(r->c, targets, opts);
   INFO(r->result.error);
   REQUIRE(r->result.ok);
   return r;

@@ -9,6 +9,7 @@
 // also compile for sm_80/sm_90 and ptxas assembles them.
 //
 //===----------------------------------------------------------------------===//
+#include "backend_harness.h"
 #include "frontend/parser.h"
 #include "lower/backend.h"
 #include "sema/check.h"
@@ -31,33 +32,27 @@ using namespace etl::testing;
 namespace {
 
 struct Compiled {
-  SourceManager sm;
-  std::unique_ptr<Program> program;
-  TaskGraph graph;
+  Compilation c;
   BackendResult result;
   std::string diags;
 };
 
 std::unique_ptr<Compiled> compile(const std::string &src, const std::vector<std::string> &targets,
-                                  unsigned threads = 8) {
-  auto c = std::make_unique<Compiled>();
-  FileId id = c->sm.add("test.etl", src);
-  Diag diag(c->sm);
-  c->program = parse_program(id, c->sm, diag);
-  REQUIRE(c->program);
-  bool ok = !diag.has_errors() && check_program(*c->program, diag, target_info(targets));
-  c->diags = diag.render();
-  INFO(c->diags);
+                                  unsigned threads = 32) {
+  auto r = std::make_unique<Compiled>();
+  r->c.file = r->c.sm.add("test.etl", src);
+  r->c.target = target_info(targets);
+  bool ok = compile_front(r->c);
+  r->diags = r->c.diag.render();
+  INFO(r->diags);
   REQUIRE(ok);
-  REQUIRE(c->program->kernels.size() == 1);
-  c->graph = build_task_graph(c->program->kernels[0], diag);
-  REQUIRE_FALSE(diag.has_errors());
+  REQUIRE(r->c.program->kernels.size() == 1);
   BackendOptions opts;
   opts.threads_per_cta = threads;
-  c->result = run_backend(*c->program, c->program->kernels[0], c->graph, targets, opts);
-  INFO(c->result.error);
-  REQUIRE(c->result.ok);
-  return c;
+  r->result = testing::lower_compiled(r->c, targets, opts);
+  INFO(r->result.error);
+  REQUIRE(r->result.ok);
+  return r;
 }
 
 /// A tensor argument: its bytes, bound at the tensor's slot.
@@ -69,12 +64,12 @@ struct Buffer {
 /// Runs every task of every group (no events: the tasks are independent)
 /// on `ctas` CTAs; `tasks[g]` is the number of tasks of group g.
 void run(const Compiled &c, const std::vector<int64_t> &dims, const std::vector<Buffer> &tensors,
-         const std::vector<uint32_t> &tasks, unsigned ctas = 2, unsigned threads = 8) {
+         const std::vector<uint32_t> &tasks, unsigned ctas = 2, unsigned threads = 32) {
   std::vector<std::pair<uint32_t, uint32_t>> counts;
   for (uint32_t g = 0; g < tasks.size(); ++g)
     counts.push_back({g, tasks[g]});
   SimLaunch launch(counts, ctas);
-  const KernelDecl &k = c.program->kernels[0];
+  const KernelDecl &k = c.c.program->kernels[0];
   ArgLayout L = arg_layout(k);
   REQUIRE(dims.size() == k.dims.size());
   REQUIRE(tensors.size() == k.tensors.size());

@@ -369,7 +369,7 @@ TEST_CASE("sim mma: cp.async-pipelined K loops (programs/mma_pipeline.etl, three
 }
 
 TEST_CASE("sim mma: a K loop of three dots with a computed A operand and a shared let operand "
-          "(programs/mma_pipeline_multi.etl, lower_mma_pipeline.cpp) is exact on ragged K and "
+          "(programs/mma_pipeline_multi.etl, tile/pipeline.cpp) is exact on ragged K and "
           "race-free") {
   SimProgram sim("mma_pipeline_multi", true);
   if (!sim.prog)
@@ -432,7 +432,7 @@ TEST_CASE("sim mma: a K loop of three dots with a computed A operand and a share
   }
 }
 
-TEST_CASE("sim mma: chained dots (programs/mma_chain.etl, lower_mma_chain.cpp): P handed over "
+TEST_CASE("sim mma: chained dots (programs/mma_chain.etl, P in the A layout): P handed over "
           "in registers equals P through shared memory bit for bit, and the reference, also in a "
           "loop with the inner dot's a hoisted") {
   SimProgram sim("mma_chain", true);
@@ -515,7 +515,7 @@ TEST_CASE("sim mma: chained dots (programs/mma_chain.etl, lower_mma_chain.cpp): 
 }
 
 TEST_CASE("sim mma: warp tiles of a K loop of two dots (programs/mma_warptile.etl, "
-          "lower_mma_warptile.cpp) are exact on ragged shapes and race-free") {
+          "mma_dot_col_warps) are exact on ragged shapes and race-free") {
   SimProgram sim("mma_warptile", true);
   if (!sim.prog)
     return;

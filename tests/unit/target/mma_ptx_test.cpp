@@ -1,7 +1,7 @@
 //===- tests/unit/target/mma_ptx_test.cpp - Tensor-core dots in PTX ------===//
 //
 // What this covers: f16/bf16 `dot`s on the tensor-core path
-// (compiler/lower/lower_mma.cpp) compiled for sm_80 and sm_90:
+// (compiler/lower/lower_tile_mma.cpp) compiled for sm_80 and sm_90:
 // examples/gemm (bf16, n16 blocks) and tests/unit/runtime/programs/mma_dot.etl
 // (bf16 with n8 blocks, f16) have mma.sync m16n8k16 with f32 accumulation
 // and ldmatrix (.x4 for A, .trans for the row-major B; plain for the b of
@@ -322,9 +322,8 @@ TEST_CASE("f16/bf16 dots: every K loop of dots in examples/decode_layer and "
 TEST_CASE("f16/bf16 dots: a chained dot's A operand stays in registers (no shared-memory stores "
           "of P)") {
   // tests/unit/target/mma_chain_pv.etl is attention's P V as one expression;
-  // mma_chain_pv_split.etl the same with q k^T in a `let`. On the AST path
-  // the `let` sent P to shared memory as 16-bit stores; on the tile IR both
-  // take the A layout for P (mma_dot_col_warps keeps row blocks per warp
+  // mma_chain_pv_split.etl the same with q k^T in a `let`. Both take the A
+  // layout for P (mma_dot_col_warps keeps row blocks per warp
   // for a dot that feeds another's a, the 2 blocks over 4 warps replicated),
   // so both have only the stores that stage q, k and v: the same number.
   const std::regex st16(R"(st\.shared(\.v[248])?\.[ub]16)");

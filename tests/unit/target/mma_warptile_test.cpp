@@ -7,9 +7,9 @@
 // fragments once per warp tile: at most one ldmatrix per two mma in the PTX
 // of the K loop. tests/unit/runtime/programs/mma_warptile.etl (64 x 64, two
 // dots sharing b: a 16 x 32 warp tile per accumulator) loads them once per
-// dot: 3 ldmatrix per 4 mma (the AST path shared b's fragments between the
-// two dots, LLVM merging the loads: 1 per 2; the tile IR reads each dot's
-// operands by its own ldmatrix). 0 ptxas spills on sm_80 and sm_90. Their
+// dot: 3 ldmatrix per 4 mma (one per 2 would do if the two dots shared b's
+// fragments; the tile IR reads each dot's operands by its own ldmatrix).
+// 0 ptxas spills on sm_80 and sm_90. Their
 // sim results (bit for bit on integer data): sim_mma_test.cpp and the gemm
 // example's tests; the sim's ldmatrix count: example_gemm_tensor_core_share.
 //
@@ -76,8 +76,8 @@ TEST_CASE("examples/gemm: 32 x 64 warp tiles, 3 ldmatrix per 8 mma, within 255 r
     // The accumulators persist across a three-stage ring (wait_group S - 2).
     CHECK(count(ptx, "cp.async.wait_group 1;") == 1);
     // 64 accumulator registers plus the 64 of the result: no spill only
-    // while their offsets stay in the task (lower_mma.cpp's opaque thread
-    // index; without it ptxas spilled 336 / 592 bytes on sm_80 / sm_90).
+    // while their offsets stay in the task (the ring body's opaque thread
+    // index, Machine::opaque_zero; without it ptxas spilled 336 / 592 bytes on sm_80 / sm_90).
     long spills = ptxcheck::ptxas_spills(ptx, target);
     if (spills < 0) {
       ETL_TEST_SKIP("ptxas not found at configure time: skipping the spill check");

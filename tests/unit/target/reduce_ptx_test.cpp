@@ -1,6 +1,6 @@
 //===- tests/unit/target/reduce_ptx_test.cpp - Reductions by shfl.sync ---===//
 //
-// The PTX of reductions (compiler/lower/lower_reduce.cpp): row sums, maxima
+// The PTX of reductions (compiler/lower/lower_tile_reduce.cpp): row sums, maxima
 // and argmax reduce across lanes with `shfl.sync.bfly` over the full warp,
 // and no loop without a barrier reads shared memory (the serial walk of a
 // row by one thread is gone); a hand-written serial walk of scratch shows

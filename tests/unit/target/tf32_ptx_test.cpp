@@ -1,7 +1,7 @@
 //===- tests/unit/target/tf32_ptx_test.cpp - tf32 dots in PTX -------------===//
 //
 // What this covers: `dot(a, b, precision = tf32)` of f32 tiles
-// (compiler/lower/lower_mma_tf32.cpp) compiled for sm_80 and sm_90
+// (compiler/lower/lower_tile_mma.cpp) compiled for sm_80 and sm_90
 // (tests/unit/runtime/programs/mma_tf32.etl): the PTX has
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and cvt.rna.tf32.f32,
 // ptxas accepts it with no spills, the mma calls are convergent in the LLVM

@@ -285,7 +285,7 @@ TEST_CASE("mma m16n8k16 layouts: PTX's fragment maps, exactly") {
 }
 
 TEST_CASE("mma m16n8k16 layouts: the accumulators of two adjacent n8 tiles are the A fragment "
-          "of one k16 slice (chained dots pack them in place, lower/lower_mma_chain.cpp)") {
+          "of one k16 slice (chained dots read P in place, lower/lower_tile_mma.cpp)") {
   // Accumulator element index e (an f32 register) and A element index e
   // (half e & 1 of packed register e >> 1) hold the same coordinate, for
   // every lane and warp: A register r is the pair (acc[2r], acc[2r + 1]).

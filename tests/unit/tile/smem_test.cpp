@@ -178,8 +178,7 @@ TEST_CASE("plan_shared: a lone staging op in a loop keeps its barrier") {
   CHECK(f.smem_bytes <= f.smem_op_by_op);
 }
 
-TEST_CASE("plan_shared: a body whose scratch passes the targets' budget is reported and keeps "
-          "the AST path") {
+TEST_CASE("plan_shared: a body whose scratch passes the targets' budget is reported") {
   auto t = planned(kTwoReduces);
   TileFunc &f = t->m.funcs.at(0);
   // Planned for every target (the test Compilation's): 99 KiB less the
@@ -188,7 +187,7 @@ TEST_CASE("plan_shared: a body whose scratch passes the targets' budget is repor
   CHECK_FALSE(smem_over_budget(f));
   CHECK(print_tile(t->m).find("over the budget") == std::string::npos);
   const KernelDecl &k = t->c.program->kernels[0];
-  CHECK(tile_unported(f, k, k.tasks.at(0), 256).empty());
+  CHECK(tile_lowering_gap(f, k, k.tasks.at(0), 256).empty());
   // Targets that allow exactly the 128 bytes of scratch, then one byte less.
   TargetInfo tight = t->c.target;
   tight.smem_budget = kSmemHeaderBytes + 128;
@@ -200,8 +199,6 @@ TEST_CASE("plan_shared: a body whose scratch passes the targets' budget is repor
   CHECK(f.smem_bytes == 128); // the plan is the same; only the report changes
   CHECK(smem_over_budget(f));
   CHECK(print_tile(t->m).find("// shared memory over the budget: 128 bytes of scratch, the "
-                              "targets allow 127 (the body takes the AST path)") !=
+                              "targets allow 127 (a resource-limit error)") !=
         std::string::npos);
-  CHECK(tile_unported(f, k, k.tasks.at(0), 256) ==
-        "shared memory: 128 bytes of scratch, over the 127 the targets allow");
 }
