@@ -5,6 +5,7 @@
 // nearest code with ties to even, saturating past the largest finite value
 // (infinities included) and keeping NaN, and arithmetic on FP8 tiles rounds
 // each result to the type.
+#include "../number_refs.h"
 #include "compile_run.h"
 
 #include <etl/etl.h>
@@ -20,46 +21,9 @@
 namespace etl {
 namespace {
 using testing::compile_and_run;
+using testing::fp8_decode;
+using testing::fp8_encode;
 
-/// The value of FP8 code `c` (OCP FP8: E4M3 bias 7, S.1111.111 NaN, no
-/// infinities; E5M2 bias 15, IEEE-like).
-double decode(uint8_t c, bool e4) {
-  int sign = c >> 7, M = e4 ? 3 : 2, bias = e4 ? 7 : 15;
-  int e = (c & 0x7F) >> M, m = c & ((1 << M) - 1);
-  double v;
-  if (e4 && e == 15 && m == 7)
-    return NAN;
-  if (!e4 && e == 31)
-    v = m ? NAN : INFINITY;
-  else if (e == 0)
-    v = std::ldexp(double(m), 1 - bias - M);
-  else
-    v = std::ldexp(1.0 + double(m) / (1 << M), e - bias);
-  return sign ? -v : v;
-}
-
-/// The code of `x` by search: the nearest finite code, ties to the even code;
-/// saturating; NaN to the canonical NaN (sign kept).
-uint8_t encode(float x, bool e4) {
-  uint8_t sign = std::signbit(x) ? 0x80 : 0;
-  if (std::isnan(x))
-    return uint8_t(sign | (e4 ? 0x7F : 0x7E));
-  if (std::isinf(x)) // saturates: the largest finite value
-    return uint8_t(sign | (e4 ? 0x7E : 0x7B));
-  double ax = std::fabs(double(x)), best_d = INFINITY;
-  int best = 0;
-  for (int c = 0; c < 128; ++c) {
-    double v = decode(uint8_t(c), e4);
-    if (std::isnan(v) || std::isinf(v))
-      continue;
-    double d = std::fabs(v - ax);
-    if (d < best_d || (d == best_d && (c & 1) == 0)) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return uint8_t(sign | best);
-}
 
 } // namespace
 
@@ -114,7 +78,7 @@ kernel fp8<N: dim>(c4: tensor<f8e4m3>[256], c5: tensor<f8e5m2>[256], d: tensor<f
   for (int c = 0; c < 256; ++c) {
     INFO("code " << c);
     for (int t = 0; t < 2; ++t) {
-      double want = decode(uint8_t(c), t == 0);
+      double want = fp8_decode(uint8_t(c), t == 0);
       float got = d[size_t(t * 256 + c)];
       if (std::isnan(want))
         CHECK(std::isnan(got));
@@ -125,14 +89,14 @@ kernel fp8<N: dim>(c4: tensor<f8e4m3>[256], c5: tensor<f8e5m2>[256], d: tensor<f
   for (int64_t k = 0; k < N; ++k) {
     float v = x[size_t(k)];
     INFO("k=" << k << " x=" << v);
-    CHECK(int(y4[size_t(k)]) == int(encode(v, true)));
-    CHECK(int(y5[size_t(k)]) == int(encode(v, false)));
+    CHECK(int(y4[size_t(k)]) == int(fp8_encode(v, true)));
+    CHECK(int(y5[size_t(k)]) == int(fp8_encode(v, false)));
     // a + a * 0.5 in f8e4m3: a * 0.5 rounded, then the sum rounded
-    float a = float(decode(encode(v, true), true));
-    float h = float(decode(encode(a * 0.5f, true), true));
-    CHECK(int(s4[size_t(k)]) == int(encode(a + h, true)));
-    float b = float(decode(encode(v, false), false));
-    CHECK(int(s5[size_t(k)]) == int(encode(b * b, false)));
+    float a = float(fp8_decode(fp8_encode(v, true), true));
+    float h = float(fp8_decode(fp8_encode(a * 0.5f, true), true));
+    CHECK(int(s4[size_t(k)]) == int(fp8_encode(a + h, true)));
+    float b = float(fp8_decode(fp8_encode(v, false), false));
+    CHECK(int(s5[size_t(k)]) == int(fp8_encode(b * b, false)));
   }
 }
 

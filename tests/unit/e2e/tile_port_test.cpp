@@ -46,6 +46,7 @@
 //            sm_86's shared-memory budget.
 //
 //===----------------------------------------------------------------------===//
+#include "../number_refs.h"
 #include "compile_run.h"
 
 #include <doctest/doctest.h>
@@ -67,6 +68,9 @@ using testing::Bind;
 using testing::compile_and_run;
 using testing::compile_text_tile_debug;
 using testing::ScalarArg;
+
+/// FP8 code `c`'s value (every one is an f32).
+float fp8_val(uint8_t c, bool e4) { return float(testing::fp8_decode(c, e4)); }
 
 /// A tensor of a run: its name, type, shape and initial bytes; `out`: the
 /// run writes it.
@@ -259,44 +263,6 @@ float bf16_val(uint16_t h) { return f32_of(uint32_t(h) << 16); }
 float h16(float v) { return f16_val(f16_rne(v)); }   ///< v rounded to f16
 float b16(float v) { return bf16_val(bf16_rne(v)); } ///< v rounded to bf16
 
-/// The value of FP8 code `c` (OCP FP8: e4m3 bias 7, S.1111.111 NaN, no
-/// infinities; e5m2 bias 15, IEEE-like).
-float fp8_val(uint8_t c, bool e4) {
-  int M = e4 ? 3 : 2, bias = e4 ? 7 : 15;
-  int e = (c & 0x7F) >> M, m = c & ((1 << M) - 1);
-  float v;
-  if (e4 && e == 15 && m == 7)
-    v = NAN;
-  else if (!e4 && e == 31)
-    v = m ? NAN : INFINITY;
-  else if (e == 0)
-    v = std::ldexp(float(m), 1 - bias - M);
-  else
-    v = std::ldexp(1.0f + float(m) / float(1 << M), e - bias);
-  return (c & 0x80) ? -v : v;
-}
-/// The FP8 code of `x` by search: the nearest finite code, ties to the even
-/// code; saturating past the largest finite value (infinities too); NaN to NaN.
-uint8_t fp8_rne(float x, bool e4) {
-  uint8_t sign = std::signbit(x) ? 0x80 : 0;
-  if (std::isnan(x))
-    return uint8_t(sign | (e4 ? 0x7F : 0x7E));
-  double ax = std::fabs(double(x)), best_d = INFINITY;
-  if (ax >= (e4 ? 448.0 : 57344.0)) // saturates (infinities too)
-    return uint8_t(sign | (e4 ? 0x7E : 0x7B));
-  int best = 0;
-  for (int c = 0; c < 128; ++c) {
-    double v = double(fp8_val(uint8_t(c), e4));
-    if (std::isnan(v) || std::isinf(v))
-      continue;
-    double d = std::fabs(v - ax);
-    if (d < best_d || (d == best_d && (c & 1) == 0)) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return uint8_t(sign | best);
-}
 
 /// cast<I>(v) of a float: toward zero, saturated to I's range, NaN -> 0.
 template <class I> I sat(float v) {
@@ -432,10 +398,10 @@ std::vector<std::vector<uint8_t>> narrow_reference(const std::vector<Buf> &in, s
       put(want[15], k, float(uw) + float(up) + float(sat<uint32_t>(v)) + e5);
       put(want[15], n + k,
           float(ua) * 0.5f + float(sb) + float(sq) * 0.25f + float(int8_t(int8_t(up) - sq)));
-      float f4 = fp8_val(fp8_rne(e4 * 0.5f, true), true);
-      want[16][k] = fp8_rne(f4 + fp8_val(fp8_rne(v, true), true), true);
-      float f5 = fp8_val(fp8_rne(std::exp(e5), false), false);
-      want[17][k] = fp8_rne(f5 + fp8_val(fp8_rne(v, false), false), false);
+      float f4 = fp8_val(testing::fp8_encode(e4 * 0.5f, true), true);
+      want[16][k] = testing::fp8_encode(f4 + fp8_val(testing::fp8_encode(v, true), true), true);
+      float f5 = fp8_val(testing::fp8_encode(std::exp(e5), false), false);
+      want[17][k] = testing::fp8_encode(f5 + fp8_val(testing::fp8_encode(v, false), false), false);
       put(want[19], k, int32_t(c_ua));
       put(want[19], n + k, int32_t(uint32_t(int32_t(c_sg)) + c_uw));
     }

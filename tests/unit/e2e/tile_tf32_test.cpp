@@ -16,6 +16,7 @@
 //            element copies), under the race check, at 1 and 4 warps.
 //
 //===----------------------------------------------------------------------===//
+#include "../number_refs.h"
 #include "compile_run.h"
 
 #include <doctest/doctest.h>
@@ -68,25 +69,6 @@ kernel tt<M: dim>(a: tensor<f32>[M, 32], b: tensor<f32>[32, 32], k: tensor<f32>[
 }
 )";
 
-/// tf32 by arithmetic: 11 significant bits, ties away from zero.
-float tf32(float x) {
-  if (x == 0 || !std::isfinite(x))
-    return x;
-  int e = 0;
-  double m = std::frexp(double(x), &e);
-  return float(std::ldexp(std::round(std::ldexp(m, 11)), e - 11));
-}
-
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-/// Fractions that are not tf32 values (most need more than 11 bits).
-float frac(size_t i, int salt) {
-  return float(int((i * 2654435761u + unsigned(salt) * 40503u) % 20011u) - 10005) / 1237.0f;
-}
 
 } // namespace
 
@@ -128,18 +110,18 @@ TEST_CASE("tile tf32: dots equal a k-order sum of rounded products bit for bit")
   const int64_t M = 100;
   std::vector<float> a(M * 32), b(32 * 32), k(32 * 32);
   for (size_t i = 0; i < a.size(); ++i)
-    a[i] = frac(i, 21);
+    a[i] = frac_not_tf32(i, 21);
   for (size_t i = 0; i < b.size(); ++i)
-    b[i] = frac(i, 22);
+    b[i] = frac_not_tf32(i, 22);
   for (size_t i = 0; i < k.size(); ++i)
-    k[i] = frac(i, 23);
+    k[i] = frac_not_tf32(i, 23);
   a[0] = 1.0f + 0x1p-11f, b[0] = -(1.0f + 0x1p-11f); // ties: away from zero
   // sum over k of round(x[m, k]) * round(y(k, n)) in k order (products exact in f32).
   auto ksum = [&](int64_t m, const std::function<float(int64_t)> &y, bool round) {
     float acc = 0;
     for (int64_t q = 0; q < 32; ++q) {
       float u = a[size_t(m * 32 + q)], v = y(q);
-      volatile float prod = round ? tf32(u) * tf32(v) : u * v;
+      volatile float prod = round ? tf32_ref(u) * tf32_ref(v) : u * v;
       acc = acc + prod;
     }
     return acc;
@@ -188,14 +170,14 @@ TEST_CASE("tile tf32: dots equal a k-order sum of rounded products bit for bit")
     REQUIRE_MESSAGE(err.empty(), err);
     int bad_c = 0, bad_t = 0, bad_l = 0, bad_w = 0, bad_v = 0, bad_r = 0;
     for (size_t i = 0; i < c.size(); ++i) {
-      bad_c += bits(c[i]) != bits(rc[i]);
-      bad_t += bits(ct[i]) != bits(rt[i]);
-      bad_l += bits(cl[i]) != bits(0.0f + rc[i]); // acc's 0 + the k-order sum
-      bad_w += bits(cw[i]) != bits(rc[i]);
-      bad_v += bits(cv[i]) != bits(rv[i]);
+      bad_c += float_bits(c[i]) != float_bits(rc[i]);
+      bad_t += float_bits(ct[i]) != float_bits(rt[i]);
+      bad_l += float_bits(cl[i]) != float_bits(0.0f + rc[i]); // acc's 0 + the k-order sum
+      bad_w += float_bits(cw[i]) != float_bits(rc[i]);
+      bad_v += float_bits(cv[i]) != float_bits(rv[i]);
     }
     for (size_t i = 0; i < r.size(); ++i)
-      bad_r += bits(r[i]) != bits(rr[i]);
+      bad_r += float_bits(r[i]) != float_bits(rr[i]);
     CHECK(bad_c == 0);
     CHECK(bad_t == 0);
     CHECK(bad_l == 0);

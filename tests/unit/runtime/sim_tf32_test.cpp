@@ -10,6 +10,7 @@
 // included), the default precision stays the exact f32 product, and the
 // profile counts 2 M N K tensor FLOPs for the tf32 dots and no shared-memory
 // bank conflict where the rows are XOR-swizzled.
+#include "../number_refs.h"
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -26,6 +27,10 @@
 #include <string>
 #include <vector>
 
+using etl::testing::float_bits;
+using etl::testing::frac_not_tf32;
+using etl::testing::tf32_ref;
+
 namespace {
 
 /// The sum of every `"key": N` in a profile's JSON.
@@ -37,25 +42,6 @@ long long sum_of(const std::string &json, const std::string &key) {
   return n;
 }
 
-/// tf32 by arithmetic: 11 significant bits, ties away from zero (std::round).
-float tf32(float x) {
-  if (x == 0 || !std::isfinite(x))
-    return x;
-  int e = 0;
-  double m = std::frexp(double(x), &e); // |m| in [0.5, 1)
-  return float(std::ldexp(std::round(std::ldexp(m, 11)), e - 11));
-}
-
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-/// Fractions that are not tf32 values (most need more than 11 bits).
-float frac(size_t i, int salt) {
-  return float(int((i * 2654435761u + unsigned(salt) * 40503u) % 20011u) - 10005) / 1237.0f;
-}
 
 const float kTie = 1.0f + 0x1p-11f; // halfway between two tf32 values
 
@@ -70,15 +56,15 @@ TEST_CASE("sim tf32 rounding: nearest, ties away from zero, inf and NaN kept") {
   CHECK(std::isnan(etl_tf32_rna(NAN)));
   CHECK(etl_tf32_rna(0x1.fffffep127f) == INFINITY); // rounds up past the largest tf32
   for (size_t i = 0; i < 1000; ++i) {
-    float x = frac(i, 9) * 1e3f;
-    CHECK(bits(etl_tf32_rna(x)) == bits(tf32(x)));
-    CHECK((bits(etl_tf32_rna(x)) & 0x1FFFu) == 0);
+    float x = frac_not_tf32(i, 9) * 1e3f;
+    CHECK(float_bits(etl_tf32_rna(x)) == float_bits(tf32_ref(x)));
+    CHECK((float_bits(etl_tf32_rna(x)) & 0x1FFFu) == 0);
   }
 }
 
 /// What the tensor core reads of an operand register: its top 19 bits.
 static float trunc19(float x) {
-  uint32_t u = bits(x) & 0xFFFFE000u;
+  uint32_t u = float_bits(x) & 0xFFFFE000u;
   std::memcpy(&x, &u, 4);
   return x;
 }
@@ -87,10 +73,10 @@ TEST_CASE("sim mma m16n8k8 tf32: D = C + A B from PTX's fragments, operands trun
   float A[16][8], B[8][8], C[16][8];
   for (int r = 0; r < 16; ++r)
     for (int k = 0; k < 8; ++k)
-      A[r][k] = frac(size_t(r * 8 + k), 1);
+      A[r][k] = frac_not_tf32(size_t(r * 8 + k), 1);
   for (int k = 0; k < 8; ++k)
     for (int n = 0; n < 8; ++n)
-      B[k][n] = frac(size_t(k * 8 + n), 2);
+      B[k][n] = frac_not_tf32(size_t(k * 8 + n), 2);
   for (int r = 0; r < 16; ++r)
     for (int n = 0; n < 8; ++n)
       C[r][n] = float(r - n) * 0.5f;
@@ -101,11 +87,11 @@ TEST_CASE("sim mma m16n8k8 tf32: D = C + A B from PTX's fragments, operands trun
   for (uint32_t l = 0; l < 32; ++l) {
     uint32_t g = l >> 2, t = l & 3, in[10];
     for (uint32_t j = 0; j < 4; ++j) // A reg j: row g + 8(j & 1), col t + 4(j >> 1)
-      in[j] = bits(A[g + 8 * (j & 1)][t + 4 * (j >> 1)]);
+      in[j] = float_bits(A[g + 8 * (j & 1)][t + 4 * (j >> 1)]);
     for (uint32_t j = 0; j < 2; ++j) // B reg j: k = t + 4j, n = g
-      in[4 + j] = bits(B[t + 4 * j][g]);
+      in[4 + j] = float_bits(B[t + 4 * j][g]);
     for (uint32_t i = 0; i < 4; ++i)
-      in[6 + i] = bits(C[g + 8 * (i >> 1)][2 * t + (i & 1)]);
+      in[6 + i] = float_bits(C[g + 8 * (i >> 1)][2 * t + (i & 1)]);
     etl_warp_arrive_mma(&w, l, &op, in);
   }
   std::vector<int> waiting(32, ETL_LANE_WAITING);
@@ -119,14 +105,14 @@ TEST_CASE("sim mma m16n8k8 tf32: D = C + A B from PTX's fragments, operands trun
       float want = C[r][n], plain = C[r][n], rounded = C[r][n];
       for (int k = 0; k < 8; ++k) {
         volatile float p = trunc19(A[r][k]) * trunc19(B[k][n]), q = A[r][k] * B[k][n],
-                       o = tf32(A[r][k]) * tf32(B[k][n]);
+                       o = tf32_ref(A[r][k]) * tf32_ref(B[k][n]);
         want = want + p;
         plain = plain + q;
         rounded = rounded + o;
       }
-      bad += bits(want) != w.vout[l][i];
-      unrounded_differs += bits(plain) != w.vout[l][i];
-      rounded_differs += bits(rounded) != w.vout[l][i];
+      bad += float_bits(want) != w.vout[l][i];
+      unrounded_differs += float_bits(plain) != w.vout[l][i];
+      rounded_differs += float_bits(rounded) != w.vout[l][i];
     }
   CHECK(bad == 0);
   CHECK(unrounded_differs > 0); // the low bits are dropped
@@ -150,9 +136,9 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   REQUIRE(etlProgramSetProfile(prog, profile.c_str()) == ETL_SUCCESS);
   std::vector<float> a(64 * 24), b(24 * 16), x(16 * 16), y(16 * 40);
   for (size_t i = 0; i < a.size(); ++i)
-    a[i] = frac(i, 3);
+    a[i] = frac_not_tf32(i, 3);
   for (size_t i = 0; i < b.size(); ++i)
-    b[i] = frac(i, 4);
+    b[i] = frac_not_tf32(i, 4);
   for (size_t i = 0; i < x.size(); ++i) // small integers: every path is exact
     x[i] = float(int(i * 7 % 11) - 5);
   for (size_t i = 0; i < y.size(); ++i)
@@ -160,9 +146,9 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   a[0] = kTie, a[1] = -kTie, b[0] = 1.0f, b[16] = 1.0f; // c[0][0] sees two ties
   std::vector<float> f(32 * 64), g(64 * 32);
   for (size_t i = 0; i < f.size(); ++i)
-    f[i] = frac(i, 5);
+    f[i] = frac_not_tf32(i, 5);
   for (size_t i = 0; i < g.size(); ++i)
-    g[i] = frac(i, 6);
+    g[i] = frac_not_tf32(i, 6);
   std::vector<float> c(64 * 16, NAN), e(64 * 16, NAN), z(16 * 40, NAN), w(16 * 16, NAN),
       o(32 * 32, NAN);
   int64_t sa[2] = {64, 24}, sb[2] = {24, 16}, sc[2] = {64, 16}, sx[2] = {16, 16}, sy[2] = {16, 40};
@@ -185,7 +171,7 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
     float acc = 0;
     for (int64_t k = k0; k < k1; ++k) {
       float u = p[m * K + k], v = q[k * N + n];
-      volatile float prod = round ? tf32(u) * tf32(v) : u * v;
+      volatile float prod = round ? tf32_ref(u) * tf32_ref(v) : u * v;
       acc = acc + prod;
     }
     return acc;
@@ -196,9 +182,9 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
       float want = ksum(a.data(), b.data(), 24, 16, m, n, 0, 24, true);
       float exact = ksum(a.data(), b.data(), 24, 16, m, n, 0, 24, false);
       float got = c[size_t(m * 16 + n)];
-      bad_c += bits(want) != bits(got);
-      bad_e += bits(exact) != bits(e[size_t(m * 16 + n)]);
-      differs += bits(got) != bits(exact);
+      bad_c += float_bits(want) != float_bits(got);
+      bad_e += float_bits(exact) != float_bits(e[size_t(m * 16 + n)]);
+      differs += float_bits(got) != float_bits(exact);
       // tf32 keeps 11 bits: each product within 2^-10 relative of the exact one.
       double mag = 0, ref = 0;
       for (int64_t k = 0; k < 24; ++k) {
@@ -212,25 +198,25 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
   CHECK(differs > 0);
   CHECK(far == 0);
   // The two ties in c[0][0]: a[0] and -a[1] round away from zero to 1 + 2^-10.
-  CHECK(bits(c[0]) == bits(ksum(a.data(), b.data(), 24, 16, 0, 0, 0, 24, true)));
+  CHECK(float_bits(c[0]) == float_bits(ksum(a.data(), b.data(), 24, 16, 0, 0, 0, 24, true)));
   int bad_z = 0, bad_w = 0;
   for (int64_t m = 0; m < 16; ++m)
     for (int64_t n = 0; n < 40; ++n)
       bad_z +=
-          bits(z[size_t(m * 40 + n)]) != bits(ksum(x.data(), y.data(), 16, 40, m, n, 0, 16, false));
+          float_bits(z[size_t(m * 40 + n)]) != float_bits(ksum(x.data(), y.data(), 16, 40, m, n, 0, 16, false));
   for (int64_t m = 0; m < 16; ++m)
     for (int64_t n = 0; n < 16; ++n) {
       // acc += dot(..) per k8 step on the cp.async ring: the accumulators
       // stay in registers across the loop, so one k-order sum over K = 24,
       // then added to acc's 0 once.
       float acc = 0.0f + ksum(a.data(), b.data(), 24, 16, m, n, 0, 24, true);
-      bad_w += bits(w[size_t(m * 16 + n)]) != bits(acc);
+      bad_w += float_bits(w[size_t(m * 16 + n)]) != float_bits(acc);
     }
   int bad_o = 0;
   for (int64_t m = 0; m < 32; ++m)
     for (int64_t n = 0; n < 32; ++n)
       bad_o +=
-          bits(o[size_t(m * 32 + n)]) != bits(ksum(f.data(), g.data(), 64, 32, m, n, 0, 64, true));
+          float_bits(o[size_t(m * 32 + n)]) != float_bits(ksum(f.data(), g.data(), 64, 32, m, n, 0, 64, true));
   CHECK(bad_z == 0);
   CHECK(bad_w == 0);
   CHECK(bad_o == 0);
@@ -284,13 +270,13 @@ TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for
                   etlGetLastErrorMessage());
   std::vector<float> a(64 * 64), b(64 * 32), x(32 * 45), y(45 * 24);
   for (size_t i = 0; i < a.size(); ++i)
-    a[i] = frac(i, 11);
+    a[i] = frac_not_tf32(i, 11);
   for (size_t i = 0; i < b.size(); ++i)
-    b[i] = frac(i, 12);
+    b[i] = frac_not_tf32(i, 12);
   for (size_t i = 0; i < x.size(); ++i)
-    x[i] = frac(i, 13);
+    x[i] = frac_not_tf32(i, 13);
   for (size_t i = 0; i < y.size(); ++i)
-    y[i] = frac(i, 14);
+    y[i] = frac_not_tf32(i, 14);
   a[0] = kTie, b[0] = -kTie; // ties: rounded away from zero, not truncated
   std::vector<float> c(64 * 32, NAN), d(64 * 32, NAN), z(32 * 24, NAN), e(32 * 32, NAN),
       f(32 * 32, NAN);
@@ -335,15 +321,15 @@ TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for
   for (int64_t m = 0; m < 64; ++m)
     for (int64_t n = 0; n < 32; ++n) {
       size_t i = size_t(m * 32 + n);
-      float want = ksum(a.data(), b.data(), 64, 32, m, n, tf32);
-      bad_c += bits(c[i]) != bits(want);
-      bad_d += bits(d[i]) != bits(want);
-      cd += bits(c[i]) != bits(d[i]);
-      trunc_differs += bits(c[i]) != bits(ksum(a.data(), b.data(), 64, 32, m, n, trunc19));
+      float want = ksum(a.data(), b.data(), 64, 32, m, n, tf32_ref);
+      bad_c += float_bits(c[i]) != float_bits(want);
+      bad_d += float_bits(d[i]) != float_bits(want);
+      cd += float_bits(c[i]) != float_bits(d[i]);
+      trunc_differs += float_bits(c[i]) != float_bits(ksum(a.data(), b.data(), 64, 32, m, n, trunc19));
     }
   for (int64_t m = 0; m < 32; ++m)
     for (int64_t n = 0; n < 24; ++n)
-      bad_z += bits(z[size_t(m * 24 + n)]) != bits(ksum(x.data(), y.data(), 45, 24, m, n, tf32));
+      bad_z += float_bits(z[size_t(m * 24 + n)]) != float_bits(ksum(x.data(), y.data(), 45, 24, m, n, tf32_ref));
   CHECK(cd == 0);    // the ring's loop and the one-dot form (cp.async, one stage)
   CHECK(bad_c == 0); // both rounded by cvt.rna at the fragment loads
   CHECK(bad_d == 0);
@@ -357,10 +343,10 @@ TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for
   int bad_e = 0, bad_f = 0;
   for (int64_t m = 0; m < 32; ++m)
     for (int64_t n = 0; n < 32; ++n) {
-      bad_e += bits(e[size_t(m * 32 + n)]) != bits(ksum(a.data(), b.data(), 64, 32, m, n, tf32));
-      bad_f += bits(f[size_t(m * 32 + n)]) != bits(ksum(a2.data(), b.data(), 64, 32, m, n, tf32));
+      bad_e += float_bits(e[size_t(m * 32 + n)]) != float_bits(ksum(a.data(), b.data(), 64, 32, m, n, tf32_ref));
+      bad_f += float_bits(f[size_t(m * 32 + n)]) != float_bits(ksum(a2.data(), b.data(), 64, 32, m, n, tf32_ref));
     }
   CHECK(bad_e == 0);
   CHECK(bad_f == 0);
-  CHECK(bits(c[0]) == bits(ksum(a.data(), b.data(), 64, 32, 0, 0, tf32)));
+  CHECK(float_bits(c[0]) == float_bits(ksum(a.data(), b.data(), 64, 32, 0, 0, tf32_ref)));
 }
