@@ -50,7 +50,7 @@ BinOp binop_of(const std::string &a) {
   for (const auto &[n, op] : names)
     if (a == n)
       return op;
-  throw LowerError("tile IR op 'map." + a + "' is not ported");
+  throw LowerError("tile IR op 'map." + a + "' has no lowering");
 }
 
 /// The coordinate register `r` of `l` contributes, with the dims in `zero`
@@ -144,7 +144,7 @@ void Lowerer::tile_elementwise(const TOp &op) {
       else if (op.attr == "popc")
         y = popc_reg(x, a.elem);
       else
-        throw LowerError("tile IR op 'map." + op.attr + "' is not ported");
+        throw LowerError("tile IR op 'map." + op.attr + "' has no lowering");
       res.push_back(y);
     }
     return;
@@ -232,7 +232,7 @@ void Lowerer::tile_shape_op(const TOp &op) {
     return tile_convert(op);
   }
   default:
-    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' is not ported");
+    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' has no lowering");
   }
 }
 

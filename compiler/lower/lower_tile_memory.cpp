@@ -536,7 +536,7 @@ void Lowerer::tile_atomic(const TOp &op) {
     if (op.attr == name)
       kind = f;
   if (kind == Builtin::None)
-    throw LowerError("tile IR atomic '" + op.attr + "' is not ported");
+    throw LowerError("tile IR atomic '" + op.attr + "' has no lowering");
   const size_t nv = value_operands(op);
   std::vector<const std::vector<llvm::Value *> *> vals;
   for (size_t j = 0; j < nv; ++j) {

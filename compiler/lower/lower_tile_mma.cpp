@@ -72,8 +72,6 @@
 
 #include <llvm/IR/Constants.h>
 
-#include <cstdlib>
-#include <set>
 #include <string>
 
 namespace etl {
@@ -577,7 +575,7 @@ void Lowerer::tile_async(const TOp &op) {
     return;
   }
   default:
-    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' is not ported");
+    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' has no lowering");
   }
 }
 

@@ -304,7 +304,7 @@ void Lowerer::tile_reduce(const TOp &op) {
     return;
   }
   if (op.kind != TileOpKind::Reduce)
-    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' is not ported");
+    throw LowerError(std::string("tile IR op '") + op_spelling(op.kind) + "' has no lowering");
   bool sum = op.attr == "sum", mx = op.attr == "max";
   llvm::Value *identity;
   if (sum)
