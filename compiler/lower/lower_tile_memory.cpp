@@ -346,6 +346,8 @@ void Lowerer::tile_load(const TOp &op) {
                          : wrap_int(llvm::ConstantInt::get(rty, uint64_t(ipad),
                                                            /*signed=*/true),
                                     tv.elem);
+  if (op.pad_value >= 0) // a scalar the body computed, already of the loaded type
+    pad = tval(op.pad_value).regs.at(0);
   const bool packed = is_packed(s.elem);
   llvm::Value *lin = nullptr; // the element offset of the access (a packed nibble's low bit)
   std::function<llvm::Value *(llvm::Value *)> widen = [&](llvm::Value *x) {

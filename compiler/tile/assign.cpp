@@ -500,6 +500,8 @@ private:
         op.operands.push_back(p.gather);
     if (op.mask >= 0)
       op.operands.push_back(op.mask);
+    if (op.pad_value >= 0)
+      op.operands.push_back(op.pad_value);
   }
 
   /// A memory op's gather indices (its layout sliced to the gathered dim)

@@ -432,8 +432,14 @@ private:
       cur_->push_back(std::move(op));
       return -1;
     }
-    if (const KwArg *pad = find_kwarg(call, "pad"))
-      op.pad = pad_text(*pad->value);
+    if (const KwArg *pad = find_kwarg(call, "pad")) {
+      if (std::optional<std::string> c = pad_constant(*pad->value)) {
+        op.pad = *c;
+      } else { // evaluated here, a scalar of the loaded type
+        op.pad_value = coerce(value(*pad->value), {}, elem, pad->value->range);
+        op.operands.push_back(op.pad_value);
+      }
+    }
     return emit(op, elem, shape);
   }
 
@@ -510,7 +516,9 @@ private:
     return true;
   }
 
-  std::string pad_text(const Expr &e) {
+  /// A pad= that is a constant, as its text (every bit kept); none for
+  /// any other scalar (the load takes it as an operand, pad_value).
+  std::optional<std::string> pad_constant(const Expr &e) {
     if (e.kind == ExprKind::FloatLit)
       return number(e.float_value);
     if (e.kind == ExprKind::IntLit)
@@ -518,13 +526,13 @@ private:
     if (e.kind == ExprKind::Name && e.ref == NameRef::Builtin)
       return "inf";
     if (e.kind == ExprKind::Unary && e.un_op == UnOp::Neg)
-      return "-" + pad_text(*e.args[0]);
+      if (std::optional<std::string> c = pad_constant(*e.args[0]))
+        return "-" + *c;
     if (e.kind == ExprKind::Name && e.ref == NameRef::Const) {
       const ConstDecl &c = p_.consts[size_t(e.ref_index)];
       return c.is_float ? number(c.float_folded) : std::to_string(c.folded);
     }
-    untiled("a pad that is not a constant");
-    return e.sym ? e.sym->str() : "?";
+    return std::nullopt;
   }
 
   /// A reduction along op.axis of `a`: the operand's shape without that

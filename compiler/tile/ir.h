@@ -114,7 +114,10 @@ struct TOp {
   std::string tensor_name;
   std::vector<SlicePart> parts;
   int mask = -1;   ///< operand id of mask=, or -1
-  std::string pad; ///< load pad= (printed), empty: 0
+  std::string pad; ///< load pad= when a constant (printed), empty: 0
+  /// Operand id of a load's pad= that is no constant (a scalar of the
+  /// loaded type: a scalar parameter, an index expression), or -1.
+  int pad_value = -1;
   /// A CTA barrier goes before the access: an earlier access of the task
   /// may conflict (sema/hazards.h, Expr::barrier_before).
   bool barrier_before = false;

@@ -116,7 +116,7 @@ struct Pipeliner {
 
   bool qualifies(const TOp &op, const std::set<std::string> &inner) {
     if (op.kind != TileOpKind::Load || op.tensor < 0 || written.count(op.tensor) ||
-        op.mask >= 0 || !op.pad.empty() || !op.attr.empty() || !op.operands.empty() ||
+        op.mask >= 0 || !op.pad.empty() || op.pad_value >= 0 || !op.attr.empty() || !op.operands.empty() ||
         op.barrier_before || op.results.size() != 1)
       return false;
     for (const SlicePart &p : op.parts) {

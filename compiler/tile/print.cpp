@@ -136,6 +136,8 @@ private:
         os_ << " mask=" << ref(op.mask);
       if (!op.pad.empty())
         os_ << " pad=" << op.pad;
+      if (op.pad_value >= 0)
+        os_ << " pad=" << ref(op.pad_value);
       os_ << res_type << mem_facts(op);
       break;
     case TileOpKind::Store:

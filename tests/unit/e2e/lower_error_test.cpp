@@ -69,10 +69,12 @@ std::pair<int, std::string> compile_with(MachineWrapper wrap) {
 } // namespace
 
 TEST_CASE("lowering: a LowerError is an internal compiler error, never another path") {
-  auto [ok_code, ok_err] = compile_with(nullptr);
-  INFO(ok_err);
-  CHECK(ok_code == 0);
-  auto [code, err] = compile_with(no_nc_loads());
+  const std::pair<int, std::string> ok = compile_with(nullptr);
+  INFO(ok.second);
+  CHECK(ok.first == 0);
+  const std::pair<int, std::string> bad = compile_with(no_nc_loads());
+  const int code = bad.first;
+  const std::string &err = bad.second;
   CHECK(code == 3); // kExitInternalError
   CHECK(err.find("internal compiler error") != std::string::npos);
   CHECK(err.find("the test's machine refuses ld.global.nc") != std::string::npos);
