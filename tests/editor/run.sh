@@ -9,7 +9,8 @@
 # vsce-sign binaries, used only for publishing and signing) are left out.
 # etlc: $ETLC, else build/compiler/etlc (without it the etlc checks print
 # why they skip). Arguments go to grammar.test.js (e.g. --update).
-# Exit 77 (skipped) when node or npm is not installed.
+# Exit 77 (skipped) when node or npm is not installed, or node is older
+# than 20.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ext=$root/editors/vscode
@@ -20,6 +21,14 @@ for tool in node npm; do
     exit 77
   fi
 done
+# @vscode/vsce (the .vsix check) needs node 20 or newer: Debian 12's
+# nodejs is 18, where `vsce package` fails with "File is not defined".
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if ((node_major < 20)); then
+  echo "editor test: SKIPPED: node $(node --version) is older than 20, which @vscode/vsce needs" \
+    "(Debian 12 ships 18; install node 20 or newer, e.g. from nodejs.org, to run it)"
+  exit 77
+fi
 
 # npm writes node_modules/.package-lock.json: reinstall when it is missing or
 # older than the committed lock.
