@@ -30,6 +30,22 @@ std::string artifact_path(const char *stem) {
 
 bool have(const std::string &path) { return std::ifstream(path).good(); }
 
+/// Binds programs/data_range.etl's dims and tensors and runs it once.
+void bind_and_run_data_range(etlProgram prog, int64_t E, int64_t T, int64_t TM,
+                             std::vector<int32_t> &count, std::vector<float> &x,
+                             std::vector<float> &y, std::vector<float> &total,
+                             std::vector<float> &total2) {
+  int64_t se[1] = {E}, set[2] = {E, T}, stm[2] = {E, TM};
+  CHECK(etlBindDim(prog, "E", E) == ETL_SUCCESS);
+  CHECK(etlBindDim(prog, "T", T) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "count", count.data(), ETL_I32, 1, se) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, set) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, set) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "total", total.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
+  CHECK(etlBindTensor(prog, "total2", total2.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
+  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+}
+
 std::string slurp(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -206,15 +222,7 @@ TEST_CASE("dynamic: a range that reads data expands at run time (programs/data_r
           total2(size_t(E * TM), -1.f);
       for (size_t k = 0; k < x.size(); ++k)
         x[k] = float(k % 5) + 0.25f;
-      int64_t se[1] = {E}, set[2] = {E, T}, stm[2] = {E, TM};
-      CHECK(etlBindDim(prog, "E", E) == ETL_SUCCESS);
-      CHECK(etlBindDim(prog, "T", T) == ETL_SUCCESS);
-      CHECK(etlBindTensor(prog, "count", count.data(), ETL_I32, 1, se) == ETL_SUCCESS);
-      CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, set) == ETL_SUCCESS);
-      CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, set) == ETL_SUCCESS);
-      CHECK(etlBindTensor(prog, "total", total.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
-      CHECK(etlBindTensor(prog, "total2", total2.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
-      REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+      bind_and_run_data_range(prog, E, T, TM, count, x, y, total, total2);
       for (int64_t e = 0; e < E; ++e) {
         int64_t blocks = std::min<int64_t>(std::max<int64_t>(count[size_t(e)], 0), T / TM);
         float sum[4] = {0, 0, 0, 0};
@@ -269,15 +277,7 @@ TEST_CASE("dynamic: the profile counts ticket pops and batched pushes (programs/
   std::vector<int32_t> count = {3, 0, 4, 1, 9}; // blocks: 3, 0, 4, 1, 4 (clamped to T / TM)
   std::vector<float> x(size_t(E * T), 1.f), y(size_t(E * T), 0.f), total(size_t(E * TM)),
       total2(size_t(E * TM));
-  int64_t se[1] = {E}, set[2] = {E, T}, stm[2] = {E, TM};
-  CHECK(etlBindDim(prog, "E", E) == ETL_SUCCESS);
-  CHECK(etlBindDim(prog, "T", T) == ETL_SUCCESS);
-  CHECK(etlBindTensor(prog, "count", count.data(), ETL_I32, 1, se) == ETL_SUCCESS);
-  CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 2, set) == ETL_SUCCESS);
-  CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 2, set) == ETL_SUCCESS);
-  CHECK(etlBindTensor(prog, "total", total.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
-  CHECK(etlBindTensor(prog, "total2", total2.data(), ETL_F32, 2, stm) == ETL_SUCCESS);
-  REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+  bind_and_run_data_range(prog, E, T, TM, count, x, y, total, total2);
   std::string json = slurp(profile);
   const long long blocks = 3 + 0 + 4 + 1 + 4, nonempty = 4;
   const long long pushes = profile_sum(json, "queue_pushes");
