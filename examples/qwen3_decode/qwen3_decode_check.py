@@ -1,0 +1,290 @@
+"""Generate tokens with examples/qwen3_decode on sim (or a GPU), checked against PyTorch.
+
+    /usr/bin/python3 qwen3_decode_check.py ARTIFACT [--dims tiny|0.6b|8b]
+        [--layers L] [--vocab V] [--kv LEN,LEN,...] [--steps N]
+        [--device sim|cuda|auto] [--race-check] [--profile FILE] [--seed N]
+
+One loaded program generates N tokens greedily for a batch of requests:
+each step is one `prog(...)` call (the whole decode step, all L layers,
+lm_head and argmax, in one megakernel) with every tensor bound in place; the
+host then advances the state in place (kv_len += 1, tok <- next), so the KV
+caches, positions and tokens live in the bound tensors across steps. Each
+request starts with a random prompt already in its cache (--kv gives the
+cache lengths before the first step; ragged). The weights, the embedding,
+the start tokens and the old cache contents are seeded random bf16 values.
+The reference is the same model in PyTorch (CPU, f32 from those same bf16
+values) generating from the same start, rounding to bf16 exactly where the
+kernel does (the normed activations rmsnorm(x) * ln as one rounding of the
+f32 product, q, the new k/v cache rows, the attention output, h1, the SiLU
+product, each layer's output, the final normed row). Checked at every step:
+the next token of every request (exactly) and the logits; after the last
+step the whole K and V caches of every layer.
+
+Tolerance (stated and derived, as in decode_layer_check.py): both sides
+compute the same formula in f32 with the same bf16 rounding points; they
+differ only in f32 summation order and the kernel's exp/rsqrt against
+libm's (~1e-6 relative). Such a difference changes a stored bf16 value only
+when it straddles a rounding boundary, and then by one bf16 ulp (at most
+2^-7 of the value: 8 significant bits). A flip propagates: a matmul over K
+inputs of which n flipped moves its output by about sqrt(n) * ulp(input) *
+|w|, i.e. at most about one ulp of a typical input, and each later rounding
+can flip again, so a stored activation (and a cache element) stays within
+one ulp of itself plus about one ulp of a typical activation of the
+reference: we allow |got - ref| <= 2^-6 (|ref| + rms(ref)) for the caches
+(twice that estimate) with at least half the elements bit-identical. The
+logits are f32 sums over H of (final normed row) x (lm_head column): every
+product is exact, so they differ only through the normed row's one-ulp
+flips, Sum_i d_i w_i with |d_i| <= 2^-7 |xf_i| and random signs, about
+2^-7 sqrt(n / H) * rms(logits) <= 2^-7 rms(logits): we allow
+|got - ref| <= 2^-6 rms(ref) (twice the worst case).
+
+The tokens must be equal, and for that to be a fair test every step's
+reference top-1 logit must beat the top-2 by more than twice the logit
+bound (so no legal rounding difference can swap them): the script checks
+this margin on the reference and fails a case whose margin is too thin
+(that seed would make the comparison meaningless; pick another). The
+random lm_head has columns of different norms (a log-normal scale per
+vocabulary entry), as trained embeddings do, which keeps the top logit
+clear of the rest while it still depends on every layer: a kernel that
+drops or misorders work changes the tokens, and the logits by O(rms), far
+over the bound.
+
+Exit status 0 when every case passes, 1 otherwise, 77 (skipped) without
+numpy/torch.
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+try:
+    import numpy as np  # noqa: F401 (etl's tensors)
+    import torch
+except ImportError as e:
+    print("SKIP: %s for %s (apt-get install python3-numpy python3-torch)" % (e, sys.executable))
+    sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import etl  # noqa: E402
+
+PS, DH, DH2 = 16, 128, 64  # must match the .etl
+DIMS = {  # H, NKV, G (NQ = NKV * G), F, L, V
+    "0.6b": (1024, 8, 2, 3072, 28, 151936),   # Qwen3-0.6B
+    "8b": (4096, 8, 4, 12288, 36, 151936),    # Qwen3-8B
+    "tiny": (512, 2, 2, 2048, 2, 1000),       # small: 2 down blocks, a ragged vocab tile
+}
+ROPE_THETA = 1000000.0  # Qwen3
+EPS = 1e-6
+
+
+def bf16(t):
+    return t.to(torch.bfloat16)
+
+
+def make_model(dims, L, V, B, kv0, steps, gen):
+    """Weights, start tokens and the paged caches (room for `steps` more tokens)."""
+    H, NKV, G, F = dims
+    NQ = NKV * G
+    MP = max(math.ceil((n + steps) / PS) for n in kv0) + 1
+    NP = B * MP + 3  # spare pages nobody owns
+
+    def rnd(*shape, scale=1.0, mean=0.0):
+        return bf16(torch.randn(*shape, generator=gen) * scale + mean)
+
+    col = torch.exp(torch.randn(V, generator=gen) * 0.5)  # log-normal column norms
+    a = dict(
+        embed=rnd(V, H),
+        ln1=rnd(L, H, scale=0.1, mean=1.0),
+        wq=rnd(L, H, NKV, G, DH, scale=H ** -0.5), wk=rnd(L, H, NKV, DH, scale=H ** -0.5),
+        wv=rnd(L, H, NKV, DH, scale=H ** -0.5),
+        qn=rnd(L, DH, scale=0.1, mean=1.0), kn=rnd(L, DH, scale=0.1, mean=1.0),
+        kcache=rnd(L, NP * PS, NKV, DH), vcache=rnd(L, NP * PS, NKV, DH),
+        wo=rnd(L, NKV, G, DH, H, scale=(NQ * DH) ** -0.5), ln2=rnd(L, H, scale=0.1, mean=1.0),
+        wg=rnd(L, H, F, scale=H ** -0.5), wu=rnd(L, H, F, scale=H ** -0.5),
+        wd=rnd(L, F, H, scale=F ** -0.5),
+        lnf=rnd(H, scale=0.1, mean=1.0),
+        lm_head=bf16(torch.randn(H, V, generator=gen) * H ** -0.5 * col[None, :] * 4.0),
+        tok=torch.randint(0, V, (B,), generator=gen, dtype=torch.int32),
+        layer=torch.arange(L, dtype=torch.int32),
+        logits=torch.zeros(B, V), next=torch.zeros(B, dtype=torch.int32),
+    )
+    perm = torch.randperm(NP, generator=gen)[: B * MP].to(torch.int32)
+    a["page_table"] = perm.reshape(B, MP).contiguous()
+    a["kv_len"] = torch.tensor([n + 1 for n in kv0], dtype=torch.int32)  # + this step's token
+    inv = ROPE_THETA ** (-torch.arange(DH2, dtype=torch.float64) * 2.0 / DH)
+    ang = torch.arange(MP * PS, dtype=torch.float64)[:, None] * inv[None, :]
+    a["cos_t"] = torch.cos(ang).float().contiguous()
+    a["sin_t"] = torch.sin(ang).float().contiguous()
+    return a, dict(NP=NP)
+
+
+class Reference:
+    """The same model in PyTorch (f32 on CPU), its own caches, one step at a time."""
+
+    def __init__(self, a):
+        self.w = {k: (v.float() if v.dtype == torch.bfloat16 else v) for k, v in a.items()
+                  if k not in ("kcache", "vcache")}
+        self.kc, self.vc = a["kcache"].clone(), a["vcache"].clone()
+        self.pt = a["page_table"].long()
+
+    def step(self, tok, kv_len):
+        w = self.w
+        L, H = w["ln1"].shape
+        _, _, NKV, G, _ = w["wq"].shape
+        B = tok.shape[0]
+
+        def normed(t, g):  # bf16(rmsnorm(t) * g): one rounding of the f32 product
+            return bf16(t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * g).float()
+
+        def rms(t, g):
+            return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * g
+
+        def rope(t, c, s):
+            lo, hi = t[..., :DH2], t[..., DH2:]
+            return torch.cat([lo * c - hi * s, hi * c + lo * s], dim=-1)
+
+        pos = (kv_len - 1).long()
+        c, s = w["cos_t"][pos], w["sin_t"][pos]
+        rows = self.pt[torch.arange(B), pos // PS] * PS + pos % PS
+        x = w["embed"][tok.long()]
+        for l in range(L):
+            xn = normed(x, w["ln1"][l])
+            q = (xn @ w["wq"][l].reshape(H, -1)).reshape(B, NKV, G, DH)
+            k = (xn @ w["wk"][l].reshape(H, -1)).reshape(B, NKV, DH)
+            v = (xn @ w["wv"][l].reshape(H, -1)).reshape(B, NKV, DH)
+            q = bf16(rope(rms(q, w["qn"][l]), c[:, None, None, :], s[:, None, None, :])).float()
+            self.kc[l][rows] = bf16(rope(rms(k, w["kn"][l]), c[:, None, :], s[:, None, :]))
+            self.vc[l][rows] = bf16(v)
+            attn = torch.empty(B, NKV, G, DH)
+            for b in range(B):
+                n = int(kv_len[b])
+                p = torch.arange(n)
+                r = self.pt[b, p // PS] * PS + p % PS
+                K, V = self.kc[l][r].float(), self.vc[l][r].float()
+                sc = torch.einsum("grd,lgd->grl", q[b], K) / math.sqrt(DH)
+                attn[b] = torch.einsum("grl,lgd->grd", torch.softmax(sc, dim=-1), V)
+            attn = bf16(attn).float()
+            h1 = bf16(x + attn.reshape(B, -1) @ w["wo"][l].reshape(-1, H)).float()
+            hn = normed(h1, w["ln2"][l])
+            act = bf16(torch.nn.functional.silu(hn @ w["wg"][l]) * (hn @ w["wu"][l])).float()
+            x = bf16(h1 + act @ w["wd"][l]).float()
+        xf = normed(x, w["lnf"])
+        logits = xf @ w["lm_head"]
+        # the logit bound of the module docstring, per column: 2^-6 sqrt(L + 1) rms(xf) |w_v|
+        lbound = (2.0 ** -6 * math.sqrt(L + 1) * xf.pow(2).mean().sqrt()
+                  * w["lm_head"].pow(2).sum(0).sqrt())
+        return logits, torch.argmax(logits, dim=1).to(torch.int32), lbound[None, :]
+
+
+def compare(name, got, ref, bound=None):
+    """(ok, line): the elementwise bounds of the module docstring (the logits' given)."""
+    g, r = got.float(), ref.float()
+    err = (g - r).abs()
+    logits = bound is not None
+    if not logits:
+        bound = 2.0 ** -6 * (r.pow(2).mean().sqrt() + r.abs())
+    worst = (err / bound).max().item()
+    ok = worst <= 1.0 and bool(torch.isfinite(g).all())
+    line = "%s: max |err| %.3g (%.2f of bound)" % (name, err.max().item(), worst)
+    if not logits:
+        same = (got.view(torch.int16) == ref.view(torch.int16)).float().mean().item()
+        ok = ok and same >= 0.5
+        line += ", %.1f%% bit-identical" % (100 * same)
+    return ok, line
+
+
+def margin(logits, bound):
+    """The smallest top-1 minus top-2 gap over the rows, in units of the largest
+    difference the logit bounds allow (theirs added: both may move)."""
+    top = torch.topk(logits, 2, dim=1)
+    b = bound[0][top.indices].sum(1)
+    return ((top.values[:, 0] - top.values[:, 1]) / b).min().item()
+
+
+def run_case(prog, args, kv0, seed):
+    H, NKV, G, F, L, V = DIMS[args.dims]
+    L = args.layers or L
+    V = args.vocab or V
+    B = len(kv0)
+    gen = torch.Generator().manual_seed(seed)
+    a, extra = make_model((H, NKV, G, F), L, V, B, kv0, args.steps, gen)
+    ref = Reference(a)
+    run = dict(a)
+    if prog.is_gpu:
+        run = {k: v.cuda() for k, v in run.items()}
+    tag = "qwen3_decode %s L=%d V=%d B=%d kv=%s" % (args.dims, L, V, B, kv0)
+    ok, t0, lines, min_margin = True, time.time(), [], float("inf")
+    ref_tok, ref_kv = a["tok"].clone(), a["kv_len"].clone()
+    for step in range(args.steps):
+        ref_logits, ref_next, lbound = ref.step(ref_tok, ref_kv)
+        min_margin = min(min_margin, margin(ref_logits, lbound))
+        try:
+            prog(race_check=args.race_check, profile=args.profile, eps=EPS, **extra, **run)
+            if prog.is_gpu:
+                prog.wait()
+        except etl.errors.Error as e:  # a race, a watchdog timeout, a bad binding
+            print("%s step %d: %s: %s FAIL" % (tag, step, type(e).__name__, e))
+            return False
+        got_next = run["next"].cpu()
+        lok, line = compare("logits", run["logits"].cpu(), ref_logits, lbound)
+        same = bool((got_next == ref_next).all())
+        lines.append("step %d: next %s%s, %s" % (
+            step, got_next.tolist(), "" if same else " (PyTorch: %s)" % ref_next.tolist(), line))
+        ok = ok and lok and same
+        if not same:
+            break  # the sequences diverged: later steps compare different inputs
+        # the state advances in place: the next step appends the token just chosen
+        run["tok"].copy_(run["next"])
+        run["kv_len"] += 1
+        ref_tok, ref_kv = ref_next, ref_kv + 1
+    if ok:
+        for nm, r in (("kcache", ref.kc), ("vcache", ref.vc)):
+            cok, line = compare(nm, run[nm].cpu(), r)
+            ok = ok and cok
+            lines.append(line)
+    fair = min_margin > args.min_margin
+    if not fair:
+        lines.append("the reference's top-2 logits come within %.2f of what the bounds allow "
+                     "(less than --min-margin %g): this seed cannot tell a wrong token from "
+                     "rounding; pick another" % (min_margin, args.min_margin))
+    print("%s on %s, %d steps (%.1f s, top-1 margin %.1f x the needed): %s" % (
+        tag, prog.device, args.steps, time.time() - t0, min_margin,
+        "OK" if ok and fair else "FAIL"))
+    for line in lines:
+        print("  " + line)
+    return ok and fair
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("artifact")
+    ap.add_argument("--dims", choices=sorted(DIMS), default="tiny")
+    ap.add_argument("--layers", type=int, help="L (default: the model's; tiny: 2)")
+    ap.add_argument("--vocab", type=int, help="V (default: the model's; tiny: 1000)")
+    ap.add_argument("--kv", action="append",
+                    help="cache lengths before the first step, one per request: LEN,LEN,... "
+                         "(a case each; default 40,7)")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--device", default="sim")
+    ap.add_argument("--race-check", action="store_true")
+    ap.add_argument("--profile")
+    ap.add_argument("--seed", type=int, default=10)
+    ap.add_argument("--min-margin", type=float, default=1.0,
+                    help="fail a case whose reference top-1 logit beats the top-2 by less than "
+                         "this many times the bounds' allowance (0: report only)")
+    args = ap.parse_args()
+    cases = args.kv or ["40,7"]
+    prog = etl.load(args.artifact, device=args.device)
+    failures = 0
+    for i, case in enumerate(cases):
+        kv0 = [int(t) for t in case.split(",")]
+        if min(kv0) < 0:
+            ap.error("--kv %r: lengths >= 0" % case)
+        failures += not run_case(prog, args, kv0, args.seed + i)
+    print("qwen3_decode: %d of %d cases match PyTorch" % (len(cases) - failures, len(cases)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
