@@ -32,22 +32,28 @@ can flip again, so a stored activation (and a cache element) stays within
 one ulp of itself plus about one ulp of a typical activation of the
 reference: we allow |got - ref| <= 2^-6 (|ref| + rms(ref)) for the caches
 (twice that estimate) with at least half the elements bit-identical. The
-logits are f32 sums over H of (final normed row) x (lm_head column): every
-product is exact, so they differ only through the normed row's one-ulp
-flips, Sum_i d_i w_i with |d_i| <= 2^-7 |xf_i| and random signs, about
-2^-7 sqrt(n / H) * rms(logits) <= 2^-7 rms(logits): we allow
-|got - ref| <= 2^-6 rms(ref) (twice the worst case).
+logits are f32 sums over H of (final normed row xf) x (lm_head column w_v):
+every product is exact, so they differ only through xf, whose elements
+carry their own one-ulp flips (<= 2^-7 |xf_i|) plus what each of the L
+layers passed on (about one ulp of a typical activation per layer, adding
+up like a random walk: sqrt(L + 1) ulps in all). With random signs,
+Sum_i d_i w_iv is then about 2^-7 sqrt(L + 1) rms(xf) |w_v| when every
+element differs, so we allow |got - ref| <= 2^-6 sqrt(L + 1) rms(xf) |w_v|
+per vocabulary column v (twice that; the columns' norms differ, see below).
+Measured at tiny dims, 2 layers: up to about 0.65 of it.
 
 The tokens must be equal, and for that to be a fair test every step's
-reference top-1 logit must beat the top-2 by more than twice the logit
-bound (so no legal rounding difference can swap them): the script checks
-this margin on the reference and fails a case whose margin is too thin
-(that seed would make the comparison meaningless; pick another). The
-random lm_head has columns of different norms (a log-normal scale per
-vocabulary entry), as trained embeddings do, which keeps the top logit
-clear of the rest while it still depends on every layer: a kernel that
-drops or misorders work changes the tokens, and the logits by O(rms), far
-over the bound.
+reference top-1 logit must beat the top-2 by more than the two logits'
+bounds together (so no legal rounding difference can swap them): the
+script checks this margin on the reference and fails a case whose margin
+is too thin (that seed would make the comparison meaningless; pick
+another; --min-margin 0 reports it only, for runs that check something
+else, such as the race check). The random lm_head has columns of different
+norms (a log-normal scale per vocabulary entry), which spreads the top
+logits while they still depend on every layer: a kernel that drops or
+misorders work changes the tokens, or the logits by O(rms), far over the
+bound (an attention scale of 0.1 instead of 1/sqrt(128) already moves the
+logits by 6 to 7 times the bound).
 
 Exit status 0 when every case passes, 1 otherwise, 77 (skipped) without
 numpy/torch.
