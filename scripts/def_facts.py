@@ -48,7 +48,8 @@ def _args(text):
 
 
 def _rows(path, macro, fields):
-    text = open(os.path.join(ROOT, path)).read()
+    with open(os.path.join(ROOT, path)) as f:
+        text = f.read()
     rows = []
     # A row is MACRO(...) at the start of a line (the #define lines are not).
     for m in re.finditer(r"^%s\((.*?)\)\s*$" % macro, text, re.M | re.S):

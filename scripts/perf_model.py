@@ -201,7 +201,7 @@ class Model:
     """The GPU's constants (gpus.def: ETL_GPU and ETL_GPU_TIMING rows) and
     the fitted ones (perf_model_rows.FIT)."""
 
-    def __init__(self, gpu="h200", fit=None, queue="cas"):
+    def __init__(self, gpu="h200", fit=None, queue="cas", consts=None):
         g, t = def_facts.gpu(gpu), def_facts.timing(gpu)
         self.gpu = gpu
         self.sms = g["sms"]
@@ -223,6 +223,10 @@ class Model:
         self.launch = fit.get("launch_s", 0.0)
         self.pop_serial = fit.get("cas_pop_s", 0.0)
         self.queue = queue
+        for k, v in (consts or {}).items():  # tests: stated constants instead of a GPU's
+            if not hasattr(self, k):
+                raise KeyError("perf_model: no model constant '%s'" % k)
+            setattr(self, k, v)
 
     def issue_s(self, sass_per_warp, warps):
         """Seconds to issue sass_per_warp on each of `warps` warps of one CTA:
