@@ -522,6 +522,29 @@ def predict_row(row_id, gpu="h200", etlc=None, text=None):
                    row.get("defines", ()), text)
 
 
+def gpu_of(device_name):
+    """The gpus.def id of a CUDA device name ("NVIDIA H200" -> "h200"), or None."""
+    name = device_name.lower().replace(" ", "")
+    for row in def_facts.gpus():
+        if row["id"].split("-")[0].replace("-", "") in name:
+            return row["id"]
+    return None
+
+
+def model_ms(program, binding, gpu="h200", etlc=None, queue="cas"):
+    """The model's milliseconds for one run of a gpu_bench program
+    (perf_model_rows.PROGRAMS) at `binding` (dims; `kv_len` a value every
+    element takes). Raises on a program or group the rows do not describe."""
+    import perf_model_rows as R
+    src, bodies = R.PROGRAMS[program]
+    binding = dict(binding)
+    if "kv_len" in binding:
+        binding["_tensors"] = ("kv_len",)
+    s, _ = predict(os.path.join(ROOT, src), binding, R.BODIES[bodies], Model(gpu, R.FIT, queue),
+                   etlc)
+    return s * 1e3
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cmd", choices=["rows", "predict"])

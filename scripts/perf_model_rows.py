@@ -132,13 +132,27 @@ BODIES = {
     "decode_tk16": _decode(16),
 }
 
-_8B = {"H": 4096, "NKV": 8, "G": 4, "F": 12288, "NP": 64, "MP": 64}
-_06B = {"H": 1024, "NKV": 8, "G": 2, "F": 3072, "NP": 128, "MP": 32}
+_8B = {"H": 4096, "NKV": 8, "G": 4, "F": 12288, "NP": 1024}
+_06B = {"H": 1024, "NKV": 8, "G": 2, "F": 3072, "NP": 1024}
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+# The programs gpu_bench.py runs: their source and bodies (perf_model.model_ms)
+PROGRAMS = {"gemm": ("examples/gemm/gemm.etl", "gemm"),
+            "gemm_tf32": ("examples/gemm/gemm_tf32.etl", "gemm_tf32"),
+            "mlp_bf16": ("examples/mlp/mlp_bf16.etl", "mlp_bf16"),
+            "prefill_attention": ("examples/prefill_attention/prefill_attention.etl",
+                                  "prefill_attention"),
+            "decode_layer": ("examples/decode_layer/decode_layer.etl", "decode_tk64")}
 
 
 def _dec(dims, b, kv, tk, ms, role):
+    # MP as decode_layer_check.make_case sizes it (pages per request, + 1)
     return {"src": "examples/decode_layer/decode_layer.etl", "bodies": "decode_tk%d" % tk,
-            "binding": dict(dims, B=b, kv_len=kv, _tensors=("kv_len",)),
+            "binding": dict(dims, B=b, kv_len=kv, MP=cdiv(kv, 16) + 1, _tensors=("kv_len",)),
             "defines": () if tk == 64 else ("TK=%d" % tk,), "measured_ms": ms, "role": role,
             "what": "decode layer %s, B %d, KV %d, TK %d" % ("8B" if dims is _8B else "0.6B", b, kv, tk)}
 
