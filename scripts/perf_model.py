@@ -513,10 +513,10 @@ def predict(src, binding, bodies, model, etlc=None, defines=(), text=None):
     return span + model.launch, per
 
 
-def predict_row(row_id, gpu="h200", etlc=None, text=None):
+def predict_row(row_id, gpu="h200", etlc=None, text=None, queue=None):
     import perf_model_rows as R
     row = R.ROWS[row_id]
-    model = Model(gpu, R.FIT, queue=row.get("queue", "cas"))
+    model = Model(gpu, R.FIT, queue=queue or row.get("queue", "cas"))
     src = os.path.join(ROOT, row["src"])
     return predict(src, row["binding"], R.BODIES[row["bodies"]], model, etlc,
                    row.get("defines", ()), text)
@@ -551,6 +551,8 @@ def main(argv):
     ap.add_argument("row", nargs="?")
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--etlc")
+    ap.add_argument("--queue", choices=["cas", "ticket"],
+                    help="the dynamic queue to model (default: the row's, cas: what the rows ran)")
     ap.add_argument("-v", action="store_true", help="per group: tasks, one task's time, span")
     a = ap.parse_args(argv)
     import perf_model_rows as R
@@ -561,8 +563,10 @@ def main(argv):
     print("%-22s %-44s %6s %10s %10s %8s" % ("row", "what", "role", "model ms", "GPU ms", "error"))
     for rid in ids:
         row = R.ROWS[rid]
-        s, per = predict_row(rid, a.gpu, a.etlc)
+        s, per = predict_row(rid, a.gpu, a.etlc, queue=a.queue)
         meas = row.get("measured_ms")
+        if a.queue and a.queue != row.get("queue", "cas"):
+            meas = None  # measured on another queue: a prediction for the code of today
         err = "%+.0f%%" % (100 * (s * 1e3 / meas - 1)) if meas else "-"
         print("%-22s %-44s %6s %10.3f %10s %8s" % (rid, row["what"], row.get("role", "-"), s * 1e3,
                                                  "%.3f" % meas if meas else "-", err))
