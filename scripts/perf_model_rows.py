@@ -36,17 +36,19 @@ def K(args, gmem, bar, mma, i64, pred, smem, other, edge=0, scale=1.0):
     return {k: v / scale for k, v in d.items()}
 
 
-# Fitted constants, each from the one measurement named:
+# Fitted constants, each from the one measurement named (every other row is
+# predicted with them):
 #  ptxas_keep: SASS / (PTX expanded by perf_model.EXPAND) in a weight step:
 #              stop 25 counted ~400 SASS per warp in decode_layer's qproj step
-#              (TK 64) in the cubin; this PTX expands to 441 there (interior part).
-#  launch_s:   gemm bf16 128^3 (one task): 29 us measured, the task itself
-#              ~4 us in the model: host launch, argument and counter uploads.
-#  cas_pop_s:  the dynamic queue's serial cost per pop (head, tail, CAS):
-#              Qwen3-8B decode B 16 minus B 1 (3.69 - 0.749 ms) over the ~3,960
-#              more dynamic items (issue 27) gives 0.74 us; the replay's own
-#              overlap takes some, so it is set on the B 16 row.
-FIT = {"ptxas_keep": 0.91, "launch_s": 25e-6, "cas_pop_s": 0.72e-6}
+#              (TK 64) in the cubin; this PTX expands to 441 there (interior
+#              part): 400 / 441. A SASS count, not a time.
+#  launch_s:   gemm bf16 128^3 (one task, 0.029 ms measured; the task itself
+#              ~6 us in the model): host launch, argument and counter uploads.
+#  cas_pop_s:  the dynamic queue's serial cost per pop (read head, read tail,
+#              CAS head: one CTA in the chip wins at a time), set so that the
+#              Qwen3-8B decode layer at B 16 (TK 64, 3.69 ms) comes out; issue
+#              27 read 0.74 us from B 16 minus B 1 over ~3,960 more pops.
+FIT = {"ptxas_keep": 0.91, "launch_s": 23e-6, "cas_pop_s": 0.76e-6}
 
 _GEMM = {"threads": 256, "steps": "cdiv(K, 32)", "ptx_step": K(8, 19, 2, 44, 136, 28, 4, 114, 88),
          "mma_step": 32, "bytes_step": (128 * 32 + 32 * 128) * 2, "ring": 3, "sass_fixed": 400,
