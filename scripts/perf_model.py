@@ -190,9 +190,9 @@ class Graph:
 # (IADD3 + IADD3.X, ...), mul.wide one IMAD.WIDE, a 64-bit mul three:
 # 2 on average. Everything else maps one to one (ld/st/cp.async -> LDG/STG/
 # LDGSTS, mma.m16n8k16 -> one HMMA.16816, ldmatrix -> LDSM, setp -> ISETP).
-# ptxas then removes what it can share (CSE, hoisting); that is PTXAS_KEEP,
-# fitted on the one SASS count we have (stop 25, decode_layer's weight step
-# at TK = 64: ~400 SASS per warp, counted in the cubin; see rows).
+# ptxas then removes what it can share (CSE, hoisting): Model.ptxas_keep,
+# each program's static SASS / expanded PTX read from its cubin
+# (sass_ratio; perf_model_rows.SASS_RATIO).
 EXPAND = {"args": 1.0, "gmem": 1.0, "bar": 1.0, "mma": 1.0, "i64": 2.0, "pred": 1.0,
           "smem": 1.0, "other": 1.0}
 
@@ -516,10 +516,48 @@ def predict(src, binding, bodies, model, etlc=None, defines=(), text=None):
 def predict_row(row_id, gpu="h200", etlc=None, text=None, queue=None):
     import perf_model_rows as R
     row = R.ROWS[row_id]
-    model = Model(gpu, R.FIT, queue=queue or row.get("queue", "cas"))
+    model = Model(gpu, dict(R.FIT, ptxas_keep=R.SASS_RATIO[row["bodies"]]),
+                  queue=queue or row.get("queue", "cas"))
     src = os.path.join(ROOT, row["src"])
     return predict(src, row["binding"], R.BODIES[row["bodies"]], model, etlc,
                    row.get("defines", ()), text)
+
+
+def sass_ratio(src, etlc=None, defines=(), ptxas=None):
+    """Static SASS over expanded PTX for one program's sm_90 kernel: the
+    cubin's instructions (ptxas; no disassembler needed: sm_90 encodes every
+    instruction in 16 bytes, so a .text section's size / 16 counts them;
+    `readelf -S` gives the sizes) over its PTX instructions weighted by
+    EXPAND (classes of scripts/kloop_stats.py). Returns (ratio, ptx, sass)."""
+    import collections
+    import shutil
+    import tempfile
+    try:
+        import kloop_stats
+    except ImportError:
+        raise RuntimeError("perf_model: sass needs scripts/kloop_stats.py (its PTX classes)")
+    ptxas = ptxas or shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx_path, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
+        cmd = [etlc_path(etlc), "compile", src, "--emit=ptx", "--target", "sm_90", "-o", ptx_path]
+        for d in defines:
+            cmd += ["-D", d]
+        subprocess.run(cmd, check=True)
+        subprocess.run([ptxas, "-arch=sm_90", ptx_path, "-o", cubin], check=True)
+        sections = subprocess.run(["readelf", "-SW", cubin], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, check=True).stdout
+        with open(ptx_path) as f:
+            ptx = f.read()
+    sass = sum(int(m.group(1), 16) for m in
+               re.finditer(r"\.text\.\S+\s+PROGBITS\s+\S+\s+\S+\s+(\S+)", sections)) // 16
+    c = collections.Counter()
+    for fn in kloop_stats.parse_funcs(ptx):
+        regs = kloop_stats.args_registers(fn)
+        for _, ins in fn.blocks:
+            for i in ins:
+                c[kloop_stats.classify(i, regs)] += 1
+    expanded = sum(n * EXPAND.get(k, 1.0) for k, n in c.items())
+    return sass / expanded, sum(c.values()), sass
 
 
 def gpu_of(device_name):
@@ -540,14 +578,16 @@ def model_ms(program, binding, gpu="h200", etlc=None, queue="cas"):
     binding = dict(binding)
     if "kv_len" in binding:
         binding["_tensors"] = ("kv_len",)
-    s, _ = predict(os.path.join(ROOT, src), binding, R.BODIES[bodies], Model(gpu, R.FIT, queue),
-                   etlc)
+    model = Model(gpu, dict(R.FIT, ptxas_keep=R.SASS_RATIO[bodies]), queue)
+    s, _ = predict(os.path.join(ROOT, src), binding, R.BODIES[bodies], model, etlc)
     return s * 1e3
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cmd", choices=["rows", "predict"])
+    ap.add_argument("cmd", choices=["rows", "predict", "sass"],
+                    help="rows: every measured row; predict ROW: one; sass: each program's "
+                    "static SASS / expanded PTX (needs ptxas and scripts/kloop_stats.py)")
     ap.add_argument("row", nargs="?")
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--etlc")
@@ -556,6 +596,18 @@ def main(argv):
     ap.add_argument("-v", action="store_true", help="per group: tasks, one task's time, span")
     a = ap.parse_args(argv)
     import perf_model_rows as R
+    if a.cmd == "sass":
+        print("%-20s %9s %9s %7s %7s" % ("program", "PTX", "SASS", "ratio", "rows"))
+        seen = set()
+        for row in R.ROWS.values():
+            if row["bodies"] in seen:
+                continue
+            seen.add(row["bodies"])
+            ratio, ptx, sass = sass_ratio(os.path.join(ROOT, row["src"]), a.etlc,
+                                          row.get("defines", ()))
+            print("%-20s %9d %9d %7.2f %7.2f" % (row["bodies"], ptx, sass, ratio,
+                                                R.SASS_RATIO.get(row["bodies"], math.nan)))
+        return 0
     ids = [a.row] if a.cmd == "predict" else list(R.ROWS)
     if a.cmd == "predict" and a.row not in R.ROWS:
         print("perf_model: no row '%s'; rows: %s" % (a.row, ", ".join(R.ROWS)), file=sys.stderr)

@@ -36,19 +36,24 @@ def K(args, gmem, bar, mma, i64, pred, smem, other, edge=0, scale=1.0):
     return {k: v / scale for k, v in d.items()}
 
 
+# SASS per expanded PTX instruction (perf_model.EXPAND) of each program's
+# sm_90 kernel, read from its cubin: `perf_model.py sass` (ptxas, readelf,
+# kloop_stats.py) divides the static SASS count (.text bytes / 16) by the
+# expanded static PTX count. What ptxas shares and hoists; measured, not
+# fitted. Check: decode's qproj step (TK 64) expands to 441, times 0.94 is
+# 415 SASS per warp, where stop 25 counted ~400 in the cubin.
+SASS_RATIO = {"gemm": 0.91, "gemm_tf32": 0.85, "mlp_bf16": 0.83, "prefill_attention": 0.92,
+              "decode_tk64": 0.94, "decode_tk32": 0.94, "decode_tk16": 0.95}
+
 # Fitted constants, each from the one measurement named (every other row is
 # predicted with them):
-#  ptxas_keep: SASS / (PTX expanded by perf_model.EXPAND) in a weight step:
-#              stop 25 counted ~400 SASS per warp in decode_layer's qproj step
-#              (TK 64) in the cubin; this PTX expands to 441 there (interior
-#              part): 400 / 441. A SASS count, not a time.
 #  launch_s:   gemm bf16 128^3 (one task, 0.029 ms measured; the task itself
 #              ~6 us in the model): host launch, argument and counter uploads.
 #  cas_pop_s:  the dynamic queue's serial cost per pop (read head, read tail,
 #              CAS head: one CTA in the chip wins at a time), set so that the
 #              Qwen3-8B decode layer at B 16 (TK 64, 3.69 ms) comes out; issue
 #              27 read 0.74 us from B 16 minus B 1 over ~3,960 more pops.
-FIT = {"ptxas_keep": 0.91, "launch_s": 23e-6, "cas_pop_s": 0.76e-6}
+FIT = {"launch_s": 23e-6, "cas_pop_s": 0.76e-6}
 
 _GEMM = {"threads": 256, "steps": "cdiv(K, 32)", "ptx_step": K(8, 19, 2, 44, 136, 28, 4, 114, 88),
          "mma_step": 32, "bytes_step": (128 * 32 + 32 * 128) * 2, "ring": 3, "sass_fixed": 400,
