@@ -261,14 +261,14 @@ class Model:
         bytes_step = ev(body["bytes_step"], env) if isinstance(body["bytes_step"], str) \
             else body["bytes_step"]
         mem = bytes_step / bw
-        ring = body.get("ring", 1)
-        lat = self.dram / max(1, ring - 1) if ring > 1 else self.dram + self.l2
+        ring = body.get("ring", 1)  # 0: nothing streamed per step
+        lat = self.dram / (ring - 1) if ring > 1 else self.dram if ring == 1 else 0.0
         step = max(issue, tc, mem, lat)
         # fixed: fetch (one L2 round trip), the prologue/epilogue's
         # instructions, its dependent round trips (control block, edge
         # loads), the ring's first fill, a wait's acquire load, and each
         # notify's fence + atomic; writes at the SM's bandwidth share
-        fixed = self.l2 + self.issue_s(self.ptxas_keep * body.get("sass_fixed", 0), warps)
+        fixed = self.l2 + self.issue_s(body.get("sass_fixed", 0), warps)
         fixed += body.get("trips_task", 0) * self.l2 + self.dram
         fixed += body.get("waits", 0) * self.l2
         fixed += body.get("notifies", 0) * (self.fence + self.atomic)

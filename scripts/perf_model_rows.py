@@ -11,7 +11,8 @@ BODIES[program][group]: one task body, per warp and per K-loop step:
               m16n8k8 tf32: flops_per_mma 2048, tc "tf32")
   bytes_step  global bytes the task streams per step
   ring        cp.async stages (3: the loads of the next two steps in flight,
-              cp.async.wait_group 1 in the PTX); 1: loaded and waited for in the step
+              cp.async.wait_group 1 in the PTX); 1: loaded and waited for in
+              the step; 0: nothing streams per step
   dep_step    dependent L2 round trips per step outside the ring (decode's
               x and ln1 loads that feed the normed operand)
   sass_fixed  SASS per warp of prologue + epilogue (estimate)
@@ -92,11 +93,12 @@ def _decode(tk):
         "kproj": dict(proj, ptx_step=ptx["kproj"]),
         "vproj": dict(proj, ptx_step=ptx["vproj"]),
         # one chunk of 32 cached tokens: its K and V rows (page table, then
-        # the rows: two dependent trips), then per query head of the group a
-        # dot, a softmax and a weighted sum (FMA and shuffles; kloop_stats
-        # finds no K loop there: the per-head count is an estimate)
+        # the rows: dependent trips before the loop), then per query head of
+        # the group its q row (an L2 trip), a dot, a softmax and a weighted
+        # sum (FMA and shuffles; kloop_stats finds no K loop there: the
+        # per-head count is an estimate)
         "chunk": {"threads": 256, "steps": "G", "ptx_step": K(2, 4, 2, 16, 20, 10, 4, 100),
-                  "bytes_step": 0, "ring": 1, "dep_step": 0, "sass_fixed": 300, "trips_task": 3,
+                  "bytes_step": 0, "ring": 0, "dep_step": 1, "sass_fixed": 300, "trips_task": 3,
                   "out_bytes": "G * (128 + 2) * 4"},
         "merge": {"threads": 256, "steps": "G * min(cdiv(kv_len[b], 32), cdiv(MP * 16, 32))",
                   "ptx_step": K(3, 3, 0, 2, 9, 2, 0, 26), "bytes_step": 130 * 4, "ring": 2,
