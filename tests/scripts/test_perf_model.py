@@ -110,6 +110,9 @@ order: partial final
 """
 
 
+BODY = {"threads": 128, "steps": 1, "ptx_step": {"other": 10}, "bytes_step": 512, "ring": 3}
+
+
 class GraphFromTaskgraph(unittest.TestCase):
     def test_domains_and_edges_at_a_binding(self):
         g = P.Graph(TASKGRAPH, {"M": 40, "N": 256})
@@ -142,6 +145,16 @@ class GraphFromTaskgraph(unittest.TestCase):
         g = P.Graph(text, {"M": 40, "N": 300})
         self.assertEqual(len(g.tasks["partial"]), 3 * 3)
         self.assertEqual(len(g.tasks["final"]), 3)
+        # each E[i] receives cdiv(N, 128) notifications (the dump's wait count)
+        m = P.Model("h200", consts={"launch": 0.0})
+        tasks = P.build_tasks(g, m, {"partial": BODY, "final": BODY})
+        notes = {}
+        for t in tasks:
+            for e in t["notifies"]:
+                notes[e] = notes.get(e, 0) + 1
+        self.assertEqual(notes, {("E", 0): 3, ("E", 1): 3, ("E", 2): 3})
+        self.assertEqual([t["waits"] for t in tasks if t["name"] == "final"],
+                         [[("E", 0)], [("E", 1)], [("E", 2)]])
 
 
 if __name__ == "__main__":
