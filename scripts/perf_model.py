@@ -616,11 +616,11 @@ def main(argv):
     for rid in ids:
         row = R.ROWS[rid]
         s, per = predict_row(rid, a.gpu, a.etlc, queue=a.queue)
-        meas = row.get("measured_ms")
+        meas, role = row.get("measured_ms"), row.get("role", "-")
         if a.queue and a.queue != row.get("queue", "cas"):
-            meas = None  # measured on another queue: a prediction for the code of today
+            meas, role = None, "pred"  # measured on another queue: a prediction for today's code
         err = "%+.0f%%" % (100 * (s * 1e3 / meas - 1)) if meas else "-"
-        print("%-22s %-44s %6s %10.3f %10s %8s" % (rid, row["what"], row.get("role", "-"), s * 1e3,
+        print("%-22s %-44s %6s %10.3f %10s %8s" % (rid, row["what"], role, s * 1e3,
                                                  "%.3f" % meas if meas else "-", err))
         if a.v:
             for name, d in per.items():
