@@ -21,11 +21,15 @@ BODIES[program][group]: one task body, per warp and per K-loop step:
   out_bytes   bytes the task writes once
 
 The PTX counts were read with kloop_stats.py (branch lean, 2026-11-29) from
-the PTX of this tree's etlc (main at 3f62c00): the H200 rows were measured
-on 30c4d87 (stop 25), whose lowering took the same K-loop shape (the AST
-path's removal and the ticket queue came after; the ticket queue is not
-what the rows ran: queue "cas"). Rows say whether they were fitted (their
-measurement set a constant of FIT) or predicted.
+the PTX of this tree's etlc (main at 3f62c00). The H200 rows were measured
+on older code, 30c4d87 (stop 25), before the AST lowering's removal and the
+ticket queue (rows model its queue: "cas"); its kernels were larger (static
+SASS of the sm_90 cubin, 30c4d87 -> 3f62c00: gemm 3680 -> 2200, gemm_tf32
+1920 -> 1480, mlp_bf16 3832 -> 3624, prefill_attention 7192 -> 6392,
+decode_layer 15200 -> 14832), so each row's error mixes the model's error
+with what changed in the code (docs/PERF_MODEL.md, section 6). Rows say
+whether they were fitted (their measurement set a constant of FIT) or
+predicted.
 """
 
 
