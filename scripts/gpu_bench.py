@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gpu_bench.py — ETL's tensor-core programs on a CUDA GPU next to PyTorch.
 
-    python3 scripts/gpu_bench.py [BUILD_DIR] [--reps N] [--quick]
+    python3 scripts/gpu_bench.py [BUILD_DIR] [--reps N] [--quick] [--no-model]
 
 Needs a CUDA device and a PyTorch with CUDA (exits 77 saying why when either
 is missing). Loads the artifacts BUILD_DIR/examples/{gemm,gemm_tf32,mlp_bf16,
@@ -299,6 +299,8 @@ def main():
     ap.add_argument("build", nargs="?", default=os.path.join(here, "..", "build"))
     ap.add_argument("--reps", type=int, default=20, help="timed runs per row (median)")
     ap.add_argument("--quick", action="store_true", help="the 4096 rows only")
+    ap.add_argument("--no-model", action="store_true",
+                    help="skip the timing model's column (seconds of CPU per row on a lent GPU)")
     ap.add_argument("--sim", action="store_true",
                     help="run on sim against torch on the CPU at small sizes (checks the script)")
     opts = ap.parse_args()
@@ -319,13 +321,19 @@ def main():
     dev = "sim (torch on the CPU)" if opts.sim else torch.cuda.get_device_name()
     print("gpu_bench on %s (torch %s), median of %d runs" % (dev, torch.__version__, opts.reps))
     sys.path.insert(0, here)
+    import def_facts
     import perf_model
-    model_gpu = (None if opts.sim else perf_model.gpu_of(dev)) or "h200"
+    model_gpu = None if opts.sim else perf_model.gpu_of(dev)
+    if model_gpu not in [r["id"] for r in def_facts.gpus() if r["key"] in
+                         [t["key"] for t in def_facts.timings()]]:
+        model_gpu = "h200"  # no ETL_GPU_TIMING row for this device: an H200's model
     etlc = os.path.join(opts.build, "compiler", "etlc")
-    print("model: scripts/perf_model.py on %s" % model_gpu)
+    print("model: scripts/perf_model.py on %s%s" % (model_gpu, " (off: --no-model)" if opts.no_model else ""))
 
     def model(program, **binding):
         """The model's ms for this row, or nan (saying why) where it has no answer."""
+        if opts.no_model:
+            return math.nan
         try:
             return perf_model.model_ms(program, binding, model_gpu, etlc)
         except (KeyError, RuntimeError, ValueError) as e:
