@@ -27,8 +27,8 @@ the 128^3 GEMM row shows that fixed cost per run. The inputs are fresh random da
 Model: beside each ETL time, what scripts/perf_model.py (the latency-aware
 timing model, docs/PERF_MODEL.md) predicts for that row on this GPU (its
 gpus.def row; an H200's when the device is not there or on --sim, where the
-model still runs: it needs no GPU), and model / ETL. "-" where the model
-does not describe the program.
+model still runs: it needs no GPU), and model / ETL; nan where the model
+does not describe the program or with --no-model.
 
 Checks (not timing): each ETL output against a float32 reference computed by
 PyTorch on the GPU (TF32 off) from the same inputs, as ||out - ref|| / ||ref||;
