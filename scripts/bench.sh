@@ -28,6 +28,14 @@
 #    % of SOL = SOL / model, with the sector efficiency, unique DRAM bytes /
 #    minimum bytes (redundant traffic) and lane utilisation behind it.
 #    decode_layer (no C host) runs through its PyTorch check script.
+# 4c. The latency-aware timing model (scripts/perf_model.py,
+#    docs/PERF_MODEL.md) on an H200: every measured H200 row (README
+#    "Benchmarks") with the model's prediction, whether the row fitted a
+#    constant or is predicted, and the error. The task graph comes from
+#    etlc --emit=taskgraph at the row's binding (no sim run), each task's time
+#    from PTX counts per K step, latencies and issue rates, replayed over the
+#    132 SMs as the runtime deals tasks. Then the decode rows again with
+#    the ticket queue main has now: predictions, not yet measured.
 # 5. Compile time of the layer programs (decode_layer, and moe_layer when
 #    present): etlc from .etl to sm_90 PTX against ptxas assembling that PTX,
 #    CPU seconds, and their ratio (issue 12 asks etlc <= 0.5 x ptxas).
@@ -372,6 +380,14 @@ print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %8.1f%% %8s %6s %9.2f" % (name, bind,
       100 * sol / model, 100 * tc_sol / model, share, bank, smem * 1e6))
 ' "$tmp/prof_$ex.json" "$tmp/cost_$ex.json" "$ex" "$bind" "$tmp/prof_moe_bf16.json" "$tmp/cost_moe_bf16.json"
 done
+
+echo
+echo "== latency-aware timing model on h200 (scripts/perf_model.py; fit: the row set a constant, pred: predicted)"
+python3 "$root/scripts/perf_model.py" rows --gpu h200 --etlc "$etlc" || echo "(perf_model failed)"
+echo "-- the same rows with the ticket queue (dynamic pops by one fetch-and-add, as main has now; the rows"
+echo "   were measured on the head/tail/CAS queue): the model's prediction for the next GPU run"
+python3 "$root/scripts/perf_model.py" rows --gpu h200 --etlc "$etlc" --queue ticket | grep decode ||
+  echo "(perf_model failed)"
 
 echo
 echo "== compile time: etlc (.etl -> PTX) vs ptxas (that PTX -> SASS), sm_90, CPU seconds (user + sys), median of 3"

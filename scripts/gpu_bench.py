@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gpu_bench.py — ETL's tensor-core programs on a CUDA GPU next to PyTorch.
 
-    python3 scripts/gpu_bench.py [BUILD_DIR] [--reps N] [--quick]
+    python3 scripts/gpu_bench.py [BUILD_DIR] [--reps N] [--quick] [--no-model]
 
 Needs a CUDA device and a PyTorch with CUDA (exits 77 saying why when either
 is missing). Loads the artifacts BUILD_DIR/examples/{gemm,gemm_tf32,mlp_bf16,
@@ -23,6 +23,12 @@ the same way for a like comparison). Both include the host's launch work
 (ETL's: the synchronous upload of the argument block and event counters);
 the 128^3 GEMM row shows that fixed cost per run. The inputs are fresh random data
 (never zeros); every output is poisoned with NaN before the checked run.
+
+Model: beside each ETL time, what scripts/perf_model.py (the latency-aware
+timing model, docs/PERF_MODEL.md) predicts for that row on this GPU (its
+gpus.def row; an H200's when the device is not there or on --sim, where the
+model still runs: it needs no GPU), and model / ETL; nan where the model
+does not describe the program or with --no-model.
 
 Checks (not timing): each ETL output against a float32 reference computed by
 PyTorch on the GPU (TF32 off) from the same inputs, as ||out - ref|| / ||ref||;
@@ -281,11 +287,20 @@ def decode_case(prog, dims_name, kv_lens, reps):
     return etl_ms, eager_ms, graph_ms, (wbytes + kvbytes) / 1e9, err, torch_err
 
 
+def dl_dims(name):
+    """(H, NKV, G, F) of decode_layer_check's dims `name` ("8b", "0.6b")."""
+    sys.path.insert(0, os.path.join(here, "..", "examples", "decode_layer"))
+    import decode_layer_check as dl
+    return dl.DIMS[name]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build", nargs="?", default=os.path.join(here, "..", "build"))
     ap.add_argument("--reps", type=int, default=20, help="timed runs per row (median)")
     ap.add_argument("--quick", action="store_true", help="the 4096 rows only")
+    ap.add_argument("--no-model", action="store_true",
+                    help="skip the timing model's column (seconds of CPU per row on a lent GPU)")
     ap.add_argument("--sim", action="store_true",
                     help="run on sim against torch on the CPU at small sizes (checks the script)")
     opts = ap.parse_args()
@@ -305,21 +320,43 @@ def main():
 
     dev = "sim (torch on the CPU)" if opts.sim else torch.cuda.get_device_name()
     print("gpu_bench on %s (torch %s), median of %d runs" % (dev, torch.__version__, opts.reps))
+    sys.path.insert(0, here)
+    import def_facts
+    import perf_model
+    model_gpu = None if opts.sim else perf_model.gpu_of(dev)
+    if model_gpu not in [r["id"] for r in def_facts.gpus() if r["key"] in
+                         [t["key"] for t in def_facts.timings()]]:
+        model_gpu = "h200"  # no ETL_GPU_TIMING row for this device: an H200's model
+    etlc = os.path.join(opts.build, "compiler", "etlc")
+    print("model: scripts/perf_model.py on %s%s" % (model_gpu, " (off: --no-model)" if opts.no_model else ""))
+
+    def model(program, **binding):
+        """The model's ms for this row, or nan (saying why) where it has no answer."""
+        if opts.no_model:
+            return math.nan
+        try:
+            return perf_model.model_ms(program, binding, model_gpu, etlc)
+        except (KeyError, RuntimeError, ValueError) as e:
+            print("model: %s %s: no prediction (%s)" % (program, binding, e))
+            return math.nan
     rows = []
     gemm = load("gemm")
     big = 64 if opts.sim else 4096  # the large sizes, scaled down on sim
     sizes = [big] if opts.quick or opts.sim else [128, 1024, 2048, 4096, 8192]
     for n in sizes:
-        rows.append(("gemm bf16", "%d^3" % n, 1e-4) + gemm_case(gemm, n, n, n, False, opts.reps))
+        rows.append(("gemm bf16", "%d^3" % n, 1e-4) + gemm_case(gemm, n, n, n, False, opts.reps) +
+                    (model("gemm", M=n, N=n, K=n),))
     odd = (100, 70, 40) if opts.sim else (4000, 3000, 1000)
     if not opts.quick:
         rows.append(("gemm bf16", "%dx%dx%d" % odd, 1e-4) +
-                    gemm_case(gemm, *odd, False, opts.reps))
+                    gemm_case(gemm, *odd, False, opts.reps) +
+                    (model("gemm", M=odd[0], N=odd[1], K=odd[2]),))
     rows.append(("gemm tf32", "%d^3" % big, 5e-3) +
-                gemm_case(load("gemm_tf32"), big, big, big, True, opts.reps))
+                gemm_case(load("gemm_tf32"), big, big, big, True, opts.reps) +
+                (model("gemm_tf32", M=big, N=big, K=big),))
     t, f = (40, 96) if opts.sim else (4096, 12288)
     rows.append(("mlp bf16", "T%d D%d F%d" % (t, big, f), 2e-2) +
-                mlp_case(load("mlp_bf16"), t, big, f, opts.reps))
+                mlp_case(load("mlp_bf16"), t, big, f, opts.reps) + (model("mlp_bf16", T=t, D=big, F=f),))
     pa = load("prefill_attention")
     shapes = [(4096, 8, 4, 4096)] if opts.quick else [(1024, 8, 4, 4096), (4096, 8, 4, 4096),
                                                        (4096, 8, 1, 1024)]
@@ -327,34 +364,41 @@ def main():
         shapes = [(150, 2, 2, 64)]
     for s, nkv, g, hid in shapes:
         rows.append(("prefill+o_proj", "S%d NKV%d G%d HID%d" % (s, nkv, g, hid), 2e-2) +
-                    prefill_case(pa, s, nkv, g, hid, opts.reps))
+                    prefill_case(pa, s, nkv, g, hid, opts.reps) +
+                    (model("prefill_attention", S=s, NKV=nkv, G=g, HID=hid),))
 
     dec = []
     dl_art = load("decode_layer")
     for dims_name, kv_lens in ([("0.6b", [64])] if opts.sim else
                                [("8b", [1024]), ("8b", [1024] * 16), ("0.6b", [512] * 4)]):
+        H, NKV, G, FF = dl_dims(dims_name)
+        mp = -(-max(kv_lens) // 16) + 1  # decode_layer_check.make_case's pages per request
         dec.append(("decode layer", "%s B=%d kv %d" % (dims_name, len(kv_lens), kv_lens[0]),
-                    2e-2) + decode_case(dl_art, dims_name, kv_lens, opts.reps))
+                    2e-2) + decode_case(dl_art, dims_name, kv_lens, opts.reps) +
+                   (model("decode_layer", B=len(kv_lens), H=H, NKV=NKV, G=G, F=FF,
+                          NP=len(kv_lens) * mp + 3, MP=mp, kv_len=max(kv_lens)),))
 
-    print("%-15s %-20s %9s %9s %9s %9s %8s %10s" %
-          ("program", "shape", "ETL ms", "TFLOP/s", "torch ms", "TFLOP/s", "ETL/torch", "rel err"))
+    print("%-15s %-20s %9s %9s %9s %9s %8s %10s %9s %7s" %
+          ("program", "shape", "ETL ms", "TFLOP/s", "torch ms", "TFLOP/s", "ETL/torch", "rel err",
+           "model ms", "mod/ETL"))
     bad = 0
-    for name, shape, bound, etl_ms, torch_ms, flops, err in rows:
+    for name, shape, bound, etl_ms, torch_ms, flops, err, model_ms in rows:
         ok = err <= bound
         bad += not ok
-        print("%-15s %-20s %9.3f %9.1f %9.3f %9.1f %8.2fx %10.2e%s" %
+        print("%-15s %-20s %9.3f %9.1f %9.3f %9.1f %8.2fx %10.2e %9.3f %6.2fx%s" %
               (name, shape, etl_ms, flops / etl_ms * 1e-9, torch_ms, flops / torch_ms * 1e-9,
-               etl_ms / torch_ms, err, "" if ok else "  FAIL (bound %.0e)" % bound))
+               etl_ms / torch_ms, err, model_ms, model_ms / etl_ms,
+               "" if ok else "  FAIL (bound %.0e)" % bound))
     print()
-    print("%-15s %-20s %9s %9s %9s %9s %9s %10s %10s" %
+    print("%-15s %-20s %9s %9s %9s %9s %9s %10s %10s %9s %7s" %
           ("program", "shape", "ETL ms", "GB/s", "eager ms", "graph ms", "ETL/graph", "rel err",
-           "torch err"))
-    for name, shape, bound, etl_ms, eager_ms, graph_ms, gb, err, terr in dec:
+           "torch err", "model ms", "mod/ETL"))
+    for name, shape, bound, etl_ms, eager_ms, graph_ms, gb, err, terr, model_ms in dec:
         ok = err <= bound and terr <= bound
         bad += not ok
-        print("%-15s %-20s %9.3f %9.0f %9.3f %9.3f %8.2fx %10.2e %10.2e%s" %
+        print("%-15s %-20s %9.3f %9.0f %9.3f %9.3f %8.2fx %10.2e %10.2e %9.3f %6.2fx%s" %
               (name, shape, etl_ms, gb / etl_ms * 1e3, eager_ms, graph_ms, etl_ms / graph_ms,
-               err, terr, "" if ok else "  FAIL (bound %.0e)" % bound))
+               err, terr, model_ms, model_ms / etl_ms, "" if ok else "  FAIL (bound %.0e)" % bound))
     if bad:
         print("gpu_bench: %d row(s) over their error bound" % bad)
     return 1 if bad else 0
