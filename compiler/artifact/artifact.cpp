@@ -94,7 +94,9 @@ std::string serialize_meta(const ArtifactMeta &m) {
   for (const ArtifactTensor &t : m.tensors) {
     w.str(t.name);
     w.u32(t.elem);
-    w.u32(!t.is_buffer ? ETL_TENSOR_PARAM : t.zeros ? ETL_TENSOR_BUFFER_ZEROS : ETL_TENSOR_BUFFER);
+    w.u32(!t.is_buffer ? (t.read_only ? ETL_TENSOR_INPUT : ETL_TENSOR_PARAM)
+          : t.zeros  ? ETL_TENSOR_BUFFER_ZEROS
+                     : ETL_TENSOR_BUFFER);
     w.count(t.shape.size());
     for (const ArtifactExpr &e : t.shape)
       w.expr(e);

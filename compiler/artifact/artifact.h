@@ -33,6 +33,9 @@ struct ArtifactTensor {
   std::vector<ArtifactExpr> shape; ///< one expr per dimension (rank = size)
   uint32_t slot = 0;
   bool zeros = false; ///< a buffer the runtime clears before each run (= zeros)
+  /// A parameter no task stores to or updates atomically (ETL_TENSOR_INPUT):
+  /// read-only memory may be bound to it.
+  bool read_only = false;
 };
 
 /// A scalar parameter: its value's bits go in the low bytes of `slot`.

@@ -7,6 +7,8 @@
 
 #include "etl_abi.h"
 
+#include <set>
+
 namespace etl {
 namespace {
 
@@ -122,9 +124,11 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
   m.num_slots = layout.num_slots();
   for (size_t i = 0; i < k.dims.size(); ++i)
     m.dims.push_back(ArtifactDim{k.dims[i].name, layout.dim(unsigned(i))});
+  const std::set<int> written = written_tensors(k);
   for (size_t i = 0; i < k.tensors.size(); ++i) {
     const TensorDecl &t = k.tensors[i];
     ArtifactTensor at;
+    at.read_only = !t.is_buffer && !written.count(int(i)) && !written.count(-1);
     at.name = t.name;
     at.elem = abi_elem(t.type.elem);
     at.is_buffer = t.is_buffer;

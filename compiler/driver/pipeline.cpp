@@ -464,6 +464,15 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
     warn_register_spills(k, threads, c.target, c.diag, tm ? &*tm : nullptr);
     return true;
   });
+  timer.run("pad-check", [&] { // reductions that read a load's padding
+    TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
+    if (!verify_tile(m).empty())
+      return false; // the tile stage below reports it
+    Diag quiet(c.sm);
+    analyse_memory(m, k, c.graph, quiet);
+    warn_pad_reductions(m, c.diag);
+    return true;
+  });
   if (c.diag.has_errors()) // -Werror
     return fail;
   if (opts.emit == "taskgraph") {

@@ -47,11 +47,14 @@ struct Ctx {
   std::map<std::string, Sym> hi;
 };
 
-/// `lo .. +n` with lo == n*v, v < cdiv(dim, n) and n dividing dim: the
-/// tasks (or iterations) tile the dim exactly, so each tile lies inside.
+/// `lo .. +n` with lo == n*v, v < cdiv(dim, n) (or dim / n, the same when
+/// n divides dim) and n dividing dim: the tasks (or iterations) tile the dim
+/// exactly, so each tile lies inside.
 bool tiles_exactly(const Ctx &c, const Facts &facts, const Sym &lo, int64_t n, const Sym &dim) {
   for (const auto &[var, hi] : c.hi)
-    if (lo == Sym(n) * Sym::symbol(var) && hi == Sym::cdiv(dim, Sym(n)) && facts.divisible(dim, n))
+    if (lo == Sym(n) * Sym::symbol(var) &&
+        (hi == Sym::cdiv(dim, Sym(n)) || hi == Sym::floordiv(dim, Sym(n))) &&
+        facts.divisible(dim, n))
       return true;
   return false;
 }

@@ -31,6 +31,12 @@ void analyse_memory(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag
 /// another layout than its operand has. Runs analyse_memory first if needed.
 void assign_layouts(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag &diag);
 
+/// A PadNotIdentity warning (with a note at the reduction) for each load
+/// whose padding reaches a `max`/`min`/`sum`/`argmax`/`argmin` along a
+/// padded axis as something that may change its result (tile/padding.cpp).
+/// After analyse_memory (the loads' in-bounds dims).
+void warn_pad_reductions(const TileModule &m, Diag &diag);
+
 /// Ring stages a pipelined loop takes at most (tile/pipeline.cpp).
 constexpr int64_t kMaxStages = 3;
 /// Software pipelining (tile/pipeline.cpp), after assign_layouts: the

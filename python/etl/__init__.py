@@ -48,10 +48,13 @@ from .errors import *  # noqa: F401,F403  (the exception classes)
 
 __all__ = ["compile", "load", "Program", "Param", "errors", "version"]
 
-Param = collections.namedtuple("Param", "name dtype rank dims kind", defaults=("tensor",))
+Param = collections.namedtuple("Param", "name dtype rank dims kind written",
+                               defaults=("tensor", False))
 Param.__doc__ = """A parameter: dtype as "f32"/"f16"/"bf16"/"i32"/"i64"; kind "tensor"
 (dims: the extent of each axis in the program's symbols, "M", "cdiv(N, 128)")
-or "scalar" (rank 0, no dims)."""
+or "scalar" (rank 0, no dims). written: True for a tensor some task of the
+kernel stores to or updates atomically (binding read-only memory to it
+raises etl.ReadOnlyError), False for one it only reads, and for scalars."""
 
 _c = _lib._c
 
@@ -171,7 +174,10 @@ class Program:
             t = _lib.TensorInfo()
             _lib.check(_lib.lib.etlProgramTensorInfo(self._prog, i, _c.byref(t)))
             dims = tuple(t.dims[k].decode() for k in range(t.rank))
-            out.append(Param(t.name.decode(), _tensors.NAMES[t.dtype], t.rank, dims))
+            w = _c.c_int()
+            _lib.check(_lib.lib.etlProgramTensorWritten(self._prog, i, _c.byref(w)))
+            out.append(Param(t.name.decode(), _tensors.NAMES[t.dtype], t.rank, dims, "tensor",
+                             bool(w.value)))
         _lib.check(_lib.lib.etlProgramNumScalars(self._prog, _c.byref(n)))
         for i in range(n.value):
             s = _lib.ScalarInfo()
@@ -334,6 +340,10 @@ class Program:
         return handle
 
     def _check_view(self, p, v, stream):
+        if p.written and v.read_only:
+            raise errors.ReadOnlyError(
+                "tensor '%s': the program writes it in place, but the %s is %s" %
+                (p.name, v.what, v.read_only))
         if _tensors.NAMES[v.dtype] != p.dtype:
             raise errors.DTypeError("tensor '%s' is %s, the %s holds %s" %
                                     (p.name, p.dtype, v.what, _tensors.NAMES[v.dtype]))

@@ -8,6 +8,7 @@ Where the library is looked for, first match wins:
 """
 import ctypes
 import os
+import re
 
 from . import errors
 
@@ -88,6 +89,7 @@ _sig("etlProgramNumDims", Status, P, _c.POINTER(_c.c_int))
 _sig("etlProgramDimName", Status, P, _c.c_int, _c.POINTER(_c.c_char_p))
 _sig("etlProgramNumTensors", Status, P, _c.POINTER(_c.c_int))
 _sig("etlProgramTensorInfo", Status, P, _c.c_int, _c.POINTER(TensorInfo))
+_sig("etlProgramTensorWritten", Status, P, _c.c_int, _c.POINTER(_c.c_int))
 _sig("etlProgramNumScalars", Status, P, _c.POINTER(_c.c_int))
 _sig("etlProgramScalarInfo", Status, P, _c.c_int, _c.POINTER(ScalarInfo))
 _sig("etlBindScalar", Status, P, _c.c_char_p, _c.c_int, _c.c_void_p)
@@ -107,10 +109,33 @@ _sig("etlProgramSetRaceCheck", Status, P, _c.c_int)
 _sig("etlProgramSetPoisonBuffers", Status, P, _c.c_int)
 
 
+# The runtime's messages name its C calls; a Python caller made none of them.
+# Each pattern rewrites a C hint into what to pass to prog(...) instead.
+_PYTHON_HINTS = [
+    (re.compile(r"dimension '(\w+)' is not bound \(call etlBindDim[^)]*\)"),
+     r"dimension '\1' is not bound: pass prog(\1=...) or a tensor whose shape names it"),
+    (re.compile(r"tensor '(\w+)' is not bound \(call etlBindTensor\)"),
+     r"tensor '\1' is not bound: pass it, prog(\1=array)"),
+    (re.compile(r"scalar '(\w+)' \((\w+)\) is not bound \(call etlBindScalar\)"),
+     r"scalar '\1' (\2) is not bound: pass it, prog(\1=number)"),
+    (re.compile(r"; bind it with etlBind\w+"), r"; pass it by its name to prog(...)"),
+]
+# "etlRun: ...", "etlBindTensor: ...": the C function the message comes from.
+_C_PREFIX = re.compile(r"^etl[A-Z]\w*: ")
+
+
+def python_message(msg):
+    """The runtime's message `msg` in the Python package's terms."""
+    msg = _C_PREFIX.sub("", msg)
+    for pattern, text in _PYTHON_HINTS:
+        msg = pattern.sub(text, msg)
+    return msg
+
+
 def check(status):
     """Raise the exception class of a failed call's status."""
     if status == 0:
         return
-    msg = lib.etlGetLastErrorMessage().decode(errors="replace")
+    msg = python_message(lib.etlGetLastErrorMessage().decode(errors="replace"))
     cls = errors.BY_CODE.get(status, errors.Error)
     raise cls(msg)

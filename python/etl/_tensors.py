@@ -38,13 +38,14 @@ class View:
     """One argument as the runtime binds it."""
 
     def __init__(self, name, ptr, dtype, shape, device, device_index=0, keep=None, what="",
-                 stream=None):
+                 stream=None, read_only=None):
         self.name, self.ptr, self.dtype, self.shape = name, ptr, dtype, tuple(shape)
         self.device = device  # "cpu" | "cuda"
         self.device_index = device_index  # None: not known (__cuda_array_interface__)
         self.keep = keep  # the object (or DLPack capsule) that owns the memory
         self.what = what
         self.stream = stream  # __cuda_array_interface__ v3: the producer's stream, or None
+        self.read_only = read_only  # why the memory must not be written (a phrase), or None
 
 
 class _DLDevice(ctypes.Structure):
@@ -80,7 +81,9 @@ def _from_numpy(name, a):
     if not a.flags["C_CONTIGUOUS"]:
         raise _layout_error(name, "numpy array")
     return View(name, a.__array_interface__["data"][0], dt, a.shape, "cpu", keep=a,
-                what="numpy array")
+                what="numpy array",
+                read_only=None if a.flags.writeable else
+                "read-only (a.flags.writeable is False: pass a writable copy, a.copy())")
 
 
 def _from_torch(name, t):
@@ -95,7 +98,10 @@ def _from_torch(name, t):
         raise errors.DeviceMismatchError("tensor '%s' is on torch device '%s'; ETL runs on "
                                          "'cpu' (sim) and 'cuda'" % (name, t.device))
     return View(name, t.data_ptr(), dt, tuple(t.shape), dev, t.device.index or 0, keep=t,
-                what="torch tensor")
+                what="torch tensor",
+                read_only="tracked by autograd (requires_grad is True), which would not see "
+                "the program's write: pass t.detach() to write into its memory anyway"
+                if t.requires_grad else None)
 
 
 def _from_dlpack(name, obj, stream):
@@ -153,7 +159,9 @@ def _from_cuda_array_interface(name, obj):
                 raise _layout_error(name, "__cuda_array_interface__ array")
             expect *= shape[i]
     return View(name, cai["data"][0] or 0, dt, shape, "cuda", None, keep=obj,
-                what="__cuda_array_interface__ array", stream=cai.get("stream"))
+                what="__cuda_array_interface__ array", stream=cai.get("stream"),
+                read_only="read-only (its data tuple's readonly flag is set)"
+                if len(cai["data"]) > 1 and cai["data"][1] else None)
 
 
 def view(name, obj, stream=None):

@@ -115,6 +115,15 @@ class DeviceMismatchError(BindingError):
     """A tensor in memory the program's device cannot use (host vs CUDA)."""
 
 
+class ReadOnlyError(BindingError):
+    """Memory that must not change bound to a tensor the program writes: a
+    read-only numpy array (``a.flags.writeable`` False, e.g. over ``bytes``),
+    a torch tensor that requires grad (autograd would not see the write: pass
+    ``t.detach()`` to write into its memory anyway), or a read-only
+    __cuda_array_interface__ array. Tensors the program only reads
+    (``Param.written`` False) take them."""
+
+
 class StreamMismatchError(BindingError):
     """A __cuda_array_interface__ array produced on another stream than the
     one the program runs on (synchronize first, or run on its stream)."""

@@ -78,7 +78,8 @@ typedef struct etl_section_entry {
  *   u32 n_tensors   { str name; u32 elem; u32 kind; u32 rank;
  *                     expr shape[rank]; u32 slot }                slot: pointer
  *                                       kind: enum etl_tensor_kind (BUFFER_ZEROS
- *                                       came later in v6: older readers refuse it)
+ *                                       and INPUT came later in v6: older readers
+ *                                       refuse them)
  *   u32 n_scalars   { str name; u32 elem; u32 slot }              slot: the value's
  *                                       bits in its low bytes (f32: 4, f16/bf16: 2,
  *                                       i32: 4, i64: 8; the rest zero)
@@ -110,13 +111,16 @@ typedef enum etl_index_kind {
   ETL_INDEX_DATA = 2  /* reads tensor data: evaluated and checked on the device */
 } etl_index_kind;
 enum { ETL_SCHEDULE_STATIC = 0, ETL_SCHEDULE_DYNAMIC = 1 };
-/* A tensor's kind word: a parameter the caller binds, or a buffer the
- * runtime allocates per binding shape, whose contents start undefined
- * (BUFFER) or are cleared to zero bytes before each run (BUFFER_ZEROS). */
+/* A tensor's kind word: a parameter the caller binds, which some task may
+ * write (PARAM: a store or atomic names it) or which the kernel only reads
+ * (INPUT: read-only memory may be bound to it), or a buffer the runtime
+ * allocates per binding shape, whose contents start undefined (BUFFER) or
+ * are cleared to zero bytes before each run (BUFFER_ZEROS). */
 typedef enum etl_tensor_kind {
   ETL_TENSOR_PARAM = 0,
   ETL_TENSOR_BUFFER = 1,
-  ETL_TENSOR_BUFFER_ZEROS = 2
+  ETL_TENSOR_BUFFER_ZEROS = 2,
+  ETL_TENSOR_INPUT = 3
 } etl_tensor_kind;
 #define ETL_NO_DATA_VAR 0xFFFFFFFFu
 /* Element types: ETL_ELEM_F32 = 0 ... from etl_elems.def (their codes,

@@ -246,10 +246,11 @@ static void parse_meta(rd *r, etl_meta *m) {
       break;
     if (!etl_elem_valid(t->elem))
       rd_fail(r, "unknown element type");
-    if (t->is_buffer > ETL_TENSOR_BUFFER_ZEROS)
-      rd_fail(r, "unknown tensor kind (not a parameter, buffer or zeros buffer)");
+    if (t->is_buffer > ETL_TENSOR_INPUT)
+      rd_fail(r, "unknown tensor kind (not a parameter, input, buffer or zeros buffer)");
     t->zeros = t->is_buffer == ETL_TENSOR_BUFFER_ZEROS;
-    t->is_buffer = t->is_buffer != ETL_TENSOR_PARAM;
+    t->written = t->is_buffer != ETL_TENSOR_INPUT;
+    t->is_buffer = t->is_buffer == ETL_TENSOR_BUFFER || t->is_buffer == ETL_TENSOR_BUFFER_ZEROS;
     if (t->rank > ETL_MAX_RANK)
       rd_fail(r, "rank larger than 16");
     t->shape = rd_alloc(r, t->rank + 1, sizeof(etl_expr));

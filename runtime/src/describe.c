@@ -254,6 +254,18 @@ etlStatus etlProgramTensorInfo(etlProgram h, int index, etlTensorInfo *info) {
   return ETL_SUCCESS;
 }
 
+etlStatus etlProgramTensorWritten(etlProgram h, int index, int *written) {
+  ETL_GET_PROG(p, h);
+  if (!written)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorWritten: written is NULL");
+  int n, i = param_index(&p->art.meta, index, &n);
+  if (i < 0)
+    return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramTensorWritten: index %d not in [0, %d)",
+                     index, n);
+  *written = (int)p->art.meta.tensors[i].written;
+  return ETL_SUCCESS;
+}
+
 etlStatus etlProgramTensorShape(etlProgram h, int index, int64_t *shape) {
   ETL_GET_PROG(p, h);
   const etl_meta *m = &p->art.meta;

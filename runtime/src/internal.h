@@ -59,7 +59,8 @@ typedef struct etl_dim_meta {
 typedef struct etl_tensor_meta {
   char *name;
   uint32_t elem, is_buffer, rank, slot;
-  uint32_t zeros; /* a buffer cleared before each run (ETL_TENSOR_BUFFER_ZEROS) */
+  uint32_t zeros;   /* a buffer cleared before each run (ETL_TENSOR_BUFFER_ZEROS) */
+  uint32_t written; /* some task may write it (all but ETL_TENSOR_INPUT) */
   etl_expr *shape;
 } etl_tensor_meta;
 

@@ -164,8 +164,8 @@ class Examples(unittest.TestCase):
 
     def test_params(self):
         prog = etl.load(artifact("rowsum"), device="sim")
-        self.assertEqual(prog.params, (etl.Param("x", "f32", 2, ("M", "N")),
-                                       etl.Param("y", "f32", 1, ("M",))))
+        self.assertEqual(prog.params, (etl.Param("x", "f32", 2, ("M", "N"), "tensor", False),
+                                       etl.Param("y", "f32", 1, ("M",), "tensor", True)))
         self.assertEqual(prog.dims, ("M", "N"))
         self.assertEqual(prog.constraints, ("N % 4 == 0",))
         moe = etl.load(artifact("moe"), device="sim")
@@ -233,13 +233,26 @@ class Misuse(unittest.TestCase):
         args.update(wr=np.ones((32, 2), np.float32), w=np.ones((2, 32, 32), np.float32), K=3)
         with self.assertRaisesRegex(etl.BindingError, "constraint 'K <= E' violated"):
             moe(**args)
+        # the fact, every bound dim's value and where the fact is written
+        with self.assertRaisesRegex(etl.BindingError,
+                                    r"^constraint 'N % 4 == 0' violated with M=4, N=1 "
+                                    r"\(declared at .*rowsum\.etl:\d+:\d+\)$"):
+            self.prog(x=np.ones((4, 1), np.float32), y=self.y)
+        self.assertNotRun()
 
     def test_names_and_unbound(self):
         with self.assertRaisesRegex(etl.NotFoundError, "no tensor or dim 'z'"):
             self.prog(x=self.x, y=self.y, z=self.y)
         fresh = etl.load(artifact("rowsum"), device="sim")
-        with self.assertRaisesRegex(etl.UnboundError, "tensor 'y' is not bound"):
+        # Messages speak Python: what to pass to prog(...), not the C call to make
+        with self.assertRaisesRegex(etl.UnboundError,
+                                    r"^tensor 'y' is not bound: pass it, prog\(y=array\)$"):
             fresh(x=self.x)
+        moe = etl.load(artifact("moe"), device="sim")
+        with self.assertRaisesRegex(etl.UnboundError, r"^dimension 'K' is not bound: pass "
+                                    r"prog\(K=\.\.\.\) or a tensor whose shape names it$"):
+            moe(x=np.ones((4, 32), np.float32), wr=np.ones((32, 2), np.float32),
+                w=np.ones((2, 32, 32), np.float32), out=np.zeros((4, 32), np.float32))
         with self.assertRaisesRegex(etl.InvalidValueError, "not a tensor"):
             self.prog(x=[[1.0]], y=self.y)
         self.assertNotRun()
@@ -275,6 +288,47 @@ class Misuse(unittest.TestCase):
         prog.close()  # close releases every binding
         gc.collect()
         self.assertIsNone(y2_kept())
+
+    def test_read_only_memory(self):
+        # The artifact says which tensors the kernel writes (rowsum writes y,
+        # only reads x): read-only memory binds to x, never to y.
+        prog = etl.load(artifact("rowsum"), device="sim")
+        self.assertEqual([(p.name, p.written) for p in prog.params], [("x", False), ("y", True)])
+        data = np.ones((4, 8), np.float32).tobytes()
+        x = np.frombuffer(data, np.float32).reshape(4, 8)  # over immutable bytes
+        self.assertFalse(x.flags.writeable)
+        y = np.zeros(4, np.float32)
+        prog(x=x, y=y)  # reading from read-only memory is fine
+        np.testing.assert_array_equal(y, 8)
+        frozen = np.frombuffer(np.full(4, 7, np.float32).tobytes(), np.float32)
+        with self.assertRaisesRegex(etl.ReadOnlyError,
+                                    "tensor 'y': the program writes it in place, but the numpy "
+                                    "array is read-only"):
+            prog(x=np.ones((4, 8), np.float32), y=frozen)
+        self.assertTrue(issubclass(etl.ReadOnlyError, etl.BindingError))
+        np.testing.assert_array_equal(frozen, 7)  # nothing ran
+        self.assertEqual(data, np.ones((4, 8), np.float32).tobytes())
+        cai = type("Cai", (), {"__cuda_array_interface__": {
+            "shape": (4,), "typestr": "<f4", "data": (0x10000, True), "version": 3}})()
+        with self.assertRaisesRegex(etl.ReadOnlyError, "readonly flag"):
+            prog(x=np.ones((4, 8), np.float32), y=cai)
+
+    @unittest.skipIf(torch is None, "python3-torch is not installed")
+    def test_requires_grad(self):
+        prog = etl.load(artifact("rowsum"), device="sim")
+        w = torch.ones(4, 8, requires_grad=True)  # a leaf autograd tracks
+        y = torch.zeros(4)
+        prog(x=w, y=y)  # read only: fine
+        self.assertTrue(torch.equal(y, torch.full((4,), 8.0)))
+        out = torch.zeros(4, requires_grad=True)
+        with self.assertRaisesRegex(etl.ReadOnlyError, "tensor 'y'.*requires_grad.*detach"):
+            prog(x=w, y=out)
+        tracked = torch.zeros(4, requires_grad=True) * 1  # not a leaf, still tracked
+        with self.assertRaisesRegex(etl.ReadOnlyError, "requires_grad"):
+            prog(x=w, y=tracked)
+        self.assertTrue(torch.equal(out.detach(), torch.zeros(4)))
+        prog(x=w, y=out.detach())  # the documented way to write into it anyway
+        self.assertTrue(torch.equal(out.detach(), torch.full((4,), 8.0)))
 
     def test_bad_files_and_devices(self):
         with self.assertRaisesRegex(etl.NotFoundError, "cannot open"):

@@ -245,6 +245,12 @@ typedef struct etlTensorInfo {
 /// Describe tensor parameter `index` (0-based, the order of
 /// etlProgramTensorName).
 ETL_API etlStatus etlProgramTensorInfo(etlProgram prog, int index, etlTensorInfo *info);
+/// Does the kernel write tensor parameter `index`? `*written` is 1 when some
+/// task stores to it or updates it atomically, 0 when the kernel only reads
+/// it (memory that must not change, a read-only array, may be bound to it
+/// then). The runtime cannot see whether memory is read-only: callers that
+/// can (the Python package) refuse such memory for a written tensor.
+ETL_API etlStatus etlProgramTensorWritten(etlProgram prog, int index, int *written);
 /// The shape tensor parameter `index` must be bound with, from the dims
 /// bound now: `shape` receives its rank extents. ETL_ERROR_UNBOUND naming
 /// a dim that is not bound yet; ETL_ERROR_BINDING when an extent cannot be

@@ -83,6 +83,18 @@ TEST_CASE("artifact writer output loads in the runtime") {
   etlContextDestroy(ctx);
 }
 
+TEST_CASE("artifact round trip: a parameter the kernel only reads is ETL_TENSOR_INPUT") {
+  etl::ArtifactMeta m = sample();
+  m.tensors[0].read_only = true;
+  std::string bytes = etl::serialize_artifact(m, {{"sim", "ELF..."}});
+  etl_artifact a;
+  REQUIRE(etl_artifact_parse(bytes.data(), bytes.size(), &a) == ETL_SUCCESS);
+  CHECK(a.meta.tensors[0].written == 0);
+  CHECK(a.meta.tensors[0].is_buffer == 0);
+  CHECK(a.meta.tensors[1].is_buffer == 1);
+  etl_artifact_free(&a);
+}
+
 TEST_CASE("artifact round trip: every metadata field") {
   etl::ArtifactMeta m = sample();
   std::string bytes = etl::serialize_artifact(m, {{"sim", "ELF..."}, {"sm_80", "ptx80"}});
@@ -104,6 +116,7 @@ TEST_CASE("artifact round trip: every metadata field") {
   CHECK(r.tensors[0].shape[1].code[4] == ETL_XOP_MUL);
   CHECK(r.tensors[0].is_buffer == 0);
   CHECK(r.tensors[0].zeros == 0);
+  CHECK(r.tensors[0].written == 1); // a parameter not marked read_only
   CHECK(r.tensors[1].is_buffer == 1);
   CHECK(r.tensors[1].zeros == 1); // ETL_TENSOR_BUFFER_ZEROS on the wire
   REQUIRE(r.n_scalars == 1);

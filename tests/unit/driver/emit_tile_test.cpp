@@ -152,10 +152,11 @@ TEST_CASE("--emit=tile shows atomics: kind, slice, values, old values and their 
   REQUIRE(r.code == 0);
   // A statement has no result; a value gives the old values in the
   // values' layout, one writer per replica group, copies in other warps
-  // through a shared-memory buffer.
+  // through a shared-memory buffer. `i in 0 .. N / 64` with N % 64 == 0
+  // tiles c exactly: no bounds test.
   CHECK(r.out.find("  atomic add y[fix(0)], %0\n") != std::string::npos);
   CHECK(r.out.find("%5 = atomic cas c[range(64*i, 64)], %2, %4 : tile<64xi32, #L0> {vec=1 "
-                   "(32-bit), bounds=[checked]} {pred: one writer per replica group} "
+                   "(32-bit), bounds=[in]} {pred: one writer per replica group} "
                    "{smem=#S0}") != std::string::npos);
   CHECK(r.out.find("store o[range(64*i, 64)], %5") != std::string::npos);
 }

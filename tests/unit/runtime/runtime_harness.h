@@ -105,7 +105,7 @@ inline std::string artifact(const std::string &meta,
 }
 
 // The test program:
-//   dim N (slot 8); x f32[N*32] (9), y f32[N] (10), total f32[1] (11),
+//   dim N (slot 8); x f32[N*32] (9, read only), y f32[N] (10), total f32[1] (11),
 //   buffer partial f32[N*32] (12); constraint N <= 1000;
 //   events E[N] (13), F[1] (14);
 //   group 0 consume j in [0,N): waits E[j], notifies F[0]
@@ -134,7 +134,7 @@ inline std::string test_meta(int64_t notify_shift = 0, int64_t scalar_elem = -1,
     w.expr(shape);
     w.u32(slot);
   };
-  tensor("x", 0, op(D(0), C(32), ETL_XOP_MUL), 9);
+  tensor("x", ETL_TENSOR_INPUT, op(D(0), C(32), ETL_XOP_MUL), 9); // the kernel only reads x
   tensor("y", 0, D(0), 10);
   tensor("total", 0, C(1), 11);
   tensor("partial", 1, op(D(0), C(32), ETL_XOP_MUL), 12);

@@ -161,6 +161,10 @@ TEST_CASE("artifact reader refuses corrupt, truncated and wrong-version files") 
   REQUIRE(etl_artifact_parse(good.data(), good.size(), &art) == ETL_SUCCESS);
   CHECK(art.meta.n_groups == 3);
   CHECK(std::string(art.meta.constraints[0].text) == "N <= 1000");
+  // the tensor kinds: x only read (ETL_TENSOR_INPUT), y written, partial a buffer
+  CHECK((!art.meta.tensors[0].written && !art.meta.tensors[0].is_buffer));
+  CHECK((art.meta.tensors[1].written && !art.meta.tensors[1].is_buffer));
+  CHECK(art.meta.tensors[3].is_buffer);
   etl_artifact_free(&art);
 
   SUBCASE("wrong version") {
@@ -315,6 +319,13 @@ TEST_CASE("end to end on sim: several shape bindings") {
     CHECK(etlProgramTensorName(prog, 2, &nm) == ETL_SUCCESS);
     CHECK(std::string(nm) == "total");
     CHECK(etlProgramTensorName(prog, 3, &nm) == ETL_ERROR_INVALID_VALUE);
+    int written = -1;
+    CHECK(etlProgramTensorWritten(prog, 0, &written) == ETL_SUCCESS);
+    CHECK(written == 0); // x: ETL_TENSOR_INPUT
+    CHECK(etlProgramTensorWritten(prog, 1, &written) == ETL_SUCCESS);
+    CHECK(written == 1);
+    CHECK(etlProgramTensorWritten(prog, 3, &written) == ETL_ERROR_INVALID_VALUE);
+    CHECK(etlProgramTensorWritten(prog, 0, nullptr) == ETL_ERROR_INVALID_VALUE);
     for (int64_t size : {1, 2, 5, 13, 40, 5}) {
       CAPTURE(workers);
       CAPTURE(size);
