@@ -25,8 +25,9 @@
  *   - the control block (mapped host memory): host stores before the
  *     launch, or, while capturing, the abort flag by a copy on the stream.
  * While the stream captures, nothing is allocated, uploaded, read back or
- * waited for: a binding or dims that never ran, the timeline, or a run of
- * the context still in flight is refused before anything is recorded.
+ * waited for: a binding or dims that never ran, or the timeline, is
+ * refused before anything is recorded, and a run in flight stays in
+ * flight (etlRunWait finishes it after the capture).
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,10 +403,6 @@ etlStatus etlRunAsync(etlProgram h, void *stream) {
   st = hold_device(c, &held);
   if (!st && stream && c->dev->capturing) /* the NULL stream never captures */
     st = c->dev->capturing(c, stream, &capture);
-  if (!st && capture && (p->run_inflight || c->inflight))
-    st = capture_error("a run of this context is still in flight (finishing it would query "
-                       "and copy synchronously): wait for it with etlRunWait (Python: "
-                       "prog.wait()) before the capture begins");
   if (!st && capture && p->timeline_path)
     st = capture_error("the timeline is on (etlProgramSetTimeline: its records are read back "
                        "after the run); turn it off for the captured run");
@@ -414,7 +411,11 @@ etlStatus etlRunAsync(etlProgram h, void *stream) {
     pthread_mutex_unlock(&c->launch_mu);
     return st;
   }
-  if (p->run_inflight && (st = finish_run(p, 1))) {
+  /* a run in flight is finished first, but not while capturing: that
+   * would query and copy synchronously. It stays in flight for etlRunWait;
+   * the recorded run touches nothing it uses (its state is reset only when
+   * the graph replays, its argument block is never rewritten). */
+  if (!capture && p->run_inflight && (st = finish_run(p, 1))) {
     char msg[4096];
     snprintf(msg, sizeof msg,
              "etlRunAsync: nothing launched: the previous run, not waited for, failed: %s",
@@ -424,9 +425,10 @@ etlStatus etlRunAsync(etlProgram h, void *stream) {
     pthread_mutex_unlock(&c->launch_mu);
     return st;
   }
-  if (c->inflight) /* another program's: its outcome waits for its etlRunWait */
+  if (!capture && c->inflight) /* another program's: its outcome waits for its etlRunWait */
     finish_run(c->inflight, 1);
-  keep_outcome(p, ETL_SUCCESS);
+  if (!p->run_inflight)
+    keep_outcome(p, ETL_SUCCESS);
   etl_plan *pl = NULL;
   uint64_t tl_dptr = 0;
   int in_flight = 0;
@@ -441,7 +443,8 @@ etlStatus etlRunAsync(etlProgram h, void *stream) {
     p->run_tl_dptr = tl_dptr;
     c->inflight = p;
   } else if (capture) { /* recorded: nothing ran, nothing to read back */
-    keep_outcome(p, st);
+    if (!p->run_inflight)
+      keep_outcome(p, st);
   } else {
     st = pl ? conclude(p, pl, tl_dptr, st) : st;
     keep_outcome(p, st);
