@@ -14,8 +14,8 @@
  * (ctx->inflight, under launch_mu). etlRun is etlRunAsync + etlRunWait.
  *
  * What a run writes before its launch, and how (so that a CUDA graph
- * captured from a run replays it; docs/ARCHITECTURE.md "The runtime's run
- * sequence and CUDA graphs"):
+ * captured from a run replays it; docs/ARCHITECTURE.md "The run sequence
+ * and CUDA graphs"):
  *   - the argument block: device memory per distinct binding (tensor
  *     pointers, dims, scalars), cached on the plan and uploaded only when
  *     a binding is new; a block a graph captured is never rewritten;
@@ -220,7 +220,7 @@ static etlStatus args_block(etl_program *p, etl_plan *pl, int capture, uint64_t 
     return etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlRun: out of memory for an argument block");
   }
   etlStatus st = ETL_SUCCESS;
-  if (memcmp(b->slots, pl->args_host, bytes) != 0 || !b->dptr) {
+  if (!b->dptr || memcmp(b->slots, pl->args_host, bytes) != 0) {
     if (!b->dptr)
       st = etl_dev_alloc(c, bytes, &b->dptr);
     if (!st)
@@ -329,8 +329,6 @@ static void keep_outcome(etl_program *p, etlStatus st) {
   p->run_status = st;
 }
 
-/* Finish p's run in flight (ctx->launch_mu held): ETL_ERROR_NOT_READY while
- * it runs and `block` is 0, else its status, kept for etlRunWait. */
 /* Enter the device once for a run's several calls (etl_device.hold);
  * *held says whether to leave. */
 static etlStatus hold_device(etl_context *c, int *held) {
@@ -343,6 +341,8 @@ static etlStatus release_device(etl_context *c, int held, etlStatus st) {
   return st ? st : r;
 }
 
+/* Finish p's run in flight (ctx->launch_mu held): ETL_ERROR_NOT_READY while
+ * it runs and `block` is 0, else its status, kept for etlRunWait. */
 static etlStatus finish_run(etl_program *p, int block) {
   etl_context *c = p->ctx;
   etlStatus st = c->dev->finish(p, p->run_plan, block);

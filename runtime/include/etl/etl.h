@@ -327,9 +327,9 @@ ETL_API etlStatus etlRun(etlProgram prog);
 /// ETL_ERROR_INVALID_VALUE and nothing is recorded. The recorded run is
 /// not in flight (etlRunWait returns at once; a run left in flight before
 /// the capture stays so, for etlRunWait after it); no watchdog and no
-/// device error record cover a replay. The bound memory must outlive the
-/// graph's replays, and a replay must not overlap a direct run of the same
-/// program and dims.
+/// device error record cover a replay. The program and the bound memory
+/// must outlive the graph's replays, and a replay must not overlap a
+/// direct run of the same program and dims.
 /// A program has one run in flight at a time, and so does a context:
 /// etlRunAsync first finishes the context's run in flight (blocking, with
 /// the watchdog); if that run was this program's and it failed, its status
