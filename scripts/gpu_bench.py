@@ -20,8 +20,11 @@ Timing: per run, a CUDA event before the launch and one after it on the same
 stream; the median of --reps runs after 3 warm-ups (ETL's runtime finishes a
 run before it launches the next, so runs are timed one by one, and torch's
 the same way for a like comparison). Both include the host's launch work
-(ETL's: the synchronous upload of the argument block and event counters);
-the 128^3 GEMM row shows that fixed cost per run. The inputs are fresh random data
+(ETL's: the run's state reset by a copy on the stream, then the launch);
+the 128^3 GEMM row shows that fixed cost per run, and on a GPU the 128^3
+GEMM is also captured into a CUDA graph (ETL's run inside
+torch.cuda.graph, next to torch.mm's) and replayed: the replay's time, and
+its error after the inputs changed (a replay must read them then). The inputs are fresh random data
 (never zeros); every output is poisoned with NaN before the checked run.
 
 Model: beside each ETL time, what scripts/perf_model.py (the latency-aware
@@ -127,6 +130,34 @@ def gemm_case(prog, m, n, k, tf32, reps):
     torch_ms = timed(lambda: torch.mm(a, b), reps)
     torch.backends.cuda.matmul.allow_tf32 = False
     return etl_ms, torch_ms, 2.0 * m * n * k, err
+
+
+def graph_case(prog, n, reps):
+    """The n^3 bf16 GEMM as a CUDA graph: ETL's run and torch.mm captured
+    after a warm-up, the replays timed; then new inputs and a replay, whose
+    output is checked against them."""
+    bf = torch.bfloat16
+    a = torch.randn(n, n, device=DEV).to(bf)
+    b = torch.randn(n, n, device=DEV).to(bf)
+    c = torch.full((n, n), math.nan, device=DEV)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        prog(a=a, b=b, c=c)  # the warm-up: plans and uploads this binding
+        torch.mm(a, b)
+    torch.cuda.current_stream().wait_stream(side)
+    g, gt = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        prog(a=a, b=b, c=c)  # recorded, not run
+    with torch.cuda.graph(gt):
+        torch.mm(a, b)
+    etl_ms, torch_ms = timed(g.replay, reps), timed(gt.replay, reps)
+    a.copy_(torch.randn(n, n, device=DEV).to(bf))
+    c.fill_(math.nan)
+    g.replay()
+    torch.cuda.synchronize()
+    prog.wait()  # the warm-up's outcome
+    return etl_ms, torch_ms, rel_err(c, a.float() @ b.float())
 
 
 def mlp_case(prog, t, d, f, reps):
@@ -399,6 +430,17 @@ def main():
         print("%-15s %-20s %9.3f %9.0f %9.3f %9.3f %8.2fx %10.2e %10.2e %9.3f %6.2fx%s" %
               (name, shape, etl_ms, gb / etl_ms * 1e3, eager_ms, graph_ms, etl_ms / graph_ms,
                err, terr, model_ms, model_ms / etl_ms, "" if ok else "  FAIL (bound %.0e)" % bound))
+    if DEV == "cuda":
+        n = 128
+        etl_ms, torch_ms, err = graph_case(gemm, n, opts.reps)
+        ok = err <= 1e-4
+        bad += not ok
+        print()
+        print("%-15s %-20s %9s %9s %9s %10s" %
+              ("graph replay", "shape", "ETL ms", "torch ms", "ETL/torch", "rel err"))
+        print("%-15s %-20s %9.3f %9.3f %8.2fx %10.2e%s" %
+              ("gemm bf16", "%d^3" % n, etl_ms, torch_ms, etl_ms / torch_ms, err,
+               "" if ok else "  FAIL (bound 1e-04)"))
     if bad:
         print("gpu_bench: %d row(s) over their error bound" % bad)
     return 1 if bad else 0

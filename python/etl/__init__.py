@@ -264,6 +264,9 @@ class Program:
         stream: cuda only, the CUstream to queue the run on (an int handle or
         a torch.cuda.Stream); default torch's current stream, else the NULL
         stream. On cuda the run is asynchronous: see wait() and query().
+        Inside a CUDA graph capture (torch.cuda.graph) the run is recorded,
+        and replays with these tensors; the same binding must have run once
+        before the capture (else InvalidValueError, nothing recorded).
         Nothing is run when a tensor, scalar or dim cannot be bound.
         """
         if self._prog is None:

@@ -176,7 +176,7 @@ enum etl_slot {
   ETL_SLOT_NUM_CTAS = 4,   /* uint64 value */
   ETL_SLOT_TIMELINE = 5,   /* etl_timeline_record*, one per queue entry (0 = off) */
   ETL_SLOT_DYN = 6,        /* uint32_t* dynamic-scheduling state (below); 0 = none */
-  ETL_SLOT_ERROR = 7,      /* uint32_t[ETL_ERR_WORDS] after the slots: a device-side error */
+  ETL_SLOT_ERROR = 7,      /* uint32_t[ETL_ERR_WORDS]: a device-side error record */
   ETL_SLOT_FIRST_PROGRAM = 8
 };
 

@@ -22,7 +22,9 @@
  * each other and deadlock otherwise), one parameter (the device pointer of
  * the argument block), on the
  * caller's stream, followed by an event recorded on that stream, so waiting
- * for the run waits for this kernel and not for work queued after it. The
+ * for the run waits for this kernel and not for work queued after it. On a
+ * stream that captures a CUDA graph (cuStreamIsCapturing) the launch is
+ * recorded and no event follows it: nothing is in flight. The
  * abort flag is host-mapped memory. The watchdog: while the host waits for
  * or queries the run, it polls the event and the per-CTA task counters the
  * kernel writes into the same mapped control block, and raises the abort
@@ -73,8 +75,14 @@ static const char *cu_err(etl_cuda_state *s, CUresult r) {
 #define CU_FAIL(s, r, what)                                                                        \
   etl_error(ETL_ERROR_CUDA, "cuda: %s failed: %s (CUresult %d)", what, cu_err(s, r), (int)(r))
 
+/* The state whose context this thread holds pushed (cuda_hold), or NULL:
+ * enter and leave are then no-ops, so a run's calls share one push/pop. */
+static __thread etl_cuda_state *held;
+
 /* Make the etl context's CUDA context current for one entry point. */
 static etlStatus enter(etl_cuda_state *s) {
+  if (held == s)
+    return ETL_SUCCESS;
   CUresult r = s->CtxPushCurrent(s->cu);
   return r ? CU_FAIL(s, r, "cuCtxPushCurrent") : ETL_SUCCESS;
 }
@@ -84,6 +92,8 @@ static etlStatus enter(etl_cuda_state *s) {
  * context then stays current, and a caller undoing what it did may still
  * use it). */
 static etlStatus leave(etl_cuda_state *s, etlStatus st) {
+  if (held == s)
+    return st;
   CUcontext popped = NULL;
   CUresult r = s->CtxPopCurrent(&popped);
   if (r && !st)
@@ -269,6 +279,48 @@ static etlStatus cuda_zero(etl_context *ctx, uint64_t dst, size_t n, void *strea
   return leave(s, r ? CU_FAIL(s, r, "cuMemsetD8Async") : ETL_SUCCESS);
 }
 
+static etlStatus cuda_copy(etl_context *ctx, uint64_t dst, uint64_t src, size_t n, void *stream) {
+  etl_cuda_state *s = ctx->state;
+  etlStatus st = enter(s);
+  if (st)
+    return st;
+  CUresult r = s->MemcpyAsync(dst, src, n, (CUstream)stream);
+  return leave(s, r ? CU_FAIL(s, r, "cuMemcpyAsync (resetting the run's state)") : ETL_SUCCESS);
+}
+
+static etlStatus cuda_capturing(etl_context *ctx, void *stream, int *capturing) {
+  etl_cuda_state *s = ctx->state;
+  etlStatus st = enter(s);
+  if (st)
+    return st;
+  int status = ETL_CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = s->StreamIsCapturing((CUstream)stream, &status);
+  if (r)
+    st = CU_FAIL(s, r, "cuStreamIsCapturing (is the stream one of this context's?)");
+  else if (status == ETL_CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+    st = etl_error(ETL_ERROR_CUDA,
+                   "cuda: the CUDA graph capture on stream %p was invalidated by an earlier "
+                   "call; end it (cuStreamEndCapture) and capture again; nothing was launched",
+                   stream);
+  *capturing = status == ETL_CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return leave(s, st);
+}
+
+/* Keep our context pushed on this thread across a run's calls. */
+static etlStatus cuda_hold(etl_context *ctx, int on) {
+  etl_cuda_state *s = ctx->state;
+  if (on) {
+    etlStatus st = held == s ? ETL_SUCCESS : enter(s);
+    if (!st)
+      held = s;
+    return st;
+  }
+  if (held != s)
+    return ETL_SUCCESS;
+  held = NULL;
+  return leave(s, ETL_SUCCESS);
+}
+
 static etlStatus cuda_dtoh(etl_context *ctx, void *dst, uint64_t src, size_t n) {
   etl_cuda_state *s = ctx->state;
   etlStatus st = enter(s);
@@ -387,13 +439,15 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static etlStatus cuda_launch(etl_program *p, etl_plan *plan, void *stream, int *in_flight) {
+static etlStatus cuda_launch(etl_program *p, etl_plan *plan, uint64_t args_dptr, void *stream,
+                             int capture, int *in_flight) {
   etl_context *ctx = p->ctx;
   etl_cuda_state *s = ctx->state;
+  (void)plan;
   etlStatus st = enter(s);
   if (st)
     return st;
-  CUdeviceptr args = plan->args_dptr;
+  CUdeviceptr args = args_dptr;
   void *params[1] = {&args};
   CUresult r = s->LaunchKernel(((cuda_program *)p->state)->function, ctx->num_ctas, 1, 1,
                                p->art.meta.threads_per_cta, 1, 1, p->art.meta.smem_bytes,
@@ -401,6 +455,8 @@ static etlStatus cuda_launch(etl_program *p, etl_plan *plan, void *stream, int *
   if (r)
     return leave(s, etl_error(ETL_ERROR_LAUNCH_FAILED,
                               "cuda: cuLaunchKernel failed: %s (CUresult %d)", cu_err(s, r), r));
+  if (capture) /* recorded into the graph: nothing runs, nothing waits for it */
+    return leave(s, ETL_SUCCESS);
   *in_flight = 1;
   s->stream = (CUstream)stream;
   s->last_ms = now_ms();
@@ -488,6 +544,9 @@ const etl_device etl_device_cuda = {
     .free = cuda_free,
     .htod = cuda_htod,
     .zero = cuda_zero,
+    .copy = cuda_copy,
+    .capturing = cuda_capturing,
+    .hold = cuda_hold,
     .dtoh = cuda_dtoh,
     .program_load = cuda_program_load,
     .program_unload = cuda_program_unload,

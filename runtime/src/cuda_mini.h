@@ -23,6 +23,9 @@ typedef int CUjit_option;
 #define ETL_CUDA_SUCCESS 0
 #define ETL_CUDA_ERROR_NOT_READY 600
 #define ETL_CUDA_ERROR_NO_DEVICE 100
+#define ETL_CU_STREAM_CAPTURE_STATUS_NONE 0
+#define ETL_CU_STREAM_CAPTURE_STATUS_ACTIVE 1
+#define ETL_CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
 #define ETL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define ETL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
@@ -60,6 +63,8 @@ typedef int CUjit_option;
   X(MemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *dst, CUdeviceptr src, size_t n))               \
   X(MemsetD8Async, "cuMemsetD8Async", CUresult,                                                    \
     (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))                                      \
+  X(MemcpyAsync, "cuMemcpyAsync", CUresult,                                                        \
+    (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                                      \
   X(MemHostAlloc, "cuMemHostAlloc", CUresult, (void **p, size_t bytes, unsigned flags))            \
   X(MemFreeHost, "cuMemFreeHost", CUresult, (void *p))                                             \
   X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult,                             \
@@ -68,6 +73,7 @@ typedef int CUjit_option;
     (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,   \
      unsigned smem, CUstream s, void **params, void **extra))                                      \
   X(StreamQuery, "cuStreamQuery", CUresult, (CUstream s))                                          \
+  X(StreamIsCapturing, "cuStreamIsCapturing", CUresult, (CUstream s, int *status))                 \
   X(EventCreate, "cuEventCreate", CUresult, (CUevent * e, unsigned flags))                         \
   X(EventDestroy, "cuEventDestroy_v2", CUresult, (CUevent e))                                      \
   X(EventRecord, "cuEventRecord", CUresult, (CUevent e, CUstream s))                               \

@@ -54,16 +54,32 @@ typedef struct etl_device {
   /// Set `n` bytes at `dst` to 0, ordered before the next launch on
   /// `stream` (NULL: the default stream): `buffer ... = zeros` before a run.
   etlStatus (*zero)(etl_context *ctx, uint64_t dst, size_t n, void *stream);
+  /// Copy `n` bytes from `src` to `dst`, device addresses (or the device
+  /// view of the mapped control block), ordered on `stream` like `zero`:
+  /// the per-run reset of counters, queue state and error record from the
+  /// plan's pristine image, which a captured CUDA graph replays.
+  etlStatus (*copy)(etl_context *ctx, uint64_t dst, uint64_t src, size_t n, void *stream);
+  /// Whether `stream` is capturing a CUDA graph (*capturing = 1; an
+  /// invalidated capture is an error). NULL for a device without streams.
+  etlStatus (*capturing)(etl_context *ctx, void *stream, int *capturing);
+  /// Optional (NULL: nothing to do): between hold(ctx, 1) and hold(ctx, 0)
+  /// on one thread, the device's calls share one entry into its context
+  /// (cuda: one context push and pop for a run's calls, not one per call).
+  /// hold(ctx, 0) returns the failure to leave, if any.
+  etlStatus (*hold)(etl_context *ctx, int on);
   /// Load the artifact's code for this device into p->state.
   etlStatus (*program_load)(etl_program *p);
   void (*program_unload)(etl_program *p);
   /// Start one launch on `stream` (NULL: the default stream; run.c refuses
-  /// a stream on a device that is not a GPU); plan->args_dptr holds the
-  /// argument block, filled. Sets *in_flight = 1 once the kernel is queued
-  /// (also when a later step of the call fails): `finish` must then be
-  /// called. A device that runs the launch to completion here (sim) leaves
-  /// it 0 and returns the launch's status.
-  etlStatus (*launch)(etl_program *p, etl_plan *plan, void *stream, int *in_flight);
+  /// a stream on a device that is not a GPU) with the argument block at
+  /// `args` (device memory, filled). Sets *in_flight = 1 once the kernel is
+  /// queued (also when a later step of the call fails): `finish` must then
+  /// be called. A device that runs the launch to completion here (sim)
+  /// leaves it 0 and returns the launch's status. `capture`: `stream` is
+  /// capturing a CUDA graph, so the launch is recorded, not run: nothing is
+  /// in flight and nothing may wait for it (no event, no watchdog).
+  etlStatus (*launch)(etl_program *p, etl_plan *plan, uint64_t args, void *stream, int capture,
+                      int *in_flight);
   /// The launch in flight: ETL_ERROR_NOT_READY while it runs when `block` is
   /// 0, else its status once it ended. Each call checks the watchdog. NULL
   /// for a device whose launches never stay in flight.

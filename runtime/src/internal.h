@@ -175,19 +175,24 @@ typedef struct etl_plan {
   uint32_t *dyn;      /* initial image of the state array, dyn_words words */
   uint64_t dyn_words;
   uint64_t dyn_dptr;
-  uint64_t err_dptr; /* the device error record: ETL_ERR_WORDS words right
-                       after the argument block's num_slots slots */
+  uint64_t err_dptr; /* the device error record: ETL_ERR_WORDS words */
   /* buffers: per tensor, elements for runtime buffers (0 for parameters) */
   uint64_t *buffer_bytes;
   /* device memory, filled by run.c */
   uint64_t *buffer_dptr; /* per tensor; 0 for parameters */
-  uint64_t counters_dptr, queue_dptr, offs_dptr, args_dptr;
-  uint64_t *args_host; /* num_slots */
+  uint64_t queue_dptr, offs_dptr;
+  /* the per-run state, one allocation of state_bytes at state_dptr: the
+     event counters (counters_dptr), the error record (err_dptr), the
+     dynamic state (dyn_dptr); reset before each launch, on the run's
+     stream, from its pristine image at init_dptr (run.c) */
+  uint64_t counters_dptr, state_dptr, init_dptr, state_bytes;
+  struct etl_args_block *args_blocks; /* device argument blocks (run.c) */
+  int captured;         /* a CUDA graph holds its memory: never evicted */
+  uint64_t *args_host;  /* num_slots */
 } etl_plan;
 
-/// Bytes of the argument block: the slots, then the device error record.
-#define ETL_ARGS_BYTES(m)                                                                          \
-  ((size_t)(m)->num_slots * sizeof(uint64_t) + ETL_ERR_WORDS * sizeof(uint32_t))
+/// Bytes of the argument block: the slots.
+#define ETL_ARGS_BYTES(m) ((size_t)(m)->num_slots * sizeof(uint64_t))
 
 /// Evaluate shapes, count tasks, compute event offsets and wait counts and
 /// build the static queue for `dims` over `num_ctas` CTAs (host side only).

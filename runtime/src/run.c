@@ -2,8 +2,9 @@
  *
  * etlRunAsync checks every binding (bind.c) before anything is allocated or
  * launched, then takes the plan for the bound dims from the program's
- * cache (building it and its device memory on a miss), fills the argument
- * block, resets the event counters and hands the launch to the context's
+ * cache (building it and its device memory on a miss), finds the device
+ * argument block holding this binding (uploading it on a miss), resets the
+ * run's state on the run's stream and hands the launch to the context's
  * device (start). A device that returns with the kernel in flight (cuda)
  * leaves the run to etlRunWait / etlRunQuery (finish_run, which polls the
  * device and its watchdog); sim returns with it done. Either way the end of
@@ -11,6 +12,22 @@
  * the task records (timeline.c), and its status and message are kept on
  * the program (keep_outcome). A context has one run in flight at a time
  * (ctx->inflight, under launch_mu). etlRun is etlRunAsync + etlRunWait.
+ *
+ * What a run writes before its launch, and how (so that a CUDA graph
+ * captured from a run replays it; docs/ARCHITECTURE.md "The run sequence
+ * and CUDA graphs"):
+ *   - the argument block: device memory per distinct binding (tensor
+ *     pointers, dims, scalars), cached on the plan and uploaded only when
+ *     a binding is new; a block a graph captured is never rewritten;
+ *   - the per-run state (event counters, error record, dynamic queue
+ *     state): one asynchronous device-to-device copy on the run's stream
+ *     from the plan's pristine image, plus a memset per `= zeros` buffer;
+ *   - the control block (mapped host memory): host stores before the
+ *     launch, or, while capturing, the abort flag by a copy on the stream.
+ * While the stream captures, nothing is allocated, uploaded, read back or
+ * waited for: a binding or dims that never ran, or the timeline, is
+ * refused before anything is recorded, and a run in flight stays in
+ * flight (etlRunWait finishes it after the capture).
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,20 +36,78 @@
 #include "device.h"
 
 #define ETL_MAX_CACHED_PLANS 8
+#define ETL_MAX_ARGS_BLOCKS 4 /* per plan, not counting those a graph captured */
+
+/* A device argument block and the slots it holds. */
+typedef struct etl_args_block {
+  struct etl_args_block *next; /* most recently used first */
+  uint64_t dptr;
+  uint64_t *slots;
+  int captured; /* a CUDA graph reads it: never rewritten, freed with the plan */
+} etl_args_block;
+
+static void args_block_free(etl_context *c, etl_args_block *b) {
+  etl_dev_free(c, b->dptr);
+  free(b->slots);
+  free(b);
+}
 
 void etl_plan_release(etl_context *c, etl_plan *pl, const etl_meta *m) {
   for (uint32_t t = 0; t < m->n_tensors; ++t)
     etl_dev_free(c, pl->buffer_dptr[t]);
-  etl_dev_free(c, pl->counters_dptr);
+  etl_dev_free(c, pl->state_dptr);
+  etl_dev_free(c, pl->init_dptr);
   etl_dev_free(c, pl->queue_dptr);
   etl_dev_free(c, pl->offs_dptr);
-  etl_dev_free(c, pl->dyn_dptr);
-  etl_dev_free(c, pl->args_dptr);
+  for (etl_args_block *b = pl->args_blocks, *nx; b; b = nx) {
+    nx = b->next;
+    args_block_free(c, b);
+  }
   etl_plan_free_host(pl);
 }
 
-/* Cached plan for the current dims, or a new one with its device memory. */
-static etlStatus get_plan(etl_program *p, etl_plan **out) {
+/* The per-run state in one allocation, 16-byte aligned parts: the counters
+ * (n_counters + 1 words), the error record, then the dynamic state (the
+ * record and the dynamic header are adjacent: conclude reads both in one
+ * copy). Allocates it and its pristine image, and uploads the image. */
+#define ETL_ALIGN16(x) (((x) + 15u) & ~(uint64_t)15u)
+static etlStatus plan_state(etl_context *c, etl_plan *pl) {
+  uint64_t err_off = ETL_ALIGN16((pl->n_counters + 1) * sizeof(uint32_t));
+  uint64_t dyn_off = err_off + ETL_ALIGN16(ETL_ERR_WORDS * sizeof(uint32_t));
+  pl->state_bytes = dyn_off + (pl->dyn ? pl->dyn_words * sizeof(uint32_t) : 0);
+  uint8_t *img = calloc(1, pl->state_bytes);
+  if (!img)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlRun: out of memory for the run's state");
+  memcpy(img, pl->wait_counts, pl->n_counters * sizeof(uint32_t));
+  if (pl->dyn)
+    memcpy(img + dyn_off, pl->dyn, pl->dyn_words * sizeof(uint32_t));
+  etlStatus st = etl_dev_alloc(c, pl->state_bytes, &pl->state_dptr);
+  if (!st)
+    st = etl_dev_alloc(c, pl->state_bytes, &pl->init_dptr);
+  if (!st)
+    st = etl_dev_htod(c, pl->init_dptr, img, pl->state_bytes);
+  free(img);
+  pl->counters_dptr = pl->state_dptr;
+  pl->err_dptr = pl->state_dptr + err_off;
+  pl->dyn_dptr = pl->dyn ? pl->state_dptr + dyn_off : 0;
+  return st;
+}
+
+/* What a run refuses while its stream captures a CUDA graph. */
+static etlStatus capture_error(const char *why) {
+  return etl_error(ETL_ERROR_INVALID_VALUE,
+                   "etlRunAsync: the stream is capturing a CUDA graph, and %s; nothing was "
+                   "recorded",
+                   why);
+}
+#define CAPTURE_NOT_WARM                                                                           \
+  "this binding (its dims, tensors and scalars) has not run yet: run it once outside the "         \
+  "capture first (a warm-up run, as torch.cuda.graphs asks), so its argument block and state "     \
+  "are in device memory, then capture it"
+
+/* Cached plan for the current dims, or a new one with its device memory
+ * (never while capturing: that would allocate and upload). */
+static etlStatus get_plan(etl_program *p, int capture, etl_plan **out) {
   etl_context *c = p->ctx;
   const etl_meta *m = &p->art.meta;
   etl_plan **pp = &p->plans;
@@ -46,6 +121,8 @@ static etlStatus get_plan(etl_program *p, etl_plan **out) {
       return ETL_SUCCESS;
     }
   }
+  if (capture)
+    return capture_error(CAPTURE_NOT_WARM);
   etl_plan *pl;
   etlStatus st = etl_plan_build(m, p->dim_values, c->num_ctas, &pl);
   if (st)
@@ -54,15 +131,11 @@ static etlStatus get_plan(etl_program *p, etl_plan **out) {
     if (m->tensors[t].is_buffer)
       st = etl_dev_alloc(c, pl->buffer_bytes[t], &pl->buffer_dptr[t]);
   if (!st)
-    st = etl_dev_alloc(c, (pl->n_counters + 1) * sizeof(uint32_t), &pl->counters_dptr);
-  if (!st)
     st = etl_dev_alloc(c, (2 * pl->n_entries + 2) * sizeof(uint32_t), &pl->queue_dptr);
   if (!st)
     st = etl_dev_alloc(c, ((size_t)c->num_ctas + 1) * sizeof(uint32_t), &pl->offs_dptr);
-  if (!st && pl->dyn)
-    st = etl_dev_alloc(c, pl->dyn_words * sizeof(uint32_t), &pl->dyn_dptr);
   if (!st)
-    st = etl_dev_alloc(c, ETL_ARGS_BYTES(m), &pl->args_dptr);
+    st = plan_state(c, pl);
   if (!st)
     st = etl_dev_htod(c, pl->queue_dptr, pl->queue, 2 * pl->n_entries * sizeof(uint32_t));
   if (!st)
@@ -72,10 +145,10 @@ static etlStatus get_plan(etl_program *p, etl_plan **out) {
     etl_plan_release(c, pl, m);
     return st;
   }
-  /* evict beyond the cache size */
+  /* evict beyond the cache size (not a plan a graph captured) */
   uint32_t n = 0;
   for (etl_plan **q = &p->plans; *q;) {
-    if (++n >= ETL_MAX_CACHED_PLANS) {
+    if (++n >= ETL_MAX_CACHED_PLANS && !(*q)->captured) {
       etl_plan *victim = *q;
       *q = victim->next;
       etl_plan_release(c, victim, m);
@@ -117,15 +190,63 @@ static etlStatus timeline_buffer(etl_context *c, const etl_plan *pl, uint64_t *d
   return st;
 }
 
-/* Fill the argument block, reset counters and queues and start the launch
- * on `stream`; *in_flight as the device's launch sets it. */
-static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *stream,
+/* The device argument block holding the slots in pl->args_host: a cached
+ * one, or (not while capturing) a new or the least recently used one
+ * that no graph captured, uploaded. No run of the context is in flight
+ * here, so a block being rewritten is read by no kernel. */
+static etlStatus args_block(etl_program *p, etl_plan *pl, int capture, uint64_t *dptr) {
+  etl_context *c = p->ctx;
+  size_t bytes = ETL_ARGS_BYTES(&p->art.meta);
+  etl_args_block **pp = &pl->args_blocks, **lru = NULL, *b = NULL;
+  unsigned reusable = 0;
+  for (; *pp; pp = &(*pp)->next) {
+    if (memcmp((*pp)->slots, pl->args_host, bytes) == 0)
+      break;
+    if (!(*pp)->captured) {
+      reusable++;
+      lru = pp;
+    }
+  }
+  if (!*pp && capture)
+    return capture_error(CAPTURE_NOT_WARM);
+  if (*pp) {
+    b = *pp;
+    *pp = b->next;
+  } else if (reusable >= ETL_MAX_ARGS_BLOCKS) {
+    b = *lru;
+    *lru = b->next;
+  } else if (!(b = calloc(1, sizeof *b)) || !(b->slots = malloc(bytes))) {
+    free(b);
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlRun: out of memory for an argument block");
+  }
+  etlStatus st = ETL_SUCCESS;
+  if (!b->dptr || memcmp(b->slots, pl->args_host, bytes) != 0) {
+    if (!b->dptr)
+      st = etl_dev_alloc(c, bytes, &b->dptr);
+    if (!st)
+      st = etl_dev_htod(c, b->dptr, pl->args_host, bytes);
+    if (st) { /* its contents are unknown now */
+      args_block_free(c, b);
+      return st;
+    }
+    memcpy(b->slots, pl->args_host, bytes);
+  }
+  b->captured |= capture;
+  b->next = pl->args_blocks;
+  pl->args_blocks = b;
+  *dptr = b->dptr;
+  return ETL_SUCCESS;
+}
+
+/* Fill the argument block, reset the run's state on `stream` and start the
+ * launch there (recorded into the graph when `capture`); *in_flight as the
+ * device's launch sets it. */
+static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *stream, int capture,
                        int *in_flight) {
   etl_context *c = p->ctx;
   const etl_meta *m = &p->art.meta;
   uint64_t *a = pl->args_host;
-  memset(a, 0, ETL_ARGS_BYTES(m)); /* the error record after the slots too */
-  pl->err_dptr = pl->args_dptr + m->num_slots * sizeof(uint64_t);
+  memset(a, 0, ETL_ARGS_BYTES(m));
   a[ETL_SLOT_EVENTS] = pl->counters_dptr;
   a[ETL_SLOT_QUEUE] = pl->queue_dptr;
   a[ETL_SLOT_QUEUE_OFFS] = pl->offs_dptr;
@@ -142,22 +263,32 @@ static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *str
     a[m->events[i].slot] = pl->event_offset[i];
   for (uint32_t i = 0; i < m->n_scalars; ++i)
     a[m->scalars[i].slot] = p->scalar_bits[i];
-  etlStatus st = etl_dev_htod(c, pl->args_dptr, a, ETL_ARGS_BYTES(m));
-  if (!st)
-    st = etl_dev_htod(c, pl->counters_dptr, pl->wait_counts, pl->n_counters * sizeof(uint32_t));
-  if (!st && pl->dyn)
-    st = etl_dev_htod(c, pl->dyn_dptr, pl->dyn, pl->dyn_words * sizeof(uint32_t));
+  uint64_t args = 0;
+  etlStatus st = args_block(p, pl, capture, &args);
+  if (st)
+    return st;
+  pl->captured |= capture; /* from here on the graph names its memory */
+  st = c->dev->copy(c, pl->state_dptr, pl->init_dptr, pl->state_bytes, stream);
   /* `buffer ... = zeros`: cleared on the run's stream before its launch */
   for (uint32_t i = 0; i < m->n_tensors && !st; ++i)
     if (m->tensors[i].zeros && pl->buffer_bytes[i])
       st = c->dev->zero(c, pl->buffer_dptr[i], pl->buffer_bytes[i], stream);
   if (st)
     return st;
-  /* the control block: no abort, and every CTA's task count from 0 (the
-   * kernel never reads those words, it only writes them) */
-  memset((char *)c->abort_host + ETL_CONTROL_PROGRESS, 0, 4u * (size_t)c->num_ctas);
-  __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
-  return c->dev->launch(p, pl, stream, in_flight);
+  if (capture) {
+    /* each replay starts with the abort flag down (an earlier run or
+     * replay may have raised it); the image's error record is zeros */
+    st = c->dev->copy(c, c->abort_dptr, pl->err_dptr - pl->state_dptr + pl->init_dptr,
+                      sizeof(uint32_t), stream);
+    if (st)
+      return st;
+  } else {
+    /* the control block: no abort, and every CTA's task count from 0 (the
+     * kernel never reads those words, it only writes them) */
+    memset((char *)c->abort_host + ETL_CONTROL_PROGRESS, 0, 4u * (size_t)c->num_ctas);
+    __atomic_store_n(c->abort_host, 0u, __ATOMIC_SEQ_CST);
+  }
+  return c->dev->launch(p, pl, args, stream, capture, in_flight);
 }
 
 /* Turn what the device reported for a launch that ended with status `st`
@@ -165,21 +296,20 @@ static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *str
  * timeline. */
 static etlStatus conclude(etl_program *p, etl_plan *pl, uint64_t tl_dptr, etlStatus st) {
   etl_context *c = p->ctx;
-  uint32_t rec[ETL_ERR_WORDS] = {0};
-  /* a record that cannot be read back fails the run: its result is unknown */
+  /* the error record and, right after it, the dynamic state's header (one
+   * copy); a record that cannot be read back fails the run: its result is
+   * unknown */
+  uint32_t rec[(ETL_ALIGN16(ETL_ERR_WORDS * 4) / 4) + ETL_DYN_GROUP_OFF] = {0};
+  const uint32_t *dyn = rec + ETL_ALIGN16(ETL_ERR_WORDS * 4) / 4;
+  size_t bytes = pl->dyn ? sizeof rec : ETL_ERR_WORDS * sizeof(uint32_t);
   etlStatus rd = ETL_SUCCESS;
   if ((!st || st == ETL_ERROR_TIMEOUT) &&
-      ((rd = etl_dev_dtoh(c, rec, pl->err_dptr, sizeof rec)) || rec[ETL_ERR_SET]))
+      ((rd = etl_dev_dtoh(c, rec, pl->err_dptr, bytes)) || rec[ETL_ERR_SET]))
     st = rd ? rd : device_error(p, pl, rec);
-  if (pl->dyn && (!st || st == ETL_ERROR_TIMEOUT)) {
-    uint32_t err = 0;
-    if ((rd = etl_dev_dtoh(c, &err, pl->dyn_dptr + ETL_DYN_ERROR * 4, 4)))
-      st = rd;
-    else if (err)
-      st = etl_error(ETL_ERROR_LAUNCH_FAILED,
-                     "etlRun: the dynamic task queue overflowed (capacity %llu)",
-                     (unsigned long long)pl->n_dynamic);
-  }
+  if (pl->dyn && (!st || st == ETL_ERROR_TIMEOUT) && dyn[ETL_DYN_ERROR])
+    st = etl_error(ETL_ERROR_LAUNCH_FAILED,
+                   "etlRun: the dynamic task queue overflowed (capacity %llu)",
+                   (unsigned long long)pl->n_dynamic);
   int traced = 0;
   if (!st && tl_dptr) {
     st = etl_timeline_collect(p, pl, tl_dptr);
@@ -197,6 +327,18 @@ static void keep_outcome(etl_program *p, etlStatus st) {
   free(p->run_message);
   p->run_message = st ? strdup(etlGetLastErrorMessage()) : NULL;
   p->run_status = st;
+}
+
+/* Enter the device once for a run's several calls (etl_device.hold);
+ * *held says whether to leave. */
+static etlStatus hold_device(etl_context *c, int *held) {
+  etlStatus st = c->dev->hold ? c->dev->hold(c, 1) : ETL_SUCCESS;
+  *held = c->dev->hold && !st;
+  return st;
+}
+static etlStatus release_device(etl_context *c, int held, etlStatus st) {
+  etlStatus r = held ? c->dev->hold(c, 0) : ETL_SUCCESS;
+  return st ? st : r;
 }
 
 /* Finish p's run in flight (ctx->launch_mu held): ETL_ERROR_NOT_READY while
@@ -224,8 +366,12 @@ static etlStatus outcome(etl_program *p) {
 
 void etl_run_drain(etl_program *p) {
   pthread_mutex_lock(&p->ctx->launch_mu);
-  if (p->run_inflight)
-    finish_run(p, 1);
+  if (p->run_inflight) {
+    int held = 0;
+    etlStatus st = hold_device(p->ctx, &held);
+    finish_run(p, 1); /* a context the driver refuses cannot wait either way */
+    release_device(p->ctx, held, st);
+  }
   pthread_mutex_unlock(&p->ctx->launch_mu);
 }
 
@@ -236,7 +382,7 @@ etlStatus etl_program_prepare(etlProgram h) {
     return st;
   etl_plan *pl = NULL;
   pthread_mutex_lock(&p->ctx->launch_mu);
-  st = get_plan(p, &pl);
+  st = get_plan(p, 0, &pl);
   pthread_mutex_unlock(&p->ctx->launch_mu);
   return st;
 }
@@ -253,35 +399,57 @@ etlStatus etlRunAsync(etlProgram h, void *stream) {
   if (st)
     return st;
   pthread_mutex_lock(&c->launch_mu);
-  if (p->run_inflight && (st = finish_run(p, 1))) {
+  int held = 0, capture = 0;
+  st = hold_device(c, &held);
+  if (!st && stream && c->dev->capturing) /* the NULL stream never captures */
+    st = c->dev->capturing(c, stream, &capture);
+  if (!st && capture && p->timeline_path)
+    st = capture_error("the timeline is on (etlProgramSetTimeline: its records are read back "
+                       "after the run); turn it off for the captured run");
+  if (st) {
+    st = release_device(c, held, st);
+    pthread_mutex_unlock(&c->launch_mu);
+    return st;
+  }
+  /* a run in flight is finished first, but not while capturing: that
+   * would query and copy synchronously. It stays in flight for etlRunWait;
+   * the recorded run touches nothing it uses (its state is reset only when
+   * the graph replays, its argument block is never rewritten). */
+  if (!capture && p->run_inflight && (st = finish_run(p, 1))) {
     char msg[4096];
     snprintf(msg, sizeof msg,
              "etlRunAsync: nothing launched: the previous run, not waited for, failed: %s",
              etlGetLastErrorMessage());
     etl_error_str(st, msg);
+    release_device(c, held, st);
     pthread_mutex_unlock(&c->launch_mu);
     return st;
   }
-  if (c->inflight) /* another program's: its outcome waits for its etlRunWait */
+  if (!capture && c->inflight) /* another program's: its outcome waits for its etlRunWait */
     finish_run(c->inflight, 1);
-  keep_outcome(p, ETL_SUCCESS);
+  if (!p->run_inflight)
+    keep_outcome(p, ETL_SUCCESS);
   etl_plan *pl = NULL;
   uint64_t tl_dptr = 0;
   int in_flight = 0;
-  st = get_plan(p, &pl);
+  st = get_plan(p, capture, &pl);
   if (!st && p->timeline_path)
     st = timeline_buffer(c, pl, &tl_dptr);
   if (!st)
-    st = start(p, pl, tl_dptr, stream, &in_flight);
+    st = start(p, pl, tl_dptr, stream, capture, &in_flight);
   if (in_flight) { /* finished by etlRunWait / etlRunQuery, even when st reports a failure */
     p->run_inflight = 1;
     p->run_plan = pl;
     p->run_tl_dptr = tl_dptr;
     c->inflight = p;
+  } else if (capture) { /* recorded: nothing ran, nothing to read back */
+    if (!p->run_inflight)
+      keep_outcome(p, st);
   } else {
     st = pl ? conclude(p, pl, tl_dptr, st) : st;
     keep_outcome(p, st);
   }
+  st = release_device(c, held, st);
   pthread_mutex_unlock(&c->launch_mu);
   return st;
 }
@@ -289,9 +457,15 @@ etlStatus etlRunAsync(etlProgram h, void *stream) {
 etlStatus etlRunWait(etlProgram h) {
   ETL_GET_PROG(p, h);
   pthread_mutex_lock(&p->ctx->launch_mu);
-  if (p->run_inflight)
-    finish_run(p, 1);
+  etlStatus left = ETL_SUCCESS;
+  if (p->run_inflight) {
+    int held = 0;
+    hold_device(p->ctx, &held); /* if refused, finish_run's own entry reports it */
+    finish_run(p, 1);           /* its status is the outcome kept */
+    left = release_device(p->ctx, held, ETL_SUCCESS);
+  }
   etlStatus st = outcome(p);
+  st = st ? st : left;
   pthread_mutex_unlock(&p->ctx->launch_mu);
   return st;
 }

@@ -204,8 +204,10 @@ done:
 
 /*===-- Launch -------------------------------------------------------------===*/
 
-static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *in_flight) {
+static etlStatus sim_launch(etl_program *p, etl_plan *plan, uint64_t args, void *stream,
+                            int capture, int *in_flight) {
   (void)stream;             /* run.c refuses one: sim has no streams */
+  (void)capture;            /* nor graphs */
   *in_flight = 0;           /* the launch ends here */
   free(p->profile_samples); /* a run without the profile leaves no counter track */
   p->profile_samples = NULL;
@@ -218,7 +220,7 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
   r.entry = etl_sim_entry(p);
   r.plan = plan;
   r.meta = m;
-  r.args = (uint64_t *)(uintptr_t)plan->args_dptr;
+  r.args = (uint64_t *)(uintptr_t)args;
   r.num_ctas = ctx->num_ctas;
   r.tpc = m->threads_per_cta;
   r.stack_bytes = ctx->params.sim_stack_bytes;
@@ -274,7 +276,7 @@ static etlStatus sim_launch(etl_program *p, etl_plan *plan, void *stream, int *i
       {plan->counters_dptr, plan->n_counters * 4, "<event counters>", 4, 0},
       {plan->queue_dptr, plan->n_entries * 8, "<queue>", 4, 0},
       {plan->offs_dptr, ((uint64_t)r.num_ctas + 1) * 4, "<queue offsets>", 4, 0},
-      {plan->args_dptr, (uint64_t)m->num_slots * 8, "<arguments>", 8, 0},
+      {args, (uint64_t)m->num_slots * 8, "<arguments>", 8, 0},
   };
   for (size_t i = 0; i < sizeof rt / sizeof rt[0]; ++i)
     r.ranges[r.n_ranges++] = rt[i];
@@ -379,6 +381,13 @@ static etlStatus sim_htod(etl_context *c, uint64_t dst, const void *src, size_t 
   return ETL_SUCCESS;
 }
 
+static etlStatus sim_copy(etl_context *c, uint64_t dst, uint64_t src, size_t n, void *stream) {
+  (void)c;
+  (void)stream; /* run.c refuses one on the sim */
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return ETL_SUCCESS;
+}
+
 static etlStatus sim_dtoh(etl_context *c, void *dst, uint64_t src, size_t n) {
   (void)c;
   memcpy(dst, (const void *)(uintptr_t)src, n);
@@ -395,6 +404,7 @@ const etl_device etl_device_sim = {
     .free = sim_free,
     .htod = sim_htod,
     .zero = etl_sim_zero,
+    .copy = sim_copy,
     .dtoh = sim_dtoh,
     .program_load = sim_program_load,
     .program_unload = sim_program_unload,

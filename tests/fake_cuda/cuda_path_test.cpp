@@ -164,6 +164,7 @@ const Expect kTable[] = {
     {"cuMemcpyHtoD_v2", ETL_ERROR_CUDA, "cuMemcpyHtoD", false},
     {"cuMemcpyDtoH_v2", ETL_ERROR_CUDA, "cuMemcpyDtoH", false},
     {"cuMemsetD8Async", ETL_ERROR_CUDA, "cuMemsetD8Async", false, false, true},
+    {"cuMemcpyAsync", ETL_ERROR_CUDA, "cuMemcpyAsync", false},
     {"cuLaunchKernel", ETL_ERROR_LAUNCH_FAILED, "cuLaunchKernel", false},
     {"cuEventRecord", ETL_ERROR_CUDA, "cuEventRecord", false},
     {"cuEventQuery", ETL_ERROR_CUDA, "kernel failed", false},

@@ -175,6 +175,11 @@ void finish(fctx *c, int completed) {
   if (completed && c->queue_offs && c->progress)
     for (unsigned k = 0; k < c->grid; ++k)
       c->progress[k] += c->queue_offs[k + 1] - c->queue_offs[k];
+  /* a finished kernel leaves its event counters changed (the real one
+     counts them down or up): the next run must reset them */
+  if (completed && c->events)
+    c->events[0] = 0xFFFFFFFFu;
+  c->events = NULL;
   c->running = 0;
 }
 
@@ -344,6 +349,7 @@ void ctx_free(fctx *c) {
     }
   }
   streams_reclaim(c);
+  graphs_reclaim(c);
   for (fctx **p = &contexts; *p; p = &(*p)->next)
     if (*p == c) {
       *p = c->next;
@@ -382,6 +388,7 @@ EXPORT CUresult cuCtxSetCurrent(fctx *c) {
 EXPORT CUresult cuCtxSynchronize(void) {
   ENTER(cuCtxSynchronize);
   NEED_CTX();
+  NO_CAPTURE();
   fctx *c = current;
   for (int64_t t0 = now_ms();;) {
     CUresult r = query(c);
@@ -404,6 +411,7 @@ EXPORT CUresult cuModuleLoadDataEx(module **out, const void *image, unsigned n, 
                                    void **vals) {
   ENTER(cuModuleLoadDataEx);
   NEED_CTX();
+  NO_CAPTURE();
   if (!out || !image || (n && (!opts || !vals)))
     RETURN(violation(INVALID_VALUE, "cuModuleLoadDataEx(%p, %p, %u, %p, %p)", (void *)out, image, n,
                      (void *)opts, (void *)vals));
@@ -441,6 +449,7 @@ EXPORT CUresult cuModuleLoadDataEx(module **out, const void *image, unsigned n, 
 EXPORT CUresult cuModuleUnload(module *m) {
   ENTER(cuModuleUnload);
   NEED_CTX();
+  NO_CAPTURE();
   if (!module_alive(m))
     RETURN(violation(INVALID_HANDLE, "cuModuleUnload of a module that is not loaded"));
   for (module **p = &modules; *p; p = &(*p)->next)
@@ -486,6 +495,7 @@ EXPORT CUresult cuFuncSetAttribute(func *f, int attr, int value) {
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t bytes) {
   ENTER(cuMemAlloc_v2);
   NEED_CTX();
+  NO_CAPTURE();
   if (!out || bytes == 0)
     RETURN(violation(INVALID_VALUE, "cuMemAlloc of %zu bytes", bytes));
   if (bytes > (size_t)DEVICE_BYTES_GB << 30)
@@ -501,6 +511,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t bytes) {
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   ENTER(cuMemFree_v2);
   NEED_CTX();
+  NO_CAPTURE();
   mem *m = find_range(p, 0);
   if (!m || m->is_host || m->dev != p || m->ctx != current)
     RETURN(violation(INVALID_VALUE, "cuMemFree of 0x%llx, not an allocation of this context", p));
@@ -512,6 +523,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   ENTER(cuMemcpyHtoD_v2);
   NEED_CTX();
+  NO_CAPTURE();
   if (n == 0)
     RETURN(SUCCESS);
   void *d = host_view(dst, n);
@@ -524,6 +536,7 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   ENTER(cuMemcpyDtoH_v2);
   NEED_CTX();
+  NO_CAPTURE();
   if (n == 0)
     RETURN(SUCCESS);
   void *s = host_view(src, n);
@@ -536,6 +549,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 EXPORT CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
   ENTER(cuMemHostAlloc);
   NEED_CTX();
+  NO_CAPTURE();
   if (!out || bytes == 0 || (flags & ~7u))
     RETURN(violation(INVALID_VALUE, "cuMemHostAlloc of %zu bytes, flags 0x%x", bytes, flags));
   mem *m = new_mem(bytes, 1, (flags & 2u) != 0, 0xA5); /* CU_MEMHOSTALLOC_DEVICEMAP */
@@ -549,6 +563,7 @@ EXPORT CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
 EXPORT CUresult cuMemFreeHost(void *p) {
   ENTER(cuMemFreeHost);
   NEED_CTX();
+  NO_CAPTURE();
   for (mem *m = mems; m; m = m->next)
     if (m->is_host && m->host == p) {
       unlink_mem(m);
@@ -595,6 +610,16 @@ static const char *check_etl_args(fctx *c, CUdeviceptr args, unsigned grid) {
   unsigned char *h = ctl->host + (slot[ETL_SLOT_ABORT] - ctl->dev);
   c->abort_flag = (volatile uint32_t *)h;
   c->progress = (volatile uint32_t *)(h + ETL_CONTROL_PROGRESS);
+  c->events = host_view(slot[ETL_SLOT_EVENTS], 4);
+  /* what the kernel reads as it starts */
+  stats.seen_args = args;
+  memset(stats.seen_slots, 0, sizeof stats.seen_slots);
+  for (size_t i = 0; i < sizeof stats.seen_slots / 8 && host_view(args + 8 * i, 8); ++i)
+    stats.seen_slots[i] = slot[i];
+  stats.seen_event0 = c->events[0];
+  memcpy(stats.seen_error, host_view(slot[ETL_SLOT_ERROR], 4 * ETL_ERR_WORDS),
+         sizeof stats.seen_error);
+  stats.seen_abort = *c->abort_flag;
   return "";
 }
 
@@ -627,7 +652,34 @@ EXPORT CUresult cuLaunchKernel(func *f, unsigned gx, unsigned gy, unsigned gz, u
   for (int i = 0; i < f->nparams; ++i)
     if (!params[i])
       RETURN(violation(INVALID_VALUE, "kernel parameter %d is NULL", i));
-  fctx *c = current;
+  uint64_t values[8] = {0};
+  if (f->nparams > 8)
+    RETURN(violation(INVALID_VALUE, "the fake models kernels of at most 8 parameters"));
+  for (int i = 0; i < f->nparams; ++i) /* copied now, as the driver does */
+    memcpy(&values[i], params[i], sizeof values[i]);
+  CUresult r = SUCCESS;
+  int route = capture_route(fn_, stream, &r);
+  if (route) {
+    gnode *g = route > 0 ? capture_node(stream) : NULL;
+    if (g) {
+      g->kind = NODE_KERNEL;
+      g->f = f;
+      g->grid = gx;
+      g->block[0] = bx;
+      g->block[1] = by;
+      g->block[2] = bz;
+      g->smem = smem;
+      g->nparams = f->nparams;
+      memcpy(g->params, values, sizeof values);
+    }
+    RETURN(route > 0 && !g ? OUT_OF_MEMORY : r);
+  }
+  start_kernel(current, f, gx, bx, smem, stream, values);
+  RETURN(SUCCESS);
+}
+
+void start_kernel(fctx *c, func *f, unsigned gx, unsigned bx, unsigned smem, void *stream,
+                  const uint64_t *params) {
   if (c->running)
     finish(c, 1); /* one kernel at a time: launches run in order */
   static unsigned long long launches;
@@ -636,9 +688,10 @@ EXPORT CUresult cuLaunchKernel(func *f, unsigned gx, unsigned gy, unsigned gz, u
   c->grid = gx;
   c->queue_offs = NULL;
   c->progress = c->abort_flag = NULL;
+  c->events = NULL;
   c->fault = 0;
   if (!strcmp(f->name, ETL_KERNEL_ENTRY) && f->nparams == 1) {
-    const char *why = check_etl_args(c, *(const CUdeviceptr *)params[0], gx);
+    const char *why = check_etl_args(c, params[0], gx);
     if (*why) {
       violation(ILLEGAL_ADDRESS, "etl_main would fault: %s", why);
       c->fault = 1;
@@ -656,12 +709,17 @@ EXPORT CUresult cuLaunchKernel(func *f, unsigned gx, unsigned gy, unsigned gz, u
   stats.last_block = bx;
   stats.last_smem = smem;
   stats.last_stream = (unsigned long long)(uintptr_t)stream;
-  RETURN(SUCCESS);
+}
+
+int func_loaded(const func *f, const fctx *c) {
+  module *owner = NULL;
+  return func_alive(f, &owner) && owner->ctx == c;
 }
 
 EXPORT CUresult cuStreamQuery(void *stream) {
   ENTER(cuStreamQuery);
   NEED_CTX();
+  NO_CAPTURE();
   if (!stream_ok(stream))
     RETURN(violation(INVALID_HANDLE, "cuStreamQuery of a stream that is not one of the current "
                                      "context's"));
@@ -678,7 +736,7 @@ EXPORT void etl_fake_cuda_reset(void) {
   memset(fail_nth, 0, sizeof fail_nth);
   kernel_mode = ETL_FAKE_KERNEL_COMPLETE;
   kernel_ms = 0;
-  stats.reclaimed = stats.violations = stats.launches = 0;
+  stats.reclaimed = stats.violations = stats.launches = stats.graph_launches = 0;
   first_violation[0] = 0;
   pthread_mutex_unlock(&mu);
 }

@@ -34,6 +34,17 @@
  * time, on the stream it was launched on; an event recorded on that stream
  * (or the NULL stream) after the launch completes with it, and
  * cuStreamQuery of another stream does not wait for it.
+ * Stream capture (fake_graph.c): between cuStreamBeginCapture and
+ * cuStreamEndCapture the stream's calls (cuMemsetD8Async, cuMemcpyAsync,
+ * cuLaunchKernel with its parameters' values, cuEventRecord) are recorded
+ * into a graph, not run; cuGraphLaunch of its instantiation runs them in
+ * order, reading memory as it then is. While a stream captures (in any
+ * mode but relaxed), a synchronous or allocating call (cuMemcpyHtoD/DtoH,
+ * cuMemAlloc/Free, cuMemHostAlloc/FreeHost, cuCtxSynchronize,
+ * cuStreamQuery, cuEventQuery, module loads) fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, and
+ * work on the NULL stream fails with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+ * when the capturing stream is a blocking one; both count as violations.
  * Violations of the API's rules are printed to stderr as
  * "fake libcuda: violation: ..." and counted.
  *===----------------------------------------------------------------------===*/
@@ -59,6 +70,19 @@ typedef struct etl_fake_cuda_stats {
   int primary_refs;               /* retains of the primary context outstanding */
   int streams, events;            /* alive now */
   unsigned long long last_memset_stream, last_memset_bytes; /* of the last one */
+  /* What the last etl_main launch (direct or replayed) read as it started:
+     its argument block's address and first 16 slots, the first event
+     counter, the error record, the abort flag. A finished kernel sets the
+     first counter to 0xFFFFFFFF, so a run that does not reset it shows. */
+  unsigned long long seen_args, seen_slots[16];
+  unsigned seen_event0, seen_error[8], seen_abort;
+  /* stream capture and graphs (fake_graph.c) */
+  int graphs, graph_execs;  /* alive now */
+  int graph_launches;       /* successful cuGraphLaunch */
+  int last_graph_nodes;     /* of the last cuStreamEndCapture: all nodes, */
+  int last_graph_kernels;   /* kernel launches, */
+  int last_graph_copies;    /* cuMemcpyAsync copies and */
+  int last_graph_memsets;   /* memsets */
 } etl_fake_cuda_stats;
 
 /// Forget failures, kernel mode, call counts and violations (not resources).

@@ -33,12 +33,17 @@ enum {
   INVALID_PTX = 218,
   UNSUPPORTED_PTX_VERSION = 222,
   INVALID_HANDLE = 400,
+  ILLEGAL_STATE = 401,
   NOT_FOUND = 500,
   NOT_READY = 600,
   ILLEGAL_ADDRESS = 700,
   LAUNCH_TIMEOUT = 702,
   CONTEXT_IS_DESTROYED = 709,
   LAUNCH_FAILED = 719,
+  STREAM_CAPTURE_UNSUPPORTED = 900,
+  STREAM_CAPTURE_INVALIDATED = 901,
+  STREAM_CAPTURE_IMPLICIT = 906,
+  CAPTURED_EVENT = 907,
   UNKNOWN = 999
 };
 
@@ -77,6 +82,7 @@ enum {
   X(cuMemcpyHtoD_v2)                                                                               \
   X(cuMemcpyDtoH_v2)                                                                               \
   X(cuMemsetD8Async)                                                                               \
+  X(cuMemcpyAsync)                                                                                 \
   X(cuMemHostAlloc)                                                                                \
   X(cuMemFreeHost)                                                                                 \
   X(cuMemHostGetDevicePointer_v2)                                                                  \
@@ -84,6 +90,13 @@ enum {
   X(cuStreamQuery)                                                                                 \
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy_v2)                                                                            \
+  X(cuStreamIsCapturing)                                                                           \
+  X(cuStreamBeginCapture_v2)                                                                       \
+  X(cuStreamEndCapture)                                                                            \
+  X(cuGraphInstantiateWithFlags)                                                                   \
+  X(cuGraphLaunch)                                                                                 \
+  X(cuGraphDestroy)                                                                                \
+  X(cuGraphExecDestroy)                                                                            \
   X(cuEventCreate)                                                                                 \
   X(cuEventDestroy_v2)                                                                             \
   X(cuEventRecord)                                                                                 \
@@ -135,15 +148,40 @@ typedef struct module {
   func funcs[MAX_FUNCS];
 } module;
 
+/* cuStreamBeginCapture .. cuStreamEndCapture (fake_graph.c): the calls made
+   on a capturing stream, replayed in order by cuGraphLaunch */
+typedef struct gnode {
+  enum { NODE_MEMSET, NODE_MEMCPY, NODE_KERNEL } kind;
+  CUdeviceptr dst, src; /* memset, memcpy */
+  size_t n;
+  unsigned char value;
+  func *f; /* kernel: parameters by value, as cuLaunchKernel copies them */
+  unsigned grid, block[3], smem;
+  int nparams;
+  uint64_t params[8];
+} gnode;
+typedef struct fgraph {
+  struct fgraph *next;
+  fctx *ctx;
+  int exec; /* a cuGraphInstantiate result, else a captured graph */
+  int n, cap;
+  gnode *nodes;
+} fgraph;
+
 /* cuStreamCreate / cuEventCreate (fake_stream.c) */
 typedef struct fstream {
   struct fstream *next;
   fctx *ctx;
+  unsigned flags;   /* CU_STREAM_NON_BLOCKING = 1 */
+  fgraph *capture;  /* while capturing: the graph being recorded */
+  int invalidated;  /* the capture broke: cuStreamEndCapture fails */
+  int relaxed_mode; /* captured with CU_STREAM_CAPTURE_MODE_RELAXED */
 } fstream;
 typedef struct fevent {
   struct fevent *next;
   fctx *ctx;
   unsigned long long launch; /* the launch it was recorded after; 0 = none */
+  int captured;              /* last recorded on a capturing stream */
 } fevent;
 
 struct fctx {
@@ -156,6 +194,7 @@ struct fctx {
   unsigned slow_ms, grid;
   int64_t start_ms, last_tick_ms;
   volatile uint32_t *abort_flag, *progress;
+  uint32_t *events; /* the launch's event counters (a finished kernel changes them) */
   const uint32_t *queue_offs;
   fstream *stream;
   unsigned long long launch;
@@ -191,6 +230,37 @@ void streams_reclaim(fctx *c);
 int stream_ok(const void *s);
 /* fake_cuda.c: the host memory behind [dev, dev + n) of one allocation, or NULL. */
 void *host_view(CUdeviceptr dev, size_t n);
+/* fake_cuda.c: run a validated launch now (cuLaunchKernel, or a replayed
+   kernel node) with its parameters' values. */
+void start_kernel(fctx *c, func *f, unsigned grid, unsigned block, unsigned smem, void *stream,
+                  const uint64_t *params);
+/* fake_cuda.c: whether `f` is a function of a loaded module of context `c`. */
+int func_loaded(const func *f, const fctx *c);
+
+/* fake_graph.c: stream capture. captures_active counts streams capturing
+   in a mode that forbids unsafe calls (not RELAXED). */
+extern int captures_active;
+/* A call that synchronises with the host, or allocates, while a stream
+   captures: refused as the driver does (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+   invalidating the captures. */
+CUresult capture_refuse(const char *fn);
+/* A stream-ordered call on `s`: 1 when s captures (the caller records
+   its node and returns SUCCESS); -1 when it would break a capture (the
+   NULL stream while a blocking stream captures: *r holds the error);
+   0: run it now. */
+int capture_route(const char *fn, void *s, CUresult *r);
+/* The node appended to the graph `s` is capturing (NULL when out of memory). */
+gnode *capture_node(void *s);
+void graphs_reclaim(fctx *c);
+/* fake_stream.c: the stream behind a handle (NULL for the NULL stream or a
+   dead handle); the live streams one by one (stream_next(NULL) is the first). */
+fstream *stream_of(const void *s);
+fstream *stream_next(const fstream *s);
+
+/* Every entry point that a capture forbids (synchronous, allocating). */
+#define NO_CAPTURE()                                                                               \
+  if (captures_active)                                                                             \
+  RETURN(capture_refuse(fn_))
 
 /* Every entry point: count the call, then an injected failure if due. */
 #define ENTER(name)                                                                                \

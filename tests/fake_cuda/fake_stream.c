@@ -4,8 +4,9 @@
  * calling thread's context stack (cuCtxGetCurrent, cuCtxGetDevice,
  * cuCtxPushCurrent, cuCtxPopCurrent), device 0's primary context
  * (cuDevicePrimaryCtxRetain / Release), and streams and events (create,
- * destroy, record, query), and cuMemsetD8Async (done at once: the fake's
- * kernels compute nothing, so nothing on the stream can read before it). The state and the
+ * destroy, record, query), and cuMemsetD8Async and cuMemcpyAsync (done at
+ * once: the fake's kernels compute nothing, so nothing on the stream can
+ * read before it; on a capturing stream recorded instead, fake_graph.c). The state and the
  *entry-point macros are fake_internal.h's; a kernel in flight is fake_cuda.c's (query, finish).
  *===----------------------------------------------------------------------===*/
 #include <stdint.h>
@@ -25,6 +26,15 @@ static fevent *event_alive(const void *e) {
   return NULL;
 }
 
+fstream *stream_of(const void *s) {
+  for (fstream *x = streams; x; x = x->next)
+    if (s && (const void *)x == s)
+      return x;
+  return NULL;
+}
+
+fstream *stream_next(const fstream *s) { return s ? s->next : streams; }
+
 int stream_ok(const void *s) {
   if (!s)
     return 1;
@@ -41,6 +51,8 @@ void streams_reclaim(fctx *c) {
       *p = x->next;
       stats.reclaimed++;
       stats.streams--;
+      if (x->capture) /* its graph goes with the context (graphs_reclaim) */
+        captures_active -= !x->relaxed_mode;
       free(x);
     } else {
       p = &x->next;
@@ -152,6 +164,7 @@ EXPORT CUresult cuStreamCreate(fstream **out, unsigned flags) {
   if (!x)
     RETURN(OUT_OF_MEMORY);
   x->ctx = current;
+  x->flags = flags;
   x->next = streams;
   streams = x;
   stats.streams++;
@@ -164,6 +177,9 @@ EXPORT CUresult cuStreamDestroy_v2(fstream *s) {
   NEED_INIT();
   for (fstream **p = &streams; *p; p = &(*p)->next)
     if (*p == s) {
+      if (s->capture)
+        RETURN(violation(STREAM_CAPTURE_UNSUPPORTED, "cuStreamDestroy of a stream that is "
+                                                     "capturing (end the capture first)"));
       *p = s->next;
       if (s->ctx->stream == s) /* its kernel runs on; nothing names the stream now */
         s->ctx->stream = NULL;
@@ -212,17 +228,25 @@ EXPORT CUresult cuEventRecord(fevent *e, fstream *s) {
   if (!x || x->ctx != current || !stream_ok(s))
     RETURN(violation(INVALID_HANDLE, "cuEventRecord of an event or on a stream that is not "
                                      "the current context's"));
+  CUresult r = SUCCESS;
+  int route = capture_route(fn_, s, &r);
+  if (route < 0)
+    RETURN(r);
+  x->captured = route > 0; /* a graph's node: no launch of its own to complete with */
   fctx *c = current; /* after the kernel in flight when it runs on `s` (or s is NULL) */
-  x->launch = c->running && (!s || c->stream == s) ? c->launch : 0;
+  x->launch = !route && c->running && (!s || c->stream == s) ? c->launch : 0;
   RETURN(SUCCESS);
 }
 
 EXPORT CUresult cuEventQuery(fevent *e) {
   ENTER(cuEventQuery);
   NEED_INIT();
+  NO_CAPTURE();
   fevent *x = event_alive(e);
   if (!x)
     RETURN(violation(INVALID_HANDLE, "cuEventQuery of an event that is not alive"));
+  if (x->captured)
+    RETURN(violation(CAPTURED_EVENT, "cuEventQuery of an event last recorded in a capture"));
   fctx *c = x->ctx;
   if (!x->launch || !c->running || c->launch != x->launch)
     RETURN(SUCCESS);
@@ -242,8 +266,48 @@ EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, fstr
   void *d = host_view(dst, n);
   if (!d)
     RETURN(violation(INVALID_VALUE, "cuMemsetD8Async of %zu bytes at 0x%llx", n, dst));
-  memset(d, v, n);
   stats.last_memset_stream = (unsigned long long)(uintptr_t)s;
   stats.last_memset_bytes = n;
+  CUresult r = SUCCESS;
+  int route = capture_route(fn_, s, &r);
+  if (route) {
+    gnode *g = route > 0 ? capture_node(s) : NULL;
+    if (g) {
+      g->kind = NODE_MEMSET;
+      g->dst = dst;
+      g->n = n;
+      g->value = v;
+    }
+    RETURN(route > 0 && !g ? OUT_OF_MEMORY : r);
+  }
+  memset(d, v, n);
+  RETURN(SUCCESS);
+}
+
+/* Copies between device addresses (mapped host memory has one too). */
+EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, fstream *s) {
+  ENTER(cuMemcpyAsync);
+  NEED_CTX();
+  if (!stream_ok(s))
+    RETURN(violation(INVALID_HANDLE, "cuMemcpyAsync on stream %p, not one of this context", s));
+  if (n == 0)
+    RETURN(SUCCESS);
+  void *d = host_view(dst, n), *from = host_view(src, n);
+  if (!d || !from)
+    RETURN(violation(INVALID_VALUE, "cuMemcpyAsync of %zu bytes from 0x%llx to 0x%llx", n, src,
+                     dst));
+  CUresult r = SUCCESS;
+  int route = capture_route(fn_, s, &r);
+  if (route) {
+    gnode *g = route > 0 ? capture_node(s) : NULL;
+    if (g) {
+      g->kind = NODE_MEMCPY;
+      g->dst = dst;
+      g->src = src;
+      g->n = n;
+    }
+    RETURN(route > 0 && !g ? OUT_OF_MEMORY : r);
+  }
+  memmove(d, from, n);
   RETURN(SUCCESS);
 }

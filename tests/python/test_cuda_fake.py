@@ -6,7 +6,9 @@ the memory in objects with ``__cuda_array_interface__`` v3, and checks that
 a "cuda" program runs in that context (current again after every call), is
 launched on the given stream and asynchronously (query() False, then True),
 that the watchdog reports a hung kernel from wait(), and that misuse raises
-the documented exceptions before anything runs. The fake computes nothing,
+the documented exceptions before anything runs, and that a call inside a
+graph capture (cuStreamBeginCapture, as torch.cuda.graph does) is recorded
+and replays. The fake computes nothing,
 so no result is compared (tests/python/test_etl.py does that on a GPU).
 Run by ctest (`python_etl_fake_cuda`) with LD_LIBRARY_PATH holding the fake
 and ETL_FAKE_CUDA_ARTIFACTS its PTX artifacts; never imports torch (torch
@@ -38,7 +40,15 @@ class Stats(ctypes.Structure):  # etl_fake_cuda_stats (fake_cuda.h)
                 ("launches", ctypes.c_int), ("last_grid", ctypes.c_uint),
                 ("last_block", ctypes.c_uint), ("last_smem", ctypes.c_uint),
                 ("last_stream", ctypes.c_ulonglong), ("primary_refs", ctypes.c_int),
-                ("streams", ctypes.c_int), ("events", ctypes.c_int)]
+                ("streams", ctypes.c_int), ("events", ctypes.c_int),
+                ("last_memset_stream", ctypes.c_ulonglong),
+                ("last_memset_bytes", ctypes.c_ulonglong),
+                ("seen_args", ctypes.c_ulonglong), ("seen_slots", ctypes.c_ulonglong * 16),
+                ("seen_event0", ctypes.c_uint), ("seen_error", ctypes.c_uint * 8),
+                ("seen_abort", ctypes.c_uint), ("graphs", ctypes.c_int),
+                ("graph_execs", ctypes.c_int), ("graph_launches", ctypes.c_int),
+                ("last_graph_nodes", ctypes.c_int), ("last_graph_kernels", ctypes.c_int),
+                ("last_graph_copies", ctypes.c_int), ("last_graph_memsets", ctypes.c_int)]
 
 
 fake.etl_fake_cuda_get_stats.restype = Stats
@@ -180,6 +190,40 @@ class CudaPath(unittest.TestCase):
         with self.assertRaisesRegex(etl.InvalidValueError, "stream='s'"):
             self.prog.run(stream="s", **self.args())
         self.assertEqual(fake.etl_fake_cuda_get_stats().launches, 0)
+
+    def test_a_call_inside_a_graph_capture_is_recorded_and_replays(self):
+        # as torch.cuda.graph(g) does it: warm up, capture on the stream, replay
+        self.prog.run(stream=self.stream.value, **self.args(stream=self.stream.value))
+        warm = fake.etl_fake_cuda_get_stats()  # left in flight, as torch's warm-up leaves it
+        graph, exe = P(), P()
+        ok(fake.cuStreamBeginCapture_v2(self.stream, 0))  # CU_STREAM_CAPTURE_MODE_GLOBAL
+        try:
+            self.prog.run(stream=self.stream.value, **self.args(stream=self.stream.value))
+        finally:  # a failure must not leave the stream capturing for tearDown
+            ok(fake.cuStreamEndCapture(self.stream, ctypes.byref(graph)))
+        s = fake.etl_fake_cuda_get_stats()
+        self.assertEqual(s.launches, warm.launches)  # recorded, not run
+        self.assertEqual(s.last_graph_kernels, 1)
+        self.prog.wait()  # the warm-up run
+        ok(fake.cuGraphInstantiateWithFlags(ctypes.byref(exe), graph, ctypes.c_ulonglong(0)))
+        for replay in (1, 2):
+            ok(fake.cuGraphLaunch(exe, self.stream))
+            s = fake.etl_fake_cuda_get_stats()
+            self.assertEqual(s.graph_launches, replay)
+            self.assertEqual(s.seen_args, warm.seen_args)  # the warm-up binding's block
+            self.assertEqual(s.seen_event0, warm.seen_event0)  # counters reset on the stream
+        ok(fake.cuGraphExecDestroy(exe))
+        ok(fake.cuGraphDestroy(graph))
+        # a binding that never ran cannot be recorded: it would have to be uploaded
+        ok(fake.cuStreamBeginCapture_v2(self.stream, 0))
+        try:
+            with self.assertRaisesRegex(etl.InvalidValueError,
+                                        "capturing a CUDA graph.*has not run yet.*warm-up run"):
+                self.prog.run(stream=self.stream.value, x=Array(self.x.value, (40, 300)),
+                              y=Array(self.x.value, (40,)))
+        finally:
+            ok(fake.cuStreamEndCapture(self.stream, ctypes.byref(graph)))
+        ok(fake.cuGraphDestroy(graph))
 
     def test_not_ready_is_a_status_class(self):
         self.assertIs(etl.errors.BY_CODE[17], etl.NotReadyError)

@@ -319,9 +319,23 @@ ETL_API etlStatus etlRun(etlProgram prog);
 /// (a CUstream of the context's CUDA context, cast to void*; NULL = the
 /// default stream) and return without waiting: the kernel runs after the
 /// work queued on `stream` before it, and the program's run stays "in
-/// flight" until etlRunWait or etlRunQuery sees it finish. The setup copies
-/// (argument block, event counters) are synchronous copies into the
-/// program's own buffers; the bound tensors are only touched by the kernel.
+/// flight" until etlRunWait or etlRunQuery sees it finish. The run's setup
+/// is asynchronous on `stream` (its event counters and queue state reset by
+/// a copy there); the argument block is uploaded (synchronously) only for a
+/// binding that has not run before; the bound tensors are only touched by
+/// the kernel.
+/// CUDA graphs: when `stream` is capturing (cuStreamIsCapturing, e.g.
+/// inside torch.cuda.graph), the run is recorded into the graph, not run,
+/// and each replay runs it with the binding of this call and a fresh
+/// state. Nothing is allocated, uploaded or waited for while capturing, so
+/// the binding (dims, tensors, scalars) must have run once before the
+/// capture (a warm-up run), and the timeline must be off: else
+/// ETL_ERROR_INVALID_VALUE and nothing is recorded. The recorded run is
+/// not in flight (etlRunWait returns at once; a run left in flight before
+/// the capture stays so, for etlRunWait after it); no watchdog and no
+/// device error record cover a replay. The program and the bound memory
+/// must outlive the graph's replays, and a replay must not overlap a
+/// direct run of the same program and dims.
 /// A program has one run in flight at a time, and so does a context:
 /// etlRunAsync first finishes the context's run in flight (blocking, with
 /// the watchdog); if that run was this program's and it failed, its status
