@@ -268,75 +268,108 @@ void pipeline(TileModule &m, const TargetInfo &target, Diag *remarks = nullptr) 
       remarks->remark(DiagId::MmaLoopNotPipelined, l.loc, {l.var, l.why});
 }
 
-/// --emit=tile: build, verify, assign layouts, verify, pipeline, verify;
-/// the IR as built and as lowered.
-bool tile_stage(Compilation &c, unsigned threads, PassTimer &timer, std::string &text,
-                std::string &error) {
+/// What one run of the tile stage reports besides the IR.
+struct TileReport {
+  /// --emit=tile: the IR as built and as lowered, in `text`; the layout
+  /// pass's remarks (NarrowAccess) go to c.diag, not only the pipeline's.
+  bool dump = false;
+  /// The pipeline pass's MmaLoopNotPipelined to c.diag.
+  bool pipeline_remarks = false;
+  /// The PadNotIdentity warnings to c.diag (once per compile).
+  bool pad_check = false;
+  std::string text;
+  /// The verifier's first complaint and the step after which it came (a
+  /// compiler bug: the program passed every check).
+  std::string error;
+};
+
+/// The tile stage, the one sequence --emit=tile and the back end share:
+/// build, assign layouts, pipeline, plan shared memory, the IR verified
+/// after each step but the last, each step timed for --time-passes
+/// (tile-build, tile-layout, tile-pipeline, tile-smem). nullopt, with
+/// r.error, when the IR does not verify.
+std::optional<TileModule> tile_passes(Compilation &c, unsigned threads, PassTimer &timer,
+                                      TileReport &r) {
   const KernelDecl &k = c.program->kernels[0];
-  TileModule m = timer.run("tile", [&] { return build_tile_ir(k, c.graph, *c.program, threads); });
-  auto verified = [&](const char *when) {
+  TileModule m =
+      timer.run("tile-build", [&] { return build_tile_ir(k, c.graph, *c.program, threads); });
+  auto verified = [&](const char *after) {
     std::vector<std::string> errs = verify_tile(m);
     if (!errs.empty())
-      error = std::string("tile IR ") + when + ": " + errs[0];
+      r.error = std::string(after) + ": " + errs[0];
     return errs.empty();
   };
   if (!verified("as built"))
-    return false;
-  text = "// ---- tile IR as built ----\n" + print_tile(m);
+    return std::nullopt;
+  if (r.dump)
+    r.text = "// ---- tile IR as built ----\n" + print_tile(m);
+  Diag quiet(c.sm); // the lowering's compile reports no layout remarks
+  if (r.pad_check)
+    timer.run("pad-check", [&] { // reductions that read a load's padding
+      analyse_memory(m, k, c.graph, r.dump ? c.diag : quiet);
+      warn_pad_reductions(m, c.diag);
+      return 0;
+    });
   timer.run("tile-layout", [&] {
-    assign_layouts(m, k, c.graph, c.diag);
+    assign_layouts(m, k, c.graph, r.dump ? c.diag : quiet);
     return 0;
   });
   if (!verified("after layout assignment"))
-    return false;
+    return std::nullopt;
   timer.run("tile-pipeline", [&] {
-    pipeline(m, c.target, &c.diag);
+    pipeline(m, c.target, r.pipeline_remarks ? &c.diag : nullptr);
     return 0;
   });
   if (!verified("after pipelining"))
-    return false;
+    return std::nullopt;
   timer.run("tile-smem", [&] {
     plan_shared(m, c.target);
     return 0;
   });
-  text += "\n// ---- after layout assignment ----\n" + print_tile(m);
-  return true;
+  if (r.dump)
+    r.text += "\n// ---- after layout assignment ----\n" + print_tile(m);
+  return m;
+}
+
+/// A SmemOverBudget error at the largest buffer of each body whose
+/// shared-memory plan (tile/smem.cpp) exceeds the targets' budget; false if
+/// there is one. (--emit=tile prints such a plan and says so instead.)
+bool smem_within_budget(const TileModule &m, Diag &diag) {
+  bool ok = true;
+  for (const TileFunc &f : m.funcs) {
+    if (!smem_over_budget(f) || f.smem.empty())
+      continue;
+    auto smaller = [](const SmemBuffer &x, const SmemBuffer &y) { return x.bytes < y.bytes; };
+    const SmemBuffer &b = *std::max_element(f.smem.begin(), f.smem.end(), smaller);
+    diag.error(DiagId::SmemOverBudget, b.loc,
+               {f.name, std::to_string(f.smem_bytes), std::to_string(f.smem_budget),
+                b.what.substr(0, b.what.find(' ')), std::to_string(b.bytes)});
+    ok = false;
+  }
+  return ok;
 }
 
 } // namespace
 
-/// The tile IR the back end lowers from (after layout assignment, the
-/// pipeline pass and shared-memory planning), or nullopt with the
-/// verifier's complaint in `error` (a compiler bug: the program passed
-/// every check). Remarks go nowhere (--emit=tile reports them) but, with
-/// `remarks`, the pipeline pass's MmaLoopNotPipelined.
 std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads, std::string &error,
                                         bool remarks) {
-  const KernelDecl &k = c.program->kernels[0];
-  TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
-  auto bad = [&](const char *after) {
-    std::vector<std::string> v = verify_tile(m);
-    if (!v.empty())
-      error = std::string(after) + ": " + v[0];
-    return !v.empty();
-  };
-  if (bad("built"))
-    return std::nullopt;
-  Diag quiet(c.sm);
-  assign_layouts(m, k, c.graph, quiet);
-  if (bad("after layout assignment"))
-    return std::nullopt;
-  pipeline(m, c.target, remarks ? &c.diag : nullptr);
-  if (bad("after pipelining"))
-    return std::nullopt;
-  plan_shared(m, c.target);
+  PassTimer timer;
+  TileReport r;
+  r.pipeline_remarks = remarks;
+  std::optional<TileModule> m = tile_passes(c, threads, timer, r);
+  error = r.error;
   return m;
 }
 
 bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error) {
   return on_compiler_stack([&] {
     PassTimer timer;
-    return tile_stage(c, threads, timer, text, error);
+    TileReport r;
+    r.dump = r.pipeline_remarks = true;
+    bool ok = tile_passes(c, threads, timer, r).has_value();
+    text = r.text;
+    error = r.error.empty() ? "" : "tile IR " + r.error;
+    return ok;
   });
 }
 
@@ -444,35 +477,21 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   // so --emit=ptx and --emit=tile show the kernel the artifact would carry).
   const KernelDecl &k = c.program->kernels[0];
   unsigned threads = opts.threads_per_cta ? opts.threads_per_cta : pick_threads(k, opts.targets);
-  timer.run("registers", [&] {
-    // The tile IR's estimate is for bodies with tensor-core dots: built
-    // here only when some task has a dot of 16-bit tiles.
-    bool mma = false;
-    for (const TaskDecl &t : k.tasks)
-      walk_body(
-          t.body, [](const Stmt &) {},
-          [&](const Expr &e) {
-            mma =
-                mma ||
-                (e.kind == ExprKind::Call && e.builtin == Builtin::Dot && !e.args.empty() &&
-                 (e.args[0]->type.elem == ElemType::F16 || e.args[0]->type.elem == ElemType::BF16));
-          });
-    std::optional<TileModule> tm;
-    std::string ignored; // the tile stage below reports it
-    if (mma)
-      tm = lowering_tiles(c, threads, ignored);
-    warn_register_spills(k, threads, c.target, c.diag, tm ? &*tm : nullptr);
-    return true;
-  });
-  timer.run("pad-check", [&] { // reductions that read a load's padding
-    TileModule m = build_tile_ir(k, c.graph, *c.program, threads);
-    if (!verify_tile(m).empty())
-      return false; // the tile stage below reports it
-    Diag quiet(c.sm);
-    analyse_memory(m, k, c.graph, quiet);
-    warn_pad_reductions(m, c.diag);
-    return true;
-  });
+  // The tile IR, built once: the spill warning reads it, --emit=tile
+  // prints it, the back end lowers it.
+  TileReport tile;
+  tile.dump = opts.emit == "tile";
+  tile.pad_check = true;
+  tile.pipeline_remarks = opts.emit.empty() || opts.emit == "tile" || opts.emit == "llvm" ||
+                          opts.emit == "ptx";
+  std::optional<TileModule> tiles = tile_passes(c, threads, timer, tile);
+  if (tiles && !tile.dump && !smem_within_budget(*tiles, c.diag))
+    return kExitProgramError;
+  if (tiles)
+    timer.run("registers", [&] {
+      warn_register_spills(k, threads, c.target, c.diag, *tiles);
+      return true;
+    });
   if (c.diag.has_errors()) // -Werror
     return fail;
   if (opts.emit == "taskgraph") {
@@ -485,18 +504,14 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   }
   if (opts.emit == "cost")
     return emit_cost(opts, *c.program, out, c.diag, c.graph);
+  if (!tiles) {
+    // The program passed every check, so a verifier failure is a compiler bug.
+    c.diag.error(DiagId::InternalCompilerError, none, {"tile IR " + tile.error});
+    c.diag.note(DiagId::NoteReportBug, none);
+    return kExitInternalError;
+  }
   if (opts.emit == "tile") {
-    std::string text, error;
-    if (!tile_stage(c, threads, timer, text, error)) {
-      if (c.diag.has_errors())
-        return kExitProgramError; // a statement the tile IR cannot show yet
-
-      // The program passed every check, so a verifier failure is a compiler bug.
-      c.diag.error(DiagId::InternalCompilerError, none, {"tile IR: " + error});
-      c.diag.note(DiagId::NoteReportBug, none);
-      return kExitInternalError;
-    }
-    out << text;
+    out << tile.text;
     return kExitOk;
   }
 
@@ -511,14 +526,6 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   bopts.fmad = opts.fmad;
   bopts.wrap_machine = opts.wrap_machine;
   bopts.target = &c.target; // the whole --target list's, also under --emit=ptx
-  std::string tile_error;
-  std::optional<TileModule> tiles =
-      timer.run("tile", [&] { return lowering_tiles(c, threads, tile_error, true); });
-  if (!tiles) {
-    c.diag.error(DiagId::InternalCompilerError, none, {"tile IR " + tile_error});
-    c.diag.note(DiagId::NoteReportBug, none);
-    return kExitInternalError;
-  }
   bopts.tiles = &*tiles;
   BackendResult be =
       timer.run("backend", [&] { return run_backend(*c.program, k, c.graph, targets, bopts); });

@@ -4,12 +4,12 @@
 // compile(), calls each stage, stops early where --emit asks for a dump, and
 // times every stage for --time-passes:
 //
-//   read -> parse (-D) -> import -> inline -> sema -> taskgraph -> schedule -> backend (per target)
-//        -> artifact
+//   read -> parse (-D) -> import -> inline -> sema -> taskgraph -> schedule
+//        -> tile (build, layouts, pipeline, shared memory; once) -> registers
+//        -> backend (per target) -> artifact
 //
-// --emit=tile runs the tile stage after schedule instead of the back end:
-// build the tile IR, verify, assign layouts, verify (the lowering does not
-// consume the IR yet).
+// The tile stage is one sequence (tile_passes in pipeline.cpp) whose IR the
+// spill warning reads, --emit=tile prints and the back end lowers.
 //
 // Tests drive the same functions in-process (tests/unit/golden).
 //
@@ -147,10 +147,11 @@ std::string depfile_text(const std::string &target, const std::vector<std::strin
 bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string &error);
 
 /// The tile IR run_backend lowers (BackendOptions::tiles) for `c` (after
-/// compile_front) at `threads` threads per CTA: built, layouts assigned,
-/// pipelined and shared memory planned against c.target; nullopt, with the
-/// verifier's complaint in `error`, when it does not verify (a compiler
-/// bug). `remarks`: the pipeline pass's MmaLoopNotPipelined go to c.diag.
+/// compile_front) at `threads` threads per CTA, by the tile stage compile()
+/// runs: built, layouts assigned, pipelined and shared memory planned
+/// against c.target; nullopt, with the verifier's complaint in `error`,
+/// when it does not verify (a compiler bug). `remarks`: the pipeline pass's
+/// MmaLoopNotPipelined go to c.diag.
 std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads, std::string &error,
                                         bool remarks = false);
 

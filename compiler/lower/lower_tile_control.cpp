@@ -242,8 +242,8 @@ std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const Task
   // FP8 rounds after each op, and loads move narrow and packed elements in
   // words (lower_tile_memory.cpp); scans, arg-reductions, gathers and dots
   // check their own operand types below.
-  if (threads % 32 != 0 || threads != 32 * tile_warps(threads))
-    return "threads per CTA not 32 times a power of two";
+  // threads: a power-of-two number of warps, which run_backend checked
+  // first (valid_threads_per_cta).
   GapCheck c{f, t, {}, {}, tile_warps(threads)};
   for (const TaskIndexDecl &d : t.domain)
     c.known.insert(d.name);

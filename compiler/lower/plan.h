@@ -87,8 +87,9 @@ constexpr uint64_t kPollEveryNs = 1000000;
 
 
 /// What in `f` (the tile IR of task `t`'s body, with layouts) the
-/// lowering has no form for with `threads` threads per CTA: the op and
-/// why, or empty (lower_tile_control.cpp). Sema and the tile passes keep
+/// lowering has no form for with `threads` threads per CTA (a power-of-two
+/// number of warps: run_backend checks valid_threads_per_cta first): the
+/// op and why, or empty (lower_tile_control.cpp). Sema and the tile passes keep
 /// every checked program inside it: a gap is an internal compiler error.
 std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const TaskDecl &t,
                               unsigned threads);

@@ -1,14 +1,12 @@
 //===- lower/registers.cpp - Registers a task's tiles need ----------------===//
 //
-// See registers.h. Two walks over a task body: the first numbers its
-// statements in order and finds each local's live range, the second adds,
-// at every statement, the registers of the locals live across it to what
-// its expression needs.
+// See registers.h. One walk over a task body's tile IR numbers its ops in
+// order and finds each value's live range; the estimate is the most
+// registers the values live at one op take.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/registers.h"
 
-#include "lower/lowerer.h"
 #include "target/target.h"
 #include "tile/passes.h"
 
@@ -20,157 +18,16 @@ namespace etl {
 
 namespace {
 
-/// Registers per thread of one value of type `t` (0 unless a tile).
-int64_t regs_of(const Type &t, unsigned threads) {
-  if (!t.is_tile())
-    return 0;
-  int64_t n = 1;
-  for (int64_t d : t.tile_shape)
-    n *= d;
-  int64_t words = byte_size(t.elem) == 8 ? 2 : 1;
-  return (n + threads - 1) / threads * words;
-}
-
-class Estimate {
-public:
-  Estimate(const TaskDecl &t, unsigned threads) : t_(t), threads_(threads) {
-    first_.assign(t.locals.size(), -1);
-    last_.assign(t.locals.size(), -1);
-    for (const LocalVar &l : t.locals)
-      local_regs_.push_back(regs_of(l.type, threads));
-  }
-
-  int64_t run() {
-    number(t_.body);
-    scan(t_.body);
-    peak(t_.body);
-    return best_;
-  }
-
-private:
-  const TaskDecl &t_;
-  unsigned threads_;
-  int next_ = 0;
-  std::map<const Stmt *, std::pair<int, int>> span_; ///< statement: its number, its last inside
-  std::vector<int> first_, last_;          ///< per local: defining and last using statement
-  std::vector<std::pair<int, int>> loops_; ///< enclosing loops, outermost first
-  std::vector<int64_t> local_regs_;
-  int64_t best_ = 0;
-
-  void number(const std::vector<StmtPtr> &body) {
-    for (const StmtPtr &s : body) {
-      int at = next_++;
-      number(s->body);
-      number(s->else_body);
-      span_[s.get()] = {at, next_ - 1};
-    }
-  }
-
-  /// A use of local `l` at statement `at`: to the end of the outermost
-  /// enclosing loop that does not contain its definition.
-  void use(int l, int at) {
-    if (l < 0 || size_t(l) >= last_.size())
-      return;
-    for (const auto &loop : loops_)
-      if (first_[size_t(l)] < loop.first) {
-        at = std::max(at, loop.second);
-        break;
-      }
-    last_[size_t(l)] = std::max(last_[size_t(l)], at);
-  }
-
-  void uses(const Expr &e, int at) {
-    if (e.kind == ExprKind::Name && e.ref == NameRef::Local)
-      use(e.ref_index, at);
-    for (const ExprPtr &a : e.args)
-      if (a)
-        uses(*a, at);
-    for (const KwArg &k : e.kwargs)
-      if (k.value)
-        uses(*k.value, at);
-  }
-
-  void scan(const std::vector<StmtPtr> &body) {
-    for (const StmtPtr &s : body) {
-      auto [at, end] = span_.at(s.get());
-      bool defines = s->kind == StmtKind::Let || s->kind == StmtKind::Var;
-      if (defines && s->local_index >= 0 && size_t(s->local_index) < first_.size())
-        first_[size_t(s->local_index)] = at;
-      if (s->kind == StmtKind::Assign)
-        use(s->local_index, at);
-      for (const ExprPtr *x : {&s->value, &s->lo, &s->hi, &s->step})
-        if (*x)
-          uses(**x, at);
-      bool loop = s->kind == StmtKind::For;
-      if (loop)
-        loops_.push_back({at, end});
-      scan(s->body);
-      scan(s->else_body);
-      if (loop)
-        loops_.pop_back();
-    }
-  }
-
-  /// New registers `e` occupies once evaluated (a local's are counted live).
-  int64_t fresh(const Expr &e) const {
-    if (e.kind == ExprKind::Name)
-      return 0;
-    return regs_of(e.type, threads_);
-  }
-
-  /// `a` is an operand of tensor-core dot `e` that goes global -> shared by
-  /// cp.async (a plain load of an f16/bf16 tile: lower_tile_mma.cpp),
-  /// never through registers.
-  static bool cp_async_operand(const Expr &e, const Expr &a) {
-    auto half = [](ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; };
-    return e.kind == ExprKind::Call && e.builtin == Builtin::Dot && e.args.size() == 2 &&
-           e.kwargs.empty() && half(e.args[0]->type.elem) && half(e.args[1]->type.elem) &&
-           a.kind == ExprKind::Call && a.builtin == Builtin::Load && a.kwargs.empty();
-  }
-
-  /// The most registers evaluating `e` needs at once: each operand's needs
-  /// on top of the results of the operands before it, and all operands with
-  /// the result.
-  int64_t need(const Expr &e) const {
-    std::vector<const Expr *> ops;
-    for (const ExprPtr &a : e.args)
-      if (a && !cp_async_operand(e, *a))
-        ops.push_back(a.get());
-    for (const KwArg &k : e.kwargs)
-      if (k.value)
-        ops.push_back(k.value.get());
-    int64_t held = 0, most = 0;
-    for (const Expr *o : ops) {
-      most = std::max(most, held + need(*o));
-      held += fresh(*o);
-    }
-    return std::max(most, held + fresh(e));
-  }
-
-  void peak(const std::vector<StmtPtr> &body) {
-    for (const StmtPtr &s : body) {
-      int at = span_.at(s.get()).first;
-      int64_t live = 0;
-      for (size_t l = 0; l < first_.size(); ++l)
-        if (first_[l] >= 0 && first_[l] < at && last_[l] >= at)
-          live += local_regs_[l];
-      int64_t here = 0;
-      for (const ExprPtr *x : {&s->value, &s->lo, &s->hi, &s->step})
-        if (*x)
-          here = std::max(here, need(**x));
-      best_ = std::max(best_, live + here);
-      peak(s->body);
-      peak(s->else_body);
-    }
-  }
-};
-
 /// Registers per thread the tile values of `f` (layouts assigned) keep live
 /// at its busiest op: a value is live from its op to its last use (to the
 /// end of a loop that uses it when defined outside; an iter_arg and its
 /// yield operand through the whole loop; an `if`'s results from the end of
 /// its body), `layout.num_regs()` registers
-/// each (two for 8-byte elements).
+/// each (two for 8-byte elements). A value of an elementwise op that only
+/// elementwise ops and stores of its own body read takes none: LLVM and
+/// ptxas compute it element by element where it is read, so its operands
+/// stay live to there instead (tests/unit/lower/registers_test.cpp: five
+/// [128, 128] f32 tiles of one elementwise chain fit, four loads do not).
 class TileEstimate {
 public:
   explicit TileEstimate(const TileFunc &f) : f_(f) {}
@@ -189,6 +46,17 @@ public:
                  mma_staging(f_, *u).a_regs;
       if (only_a)
         halved_.insert(v);
+      // Computed where it is read (elementwise ops and stores of the body
+      // that defines it).
+      auto d = def_.find(v);
+      bool fused = d != def_.end() && op_family(d->second->kind) == OpFamily::Elementwise &&
+                   f_.values[size_t(v)].is_tile() && !users.empty();
+      for (const TOp *u : users)
+        fused = fused &&
+                (op_family(u->kind) == OpFamily::Elementwise || u->kind == TileOpKind::Store) &&
+                body_of_.at(u) == body_of_.at(d->second);
+      if (fused)
+        fused_.insert(v);
     }
     number(f_.body, -1);
     int64_t best = 0;
@@ -209,7 +77,9 @@ private:
   std::vector<std::pair<int, int>> loops_; ///< enclosing loops: start, end
 
   std::map<int, std::vector<const TOp *>> users_;
-  std::set<int> dots_, shared_, halved_;
+  std::map<int, const TOp *> def_;                          ///< value: its op
+  std::map<const TOp *, const std::vector<TOp> *> body_of_; ///< op: the body holding it
+  std::set<int> dots_, shared_, halved_, fused_;
 
   /// A reshape through scratch (lower_tile_map.cpp): registers of its own.
   bool reshape_moves(const TOp &op) const {
@@ -223,6 +93,9 @@ private:
     for (const TOp &op : body) {
       for (int v : op.operands)
         users_[v].push_back(&op);
+      for (int v : op.results)
+        def_[v] = &op;
+      body_of_[&op] = &body;
       if (mma_dot(f_, op))
         dots_.insert(op.results[0]);
       // Renamings of their operand's registers, and constants.
@@ -235,7 +108,7 @@ private:
   }
   int64_t regs(int v) const {
     const TValue &x = f_.values[size_t(v)];
-    if (!x.is_tile() || x.layout < 0 || shared_.count(v))
+    if (!x.is_tile() || x.layout < 0 || shared_.count(v) || fused_.count(v))
       return 0;
     int64_t n = f_.layouts[size_t(x.layout)].num_regs();
     if (halved_.count(v))
@@ -244,6 +117,9 @@ private:
   }
   void def(int v, int at) { range_[v] = {at, at}; }
   void use(int v, int at) {
+    if (fused_.count(v)) // read here: its operands are
+      for (int o : def_.at(v)->operands)
+        use(o, at);
     auto it = range_.find(v);
     if (it == range_.end())
       return;
@@ -289,52 +165,29 @@ private:
   }
 };
 
-bool has_mma_dot(const TileFunc &f, const std::vector<TOp> &body) {
-  for (const TOp &op : body)
-    if (mma_dot(f, op) || has_mma_dot(f, op.body))
-      return true;
-  return false;
-}
-
 } // namespace
 
 int64_t tile_ir_registers(const TileFunc &f) { return TileEstimate(f).run(); }
 
-int64_t tile_registers(const TaskDecl &t, unsigned threads) {
-  return Estimate(t, threads ? threads : 128).run();
-}
-
-int64_t register_need(const TaskDecl &t, unsigned threads) {
-  return tile_registers(t, threads) * 7 / 4;
-}
+int64_t register_need(int64_t tile_regs) { return tile_regs * 5 / 4; }
 
 void warn_register_spills(const KernelDecl &k, unsigned threads, const TargetInfo &target,
-                          Diag &diag, const TileModule *tm) {
+                          Diag &diag, const TileModule &tiles) {
   // The smallest register budget of the GPU targets, and whose it is.
   std::string which;
   const unsigned limit = target.register_limit(threads, &which);
   if (!limit)
     return;
-  for (const TaskDecl &t : k.tasks) {
-    int64_t tiles = tile_registers(t, threads), need = register_need(t, threads);
-    // A body with tensor-core dots that the tile IR lowers: its layouts say
-    // the registers (the accumulators are the dots' results, the operands
-    // go to shared memory, an a in the A layout is packed in pairs, x +
-    // dot accumulates onto x, broadcasts rename registers), 5/4 of them
-    // with the addresses (prefill_attention's attn, BM = 128, BN = 16 at
-    // 256 threads: 172 tile registers, need 215; ptxas 254 on sm_80 and
-    // sm_90 with o_proj beside it, no spill).
-    if (tm)
-      for (const TileFunc &f : tm->funcs)
-        if (f.name == t.name && has_mma_dot(f, f.body) && tile_lowering_gap(f, k, t, threads).empty()) {
-          tiles = tile_ir_registers(f);
-          need = tiles * 5 / 4;
-        }
-    if (need > int64_t(limit))
-      diag.warning(DiagId::RegisterSpill, t.name_range,
-                   {t.name, std::to_string(need), std::to_string(tiles), std::to_string(threads),
-                    std::to_string(limit), which});
-  }
+  for (const TaskDecl &t : k.tasks)
+    for (const TileFunc &f : tiles.funcs) {
+      if (f.name != t.name || !f.assigned)
+        continue;
+      const int64_t regs = tile_ir_registers(f), need = register_need(regs);
+      if (need > int64_t(limit))
+        diag.warning(DiagId::RegisterSpill, t.name_range,
+                     {t.name, std::to_string(need), std::to_string(regs), std::to_string(threads),
+                      std::to_string(limit), which});
+    }
 }
 
 } // namespace etl

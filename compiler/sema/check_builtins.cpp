@@ -604,19 +604,9 @@ std::optional<Type> Checker::check_compute_call(Expr &e) {
                   {shape_str(as), std::to_string(as.back()), shape_str(cs), std::to_string(cs[0])});
       return Type();
     }
-    int64_t bytes = 0;
-    for (const auto *s : {&as, &cs}) {
-      int64_t n = 1;
-      for (int64_t d : *s)
-        n *= d;
-      bytes += n * 4;
-    }
-    if (bytes > dot_scratch_limit()) {
-      diag_.error(DiagId::DotTooLarge, e.range,
-                  {shape_str(as), shape_str(cs), std::to_string(bytes),
-                   std::to_string(dot_scratch_limit())});
-      return Type();
-    }
+    // The scratch its operands stage through depends on the layouts the
+    // tile IR picks (tile/smem.cpp, shared_need): the driver checks the
+    // body's shared-memory plan against the budget (SmemOverBudget).
     std::vector<int64_t> shape = {cs[1]};
     if (as.size() == 2)
       shape.insert(shape.begin(), as[0]);

@@ -424,10 +424,10 @@ bool Checker::scratch_fits(const std::string &op, const Type &v, SourceRange r) 
   for (int64_t d : v.tile_shape)
     n *= d;
   int64_t bytes = n * (v.elem == ElemType::I64 ? 8 : 4);
-  if (bytes <= dot_scratch_limit())
+  if (bytes <= scratch_limit())
     return true;
   diag_.error(DiagId::ScratchTooLarge, r,
-              {op, describe(v), std::to_string(bytes), std::to_string(dot_scratch_limit())});
+              {op, describe(v), std::to_string(bytes), std::to_string(scratch_limit())});
   return false;
 }
 

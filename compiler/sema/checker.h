@@ -287,16 +287,17 @@ private:
   /// yields an Unknown type.
   std::optional<Type> check_compute_call(Expr &e);
 
-  /// dot spills both operands to shared memory after the lowering's header,
-  /// 4 bytes per element: they must fit every target compiled for
-  /// (target/target.h, TargetInfo::smem_budget).
   /// The most elements a tile may have: 65536, the register file of one SM
   /// (64K 32-bit registers on sm_80 .. sm_90). A tile lives in the registers
   /// of its CTA's threads (lower/lowerer.h), so a larger one cannot be held by
   /// any CTA; it would only spill, and the back end unrolls code per register
   /// (a 2^20-element tile took it over 30 s).
   static constexpr int64_t kMaxTileElems = 65536;
-  int64_t dot_scratch_limit() const { return int64_t(smem_limit_) - int64_t(kSmemHeaderBytes); }
+  /// The scratch a re-layout, broadcast or mask may stage through (a dot's
+  /// depends on its layouts: the driver checks the tile IR's plan): what
+  /// every target compiled for leaves after the header (target/target.h,
+  /// TargetInfo::smem_budget).
+  int64_t scratch_limit() const { return int64_t(smem_limit_) - int64_t(kSmemHeaderBytes); }
 
   Type not_in_shape(Expr &e);
 };

@@ -150,7 +150,7 @@ struct TOp {
 struct SmemBuffer {
   int pos = 0;
   std::string what; ///< the op, e.g. "reduce %5"
-  unsigned line = 0;
+  SourceRange loc; ///< its op's (the over-budget error points at the largest)
   int64_t bytes = 0, align = 16;
   std::vector<std::pair<int, int>> live;
   int64_t offset = -1; ///< from the scratch start (after the 32-byte header)

@@ -268,7 +268,7 @@ void print_smem(const TileFunc &f, std::ostringstream &os) {
        << " live [";
     for (size_t k = 0; k < b.live.size(); ++k)
       os << (k ? ", " : "") << b.live[k].first << ".." << b.live[k].second;
-    os << "] " << b.what << " (line " << b.line << ")"
+    os << "] " << b.what << " (line " << b.loc.begin.line << ")"
        << (b.barrier_after ? ", barrier after" : ", no barrier after") << "\n";
   }
 }

@@ -168,7 +168,7 @@ void collect(TileFunc &f, std::vector<TOp> &body, Sites &sites, std::vector<TOp 
       SmemBuffer b;
       b.pos = sites.pos.at(&op);
       b.what = op_name(op);
-      b.line = op.loc.begin.line;
+      b.loc = op.loc;
       b.bytes = need;
       b.align = align;
       b.live = {{b.pos, b.pos}};
@@ -397,7 +397,7 @@ void plan_shared(TileModule &m, const TargetInfo &target) {
       SmemBuffer b;
       b.pos = sites.pos.at(r);
       b.what = op_name(*r);
-      b.line = r->loc.begin.line;
+      b.loc = r->loc;
       b.bytes = v.shape[0] * ring_slot_bytes(v);
       b.align = 128;
       b.live = {{b.pos, b.pos}};

@@ -10,6 +10,8 @@
 // half is skipped with a message saying why.
 //
 //===----------------------------------------------------------------------===//
+#include "artifacts.h"
+
 #include <etl/etl.h>
 
 #include <doctest/doctest.h>
@@ -142,11 +144,9 @@ int mismatches(const std::vector<uint8_t> &c, const std::vector<float> &want) {
 
 void check_probe(const char *stem, const std::vector<std::pair<const char *, int64_t>> &dims, int M,
                  int N, int K, bool bf16) {
-  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/gpu_probes/" + stem + ".etlb";
-  if (!std::ifstream(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  std::string path = etl::testartifacts::built(std::string("gpu_probes/") + stem);
+  if (path.empty())
     return;
-  }
   Probe sim = make(M, N, K, bf16);
   std::string err = run("sim", path, dims, sim.ts);
   REQUIRE_MESSAGE(err.empty(), err);

@@ -7,6 +7,7 @@
 // run after runtime_test.cpp: its memory-violation test depends on the heap
 // layout of earlier allocations under TSan.)
 #include "device.h"
+#include "artifacts.h"
 #include "internal.h"
 
 #include <etl/etl.h>
@@ -23,12 +24,6 @@
 namespace {
 
 constexpr int64_t TM = 16;
-
-std::string artifact_path(const char *stem) {
-  return std::string(ETL_TEST_BINARY_DIR) + "/artifacts/" + stem + ".etlb";
-}
-
-bool have(const std::string &path) { return std::ifstream(path).good(); }
 
 /// Binds programs/data_range.etl's dims and tensors and runs it once.
 void bind_and_run_data_range(etlProgram prog, int64_t E, int64_t T, int64_t TM,
@@ -76,11 +71,9 @@ std::vector<float> reference(const std::vector<float> &x, int64_t NB) {
 } // namespace
 
 TEST_CASE("dynamic: the plan's initial queue, dependency counters and capacity") {
-  std::string path = artifact_path("dynamic_mixed");
-  if (!have(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  std::string path = etl::testartifacts::built("dynamic_mixed");
+  if (path.empty())
     return;
-  }
   std::string a = slurp(path);
   etl_artifact art;
   REQUIRE(etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS);
@@ -123,11 +116,9 @@ TEST_CASE("dynamic: the plan's initial queue, dependency counters and capacity")
 }
 
 TEST_CASE("dynamic: static and dynamic groups in one megakernel run like the reference") {
-  std::string path = artifact_path("dynamic_mixed");
-  if (!have(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  std::string path = etl::testartifacts::built("dynamic_mixed");
+  if (path.empty())
     return;
-  }
   // Few runs: under TSan each takes about two seconds.
   for (uint32_t workers : {1u, 3u, 6u}) {
     etlContextParams params = etlContextDefaultParams();
@@ -199,11 +190,9 @@ TEST_CASE("dynamic: static and dynamic groups in one megakernel run like the ref
 }
 
 TEST_CASE("dynamic: a range that reads data expands at run time (programs/data_range.etl)") {
-  std::string path = artifact_path("data_range");
-  if (!have(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  std::string path = etl::testartifacts::built("data_range");
+  if (path.empty())
     return;
-  }
   const int64_t TM = 4, T = 16;
   for (uint32_t workers : {2u, 5u}) {
     etlContextParams params = etlContextDefaultParams();
@@ -258,11 +247,9 @@ static long long profile_sum(const std::string &json, const std::string &key) {
 // one (by the firing of counted[0] and done[e]), the expert tasks of each
 // non-empty range in one claim.
 TEST_CASE("dynamic: the profile counts ticket pops and batched pushes (programs/data_range.etl)") {
-  std::string path = artifact_path("data_range");
-  if (!have(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  std::string path = etl::testartifacts::built("data_range");
+  if (path.empty())
     return;
-  }
   const int64_t TM = 4, T = 16, E = 5;
   const uint32_t workers = 3;
   etlContextParams params = etlContextDefaultParams();

@@ -8,6 +8,7 @@
 // under the race check; dot(a, transpose(b)) with b staged untransposed and
 // dots mixing register and cp.async operands (programs/mma_dot_nt.etl); warp
 // tiles of a K loop of two dots (programs/mma_warptile.etl).
+#include "artifacts.h"
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -32,11 +33,9 @@ struct SimProgram {
   etlContext ctx = nullptr;
   etlProgram prog = nullptr;
   SimProgram(const std::string &name, bool race_check) {
-    std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/" + name + ".etlb";
-    if (!std::ifstream(path)) {
-      MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    std::string path = etl::testartifacts::built(name);
+    if (path.empty())
       return;
-    }
     REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
     REQUIRE_MESSAGE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS,
                     etlGetLastErrorMessage());

@@ -11,6 +11,7 @@
 // profile counts 2 M N K tensor FLOPs for the tf32 dots and no shared-memory
 // bank conflict where the rows are XOR-swizzled.
 #include "../number_refs.h"
+#include "artifacts.h"
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -122,11 +123,9 @@ TEST_CASE("sim mma m16n8k8 tf32: D = C + A B from PTX's fragments, operands trun
 }
 
 TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit for bit") {
-  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_tf32.etlb";
-  if (!std::ifstream(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  std::string path = etl::testartifacts::built("mma_tf32");
+  if (path.empty())
     return;
-  }
   etlContext ctx = nullptr;
   REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
   etlProgram prog = nullptr;
@@ -258,11 +257,9 @@ TEST_CASE("sim: compiled tf32 dots equal an f32 k-order sum of tf32 products bit
 }
 
 TEST_CASE("sim: tf32 K loops on the cp.async ring equal the one-dot form bit for bit, ragged too") {
-  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/mma_tf32_loop.etlb";
-  if (!std::ifstream(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  std::string path = etl::testartifacts::built("mma_tf32_loop");
+  if (path.empty())
     return;
-  }
   etlContext ctx = nullptr;
   REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
   etlProgram prog = nullptr;

@@ -4,6 +4,7 @@
 // a shuffle, lanes at different shuffles, a mask naming missing lanes.
 // Each report names the operation and its source line. A compiled
 // reduction runs through the real rendezvous in reduce_warps_test below.
+#include "artifacts.h"
 #include "sim_warp.h"
 
 #include "etl_abi.h"
@@ -158,11 +159,9 @@ TEST_CASE("the divergence status has a name and a description") {
 }
 
 TEST_CASE("sim warp shuffle: compiled row reductions run through the rendezvous") {
-  std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/reduce_warps.etlb";
-  if (!std::ifstream(path)) {
-    MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+  std::string path = etl::testartifacts::built("reduce_warps");
+  if (path.empty())
     return;
-  }
   const int64_t M = 32, TN = 128;
   for (uint32_t workers : {1u, 3u}) {
     CAPTURE(workers);

@@ -3,6 +3,8 @@
 // each run, never 2x), a plain buffer keeps whatever it held, and the
 // poison mode (etlProgramSetPoisonBuffers, ETL_SIM_POISON=1) fills the
 // plain ones with NaN so a read before a write shows.
+#include "artifacts.h"
+
 #include <etl/etl.h>
 
 #include <doctest/doctest.h>
@@ -25,11 +27,9 @@ struct Acc {
   bool ok = false;
 
   Acc() {
-    std::string path = std::string(ETL_TEST_BINARY_DIR) + "/artifacts/zeros_accumulate.etlb";
-    if (!std::ifstream(path).good()) {
-      MESSAGE("skipped: " << path << " not built (no etlc in this configuration)");
+    std::string path = etl::testartifacts::built("zeros_accumulate");
+    if (path.empty())
       return;
-    }
     REQUIRE(etlContextCreate(&ctx, "sim", nullptr) == ETL_SUCCESS);
     REQUIRE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS);
     std::vector<float> ones(M, 1.0f);

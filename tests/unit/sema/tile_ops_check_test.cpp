@@ -121,12 +121,11 @@ TEST_CASE("sema: misuse of the compute ops is diagnosed") {
   CHECK(has(*check("    let s = dot(a, a);"), DiagId::DotInnerMismatch));
   CHECK(has(*check("    let s = dot(b, transpose(b));"), DiagId::TileOpUnsupported));
   CHECK(has(*check("    let s = dot(a, sum(a, axis = 1));"), DiagId::DotRank));
-  // 2 x 128x128 f32 = 128 KiB: more than the smallest target's 99 KiB
-  // (checked for every target).
-  CHECK(has(*check("    let s = dot(zeros<f32>[128, 128], zeros<f32>[128, 128]);"),
-            DiagId::DotTooLarge));
-  CHECK_FALSE(
-      has(*check("    let s = dot(zeros<f32>[64, 64], zeros<f32>[64, 64]);"), DiagId::DotTooLarge));
+  // A dot's scratch depends on the layouts the tile IR picks: sema leaves
+  // it to the driver's check of the shared-memory plan (SmemOverBudget,
+  // tests/diag/fail_dot_too_large.etl).
+  CHECK_FALSE(check("    let s = dot(zeros<f32>[128, 128], zeros<f32>[128, 128]);")
+                  ->diag->has_errors());
   CHECK(has(*check("    let s = transpose(sum(a, axis = 1));"), DiagId::TransposeRank));
   CHECK(has(*check("    let s = cumsum(a, axis = 2);"), DiagId::AxisOutOfRange));
   CHECK(has(*check("    let s = argmax(a);"), DiagId::MissingKeyword));
