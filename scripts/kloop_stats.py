@@ -320,6 +320,76 @@ def loop_counts(loop, blocks, args_regs):
     return c, edge, unknown
 
 
+def is_narrow(ins):
+    return any(NARROW_LD.match(re.sub(r"^@!?%p\w+\s+", "", i)) for i in ins)
+
+
+def has_narrow(loop, blocks):
+    return any(is_narrow(blocks[b][1]) for b in loop["blocks"])
+
+
+def hot_counts(loop, blocks, args_regs, succ):
+    """The instructions of one interior iteration: of the paths from the
+    header to a latch (inner loops as one node worth their own interior
+    count times their trips) that avoid the element-wise fallback (blocks
+    that load narrow elements one by one), one that issues the most global
+    loads and copies (a step copies its whole tile) and, of those, the
+    fewest instructions (the interior path where an edge path copies too)."""
+    owner = {}
+    for ch in loop["children"]:
+        for b in ch["blocks"]:
+            owner[b] = ch
+    node_w, node_ok = {}, {}
+
+    def node(b):
+        return ("L", owner[b]["header"]) if b in owner else ("B", b)
+
+    for b in loop["blocks"]:
+        n = node(b)
+        if n in node_w:
+            continue
+        if b in owner:
+            ch = owner[b]
+            cc, cu = hot_counts(ch, blocks, args_regs, succ)
+            t = trip_count(ch, blocks)
+            node_w[n] = (collections.Counter({k: v * (t or 1.0) for k, v in cc.items()}), cu or not t)
+            node_ok[n] = True
+        else:
+            node_w[n] = (collections.Counter(classify(i, args_regs) for i in blocks[b][1]), False)
+            node_ok[n] = not is_narrow(blocks[b][1])
+    edges = collections.defaultdict(set)
+    for b in loop["blocks"]:
+        for s2 in succ[b]:
+            if s2 in loop["blocks"] and s2 != loop["header"] and node(s2) != node(b):
+                edges[node(b)].add(node(s2))
+    latches = {node(l) for l in loop["latches"]}
+    best = {}
+
+    def key(c):
+        return (c.get("gmem", 0), -sum(c.values()))
+
+    def visit(n, onpath):
+        if n in best:
+            return best[n]
+        if not node_ok[n] or n in onpath:
+            return None
+        onpath.add(n)
+        w, u = node_w[n]
+        tails = [t for t in (visit(m, onpath) for m in edges[n]) if t is not None]
+        onpath.discard(n)
+        r = None
+        if tails:
+            t = max(tails, key=lambda x: key(x[0]))
+            r = (w + t[0], u or t[1])
+        if n in latches and (r is None or key(w) > key(r[0])):
+            r = (w, u)
+        best[n] = r
+        return r
+
+    r = visit(node(loop["header"]), set())
+    return r if r is not None else (collections.Counter(), True)
+
+
 def group_entries(func, succ, names):
     """Group name -> entry block of the task loop's dispatch."""
     blocks = func.blocks
@@ -376,14 +446,15 @@ def analyse(ptx, names, all_loops=False):
                           for b in l["blocks"] for i in blocks[b][1])
             if not touches:
                 continue
-            c, edge, unknown = loop_counts(l, blocks, args_regs)
+            static, edge, _ = loop_counts(l, blocks, args_regs)
+            c, unknown = hot_counts(l, blocks, args_regs, succ)
             if not c.get("mma") and not all_loops:  # a copy or wait loop, not a K loop
                 continue
             depth, p = 0, l["parent"]
             while p is not None and owner(p["header"]) == g:
                 depth, p = depth + 1, p["parent"]
             rows.append({"group": g, "depth": depth, "label": blocks[l["header"]][0] or "?",
-                         "counts": c, "edge": edge, "unknown": unknown,
+                         "counts": c, "static": sum(static.values()), "unknown": unknown,
                          "trips": trip_count(l, blocks)})
     return rows
 
@@ -401,8 +472,8 @@ def fmt_row(name, r):
     tot = sum(c.values())
     loop = "  " * r["depth"] + r["label"]
     cells = ["%5.0f" % c.get(k, 0) for k in CLASSES]
-    return "%-28s %-16s %6.0f%s %s %5.0f" % (name, loop, tot, "?" if r["unknown"] else " ",
-                                            " ".join(cells), r["edge"])
+    return "%-28s %-16s %6.0f%s %s %6.0f" % (name, loop, tot, "?" if r["unknown"] else " ",
+                                            " ".join(cells), r["static"])
 
 
 def main():
@@ -419,7 +490,7 @@ def main():
     want = set(filter(None, args.groups.split(",")))
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     print("%-28s %-16s %7s %s %5s" % ("program:group", "loop", "total", " ".join("%5s" % k for k in CLASSES),
-                                       "edge"))
+                                       "static"))
     with tempfile.TemporaryDirectory() as tmp:
         for src in args.programs:
             base = os.path.splitext(os.path.basename(src))[0]
