@@ -341,6 +341,12 @@ public:
   std::pair<llvm::Value *, llvm::Value *> tile_elem_addr(const TOp &op,
                                                          const std::vector<llvm::Value *> &c,
                                                          unsigned n, llvm::Value **aligned);
+  /// Uniform facts of the `shape` tile load or store `op` slices, for a
+  /// path without per-element tests: i1, every element lies inside the
+  /// tensor (null: tile/memory.cpp proved it), and per tile dim its byte
+  /// stride in memory (lower_tile_memory.cpp).
+  llvm::Value *tile_inside(const TOp &op, const std::vector<int64_t> &shape,
+                           std::vector<llvm::Value *> &stride_bytes);
   /// The load a tensor-core dot's b is (through a transpose too), which the
   /// dot copies global -> shared by cp.async instead of through registers,
   /// or null (lower_tile_mma.cpp); tile_direct: such loads and transposes,
