@@ -120,6 +120,12 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, 
   // tile/memory.cpp proved its rows aligned), else element by element (0
   // outside), as the load would read them; rows land in the staging layout
   // at the same (row, col) (f32: tile_tf32_ptr's swizzle).
+  // The tensor's pointer and extents: loaded once before the loop around.
+  struct Invariant {
+    bool &flag, was;
+    ~Invariant() { flag = was; }
+  } invariant{invariant_args, invariant_args};
+  invariant_args = true;
   const unsigned eb = byte_size(elem), per = 16 / eb;
   const int64_t cols = shape[1], cpr = cols / per, chunks = shape[0] * cpr;
   const bool nc = load.mem.non_coherent;

@@ -168,6 +168,7 @@ public:
   llvm::Value *cdiv(llvm::Value *a, llvm::Value *b);
   llvm::Value *arg_slot_i64(unsigned slot);
   llvm::Value *arg_slot_ptr(unsigned slot);
+  llvm::Value *arg_load(llvm::Type *ty, unsigned slot);
   unsigned dim_slot(int i) const;
   unsigned tensor_slot(int i) const;
   unsigned event_slot(int i) const;
@@ -435,6 +436,10 @@ public:
   llvm::LLVMContext &ctx;
   Builder b;
   unsigned T;
+  /// While set, argument-block loads are `!invariant.load` (LLVM hoists
+  /// them out of the loop around): set while a ring's copies are lowered
+  /// (lower_index.cpp's arg_slot_i64).
+  bool invariant_args = false;
   llvm::Type *i1, *i32, *i64, *f32, *ptr;
 
   // Per group function.
