@@ -540,8 +540,8 @@ else
 fi
 
 echo
-echo "== PTX instructions per K-loop step (sm_90; scripts/kloop_stats.py: each block of the loop once,"
-echo "   both arms of a branch, inner copy loops times their trips; edge = the element-wise fallback)"
+echo "== PTX instructions per K-loop step (sm_90; scripts/kloop_stats.py: one interior step, around the"
+echo "   element-wise fallback, inner copy loops times their trips; static = every block once)"
 python3 "$root/scripts/kloop_stats.py" --etlc "$etlc" "$root/scripts/kloop_gemv.etl" \
   "$root/examples/decode_layer/decode_layer.etl" --groups col,qproj,gate_up,down_part ||
   echo "(kloop_stats failed)"

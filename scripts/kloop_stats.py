@@ -2,7 +2,7 @@
 """PTX instructions per K-loop step, by class, for every task body of a program.
 
     scripts/kloop_stats.py [--etlc build/compiler/etlc] [--target sm_90]
-                           [-D NAME=VALUE ...] [--ptxas] [--brief] PROGRAM.etl ...
+                           [-D NAME=VALUE ...] [--ptxas] [--groups G,..] [--all-loops] PROGRAM.etl ...
 
 Compiles each program with `etlc compile --emit=ptx` and reads the kernel's
 control-flow graph: blocks, dominators, natural loops (a back edge's target
@@ -10,16 +10,19 @@ dominates its source). A task group's code is what its entry block dominates:
 the entry is the target of the task loop's dispatch, `setp.eq.s32 %p, %r, G;
 @%p bra L` on the group number G (the order of `--emit=taskgraph`); a group
 lowered as its own `.func etl.task.NAME` is that function. For every loop of
-a group that touches global memory (a K loop, or a loop around one) it prints
-the PTX instructions of one iteration: each block of the loop once, plus each
-inner loop times its trip count where the PTX shows it (a latch comparing a
-counter stepped by a constant with a constant bound: a thread's chunk-copy
-loop, trips = bound / step, the average over the CTA's threads; `?` when
-unknown, counted once). Both arms of a branch count (an edge path too), so a
-count is what ptxas must schedule per step, an upper bound of what a warp
-issues; the `edge` column is the part in blocks that load narrow elements one
-by one (the element-wise fallback of an edge chunk), which an interior step
-does not run.
+a group whose body has multiply-adds and touches global memory (a K loop, or
+a loop around one; --all-loops: every loop that touches global memory) it
+prints the PTX instructions of one interior iteration: of the paths from the
+loop's header to a latch that avoid the element-wise fallback (blocks that
+load narrow elements one by one, which only an edge chunk runs), one that
+issues the most global loads and copies (a step copies its whole tile) and, of
+those, the fewest instructions (the interior path where an edge path copies
+too); an inner loop counts its own interior path times its trip count where
+the PTX shows it (a latch comparing a counter stepped by a constant with a
+constant bound: trips = bound / step, the average over the CTA's threads, off
+by one for a rotated loop; `?` when unknown, counted once). `static` is every
+instruction of the loop once, both arms of each branch. PTX, not SASS: a
+64-bit integer op is about two SASS instructions, cvta.to.global often none.
 
 Classes (each instruction in the first that matches):
   args   loads from the argument block (pointers, dims, scalars re-read)
@@ -485,20 +488,24 @@ def main():
     ap.add_argument("--ptxas", action="store_true", help="also ptxas -v registers/spills, sm_80 and sm_90")
     ap.add_argument("--all-loops", action="store_true",
                     help="every loop that touches global memory, not only those with multiply-adds")
-    ap.add_argument("--groups", default="", help="comma-separated groups to print (default: all)")
+    ap.add_argument("--groups", default="",
+                    help="comma-separated groups to print (default: all); exit 1 if one has no K loop")
     args = ap.parse_args()
     want = set(filter(None, args.groups.split(",")))
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     print("%-28s %-16s %7s %s %5s" % ("program:group", "loop", "total", " ".join("%5s" % k for k in CLASSES),
                                        "static"))
+    found = set()
     with tempfile.TemporaryDirectory() as tmp:
         for src in args.programs:
             base = os.path.splitext(os.path.basename(src))[0]
             names = group_names(args.etlc, src, args.defines)
             ptx = compile_ptx(args.etlc, src, args.target, args.defines, os.path.join(tmp, base + ".ptx"))
-            for r in analyse(ptx, names, args.all_loops):
+            rows = analyse(ptx, names, args.all_loops)
+            for r in rows:
                 if not want or r["group"] in want:
                     print(fmt_row(base + ":" + r["group"], r))
+            found |= {r["group"] for r in rows}
             if args.ptxas and os.path.exists(ptxas):
                 res = []
                 for arch in ("sm_80", "sm_90"):
@@ -507,6 +514,10 @@ def main():
                     regs, spill = ptxas_stats(ptxas, p, arch)
                     res.append("%s %s regs %s spill bytes" % (arch, regs, spill))
                 print("%-28s ptxas: %s" % (base, "; ".join(res)))
+    missing = sorted(want - found)
+    if missing:  # a named group without a K loop: the analysis lost it
+        print("kloop_stats: no K loop found in %s" % ", ".join(missing), file=sys.stderr)
+        return 1
     return 0
 
 
