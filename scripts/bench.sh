@@ -51,6 +51,9 @@
 #    notify and wait edges, a dynamic group) at 10^4..10^6 tasks and for
 #    the layer examples at the dims of the sections above (ms, median of 3;
 #    "-": enumeration skipped, it takes minutes there).
+# 9. PTX instructions per K-loop step, by class, of a GEMV written naively
+#    (scripts/kloop_gemv.etl) and of decode_layer's weight loops
+#    (scripts/kloop_stats.py; issue 27 asks <= ~60 SASS per 16 KiB step).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -554,3 +557,10 @@ if [ -x "$pbench" ]; then
 else
   echo "(skipped: $pbench not built)"
 fi
+
+echo
+echo "== PTX instructions per K-loop step (sm_90; scripts/kloop_stats.py: one interior step, around the"
+echo "   element-wise fallback, inner copy loops times their trips; static = every block once)"
+python3 "$root/scripts/kloop_stats.py" --etlc "$etlc" "$root/scripts/kloop_gemv.etl" \
+  "$root/examples/decode_layer/decode_layer.etl" --groups col,qproj,gate_up,down_part ||
+  echo "(kloop_stats failed)"

@@ -67,15 +67,20 @@ TileVal Lowerer::scalar_param(int index) {
   return r;
 }
 
-// Not `!invariant.load`, though the host writes the argument block before
-// the launch and the kernel only reads it: LLVM then hoists the loads out of
-// loops, and the longer live ranges spilled prefill_attention (68 bytes at
-// 255 registers); a reload is an L1 hit.
-llvm::Value *Lowerer::arg_slot_i64(unsigned slot) {
-  return b.CreateLoad(i64, b.CreateGEP(i64, args, b.getInt64(slot)));
-}
-llvm::Value *Lowerer::arg_slot_ptr(unsigned slot) {
-  return b.CreateLoad(ptr, b.CreateGEP(i64, args, b.getInt64(slot)));
+// `!invariant.load` (the host writes the argument block before the launch
+// and the kernel only reads it) only while a cp.async ring's copies are
+// lowered (invariant_args, lower_tile_mma.cpp): LLVM then hoists the
+// tensor's pointer and extents out of the K loop instead of reloading them
+// every step. Everywhere else the loads stay in place: hoisted out of every
+// loop, their longer live ranges spilled prefill_attention (56 bytes on
+// sm_80 at 255 registers); a reload there is an L1 hit.
+llvm::Value *Lowerer::arg_slot_i64(unsigned slot) { return arg_load(i64, slot); }
+llvm::Value *Lowerer::arg_slot_ptr(unsigned slot) { return arg_load(ptr, slot); }
+llvm::Value *Lowerer::arg_load(llvm::Type *ty, unsigned slot) {
+  llvm::LoadInst *ld = b.CreateLoad(ty, b.CreateGEP(i64, args, b.getInt64(slot)));
+  if (invariant_args)
+    ld->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx, {}));
+  return ld;
 }
 
 llvm::Value *Lowerer::floordiv(llvm::Value *a, llvm::Value *d) {

@@ -524,6 +524,30 @@ std::pair<llvm::Value *, llvm::Value *> Lowerer::tile_elem_addr(const TOp &op,
   return element_at(*this, s, op, c);
 }
 
+llvm::Value *Lowerer::tile_inside(const TOp &op, const std::vector<int64_t> &shape,
+                                  std::vector<llvm::Value *> &stride_bytes) {
+  Slice s = slice_of(*this, op);
+  stride_bytes.assign(shape.size(), nullptr);
+  llvm::Value *ok = nullptr;
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    const int t = s.tile_dim[d];
+    if (s.gather[d] >= 0)
+      throw LowerError("tile IR slice of '" + op.tensor_name + "' gathers: no uniform bounds");
+    if (t >= 0)
+      stride_bytes.at(size_t(t)) = b.CreateMul(s.strides[d], b.getInt64(s.bytes));
+    if (!s.checked[d])
+      continue;
+    // Its first and its last index inside [0, dim) (unsigned: a negative
+    // start is outside too).
+    ok = and_of(*this, ok, b.CreateICmpULT(s.at[d], s.dims[d]));
+    if (t >= 0 && shape.at(size_t(t)) > 1)
+      ok = and_of(
+          *this, ok,
+          b.CreateICmpULT(b.CreateAdd(s.at[d], b.getInt64(shape[size_t(t)] - 1)), s.dims[d]));
+  }
+  return ok;
+}
+
 } // namespace etl
 
 namespace etl {

@@ -76,7 +76,6 @@
 
 namespace etl {
 
-
 const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   auto one_use = [&](int v, const TOp *by) {
     auto it = tile_users.find(v);
@@ -121,53 +120,107 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, 
   // tile/memory.cpp proved its rows aligned), else element by element (0
   // outside), as the load would read them; rows land in the staging layout
   // at the same (row, col) (f32: tile_tf32_ptr's swizzle).
+  // The tensor's pointer and extents: loaded once before the loop around.
+  struct Invariant {
+    bool &flag, was;
+    ~Invariant() { flag = was; }
+  } invariant{invariant_args, invariant_args};
+  invariant_args = true;
   const unsigned eb = byte_size(elem), per = 16 / eb;
   const int64_t cols = shape[1], cpr = cols / per, chunks = shape[0] * cpr;
   const bool nc = load.mem.non_coherent;
   llvm::Type *ety = b.getIntNTy(8 * eb);
-  for_range(
-      b.CreateZExt(tid, i64), b.getInt64(uint64_t(chunks)), b.getInt64(T), [&](llvm::Value *q) {
-        llvm::Value *row = b.CreateUDiv(q, b.getInt64(uint64_t(cpr)));
-        llvm::Value *col = b.CreateMul(b.CreateURem(q, b.getInt64(uint64_t(cpr))), b.getInt64(per));
-        llvm::Value *aligned = nullptr;
-        auto [p0, ok0] = tile_elem_addr(load, {row, col}, per, &aligned);
-        auto [p7, ok7] =
-            tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(per - 1))}, per, nullptr);
-        (void)p7;
-        llvm::Value *src = p0;
-        llvm::Value *fast = aligned;
-        if (load.mem.align_vec < per) // rows not proven to start 16-byte aligned: test the chunk
-          fast = b.CreateAnd(fast, b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p0, i64), 15),
-                                                  b.getInt64(0)));
-        for (llvm::Value *ok : {ok0, ok7})
-          if (ok)
-            fast = b.CreateAnd(fast, ok);
-        llvm::Value *dst =
-            eb == 4 ? tile_tf32_ptr(cols, base, row, col) : mma_a_ptr(cols, base, row, col);
-        if_then(fast, [&] { m.async_copy(b, dst, src, 16); });
-        if_then(b.CreateNot(fast), [&] {
-          // Element by element (0 outside the tensor), gathered into one
-          // 16-byte store at the chunk's place: as conflict-free as a copy.
-          llvm::AllocaInst *tmp = entry_alloca(llvm::FixedVectorType::get(ety, per), "tmma.edge");
-          b.CreateStore(llvm::Constant::getNullValue(tmp->getAllocatedType()), tmp);
-          for (unsigned j = 0; j < per; ++j) {
-            auto [pj, in] =
-                tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(j))}, 1, nullptr);
-            llvm::Value *pp = pj;
-            auto rd = [&] {
-              llvm::Value *x = nc ? m.global_load_nc(b, ety, pp) : m.global_load(b, ety, pp);
-              llvm::Value *at = b.CreateGEP(ety, tmp, b.getInt64(j));
-              b.CreateStore(x, at);
-            };
-            if (in)
-              if_then(in, rd);
-            else
-              rd();
-          }
-          m.shared_access(b, dst, 16, true);
-          b.CreateAlignedStore(b.CreateLoad(tmp->getAllocatedType(), tmp), dst, llvm::Align(16));
+  auto dst_of = [&](llvm::Value *row, llvm::Value *col) {
+    return eb == 4 ? tile_tf32_ptr(cols, base, row, col) : mma_a_ptr(cols, base, row, col);
+  };
+  // The interior path: where the whole tile lies inside the tensor with
+  // its base and rows 16-byte aligned (one uniform test per tile) and a
+  // thread's chunks share a column (T a multiple of the chunks per row),
+  // thread t's chunk i is row t / cpr + i * T / cpr: one cp.async per chunk
+  // at a constant byte step from the first, no test per chunk (but `t <
+  // chunks - i T` on a last, partial round).
+  llvm::Value *edge = nullptr;
+  std::vector<llvm::Value *> stride;
+  llvm::Value *inside = nullptr;
+  if (T % cpr == 0 && load.mem.align_vec >= per) {
+    inside = tile_inside(load, shape, stride);
+    if (!stride.at(0)) // a row dim that is no tensor dim: not this path
+      inside = nullptr, stride.clear();
+  }
+  if (!stride.empty()) {
+    llvm::Value *t64 = b.CreateZExt(tid, i64);
+    llvm::Value *row0 = b.CreateUDiv(t64, b.getInt64(uint64_t(cpr)));
+    llvm::Value *col = b.CreateMul(b.CreateURem(t64, b.getInt64(uint64_t(cpr))), b.getInt64(per));
+    llvm::Value *aligned = nullptr;
+    llvm::Value *p0 = tile_elem_addr(load, {row0, col}, per, &aligned).first;
+    inside = inside ? b.CreateAnd(inside, aligned) : aligned;
+    const int64_t rows_per = T / cpr; // rows between a thread's chunks
+    llvm::Value *step = b.CreateMul(stride[0], b.getInt64(uint64_t(rows_per)));
+    if_then(inside, [&] {
+      llvm::Value *src = p0;
+      for (int64_t i = 0; i * T < chunks; ++i) {
+        if (i)
+          src = b.CreateGEP(b.getInt8Ty(), src, step);
+        llvm::Value *row = b.CreateAdd(row0, b.getInt64(uint64_t(i * rows_per)));
+        llvm::Value *dst = dst_of(row, col), *from = src;
+        if ((i + 1) * T <= chunks)
+          m.async_copy(b, dst, from, 16);
+        else
+          if_then(b.CreateICmpULT(t64, b.getInt64(uint64_t(chunks - i * T))),
+                  [&] { m.async_copy(b, dst, from, 16); });
+      }
+    });
+    edge = b.CreateNot(inside);
+  }
+  auto per_chunk = [&] {
+    for_range(
+        b.CreateZExt(tid, i64), b.getInt64(uint64_t(chunks)), b.getInt64(T), [&](llvm::Value *q) {
+          llvm::Value *row = b.CreateUDiv(q, b.getInt64(uint64_t(cpr)));
+          llvm::Value *col =
+              b.CreateMul(b.CreateURem(q, b.getInt64(uint64_t(cpr))), b.getInt64(per));
+          llvm::Value *aligned = nullptr;
+          auto [p0, ok0] = tile_elem_addr(load, {row, col}, per, &aligned);
+          auto [p7, ok7] =
+              tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(per - 1))}, per, nullptr);
+          (void)p7;
+          llvm::Value *src = p0;
+          llvm::Value *fast = aligned;
+          if (load.mem.align_vec < per) // rows not proven to start 16-byte aligned: test the chunk
+            fast = b.CreateAnd(
+                fast, b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p0, i64), 15), b.getInt64(0)));
+          for (llvm::Value *ok : {ok0, ok7})
+            if (ok)
+              fast = b.CreateAnd(fast, ok);
+          llvm::Value *dst = dst_of(row, col);
+          if_then(fast, [&] { m.async_copy(b, dst, src, 16); });
+          if_then(b.CreateNot(fast), [&] {
+            // Element by element (0 outside the tensor), gathered into one
+            // 16-byte store at the chunk's place: as conflict-free as a copy.
+            llvm::AllocaInst *tmp = entry_alloca(llvm::FixedVectorType::get(ety, per), "tmma.edge");
+            b.CreateStore(llvm::Constant::getNullValue(tmp->getAllocatedType()), tmp);
+            for (unsigned j = 0; j < per; ++j) {
+              auto [pj, in] =
+                  tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(j))}, 1, nullptr);
+              llvm::Value *pp = pj;
+              auto rd = [&] {
+                llvm::Value *x = nc ? m.global_load_nc(b, ety, pp) : m.global_load(b, ety, pp);
+                llvm::Value *at = b.CreateGEP(ety, tmp, b.getInt64(j));
+                b.CreateStore(x, at);
+              };
+              if (in)
+                if_then(in, rd);
+              else
+                rd();
+            }
+            m.shared_access(b, dst, 16, true);
+            b.CreateAlignedStore(b.CreateLoad(tmp->getAllocatedType(), tmp), dst, llvm::Align(16));
+          });
         });
-      });
+  };
+  if (edge)
+    if_then(edge, per_chunk);
+  else
+    per_chunk();
 }
 
 llvm::Value *Lowerer::mma_half_bits(llvm::Value *v, bool bf16) {
@@ -265,8 +318,9 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   // top of this iteration; read where they are.
   auto view = [&](int v) -> llvm::Value * {
     auto it = tile_views.find(v);
-    return it == tile_views.end() ? nullptr
-                                  : b.CreateSub(it->second.first, b.getInt64(uint64_t(scratch_floor)));
+    return it == tile_views.end()
+               ? nullptr
+               : b.CreateSub(it->second.first, b.getInt64(uint64_t(scratch_floor)));
   };
   if (st.a_view)
     a_base = view(ia);
@@ -335,7 +389,7 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   t.bf16 = bf16;
   t.M = M, t.K = K, t.N = N;
   t.nb = wn % 16 == 0 && N % 16 == 0 ? 16 : 8; // n8 units where an n16 one would cross N
-  t.n_units = wn / t.nb; // this warp's column units, from wcol
+  t.n_units = wn / t.nb;                       // this warp's column units, from wcol
   t.n8 = unsigned(t.nb / 8);
   t.b_nk = st.b_nk;
 

@@ -168,6 +168,7 @@ public:
   llvm::Value *cdiv(llvm::Value *a, llvm::Value *b);
   llvm::Value *arg_slot_i64(unsigned slot);
   llvm::Value *arg_slot_ptr(unsigned slot);
+  llvm::Value *arg_load(llvm::Type *ty, unsigned slot);
   unsigned dim_slot(int i) const;
   unsigned tensor_slot(int i) const;
   unsigned event_slot(int i) const;
@@ -341,6 +342,12 @@ public:
   std::pair<llvm::Value *, llvm::Value *> tile_elem_addr(const TOp &op,
                                                          const std::vector<llvm::Value *> &c,
                                                          unsigned n, llvm::Value **aligned);
+  /// Uniform facts of the `shape` tile load or store `op` slices, for a
+  /// path without per-element tests: i1, every element lies inside the
+  /// tensor (null: tile/memory.cpp proved it), and per tile dim its byte
+  /// stride in memory (lower_tile_memory.cpp).
+  llvm::Value *tile_inside(const TOp &op, const std::vector<int64_t> &shape,
+                           std::vector<llvm::Value *> &stride_bytes);
   /// The load a tensor-core dot's b is (through a transpose too), which the
   /// dot copies global -> shared by cp.async instead of through registers,
   /// or null (lower_tile_mma.cpp); tile_direct: such loads and transposes,
@@ -429,6 +436,10 @@ public:
   llvm::LLVMContext &ctx;
   Builder b;
   unsigned T;
+  /// While set, argument-block loads are `!invariant.load` (LLVM hoists
+  /// them out of the loop around): set while a ring's copies are lowered
+  /// (lower_index.cpp's arg_slot_i64).
+  bool invariant_args = false;
   llvm::Type *i1, *i32, *i64, *f32, *ptr;
 
   // Per group function.

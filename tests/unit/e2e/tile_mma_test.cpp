@@ -159,8 +159,15 @@ TEST_CASE("tile mma: bf16 dots take the tile IR with mma.sync and ldmatrix") {
           3 * 2 + 2 * 4 + 2 + 2 * 2 + 4 + 2);
     // Every b is a load: copied global -> shared by cp.async, not through
     // registers (plain, nt, chain's k and v; fused: its loop is a ring of
-    // a and b, tile/pipeline.cpp, issued before the loop and in it).
-    CHECK(count(ptx, "cp.async.cg.shared.global") == 8);
+    // a and b, tile/pipeline.cpp, issued before the loop and in it): 8
+    // sites. Beside a site's per-chunk loop, the interior path
+    // (tile_mma_copy) issues its chunks unrolled; LLVM merges the two calls
+    // where a thread copies one chunk (plain, nt, chain's k) and may merge
+    // chain's v (+1 otherwise); fused's ring of a and b keeps 2 more before
+    // the loop and again in it.
+    const size_t copies = count(ptx, "cp.async.cg.shared.global");
+    CHECK(copies >= 8 + 2 * 2);
+    CHECK(copies <= 8 + 1 + 2 * 2);
   }
 }
 
