@@ -46,21 +46,18 @@ except ImportError as e:
     print("SKIP: %s for %s (apt-get install python3-numpy python3-torch)" % (e, sys.executable))
     sys.exit(77)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import etl  # noqa: E402
+from qwen3_ref import (DH, EPS, PS, attention, bf16, cache_rows, compare, page_table,  # noqa: E402
+                       randn_bf16, rms, rope, rope_tables)
 
-PS, DH, DH2 = 16, 128, 64  # must match the .etl
 DIMS = {  # H, NKV, G (NQ = NKV * G), F
     "0.6b": (1024, 8, 2, 3072),   # Qwen3-0.6B
     "8b": (4096, 8, 4, 12288),    # Qwen3-8B
     "tiny": (256, 2, 2, 2048),    # small, with two down column blocks (FB = 1024)
 }
-ROPE_THETA = 1000000.0  # Qwen3
-EPS = 1e-6
-
-
-def bf16(t):
-    return t.to(torch.bfloat16)
 
 
 def make_case(dims, kv_lens, gen):
@@ -71,7 +68,7 @@ def make_case(dims, kv_lens, gen):
     NP = B * MP + 3  # spare pages nobody owns
 
     def rnd(*shape, scale=1.0, mean=0.0):
-        return bf16(torch.randn(*shape, generator=gen) * scale + mean)
+        return randn_bf16(gen, *shape, scale=scale, mean=mean)
 
     a = dict(
         x=rnd(B, H), ln1=rnd(H, scale=0.1, mean=1.0),
@@ -83,14 +80,9 @@ def make_case(dims, kv_lens, gen):
         wg=rnd(H, F, scale=H ** -0.5), wu=rnd(H, F, scale=H ** -0.5),
         wd=rnd(F, H, scale=F ** -0.5), out=torch.zeros(B, H, dtype=torch.bfloat16),
     )
-    # Pages dealt from a shuffled pool: each request owns MP of them.
-    perm = torch.randperm(NP, generator=gen)[: B * MP].to(torch.int32)
-    a["page_table"] = perm.reshape(B, MP).contiguous()
+    a["page_table"] = page_table(B, MP, NP, gen)
     a["kv_len"] = torch.tensor(kv_lens, dtype=torch.int32)
-    inv = ROPE_THETA ** (-torch.arange(DH2, dtype=torch.float64) * 2.0 / DH)
-    ang = torch.arange(MP * PS, dtype=torch.float64)[:, None] * inv[None, :]
-    a["cos_t"] = torch.cos(ang).float().contiguous()
-    a["sin_t"] = torch.sin(ang).float().contiguous()
+    a["cos_t"], a["sin_t"] = rope_tables(MP * PS)
     return a, dict(NP=NP)
 
 
@@ -100,13 +92,6 @@ def reference(a):
     x = f["x"]
     B, H = x.shape
     _, NKV, G, _ = f["wq"].shape
-
-    def rms(t, w):
-        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * w
-
-    def rope(t, c, s):  # t [..., DH]; c, s broadcast to [..., DH2]
-        lo, hi = t[..., :DH2], t[..., DH2:]
-        return torch.cat([lo * c - hi * s, hi * c + lo * s], dim=-1)
 
     def normed_matmul(t, w, *ws):
         # rmsnorm(t) * w @ W, as the kernel orders it: the bf16 product t * w
@@ -125,35 +110,14 @@ def reference(a):
     v = bf16(v)
     kc, vc = a["kcache"].clone(), a["vcache"].clone()
     pt = a["page_table"].long()
-    rows = pt[torch.arange(B), pos // PS] * PS + pos % PS
+    rows = cache_rows(pt, pos)
     kc[rows], vc[rows] = k, v
-    attn = torch.empty(B, NKV, G, DH)
-    for b in range(B):
-        L = int(a["kv_len"][b])
-        p = torch.arange(L)
-        r = pt[b, p // PS] * PS + p % PS
-        K, V = kc[r].float(), vc[r].float()  # [L, NKV, DH]
-        sc = torch.einsum("grd,lgd->grl", q[b], K) / math.sqrt(DH)
-        attn[b] = torch.einsum("grl,lgd->grd", torch.softmax(sc, dim=-1), V)
-    attn = bf16(attn).float()
+    attn = bf16(attention(q, kc, vc, pt, a["kv_len"])).float()
     h1 = bf16(x + attn.reshape(B, -1) @ f["wo"].reshape(-1, H)).float()
     gate, up = normed_matmul(h1, f["ln2"], f["wg"], f["wu"])
     act = bf16(torch.nn.functional.silu(gate) * up).float()
     out = bf16(h1 + act @ f["wd"])
     return out, kc, vc
-
-
-def compare(name, got, ref):
-    """(ok, line): the elementwise bound of the module docstring."""
-    g, r = got.float(), ref.float()
-    err = (g - r).abs()
-    scale = r.pow(2).mean().sqrt().item()
-    bound = 2.0 ** -6 * (r.abs() + scale)
-    same = (got.view(torch.int16) == ref.view(torch.int16)).float().mean().item()
-    worst = (err / bound).max().item()
-    ok = worst <= 1.0 and same >= 0.5 and bool(torch.isfinite(g).all())
-    return ok, "%s: max |err| %.3g (%.2f of bound), %.1f%% bit-identical" % (
-        name, err.max().item(), worst, 100 * same)
 
 
 def main():

@@ -71,21 +71,18 @@ except ImportError as e:
     print("SKIP: %s for %s (apt-get install python3-numpy python3-torch)" % (e, sys.executable))
     sys.exit(77)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import etl  # noqa: E402
+from qwen3_ref import (DH, EPS, PS, attention, bf16, cache_rows, compare, page_table,  # noqa: E402
+                       randn_bf16, rms, rope, rope_tables)
 
-PS, DH, DH2 = 16, 128, 64  # must match the .etl
 DIMS = {  # H, NKV, G (NQ = NKV * G), F, L, V
     "0.6b": (1024, 8, 2, 3072, 28, 151936),   # Qwen3-0.6B
     "8b": (4096, 8, 4, 12288, 36, 151936),    # Qwen3-8B
     "tiny": (512, 2, 2, 2048, 2, 1000),       # small: 2 down blocks, a ragged vocab tile
 }
-ROPE_THETA = 1000000.0  # Qwen3
-EPS = 1e-6
-
-
-def bf16(t):
-    return t.to(torch.bfloat16)
 
 
 def make_model(dims, L, V, B, kv0, steps, gen):
@@ -96,7 +93,7 @@ def make_model(dims, L, V, B, kv0, steps, gen):
     NP = B * MP + 3  # spare pages nobody owns
 
     def rnd(*shape, scale=1.0, mean=0.0):
-        return bf16(torch.randn(*shape, generator=gen) * scale + mean)
+        return randn_bf16(gen, *shape, scale=scale, mean=mean)
 
     col = torch.exp(torch.randn(V, generator=gen) * 0.25)  # log-normal column norms
     a = dict(
@@ -115,13 +112,9 @@ def make_model(dims, L, V, B, kv0, steps, gen):
         layer=torch.arange(L, dtype=torch.int32),
         logits=torch.zeros(B, V), next=torch.zeros(B, dtype=torch.int32),
     )
-    perm = torch.randperm(NP, generator=gen)[: B * MP].to(torch.int32)
-    a["page_table"] = perm.reshape(B, MP).contiguous()
+    a["page_table"] = page_table(B, MP, NP, gen)
     a["kv_len"] = torch.tensor([n + 1 for n in kv0], dtype=torch.int32)  # + this step's token
-    inv = ROPE_THETA ** (-torch.arange(DH2, dtype=torch.float64) * 2.0 / DH)
-    ang = torch.arange(MP * PS, dtype=torch.float64)[:, None] * inv[None, :]
-    a["cos_t"] = torch.cos(ang).float().contiguous()
-    a["sin_t"] = torch.sin(ang).float().contiguous()
+    a["cos_t"], a["sin_t"] = rope_tables(MP * PS)
     return a, dict(NP=NP)
 
 
@@ -143,16 +136,9 @@ class Reference:
         def normed(t, g):  # bf16(rmsnorm(t) * g): one rounding of the f32 product
             return bf16(t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * g).float()
 
-        def rms(t, g):
-            return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * g
-
-        def rope(t, c, s):
-            lo, hi = t[..., :DH2], t[..., DH2:]
-            return torch.cat([lo * c - hi * s, hi * c + lo * s], dim=-1)
-
         pos = (kv_len - 1).long()
         c, s = w["cos_t"][pos], w["sin_t"][pos]
-        rows = self.pt[torch.arange(B), pos // PS] * PS + pos % PS
+        rows = cache_rows(self.pt, pos)
         x = w["embed"][tok.long()]
         for l in range(L):
             xn = normed(x, w["ln1"][l])
@@ -162,15 +148,7 @@ class Reference:
             q = bf16(rope(rms(q, w["qn"][l]), c[:, None, None, :], s[:, None, None, :])).float()
             self.kc[l][rows] = bf16(rope(rms(k, w["kn"][l]), c[:, None, :], s[:, None, :]))
             self.vc[l][rows] = bf16(v)
-            attn = torch.empty(B, NKV, G, DH)
-            for b in range(B):
-                n = int(kv_len[b])
-                p = torch.arange(n)
-                r = self.pt[b, p // PS] * PS + p % PS
-                K, V = self.kc[l][r].float(), self.vc[l][r].float()
-                sc = torch.einsum("grd,lgd->grl", q[b], K) / math.sqrt(DH)
-                attn[b] = torch.einsum("grl,lgd->grd", torch.softmax(sc, dim=-1), V)
-            attn = bf16(attn).float()
+            attn = bf16(attention(q, self.kc[l], self.vc[l], self.pt, kv_len)).float()
             h1 = bf16(x + attn.reshape(B, -1) @ w["wo"][l].reshape(-1, H)).float()
             hn = normed(h1, w["ln2"][l])
             act = bf16(torch.nn.functional.silu(hn @ w["wg"][l]) * (hn @ w["wu"][l])).float()
@@ -181,23 +159,6 @@ class Reference:
         lbound = (2.0 ** -6 * math.sqrt(L + 1) * xf.pow(2).mean().sqrt()
                   * w["lm_head"].pow(2).sum(0).sqrt())
         return logits, torch.argmax(logits, dim=1).to(torch.int32), lbound[None, :]
-
-
-def compare(name, got, ref, bound=None):
-    """(ok, line): the elementwise bounds of the module docstring (the logits' given)."""
-    g, r = got.float(), ref.float()
-    err = (g - r).abs()
-    logits = bound is not None
-    if not logits:
-        bound = 2.0 ** -6 * (r.pow(2).mean().sqrt() + r.abs())
-    worst = (err / bound).max().item()
-    ok = worst <= 1.0 and bool(torch.isfinite(g).all())
-    line = "%s: max |err| %.3g (%.2f of bound)" % (name, err.max().item(), worst)
-    if not logits:
-        same = (got.view(torch.int16) == ref.view(torch.int16)).float().mean().item()
-        ok = ok and same >= 0.5
-        line += ", %.1f%% bit-identical" % (100 * same)
-    return ok, line
 
 
 def margin(logits, bound):
