@@ -347,7 +347,7 @@ bool schedule_task_graph(TaskGraph &g, Diag &diag) {
   std::vector<int> comp = components(succ, ncomp);
   size_t ng = g.groups.size();
   // Each component: its groups, whether it has a cycle, and its verdict.
-  std::vector<std::vector<int>> members(size_t(ncomp));
+  auto members = std::vector<std::vector<int>>(size_t(ncomp));
   std::vector<bool> cyclic(size_t(ncomp), false);
   for (size_t u = 0; u < ng; ++u) {
     members[size_t(comp[u])].push_back(int(u));
@@ -355,7 +355,7 @@ bool schedule_task_graph(TaskGraph &g, Diag &diag) {
       if (s.group == int(u))
         cyclic[size_t(comp[u])] = true;
   }
-  std::vector<Verdict> verdicts(size_t(ncomp));
+  auto verdicts = std::vector<Verdict>(size_t(ncomp));
   for (int c = 0; c < ncomp; ++c) {
     if (members[size_t(c)].size() > 1)
       cyclic[size_t(c)] = true;

@@ -64,7 +64,8 @@ struct Run {
 
 Run run(const std::string &src, const char *stem, RunOptions opts = {}) {
   const int64_t L = 4, T = 32, NT = 5, N = NT * T;
-  std::vector<float> x0(size_t(N)), w(size_t(L * N)), y(size_t(N), -1.f);
+  std::vector<float> x0(static_cast<size_t>(N)), w(static_cast<size_t>(L * N)),
+      y(static_cast<size_t>(N), -1.f);
   for (int64_t k = 0; k < N; ++k)
     x0[size_t(k)] = float(k % 7) - 3.f;
   for (int64_t k = 0; k < L * N; ++k)
@@ -82,7 +83,7 @@ Run run(const std::string &src, const char *stem, RunOptions opts = {}) {
   // multiples of 1/16).
   std::vector<float> x = x0;
   for (int64_t l = 0; l < L; ++l) {
-    std::vector<float> next(size_t(N));
+    std::vector<float> next(static_cast<size_t>(N));
     for (int64_t k = 0; k < N; ++k) {
       int64_t i = k / T, nb = ((i + 1) % NT) * T + k % T;
       float h = x[size_t(k)] + x[size_t(nb)];
@@ -135,3 +136,5 @@ TEST_CASE("layered stack: a miss through data is the sim race check's") {
   CHECK(r.msg.find("of 'x'") != std::string::npos);
   CHECK(r.msg.find(" before norm[") != std::string::npos);
 }
+
+} // namespace etl
