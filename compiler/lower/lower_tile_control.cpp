@@ -288,20 +288,19 @@ void Lowerer::tile_begin(const TileFunc &f) {
 }
 
 void Lowerer::lower_tile_body(const TileFunc &f) {
-  const bool fresh = tf != &f;
-  if (fresh) // else emit_prefetch began it before the waits (its coordinates are cached)
-    tile_begin(f);
   // A body runs on the thread index plus an opaque 0
   // (Machine::opaque_zero): its per-thread offsets (a ring's and the
   // fragments' shared-memory offsets, each layout's coordinates), constant
   // but for it, would otherwise be hoisted out of the megakernel's task loop
   // once the body is inlined there, and live across every task (with many
-  // static groups, as qwen3_decode's, past 255 registers). The event
-  // protocol after the body (its thread-0 notify) keeps the plain index.
+  // static groups, as qwen3_decode's, past 255 registers). tile_begin
+  // computes the coordinates from it where they dominate the body. The
+  // event protocol after the body (its thread-0 notify) keeps the plain
+  // index.
   llvm::Value *const plain_tid = tid;
-  if (fresh) {
+  if (tf != &f) { // else emit_prefetch began it before the waits (its coordinates are cached)
     tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
-    tcoord_cache.clear();
+    tile_begin(f);
   }
   tile_ops(f.body);
   if (tid != plain_tid) {
