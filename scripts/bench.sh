@@ -158,9 +158,9 @@ for spec in "rowsum M=4096,N=4096" "softmax B=4096,N=4096" "mlp T=16,D=4096,F=12
             "decode_layer B=1,H=4096,NKV=8,G=4,F=12288,NP=64,MP=64,kv_len=1024" \
             "decode_layer B=16,H=4096,NKV=8,G=4,F=12288,NP=1024,MP=64,kv_len=1024" \
             "decode_layer B=128,H=4096,NKV=8,G=4,F=12288,NP=8192,MP=64,kv_len=1024" \
-            "qwen3_decode L=28,B=1,H=1024,NKV=8,G=2,F=3072,V=151936,NP=65,MP=65,kv_len=1024,layer=0" \
-            "qwen3_decode L=36,B=1,H=4096,NKV=8,G=4,F=12288,V=151936,NP=65,MP=65,kv_len=1024,layer=0" \
-            "qwen3_decode L=36,B=16,H=4096,NKV=8,G=4,F=12288,V=151936,NP=1040,MP=65,kv_len=1024,layer=0"; do
+            "qwen3_decode L=28,B=1,H=1024,NKV=8,G=2,F=3072,V=151936,NP=65,MP=65,kv_len=1024" \
+            "qwen3_decode L=36,B=1,H=4096,NKV=8,G=4,F=12288,V=151936,NP=65,MP=65,kv_len=1024" \
+            "qwen3_decode L=36,B=16,H=4096,NKV=8,G=4,F=12288,V=151936,NP=1040,MP=65,kv_len=1024"; do
   set -- $spec
   ex=$1 bind=$2
   src="$root/examples/$(ex_dir "$ex")/$ex.etl"

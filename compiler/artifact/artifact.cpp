@@ -134,6 +134,7 @@ std::string serialize_meta(const ArtifactMeta &m) {
     w.edges(g.waits);
     w.u32(g.schedule);
     w.u32(g.data_var);
+    w.u32(g.layer_block);
   }
   w.count(m.order.size());
   for (uint32_t g : m.order)

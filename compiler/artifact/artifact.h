@@ -75,6 +75,7 @@ struct ArtifactGroup {
   std::vector<ArtifactEdge> notifies, waits;
   uint32_t schedule = ETL_SCHEDULE_STATIC;
   uint32_t data_var = ETL_NO_DATA_VAR; ///< the variable whose range reads data
+  uint32_t layer_block = ETL_NO_LAYER_BLOCK; ///< or k >= 1: in layered block k
 };
 
 /// Everything the metadata section holds, in its order.

@@ -181,6 +181,9 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
     edges(grp.notifies, ag.notifies);
     edges(grp.waits, ag.waits);
     ag.schedule = grp.dynamic ? ETL_SCHEDULE_DYNAMIC : ETL_SCHEDULE_STATIC;
+    size_t gi = m.groups.size();
+    if (gi < g.layer_block.size() && g.layer_block[gi] >= 0)
+      ag.layer_block = uint32_t(g.layer_block[gi]) + 1; // 0 is ETL_NO_LAYER_BLOCK
     m.groups.push_back(std::move(ag));
   }
   for (int gi : g.topo_order)

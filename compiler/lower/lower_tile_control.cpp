@@ -288,22 +288,20 @@ void Lowerer::tile_begin(const TileFunc &f) {
 }
 
 void Lowerer::lower_tile_body(const TileFunc &f) {
-  const bool fresh = tf != &f;
-  if (fresh) // else emit_prefetch began it before the waits (its coordinates are cached)
-    tile_begin(f);
-  // A body with a ring (tile/pipeline.cpp) runs on the thread index plus
-  // an opaque 0 (Machine::opaque_zero): the ring's and the fragments'
-  // shared-memory offsets, constant but for it, would otherwise be hoisted
-  // out of the megakernel's task loop and live across every task.
-  // The event protocol after the body (its thread-0 notify) keeps the
-  // plain index.
+  // A body runs on the thread index plus an opaque 0
+  // (Machine::opaque_zero): its per-thread offsets (a ring's and the
+  // fragments' shared-memory offsets, each layout's coordinates), constant
+  // but for it, would otherwise be hoisted out of the megakernel's task loop
+  // once the body is inlined there, and live across every task (with many
+  // static groups, as qwen3_decode's, past 255 registers). tile_begin
+  // computes the coordinates from it where they dominate the body. The
+  // event protocol after the body (its thread-0 notify) keeps the plain
+  // index.
   llvm::Value *const plain_tid = tid;
-  for (const TOp &op : f.body)
-    if (fresh && op.kind == TileOpKind::SmemAlloc) {
-      tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
-      tcoord_cache.clear();
-      break;
-    }
+  if (tf != &f) { // else emit_prefetch began it before the waits (its coordinates are cached)
+    tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
+    tile_begin(f);
+  }
   tile_ops(f.body);
   if (tid != plain_tid) {
     tid = plain_tid;

@@ -244,8 +244,31 @@ std::optional<std::vector<int64_t>> edge_elements(const Edge &e, const std::vect
   return flat;
 }
 
-/// The ancestors of every task: its waits' producers and theirs, groups in
-/// topological order. False when the work budget runs out.
+/// Every task in the order the static queues deal them: groups in
+/// topological order, a layered block's tasks layer by layer (by their
+/// first index, then the block's group order; schedule.h), which is a
+/// topological order of the tasks.
+std::vector<size_t> deal_order(const TaskGraph &g, const Tasks &t) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < g.topo_order.size();) {
+    int gi = g.topo_order[i], b = g.layer_block.empty() ? -1 : g.layer_block[size_t(gi)];
+    if (b < 0) {
+      out.insert(out.end(), t.of_group[size_t(gi)].begin(), t.of_group[size_t(gi)].end());
+      ++i;
+      continue;
+    }
+    size_t first = out.size();
+    for (int bg : g.blocks[size_t(b)])
+      out.insert(out.end(), t.of_group[size_t(bg)].begin(), t.of_group[size_t(bg)].end());
+    std::stable_sort(out.begin() + long(first), out.end(),
+                     [&](size_t x, size_t y) { return t.all[x].index[0] < t.all[y].index[0]; });
+    i += g.blocks[size_t(b)].size();
+  }
+  return out;
+}
+
+/// The ancestors of every task: its waits' producers and theirs, tasks in
+/// deal_order. False when the work budget runs out.
 bool order_tasks(const TaskGraph &g, const Env &dims, Tasks &t, uint64_t &work) {
   size_t n = t.all.size(), words = (n + 63) / 64;
   t.before.assign(n, std::vector<uint64_t>(words, 0));
@@ -291,41 +314,39 @@ bool order_tasks(const TaskGraph &g, const Env &dims, Tasks &t, uint64_t &work) 
     }
   }
   std::vector<bool> done(n, false);
-  for (int gi : g.topo_order) {
-    const TaskGroup &grp = g.groups[size_t(gi)];
-    for (size_t id : t.of_group[size_t(gi)]) {
-      Env env = t.env(grp, id, dims);
-      for (int we : grp.waits) {
-        const Edge &edge = g.edges[size_t(we)];
-        size_t ev = size_t(edge.event);
-        if (event_partial[ev])
-          t.partial[id] = true;
-        if (!shapes[ev])
-          continue;
-        auto elems = edge_elements(edge, *shapes[ev], env);
-        if (!elems) {
-          t.partial[id] = true;
-          continue;
-        }
-        for (int64_t x : *elems)
-          for (size_t p : notifiers[ev][size_t(x)]) {
-            if (++work > kMaxWork)
-              return false;
-            if (!done[p]) { // a wait within the group: not followed here
-              t.partial[id] = true;
-              continue;
-            }
-            if (t.ordered(p, id))
-              continue; // already through another wait
-            t.before[id][p / 64] |= uint64_t(1) << (p % 64);
-            work += words;
-            for (size_t w = 0; w < words; ++w)
-              t.before[id][w] |= t.before[p][w];
-            t.partial[id] = t.partial[id] || t.partial[p];
-          }
+  for (size_t id : deal_order(g, t)) {
+    const TaskGroup &grp = g.groups[size_t(t.all[id].group)];
+    Env env = t.env(grp, id, dims);
+    for (int we : grp.waits) {
+      const Edge &edge = g.edges[size_t(we)];
+      size_t ev = size_t(edge.event);
+      if (event_partial[ev])
+        t.partial[id] = true;
+      if (!shapes[ev])
+        continue;
+      auto elems = edge_elements(edge, *shapes[ev], env);
+      if (!elems) {
+        t.partial[id] = true;
+        continue;
       }
-      done[id] = true;
+      for (int64_t x : *elems)
+        for (size_t p : notifiers[ev][size_t(x)]) {
+          if (++work > kMaxWork)
+            return false;
+          if (!done[p]) { // not dealt yet (an invalid order): not followed
+            t.partial[id] = true;
+            continue;
+          }
+          if (t.ordered(p, id))
+            continue; // already through another wait
+          t.before[id][p / 64] |= uint64_t(1) << (p % 64);
+          work += words;
+          for (size_t w = 0; w < words; ++w)
+            t.before[id][w] |= t.before[p][w];
+          t.partial[id] = t.partial[id] || t.partial[p];
+        }
     }
+    done[id] = true;
   }
   return true;
 }
@@ -581,10 +602,13 @@ bool check_wait_coverage(const TaskGraph &g, Diag &diag) {
   size_t ng = g.groups.size();
   std::vector<std::vector<bool>> reach = group_reachability(g);
 
+  // Groups of one layered block reach each other (and themselves): which
+  // of two of their tasks comes first is their place in deal_order.
+  auto block = [&](size_t gi) { return g.layer_block.empty() ? -1 : g.layer_block[gi]; };
   std::vector<Pair> pairs;
   for (size_t a = 0; a < ng; ++a)
     for (size_t b = 0; b < ng; ++b) {
-      if (!reach[a][b])
+      if (!reach[a][b] && !(a == b && block(a) >= 0))
         continue;
       for (const Access &x : acc[a])
         for (const Access &y : acc[b])
@@ -604,6 +628,12 @@ bool check_wait_coverage(const TaskGraph &g, Diag &diag) {
   uint64_t work = 0;
   if (!order_tasks(g, *dims, t, work))
     return true;
+  std::vector<size_t> place(t.all.size());
+  {
+    std::vector<size_t> order = deal_order(g, t);
+    for (size_t i = 0; i < order.size(); ++i)
+      place[order[i]] = i;
+  }
 
   // The boxes of an access in each task, computed once.
   std::map<std::pair<const Access *, size_t>, std::optional<std::vector<Box>>> boxes;
@@ -636,6 +666,10 @@ bool check_wait_coverage(const TaskGraph &g, Diag &diag) {
     auto [gfirst, gthen, tensor_index, writer_first] = key;
     if (!t.group_known[gfirst] || !t.group_known[gthen])
       continue;
+    // Inside a layered block: only pairs in deal order, of other layers
+    // within one group (a group's own tasks of a layer are not compared, as
+    // outside blocks).
+    bool layered = block(gfirst) >= 0 && block(gfirst) == block(gthen);
     // The first task pair that touches the same elements unordered, and the
     // waits that would order each such pair.
     const Pair *hit = nullptr;
@@ -653,6 +687,9 @@ bool check_wait_coverage(const TaskGraph &g, Diag &diag) {
         for (size_t first : t.of_group[gfirst]) {
           if (++work > kMaxWork)
             return ok;
+          if (layered && (place[first] >= place[then] ||
+                          (gfirst == gthen && t.all[first].index[0] == t.all[then].index[0])))
+            continue;
           if (t.ordered(first, then))
             continue;
           const auto &fb = boxes_of(*p->fa, first);

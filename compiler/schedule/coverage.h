@@ -19,6 +19,11 @@
 //   that would cover them;
 // - a warning when either access is masked or inside an `if` (the elements
 //   may not be touched after all).
+// In a layered block (schedule.h) the groups reach each other: of two of
+// their tasks the one the static queues deal first (layer by layer) is the
+// one that must be waited for, and a group's tasks of different layers are
+// compared with each other too.
+//
 // What cannot be enumerated is not judged here (the sim's race check sees
 // it at run time): gathers and data-dependent indices, data-dependent task
 // ranges and wait indices (an instance whose chain of waits passes through

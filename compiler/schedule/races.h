@@ -19,7 +19,9 @@
 // Each report names both groups, the tensor and both accesses, and suggests
 // the event that orders them. Order is at the level of groups: a chain from
 // one group to the other counts even if it orders only some of their tasks
-// (the sim's race-detecting mode checks tasks).
+// (the sim's race-detecting mode checks tasks). The groups of a layered
+// block (schedule.h) reach each other, so none of their pairs is compared
+// here; schedule/coverage.h compares their tasks.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

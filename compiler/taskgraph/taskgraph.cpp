@@ -320,11 +320,21 @@ std::string print_task_graph(const TaskGraph &g) {
     } else {
       os << "  schedule:   static (" << grp.schedule_reason << ")\n";
     }
+    size_t gi = size_t(&grp - g.groups.data());
+    if (gi < g.layer_block.size() && g.layer_block[gi] >= 0)
+      os << "  layers:     block " << g.layer_block[gi] << ", layer " << grp.vars[0] << "\n";
   }
   os << "order:";
   for (int gi : g.topo_order)
     os << " " << g.groups[gi].name;
   os << "\n";
+  for (size_t b = 0; b < g.blocks.size(); ++b) {
+    os << "layer block " << b << ":";
+    for (int gi : g.blocks[b])
+      os << " " << g.groups[size_t(gi)].name;
+    os << " (static tasks dealt layer by layer: for each value of the first task index, each "
+          "group in this order)\n";
+  }
   return os.str();
 }
 
@@ -334,6 +344,13 @@ std::string print_dot(const TaskGraph &g) {
   for (const TaskGroup &grp : g.groups)
     os << "  \"task:" << grp.name << "\" [shape=box, label=\"" << grp.name << "\\n"
        << grp.task_count.str() << " tasks\"];\n";
+  for (size_t b = 0; b < g.blocks.size(); ++b) {
+    os << "  subgraph \"cluster_layers" << b << "\" {\n    label=\"layer block " << b
+       << " (dealt layer by layer)\";\n";
+    for (int gi : g.blocks[b])
+      os << "    \"task:" << g.groups[size_t(gi)].name << "\";\n";
+    os << "  }\n";
+  }
   for (const EventTensor &ev : g.events)
     os << "  \"event:" << ev.name << "\" [shape=ellipse, label=\"" << ev.name << "["
        << shape_str(ev.shape) << "]\"];\n";

@@ -102,8 +102,16 @@ struct TaskGraph {
   std::vector<EventTensor> events;
   std::vector<Edge> edges;
   /// Groups in a topological order (producers before consumers); filled by
-  /// schedule_task_graph (schedule/schedule.h) when the graph is acyclic.
+  /// schedule_task_graph (schedule/schedule.h) when the graph is acyclic
+  /// but for layered cycles, whose groups are consecutive here.
   std::vector<int> topo_order;
+  /// Per group: -1, or the layered block it belongs to (0, 1, ... in
+  /// topo_order): a cycle of groups along which the first domain variable
+  /// (the layer) never decreases, whose static tasks are dealt layer by
+  /// layer (schedule/schedule.h).
+  std::vector<int> layer_block;
+  /// The groups of each layered block, in topo_order.
+  std::vector<std::vector<int>> blocks;
 };
 
 /// Builds the graph of a checked kernel. Reports waits on events nothing

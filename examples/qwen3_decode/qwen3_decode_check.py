@@ -109,7 +109,6 @@ def make_model(dims, L, V, B, kv0, steps, gen):
         lnf=rnd(H, scale=0.1, mean=1.0),
         lm_head=bf16(torch.randn(H, V, generator=gen) * H ** -0.5 * col[None, :] * 4.0),
         tok=torch.randint(0, V, (B,), generator=gen, dtype=torch.int32),
-        layer=torch.arange(L, dtype=torch.int32),
         logits=torch.zeros(B, V), next=torch.zeros(B, dtype=torch.int32),
     )
     a["page_table"] = page_table(B, MP, NP, gen)

@@ -40,7 +40,7 @@ extern "C" {
  *                     whose kernel entry is ETL_KERNEL_ENTRY.
  */
 #define ETL_ARTIFACT_MAGIC "ETLB"
-#define ETL_ARTIFACT_VERSION 6u
+#define ETL_ARTIFACT_VERSION 7u
 
 typedef struct etl_artifact_header {
   char magic[4];      /* "ETLB" */
@@ -92,7 +92,13 @@ typedef struct etl_section_entry {
  *                     u32 schedule   ETL_SCHEDULE_STATIC or _DYNAMIC;
  *                     u32 data_var   ETL_NO_DATA_VAR, or the domain variable
  *                                    whose range reads tensor data (its hi
- *                                    here is the static bound; dynamic) }
+ *                                    here is the static bound; dynamic);
+ *                     u32 layer_block  ETL_NO_LAYER_BLOCK, or k >= 1: the group
+ *                                    belongs to layered block k (v7; rank >= 1,
+ *                                    the block's groups consecutive in the
+ *                                    order below; its static tasks are dealt
+ *                                    layer by layer, by the first domain
+ *                                    variable, then the groups in order) }
  *   u32 n_order     { u32 group }    groups in a topological order of the event graph
  *
  * Exprs in tensor/event shapes and constraints may use DIM; exprs in group
@@ -123,6 +129,7 @@ typedef enum etl_tensor_kind {
   ETL_TENSOR_INPUT = 3
 } etl_tensor_kind;
 #define ETL_NO_DATA_VAR 0xFFFFFFFFu
+#define ETL_NO_LAYER_BLOCK 0u /* a group in no layered block */
 /* Element types: ETL_ELEM_F32 = 0 ... from etl_elems.def (their codes,
  * names, widths and layouts in memory). 5 is not a code (the compiler's
  * bool, which no tensor or scalar has). */

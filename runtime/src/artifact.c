@@ -329,6 +329,10 @@ static void parse_meta(rd *r, etl_meta *m) {
     if (!r->bad && g->data_var != ETL_NO_DATA_VAR &&
         (g->data_var >= g->rank || g->schedule != ETL_SCHEDULE_DYNAMIC))
       rd_fail(r, "data-dependent range on a bad variable or a static group");
+    g->layer_block = rd_u32(r);
+    if (!r->bad && g->layer_block != ETL_NO_LAYER_BLOCK &&
+        (g->layer_block > m->n_groups || g->rank == 0))
+      rd_fail(r, "layered block out of range, or a group without a layer variable in one");
   }
 
   snprintf(r->where, sizeof r->where, "group order");
@@ -350,6 +354,16 @@ static void parse_meta(rd *r, etl_meta *m) {
       break;
     }
     seen[m->order[i]] = 1;
+  }
+  /* A layered block's groups are consecutive in the order (plan.c deals
+     them together). */
+  for (uint32_t i = 0; i < m->n_order && !r->bad; ++i) {
+    uint32_t b = m->groups[m->order[i]].layer_block;
+    if (b == ETL_NO_LAYER_BLOCK || (i > 0 && m->groups[m->order[i - 1]].layer_block == b))
+      continue;
+    for (uint32_t j = 0; j < i && !r->bad; ++j)
+      if (m->groups[m->order[j]].layer_block == b)
+        rd_fail(r, "a layered block's groups are not consecutive in the group order");
   }
   if (!r->bad && r->p != r->end) {
     snprintf(r->where, sizeof r->where, "end of metadata");

@@ -98,6 +98,7 @@ typedef struct etl_group_meta {
   etl_edge_meta *notifies, *waits;
   uint32_t schedule; /* ETL_SCHEDULE_* */
   uint32_t data_var; /* ETL_NO_DATA_VAR or the variable whose range reads data */
+  uint32_t layer_block; /* ETL_NO_LAYER_BLOCK or k >= 1: in layered block k */
 } etl_group_meta;
 
 typedef struct etl_meta {
@@ -203,6 +204,9 @@ etlStatus etl_plan_build(const etl_meta *m, const int64_t *dims, uint32_t num_ct
 typedef enum etl_plan_mode { ETL_PLAN_FAST = 0, ETL_PLAN_ENUMERATE = 1 } etl_plan_mode;
 etlStatus etl_plan_build_mode(const etl_meta *m, const int64_t *dims, uint32_t num_ctas,
                               etl_plan_mode mode, etl_plan **out);
+/// Deal the static groups' tasks into p->queue and p->queue_offs (group
+/// domains and n_static already computed): plan_queue.c.
+etlStatus etl_plan_deal_static(const etl_meta *m, etl_plan *p);
 /// Free the host side of a plan (device memory is the caller's).
 void etl_plan_free_host(etl_plan *p);
 /// Row-major domain indices of task `linear` of group `g`, printed as

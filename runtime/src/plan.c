@@ -11,10 +11,11 @@
  *     (ETL_PLAN_FAST, "Fast counting" below), the same numbers as visiting
  *     every element (ETL_PLAN_ENUMERATE, the reference the tests compare
  *     against, and what reports the first error);
- *   - the static queue: groups in the metadata's topological order, tasks in
- *     linear order, dealt round-robin over the CTAs continuing across
- *     groups; entries are (group, linear) uint32 pairs, per-CTA offsets
- *     count pairs. Only static groups are in it.
+ *   - the static queue (plan_queue.c): groups in the metadata's topological
+ *     order, tasks in linear order (a layered block's layer by layer), dealt
+ *     round-robin over the CTAs continuing across groups; entries are
+ *     (group, linear) uint32 pairs, per-CTA offsets count pairs. Only static
+ *     groups are in it.
  *   - dynamic groups (schedule dynamic): the initial image of the state
  *     array of etl_abi.h: item ids dense in group order, each item's
  *     dependency counter (waited elements that receive notifications, per
@@ -744,31 +745,9 @@ etlStatus etl_plan_build_mode(const etl_meta *m, const int64_t *dims, uint32_t n
   if (st)
     goto fail;
 
-  /* static queue: round-robin over CTAs, continuing across groups */
-  {
-    uint64_t base = p->n_static / num_ctas, extra = p->n_static % num_ctas;
-    p->queue_offs[0] = 0;
-    for (uint32_t c = 0; c < num_ctas; ++c)
-      p->queue_offs[c + 1] = p->queue_offs[c] + (uint32_t)(base + (c < extra ? 1 : 0));
-    uint32_t *fill = calloc(num_ctas, sizeof(uint32_t));
-    if (!fill) {
-      st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory building a launch plan");
-      goto fail;
-    }
-    uint64_t t = 0;
-    for (uint32_t oi = 0; oi < m->n_order; ++oi) {
-      uint32_t g = m->order[oi];
-      if (m->groups[g].schedule == ETL_SCHEDULE_DYNAMIC)
-        continue;
-      for (uint64_t lin = 0; lin < p->group_tasks[g]; ++lin, ++t) {
-        uint32_t c = (uint32_t)(t % num_ctas);
-        uint64_t at = (uint64_t)p->queue_offs[c] + fill[c]++;
-        p->queue[2 * at] = g;
-        p->queue[2 * at + 1] = (uint32_t)lin;
-      }
-    }
-    free(fill);
-  }
+  st = etl_plan_deal_static(m, p); /* plan_queue.c */
+  if (st)
+    goto fail;
   free(scratch);
   *out = p;
   return ETL_SUCCESS;

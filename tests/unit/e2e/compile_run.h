@@ -3,7 +3,7 @@
 // For end-to-end tests: compile ETL text with the driver for sim (32 threads
 // per CTA unless RunOptions says otherwise, so tiles span several registers
 // per thread and have dead elements), bind dims and host tensors, run once on a 2-worker sim
-// context.
+// context (RunOptions::sim_workers).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -52,6 +52,7 @@ struct RunOptions {
   unsigned threads_per_cta = 32;         ///< of the compiled kernel
   bool barrier_events = false;           ///< compile with --events=barrier
   MachineWrapper wrap_machine = nullptr; ///< a decorator around the sim machine (backend.h)
+  unsigned sim_workers = 2;              ///< CTAs of the sim launch (one pthread each)
 };
 
 /// f16 bits of a float that f16 represents exactly (small multiples of 1/4).
@@ -144,7 +145,7 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
   if (compile(o, out, err) != 0)
     return "compile failed:\n" + err.str();
   etlContextParams params = etlContextDefaultParams();
-  params.sim_workers = 2;
+  params.sim_workers = run.sim_workers;
   params.watchdog_ms = 5000;
   etlContext ctx = nullptr;
   if (etlContextCreate(&ctx, "sim", &params) != ETL_SUCCESS)

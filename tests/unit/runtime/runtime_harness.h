@@ -113,9 +113,11 @@ inline std::string artifact(const std::string &meta,
 //   group 2 total   [0,1):      waits F[*]
 //   order: produce, consume, total.
 // With scalar_elem >= 0: a scalar parameter "eps" of that element type at
-// `scalar_slot` (the kernel never reads it), and 16 slots.
+// `scalar_slot` (the kernel never reads it), and 16 slots. `blocks`: each
+// group's layer_block word (consume, produce, total), else none.
 inline std::string test_meta(int64_t notify_shift = 0, int64_t scalar_elem = -1,
-                             uint32_t scalar_slot = 15) {
+                             uint32_t scalar_slot = 15, std::vector<uint32_t> blocks = {}) {
+  blocks.resize(3, ETL_NO_LAYER_BLOCK);
   W w;
   w.u32(32); // threads per CTA
   w.u32(0);  // smem
@@ -175,6 +177,7 @@ inline std::string test_meta(int64_t notify_shift = 0, int64_t scalar_elem = -1,
   w.expr(V(0));
   w.u32(ETL_SCHEDULE_STATIC);
   w.u32(ETL_NO_DATA_VAR);
+  w.u32(blocks[0]);
   // produce
   w.str("produce");
   w.u32(1);
@@ -188,6 +191,7 @@ inline std::string test_meta(int64_t notify_shift = 0, int64_t scalar_elem = -1,
   w.u32(0);
   w.u32(ETL_SCHEDULE_STATIC);
   w.u32(ETL_NO_DATA_VAR);
+  w.u32(blocks[1]);
   // total
   w.str("total");
   w.u32(1);
@@ -200,6 +204,7 @@ inline std::string test_meta(int64_t notify_shift = 0, int64_t scalar_elem = -1,
   w.u32(1);
   w.u32(ETL_SCHEDULE_STATIC);
   w.u32(ETL_NO_DATA_VAR);
+  w.u32(blocks[2]);
   w.u32(3);
   w.u32(1);
   w.u32(0);

@@ -89,6 +89,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.u32(0);
   w.u32(ETL_SCHEDULE_STATIC);
   w.u32(ETL_NO_DATA_VAR);
+  w.u32(ETL_NO_LAYER_BLOCK);
   w.str("b");
   w.u32(1);
   w.expr(C(0));
@@ -103,6 +104,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   w.expr(C(1));
   w.u32(ETL_SCHEDULE_STATIC);
   w.u32(ETL_NO_DATA_VAR);
+  w.u32(ETL_NO_LAYER_BLOCK);
   w.u32(2);
   w.u32(1); // order: b listed last
   w.u32(0);
