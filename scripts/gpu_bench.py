@@ -233,9 +233,10 @@ def decode_case(prog, dims_name, kv_lens, reps):
     float32 reference (that script is the layer's correctness test)."""
     sys.path.insert(0, os.path.join(here, "..", "examples", "decode_layer"))
     import decode_layer_check as dl
+    import qwen3_ref  # decode_layer_check put examples/common on sys.path
 
     H, NKV, G, FF = dl.DIMS[dims_name]
-    B, DH, DH2, PS = len(kv_lens), dl.DH, dl.DH2, dl.PS
+    B, DH, DH2, PS = len(kv_lens), qwen3_ref.DH, qwen3_ref.DH2, qwen3_ref.PS
     a, extra = dl.make_case(dl.DIMS[dims_name], kv_lens, torch.Generator().manual_seed(3))
     ref_out = dl.reference(a)[0]
     a = {k: v.to(DEV) for k, v in a.items()}
