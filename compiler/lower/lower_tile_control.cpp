@@ -156,12 +156,10 @@ struct GapCheck {
       }
       if (op.kind == TileOpKind::Load && !op.attr.empty()) // binds an element read
         known.insert(op.attr);
-      if (!op.pad.empty() && op.pad != "inf" && op.pad != "-inf") {
-        char *end = nullptr;
-        std::strtod(op.pad.c_str(), &end);
-        if (!end || *end)
-          return fail("pad " + op.pad);
-      }
+      bool number = true;
+      tile_number(op.pad, &number);
+      if (!number)
+        return fail("pad " + op.pad);
       return;
     }
     case TileOpKind::Reduce: {
@@ -379,14 +377,6 @@ llvm::Value *Lowerer::sym_value(const Sym &s) {
   return static_cast<llvm::Value *>(v);
 }
 
-static double parse_number(const std::string &s) {
-  if (s == "inf")
-    return INFINITY;
-  if (s == "-inf")
-    return -INFINITY;
-  return std::strtod(s.c_str(), nullptr);
-}
-
 void Lowerer::tile_op(const TOp &op) {
   if (tf->smem_planned && op_family(op.kind) != OpFamily::Async &&
       (op.smem >= 0 || op_family(op.kind) == OpFamily::Layout ||
@@ -449,7 +439,7 @@ void Lowerer::tile_op_at(const TOp &op) {
         }
       throw LowerError("tile IR names an unknown scalar parameter " + op.attr);
     }
-    double v = parse_number(op.attr);
+    double v = tile_number(op.attr);
     if (is_float(rv.elem) && !rv.index) {
       tregs[size_t(op.results[0])] = {fconst(v)};
       return;

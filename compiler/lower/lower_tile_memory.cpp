@@ -314,16 +314,6 @@ llvm::Value *aligned_base_of(Lowerer &L, const Slice &s, unsigned n) {
   return L.b.CreateICmpEQ(L.b.CreateAnd(a, L.b.getInt64(bytes - 1)), L.b.getInt64(0));
 }
 
-double pad_number(const std::string &s) {
-  if (s.empty())
-    return 0;
-  if (s == "inf")
-    return INFINITY;
-  if (s == "-inf")
-    return -INFINITY;
-  return std::strtod(s.c_str(), nullptr);
-}
-
 } // namespace
 
 void Lowerer::tile_load(const TOp &op) {
@@ -338,7 +328,7 @@ void Lowerer::tile_load(const TOp &op) {
   f64.elem = ElemType::F32;
   // The pad in the loaded type (u4 loads as u8): a float converted, an
   // integer's digits wrapped to a narrow type.
-  double pv = pad_number(op.pad);
+  double pv = tile_number(op.pad);
   char *end = nullptr;
   long long ipad = std::strtoll(op.pad.c_str(), &end, 10);
   llvm::Value *pad = is_float(tv.elem) || (end && *end)

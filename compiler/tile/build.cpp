@@ -35,7 +35,7 @@ unsigned tile_warps(unsigned threads) {
 namespace {
 
 /// `v` in the fewest significant digits that read back as `v` (the
-/// lowering parses the attr: a constant keeps every bit of the literal).
+/// lowering reads it back with tile_number: a constant keeps every bit).
 std::string number(double v) {
   if (std::isinf(v))
     return v < 0 ? "-inf" : "inf";
@@ -52,6 +52,26 @@ std::string number(double v) {
     t += ".0";
   return t;
 }
+
+} // namespace
+
+double tile_number(const std::string &text, bool *ok) {
+  if (ok)
+    *ok = true;
+  if (text.empty())
+    return 0;
+  if (text == "inf")
+    return INFINITY;
+  if (text == "-inf")
+    return -INFINITY;
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (ok)
+    *ok = end && !*end;
+  return v;
+}
+
+namespace {
 
 class Builder {
 public:

@@ -210,6 +210,11 @@ TileModule build_tile_ir(const KernelDecl &k, const TaskGraph &g, const Program 
 unsigned tile_warps(unsigned threads);
 
 std::string print_tile(const TileModule &m);
+/// A number of the IR's text (a `Const` op's attr, a load's `pad`), as
+/// build_tile_ir writes it: the fewest digits that read back exactly,
+/// `inf` / `-inf`; empty reads as 0. `ok` (when given): the whole text was
+/// a number.
+double tile_number(const std::string &text, bool *ok = nullptr);
 std::string value_type_str(const TileFunc &f, int v);
 
 } // namespace etl

@@ -214,16 +214,6 @@ struct AVal {
   std::vector<Pad> pad; ///< one per tile dim
 };
 
-double parse_pad(const std::string &s) {
-  if (s.empty())
-    return 0;
-  if (s == "inf")
-    return kInf;
-  if (s == "-inf")
-    return -kInf;
-  return std::strtod(s.c_str(), nullptr);
-}
-
 std::string show(double v) {
   if (std::isinf(v))
     return v < 0 ? "-inf" : "inf";
@@ -270,7 +260,7 @@ struct Interp {
   void load(const TOp &op) {
     int v = op.results[0];
     ElemType t = f.values[size_t(v)].elem;
-    Iv p = op.pad_value >= 0 ? at(op.pad_value).r : Iv{parse_pad(op.pad), parse_pad(op.pad)};
+    Iv p = op.pad_value >= 0 ? at(op.pad_value).r : Iv{tile_number(op.pad), tile_number(op.pad)};
     std::vector<Pad> pad(rank(v));
     for (size_t d = 0; d < pad.size(); ++d) {
       bool edge = d >= op.mem.in_bounds.size() || !op.mem.in_bounds[d];
@@ -394,7 +384,7 @@ struct Interp {
       switch (op.kind) {
       case TileOpKind::Const:
         if (!op.attr.empty() && op.attr[0] != '$') {
-          double c = parse_pad(op.attr);
+          double c = tile_number(op.attr);
           set(op.results[0], {c, c});
         } else {
           set(op.results[0], type_range(f.values[size_t(op.results[0])].elem));
