@@ -256,10 +256,14 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
   return ok;
 }
 
-/// tile/pipeline.cpp's rings, unless ETL_TILE_RING=0 (a seam for tests
+/// tile/sums.cpp's loop sums, unless ETL_TILE_SUMS=0, then tile/pipeline.cpp's
+/// rings, unless ETL_TILE_RING=0 (seams for tests
 /// that compare a pipelined loop with its plain form); a MmaLoopNotPipelined
 /// remark to `remarks` (when given) for each K loop left as it was.
 void pipeline(TileModule &m, const TargetInfo &target, Diag *remarks = nullptr) {
+  const char *sums = std::getenv("ETL_TILE_SUMS");
+  if (!(sums && std::string(sums) == "0"))
+    hoist_loop_sums(m);
   const char *env = std::getenv("ETL_TILE_RING");
   if (env && std::string(env) == "0")
     return;

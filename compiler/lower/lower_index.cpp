@@ -77,9 +77,14 @@ TileVal Lowerer::scalar_param(int index) {
 llvm::Value *Lowerer::arg_slot_i64(unsigned slot) { return arg_load(i64, slot); }
 llvm::Value *Lowerer::arg_slot_ptr(unsigned slot) { return arg_load(ptr, slot); }
 llvm::Value *Lowerer::arg_load(llvm::Type *ty, unsigned slot) {
+  if (invariant_args && !ring_args_fill)
+    if (auto it = ring_args.find({slot, ty}); it != ring_args.end())
+      return it->second;
   llvm::LoadInst *ld = b.CreateLoad(ty, b.CreateGEP(i64, args, b.getInt64(slot)));
   if (invariant_args)
     ld->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx, {}));
+  if (ring_args_fill)
+    ring_args[{slot, ty}] = ld;
   return ld;
 }
 

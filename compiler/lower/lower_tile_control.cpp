@@ -271,6 +271,7 @@ void Lowerer::tile_begin(const TileFunc &f) {
   uses(f.body);
   tile_direct.clear();
   tile_rings.clear();
+  tile_row_major_rings.clear();
   tile_views.clear();
   std::function<void(const std::vector<TOp> &)> direct = [&](const std::vector<TOp> &ops) {
     for (const TOp &op : ops) {
@@ -510,6 +511,24 @@ void Lowerer::tile_for(const TOp &op) {
   std::vector<std::vector<llvm::Value *>> first;
   if (!pipe.empty())
     first = tile_loads_at(op, pipe, lo, b.CreateICmpSLT(lo, hi));
+  // A pipelined loop's copies: what they read of the argument block, once here.
+  const std::map<std::pair<unsigned, llvm::Type *>, llvm::Value *> outer_args = ring_args;
+  const bool bound = tile_loop_vars.count(op.var) != 0;
+  llvm::Value *outer_var = bound ? tile_loop_vars[op.var] : nullptr;
+  for (const TOp &x : op.body)
+    if (x.kind == TileOpKind::AsyncCopy) {
+      tile_loop_vars[op.var] = lo; // (the slice's value is dead: only its loads count)
+      const TValue &buf = tf->values.at(size_t(x.operands.at(0)));
+      std::vector<llvm::Value *> stride;
+      invariant_args = ring_args_fill = true;
+      tile_inside(x, std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end()), stride);
+      sym_value(*x.hi);
+      invariant_args = ring_args_fill = false;
+      if (bound)
+        tile_loop_vars[op.var] = outer_var;
+      else
+        tile_loop_vars.erase(op.var);
+    }
   llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *head = llvm::BasicBlock::Create(ctx, "tfor.head", fn);
   auto *body = llvm::BasicBlock::Create(ctx, "tfor.body", fn);
@@ -527,6 +546,16 @@ void Lowerer::tile_for(const TOp &op) {
       ps.push_back(p);
     }
     pipe_phis.push_back(std::move(ps));
+  }
+  // A pipelined loop (tile/pipeline.cpp): its rings' slot as a counter.
+  llvm::PHINode *slot = nullptr;
+  int64_t stages = 0;
+  for (const TOp &x : op.body)
+    if (x.kind == TileOpKind::SmemView && !stages)
+      stages = tf->values.at(size_t(x.operands.at(0))).shape.at(0);
+  if (stages) {
+    slot = b.CreatePHI(i32, 2, op.var + ".slot");
+    slot->addIncoming(b.getInt32(0), pre);
   }
   std::vector<std::vector<llvm::PHINode *>> phis;
   for (size_t j = 0; j < op.block_args.size(); ++j) {
@@ -554,6 +583,11 @@ void Lowerer::tile_for(const TOp &op) {
   }
   llvm::Value *outer = tile_loop_vars.count(op.var) ? tile_loop_vars[op.var] : nullptr;
   tile_loop_vars[op.var] = iv;
+  if (slot) {
+    const Sym var = Sym::symbol(op.var);
+    tile_ring_counters[op.var] = {slot, stages, ring_slot(op, var, stages).str(),
+                                  ring_slot(op, var + Sym((stages - 1) * op.step), stages).str()};
+  }
   std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
   {
     CoordScope scope(*this); // the body's dominate nothing after the loop
@@ -564,6 +598,8 @@ void Lowerer::tile_for(const TOp &op) {
     tile_loop_vars[op.var] = outer;
   else
     tile_loop_vars.erase(op.var);
+  tile_ring_counters.erase(op.var);
+  ring_args = outer_args;
   const TOp &y = op.body.back();
   if (y.kind != TileOpKind::Yield || y.operands.size() != phis.size())
     throw LowerError("tile IR loop without its yield");
@@ -579,6 +615,11 @@ void Lowerer::tile_for(const TOp &op) {
     for (size_t k = 0; k < pipe_phis[j].size(); ++k)
       pipe_phis[j][k]->addIncoming(next[j][k], latch);
   iv->addIncoming(b.CreateAdd(iv, b.getInt64(uint64_t(op.step))), latch);
+  if (slot) {
+    llvm::Value *n = b.CreateAdd(slot, b.getInt32(1));
+    slot->addIncoming(
+        b.CreateSelect(b.CreateICmpEQ(n, b.getInt32(uint32_t(stages))), b.getInt32(0), n), latch);
+  }
   b.CreateBr(head);
   b.SetInsertPoint(done);
   for (size_t j = 0; j < phis.size(); ++j)

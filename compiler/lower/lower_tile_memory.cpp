@@ -436,6 +436,69 @@ void Lowerer::tile_load(const TOp &op) {
   tregs[size_t(rv)] = regs;
 }
 
+void Lowerer::tile_ring_read(const TOp &view, llvm::Value *slot) {
+  // The slot holds the tile row-major (its last dim along the rows), as the
+  // async.copy put it: each run of `w` registers that are consecutive
+  // elements of a row (no lane or warp basis between them) is one shared
+  // access of up to 16 bytes, converted as the load converts memory.
+  const int rv = view.results.at(0);
+  const TValue &tv = tf->values[size_t(rv)];
+  const Layout &l = layout_of(rv);
+  const unsigned last = unsigned(tv.shape.size() - 1), eb = byte_size(tv.elem);
+  unsigned w = 1;
+  while (w < 16 / eb && l.contiguous_regs(last) >= 2 * w)
+    w *= 2;
+  const uint32_t low = (w - 1u) << l.field_offset(last);
+  for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
+    for (uint32_t x : *bs)
+      if (x & low)
+        w = 1;
+  for (size_t k = ceil_log2(w); k < l.reg.size(); ++k)
+    if (l.reg[k] & low)
+      w = 1;
+  llvm::Type *rty = reg_type(tv.elem), *ty = access_type(*this, tv.elem, w);
+  std::function<llvm::Value *(llvm::Value *)> widen = [&](llvm::Value *x) {
+    return tv.elem == ElemType::F16 || tv.elem == ElemType::BF16 || word_packed(tv.elem)
+               ? from_memory(x, tv.elem, nullptr)
+               : x;
+  };
+  std::vector<llvm::Value *> regs;
+  for (uint32_t r = 0; r < l.num_regs(); r += w) {
+    std::vector<llvm::Value *> c = reg_coords(l, r);
+    llvm::Value *e = c[last];
+    if (last == 1)
+      e = b.CreateAdd(b.CreateMul(c[0], b.getInt64(uint64_t(tv.shape[1]))), e);
+    auto read = [&] {
+      llvm::Value *p = scratch_ptr(b.CreateAdd(slot, b.CreateMul(e, b.getInt64(eb))), 1);
+      m.shared_access(b, p, w * eb, false);
+      return unpack_access(*this, b.CreateAlignedLoad(ty, p, llvm::Align(w * eb)), tv.elem, w,
+                           widen);
+    };
+    llvm::Value *alive = reg_alive(l, r);
+    if (!alive) { // a padded register (a shape that is not a power of two) reads nothing
+      for (llvm::Value *x : read())
+        regs.push_back(x);
+      continue;
+    }
+    llvm::BasicBlock *from = b.GetInsertBlock();
+    auto *rb = llvm::BasicBlock::Create(ctx, "tring.read", fn);
+    auto *jb = llvm::BasicBlock::Create(ctx, "tring.done", fn);
+    b.CreateCondBr(alive, rb, jb);
+    b.SetInsertPoint(rb);
+    std::vector<llvm::Value *> got = read();
+    llvm::BasicBlock *rend = b.GetInsertBlock();
+    b.CreateBr(jb);
+    b.SetInsertPoint(jb);
+    for (llvm::Value *x : got) {
+      llvm::PHINode *phi = b.CreatePHI(rty, 2);
+      phi->addIncoming(llvm::Constant::getNullValue(rty), from);
+      phi->addIncoming(x, rend);
+      regs.push_back(phi);
+    }
+  }
+  tregs[size_t(rv)] = regs;
+}
+
 void Lowerer::tile_store(const TOp &op) {
   auto aligned_base = [this](const Slice &sl, unsigned n) { return aligned_base_of(*this, sl, n); };
   int vv = op.operands[0];

@@ -112,8 +112,8 @@ const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   return d;
 }
 
-void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base,
-                            ElemType elem) {
+void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &tile_shape,
+                            llvm::Value *base, ElemType elem, bool row_major) {
   // 16-byte chunks (8 16-bit or 4 f32 elements of a row) spread over the
   // threads: cp.async where the chunk lies inside the tensor and starts
   // 16-byte aligned (the tensor's base, and the chunk itself unless
@@ -126,11 +126,22 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, 
     ~Invariant() { flag = was; }
   } invariant{invariant_args, invariant_args};
   invariant_args = true;
+  // A rank-1 tile (a plain ring's) is one row: its coordinates name the column only.
+  const bool rank1 = tile_shape.size() == 1;
+  const std::vector<int64_t> shape = rank1 ? std::vector<int64_t>{1, tile_shape[0]} : tile_shape;
+  auto at = [&](llvm::Value *row, llvm::Value *col) {
+    return rank1 ? std::vector<llvm::Value *>{col} : std::vector<llvm::Value *>{row, col};
+  };
   const unsigned eb = byte_size(elem), per = 16 / eb;
   const int64_t cols = shape[1], cpr = cols / per, chunks = shape[0] * cpr;
   const bool nc = load.mem.non_coherent;
   llvm::Type *ety = b.getIntNTy(8 * eb);
   auto dst_of = [&](llvm::Value *row, llvm::Value *col) {
+    if (row_major)
+      return scratch_ptr(
+          b.CreateAdd(base, b.CreateMul(b.CreateAdd(b.CreateMul(row, b.getInt64(uint64_t(cols))), col),
+                                        b.getInt64(eb))),
+          1);
     return eb == 4 ? tile_tf32_ptr(cols, base, row, col) : mma_a_ptr(cols, base, row, col);
   };
   // The interior path: where the whole tile lies inside the tensor with
@@ -142,8 +153,11 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, 
   llvm::Value *edge = nullptr;
   std::vector<llvm::Value *> stride;
   llvm::Value *inside = nullptr;
-  if (T % cpr == 0 && load.mem.align_vec >= per) {
-    inside = tile_inside(load, shape, stride);
+  // (A rank-1 tile is one row: its start's alignment is tested below.)
+  if (T % cpr == 0 && (load.mem.align_vec >= per || rank1)) {
+    inside = tile_inside(load, tile_shape, stride);
+    if (rank1) // one row: chunks <= T, no step between a thread's chunks
+      stride.at(0) = chunks <= int64_t(T) ? b.getInt64(0) : nullptr;
     if (!stride.at(0)) // a row dim that is no tensor dim: not this path
       inside = nullptr, stride.clear();
   }
@@ -152,7 +166,10 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, 
     llvm::Value *row0 = b.CreateUDiv(t64, b.getInt64(uint64_t(cpr)));
     llvm::Value *col = b.CreateMul(b.CreateURem(t64, b.getInt64(uint64_t(cpr))), b.getInt64(per));
     llvm::Value *aligned = nullptr;
-    llvm::Value *p0 = tile_elem_addr(load, {row0, col}, per, &aligned).first;
+    llvm::Value *p0 = tile_elem_addr(load, at(row0, col), per, &aligned).first;
+    if (load.mem.align_vec < per) // the row's start (uniform): 16-byte aligned?
+      aligned = b.CreateAnd(
+          aligned, b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p0, i64), 15), b.getInt64(0)));
     inside = inside ? b.CreateAnd(inside, aligned) : aligned;
     const int64_t rows_per = T / cpr; // rows between a thread's chunks
     llvm::Value *step = b.CreateMul(stride[0], b.getInt64(uint64_t(rows_per)));
@@ -179,9 +196,9 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, 
           llvm::Value *col =
               b.CreateMul(b.CreateURem(q, b.getInt64(uint64_t(cpr))), b.getInt64(per));
           llvm::Value *aligned = nullptr;
-          auto [p0, ok0] = tile_elem_addr(load, {row, col}, per, &aligned);
+          auto [p0, ok0] = tile_elem_addr(load, at(row, col), per, &aligned);
           auto [p7, ok7] =
-              tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(per - 1))}, per, nullptr);
+              tile_elem_addr(load, at(row, b.CreateAdd(col, b.getInt64(per - 1))), per, nullptr);
           (void)p7;
           llvm::Value *src = p0;
           llvm::Value *fast = aligned;
@@ -200,7 +217,7 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, 
             b.CreateStore(llvm::Constant::getNullValue(tmp->getAllocatedType()), tmp);
             for (unsigned j = 0; j < per; ++j) {
               auto [pj, in] =
-                  tile_elem_addr(load, {row, b.CreateAdd(col, b.getInt64(j))}, 1, nullptr);
+                  tile_elem_addr(load, at(row, b.CreateAdd(col, b.getInt64(j))), 1, nullptr);
               llvm::Value *pp = pj;
               auto rd = [&] {
                 llvm::Value *x = nc ? m.global_load_nc(b, ety, pp) : m.global_load(b, ety, pp);
@@ -587,6 +604,20 @@ std::vector<llvm::Value *> Lowerer::tile_tf32_load_b(const MmaTile &t, llvm::Val
 
 //===-- The rings of tile/pipeline.cpp ------------------------------------===//
 
+llvm::Value *Lowerer::ring_slot_value(const Sym &slot) {
+  const std::string s = slot.str();
+  for (const auto &[var, c] : tile_ring_counters) {
+    if (s == c.view)
+      return b.CreateZExt(c.slot, i64);
+    if (s == c.ahead) // slot k + (S - 1) step is slot k - 1, wrapped
+      return b.CreateZExt(b.CreateSelect(b.CreateICmpEQ(c.slot, b.getInt32(0)),
+                                         b.getInt32(uint32_t(c.stages - 1)),
+                                         b.CreateSub(c.slot, b.getInt32(1))),
+                          i64);
+  }
+  return sym_value(slot);
+}
+
 void Lowerer::tile_async(const TOp &op) {
   switch (op.kind) {
   case TileOpKind::SmemAlloc: { // its bytes: tile/smem.cpp placed them past the others
@@ -595,6 +626,8 @@ void Lowerer::tile_async(const TOp &op) {
     const SmemBuffer &buf = tf->smem[size_t(op.smem)];
     const TValue &v = tf->values[size_t(op.results[0])];
     tile_rings[op.results[0]] = {buf.offset, ring_slot_bytes(v)};
+    if (op.attr == kRowMajorRing)
+      tile_row_major_rings.insert(op.results[0]);
     if ((buf.offset + buf.bytes) / 4 > max_scratch_elems)
       max_scratch_elems = (buf.offset + buf.bytes) / 4;
     return;
@@ -604,11 +637,18 @@ void Lowerer::tile_async(const TOp &op) {
     const int64_t off = ring.first, sb = ring.second; // a lambda captures these below
     const TValue &v = tf->values[size_t(op.operands[0])];
     const std::vector<int64_t> shape(v.shape.begin() + 1, v.shape.end());
-    llvm::Value *slot = sym_value(*op.sym);
-    if_then(b.CreateICmpSLT(sym_value(*op.lo), sym_value(*op.hi)), [&] {
+    llvm::Value *slot = ring_slot_value(*op.sym);
+    const bool row_major = tile_row_major_rings.count(op.operands[0]) != 0;
+    // The loop's bound, as the copy's pointers and extents: loaded once
+    // before the loop, not per step.
+    const bool was = invariant_args;
+    invariant_args = true;
+    llvm::Value *in_range = b.CreateICmpSLT(sym_value(*op.lo), sym_value(*op.hi));
+    invariant_args = was;
+    if_then(in_range, [&] {
       tile_mma_copy(op, shape,
                     b.CreateAdd(b.getInt64(uint64_t(off)), b.CreateMul(slot, b.getInt64(sb))),
-                    v.elem);
+                    v.elem, row_major);
     });
     return;
   }
@@ -623,9 +663,12 @@ void Lowerer::tile_async(const TOp &op) {
     return;
   case TileOpKind::SmemView: {
     const auto &[off, sb] = tile_rings.at(op.operands.at(0));
-    tile_views[op.results[0]] = {
-        b.CreateAdd(b.getInt64(uint64_t(off)), b.CreateMul(sym_value(*op.sym), b.getInt64(sb))),
-        false};
+    llvm::Value *at =
+        b.CreateAdd(b.getInt64(uint64_t(off)), b.CreateMul(ring_slot_value(*op.sym), b.getInt64(sb)));
+    if (tile_row_major_rings.count(op.operands[0])) // a plain tile: into its registers
+      tile_ring_read(op, at);
+    else // a dot's operand: read by ldmatrix where it lies
+      tile_views[op.results[0]] = {at, false};
     return;
   }
   default:

@@ -309,6 +309,10 @@ public:
   /// Registers per shared access of tile_convert (lower/lower_tile_map.cpp).
   static unsigned scratch_vec(const Layout &l, const std::vector<int64_t> &shape, unsigned bytes);
   void tile_load(const TOp &op);
+  /// A slot of a row-major ring (tile/pipeline.cpp, kRowMajorRing) at byte
+  /// `slot` of the scratch into the registers of `view`'s result, in its
+  /// layout, as the load it replaces would have (lower_tile_memory.cpp).
+  void tile_ring_read(const TOp &view, llvm::Value *slot);
   void tile_store(const TOp &op);
   /// An atomic: one writer per replica group applies it per element
   /// (atomic_elem); the old values, when used, reach the copies by register
@@ -356,9 +360,10 @@ public:
   /// The slice of `load` (a load or an async.copy, of `shape` and `elem`:
   /// f16/bf16, or a tf32 dot's raw f32) copied by cp.async into a swizzled
   /// staging area at byte `base` (row-major, its last dim along the rows;
-  /// no commit, wait or barrier).
+  /// no commit, wait or barrier); `row_major`: unswizzled rows of any
+  /// element type, a rank-1 `shape` one row (a plain ring's slot).
   void tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base,
-                     ElemType elem);
+                     ElemType elem, bool row_major = false);
   /// The place (i8 pointer) of element (row, col) of a tf32 dot's f32
   /// operand staged at byte `base` as rows of `cols` (lower_tile_mma.cpp's
   /// swizzle: 16-byte chunks, conflict-free for ldmatrix and B loads).
@@ -376,6 +381,26 @@ public:
   /// slot's bytes; per slot view (smem.view, or its transpose): its offset
   /// (i64) and whether it is [N, K] rows.
   std::map<int, std::pair<int64_t, int64_t>> tile_rings;
+  std::set<int> tile_row_major_rings; ///< the rings of plain tiles (kRowMajorRing)
+  /// Per loop variable of a pipelined `for`: its rings' slot of the current
+  /// iteration (i32, 0 at lo, incremented and wrapped at S: no division),
+  /// S, and the slot expressions (tile/passes.h ring_slot) of the view and
+  /// of the copies S - 1 iterations ahead, which read it.
+  struct RingCounter {
+    llvm::Value *slot;
+    int64_t stages;
+    std::string view, ahead;
+  };
+  std::map<std::string, RingCounter> tile_ring_counters;
+  /// Argument-block values a pipelined loop's copies read (tensor pointers,
+  /// extents, the loop's bound), loaded once before the loop
+  /// (tile_for) and reused while a ring copy is lowered (invariant_args):
+  /// the copies sit in a branch LLVM does not hoist loads out of.
+  std::map<std::pair<unsigned, llvm::Type *>, llvm::Value *> ring_args;
+  bool ring_args_fill = false;
+  /// The slot an async.copy or smem.view names, from its loop's counter
+  /// where it is one of the counter's expressions (i64).
+  llvm::Value *ring_slot_value(const Sym &slot);
   std::map<int, std::pair<llvm::Value *, bool>> tile_views;
   std::set<const TOp *> tile_direct;
   /// Per value of the body being lowered: the ops that use it (tile_begin).

@@ -37,10 +37,17 @@ void assign_layouts(TileModule &m, const KernelDecl &k, const TaskGraph &g, Diag
 /// After analyse_memory (the loads' in-bounds dims).
 void warn_pad_reductions(const TileModule &m, Diag &diag);
 
+/// A `for` whose iter_arg adds a cross-thread `reduce sum` of %p each step
+/// carries %p's partial sums in %p's layout instead and reduces them once
+/// after the loop (tile/sums.cpp: float sums reassociated). After
+/// assign_layouts, before pipeline_loops.
+void hoist_loop_sums(TileModule &m);
+
 /// Ring stages a pipelined loop takes at most (tile/pipeline.cpp).
 constexpr int64_t kMaxStages = 3;
 /// Software pipelining (tile/pipeline.cpp), after assign_layouts: the
-/// operand loads of tensor-core dots in a `for` become an S-stage cp.async
+/// loads of a `for` that read what the body never writes (tensor-core dot
+/// operands, and plain tiles) become an S-stage cp.async
 /// ring (smem.alloc, async.copy, async.commit, async.wait, barrier,
 /// smem.view), S <= kMaxStages, the rings and the body's other staging
 /// within the scratch plan_shared gives it on `target`.
@@ -119,9 +126,19 @@ struct MmaStaging {
 };
 MmaStaging mma_staging(const TileFunc &f, const TOp &op);
 
-/// The bytes of one slot of ring `v` (smem.alloc's [S, R, C] result of
-/// 16-bit or, for tf32 dots, f32 elements): R C bytes, whole 128-byte lines.
+/// The bytes of one slot of ring `v` (smem.alloc's [S, R, C] or [S, C]
+/// result): its elements' bytes, whole 128-byte lines.
 int64_t ring_slot_bytes(const TValue &v);
+/// smem.alloc's attr for a ring of plain tiles (tile/pipeline.cpp): slots
+/// row-major, unswizzled, read back into the registers of the load they
+/// replace; an empty attr is a ring of dot operands in the dot's swizzled
+/// staging.
+inline constexpr const char *kRowMajorRing = "row-major";
+/// The ring slot of iteration `e` of `loop` (a `for`) in a ring of
+/// `stages` slots: ((e - lo) / step) mod stages (tile/pipeline.cpp's
+/// async.copy and smem.view name their slots so; the lowering carries the
+/// view's as a counter that wraps).
+Sym ring_slot(const TOp &loop, const Sym &e, int64_t stages);
 
 /// Do two buffers' live ranges meet?
 bool live_overlap(const SmemBuffer &a, const SmemBuffer &b);

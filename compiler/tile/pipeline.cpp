@@ -1,10 +1,11 @@
 //===- tile/pipeline.cpp - K loops as cp.async rings, in the IR -----------===//
 //
 // What this owns: pipeline_loops (tile/passes.h), the pass that turns the
-// operand loads of tensor-core dots in a `for` into a ring of S slots in
-// shared memory filled by cp.async S - 1 iterations ahead (Triton's
-// software pipelining, written as ops of the Async family so that the
-// lowering only translates them):
+// loads of a `for` that read what the body never writes (the operands of
+// tensor-core dots, and plain tiles: a GEMV's weight tile and its x slice)
+// into rings of S slots in shared memory filled by cp.async S - 1
+// iterations ahead (Triton's software pipelining, written as ops of the
+// Async family so that the lowering only translates them):
 //
 //   for k in lo .. hi step s {             %ra = smem.alloc [S, M, K]
 //     %a = load A[.. k ..]                 async.copy %ra[0] <- A[.. lo ..] if lo < hi
@@ -39,9 +40,25 @@
 // rings past every other buffer); 2 where a dot of the loop reads its a
 // from registers.
 //
+// A load with the same slice rules that no dot reads, whose slice moves with
+// the loop variable, of a tensor no task of
+// the kernel writes (tile/memory.cpp's non_coherent), of rank 1 or 2, its
+// rows whole 16-byte chunks of any unpacked element type, is a plain ring
+// (smem.alloc {row-major}): its slots hold the tile row-major, unswizzled,
+// and smem.view reads the slot into registers in the value's layout (the
+// load's, or the layout of the convert_layout that is its one use, through
+// a cast: the convert becomes a renaming), so the copies run S - 1 steps
+// ahead of the arithmetic and no global load waits inside the loop. The
+// values are the loaded ones bit for bit (cp.async copies bytes; the edge
+// chunks move element by element, 0 outside, as the load's default pad).
+// Where the plain rings do not fit beside the dots' at 2 stages, the dots'
+// rings alone.
+//
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"
 
+#include <algorithm>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -114,26 +131,53 @@ struct Pipeliner {
     return true;
   }
 
-  bool qualifies(const TOp &op, const std::set<std::string> &inner) {
+  /// How a load of the loop body goes into a ring: not at all, as a
+  /// tensor-core dot's operand (swizzled as the dot's staging, read by
+  /// ldmatrix where it lies), or as a plain tile (row-major slots, read
+  /// into the load's own registers: any other use).
+  enum class Ring { None, Mma, Plain };
+
+  /// Does any use of `v` (through a transpose too) read it as a tensor-core dot's operand?
+  bool some_dot_use(int v) {
+    std::vector<const TOp *> us;
+    users(f.body, v, us);
+    for (const TOp *u : us)
+      if (mma_dot(f, *u) || (u->kind == TileOpKind::Transpose && some_dot_use(u->results[0])))
+        return true;
+    return false;
+  }
+
+  Ring qualifies(const TOp &op, const std::set<std::string> &inner, const std::string &var) {
     if (op.kind != TileOpKind::Load || op.tensor < 0 || written.count(op.tensor) ||
         op.mask >= 0 || !op.pad.empty() || op.pad_value >= 0 || !op.attr.empty() || !op.operands.empty() ||
         op.barrier_before || op.results.size() != 1)
-      return false;
+      return Ring::None;
+    bool varies = false; // with the loop variable (else the same tile every step)
     for (const SlicePart &p : op.parts) {
       if (p.kind == SlicePart::Gather || !p.at)
-        return false;
-      for (const std::string &n : p.at->symbols())
+        return Ring::None;
+      for (const std::string &n : p.at->symbols()) {
         if (inner.count(n))
-          return false;
+          return Ring::None;
+        varies = varies || n == var;
+      }
     }
     const TValue &v = f.values[size_t(op.results[0])];
+    if (v.shape.empty() || v.shape.size() > 2 || op.mem.fast_dim != int(v.shape.size()) - 1)
+      return Ring::None;
     // 16-byte chunks of a row: 8 f16/bf16, or 4 f32 (dot_operand_only:
     // only a tf32 dot takes f32 operands on tensor cores).
-    if (v.shape.size() != 2 || v.shape[1] % 8 != 0 ||
-        (v.elem != ElemType::F16 && v.elem != ElemType::BF16 && v.elem != ElemType::F32) ||
-        op.mem.fast_dim != 1)
-      return false;
-    return dot_operand_only(op.results[0]);
+    if (v.shape.size() == 2 && v.shape[1] % 8 == 0 &&
+        (v.elem == ElemType::F16 || v.elem == ElemType::BF16 || v.elem == ElemType::F32) &&
+        dot_operand_only(op.results[0]))
+      return Ring::Mma;
+    // Any other use: a tensor no task of the kernel writes (weights, not
+    // buffers other tasks fill), rows of whole 16-byte chunks of whole
+    // bytes, a layout to read the slot back in.
+    if (!varies || !op.mem.non_coherent || some_dot_use(op.results[0]) || v.layout < 0 || is_packed(v.elem) ||
+        v.elem == ElemType::Bool || (v.shape.back() * byte_size(v.elem)) % 16 != 0)
+      return Ring::None;
+    return Ring::Plain;
   }
 
   TOp copy_of(const TOp &load, int buf, const TOp &loop, const Sym &at, const Sym &slot) {
@@ -178,49 +222,106 @@ struct Pipeliner {
     std::set<std::string> inner;
     bound_inside(lp.body, inner);
     std::vector<size_t> ring;
+    std::vector<bool> plain;
     for (size_t j = 0; j < lp.body.size(); ++j)
-      if (qualifies(lp.body[j], inner))
+      if (Ring r = qualifies(lp.body[j], inner, lp.var); r != Ring::None) {
         ring.push_back(j);
+        plain.push_back(r == Ring::Plain);
+      }
     bool dots = false;
     for (const TOp &op : lp.body)
       dots = dots || (mma_dot(f, op) && mma_staging(f, op).ok);
-    if (ring.empty()) {
-      if (dots)
-        skipped.push_back({lp.loc, lp.var,
-                           "no operand of its dots is a load the ring can copy (a 2-D slice of a "
-                           "tensor the task does not write, rows contiguous, no mask, pad or "
-                           "gather, indexed by the loop variable and what is fixed outside it)"});
+    if (std::find(plain.begin(), plain.end(), false) == plain.end() && dots)
+      skipped.push_back({lp.loc, lp.var,
+                         "no operand of its dots is a load the ring can copy (a 2-D slice of a "
+                         "tensor the task does not write, rows contiguous, no mask, pad or "
+                         "gather, indexed by the loop variable and what is fixed outside it)"});
+    if (ring.empty())
       return std::nullopt;
-    }
     // A loop whose dot reads its a from registers (FlashAttention's P V)
     // keeps two stages: a third pushed prefill_attention's attn into spills.
     // Else the most stages whose rings fit beside what the rewritten body
-    // still stages (planned on a copy).
+    // still stages (planned on a copy); when none does, the dots' rings alone.
     const std::vector<TOp> saved = body;
-    const size_t values = f.values.size();
-    for (int64_t stages = a_in_registers(lp) ? 2 : kMaxStages; stages >= 2; --stages) {
-      const size_t pre = rewrite(body, i, ring, stages);
-      TileModule one{m.kernel, m.threads, {f}};
-      plan_shared(one, target);
-      if (!smem_over_budget(one.funcs[0]))
-        return pre;
-      body = saved;
-      f.values.resize(values);
+    const std::vector<TValue> values = f.values; // read_as_used retags layouts
+    const int64_t most = a_in_registers(lp) ? 2 : kMaxStages;
+    for (bool all : {true, false}) {
+      std::vector<size_t> r;
+      std::vector<bool> pl;
+      for (size_t q = 0; q < ring.size(); ++q)
+        if (all || !plain[q])
+          r.push_back(ring[q]), pl.push_back(plain[q]);
+      if (r.empty() || (!all && r.size() == ring.size()))
+        continue;
+      for (int64_t stages = most; stages >= 2; --stages) {
+        const size_t pre = rewrite(body, i, r, pl, stages);
+        TileModule one{m.kernel, m.threads, {f}};
+        plan_shared(one, target);
+        if (!smem_over_budget(one.funcs[0]))
+          return pre;
+        body = saved;
+        f.values = values;
+      }
     }
-    skipped.push_back({body[i].loc, body[i].var,
-                       "two stages of its operand tiles do not fit the shared-memory budget (" +
-                           std::to_string(target.smem_budget) +
-                           " bytes a CTA) beside what the body stages"});
+    if (dots)
+      skipped.push_back({body[i].loc, body[i].var,
+                         "two stages of its operand tiles do not fit the shared-memory budget (" +
+                             std::to_string(target.smem_budget) +
+                             " bytes a CTA) beside what the body stages"});
     return std::nullopt;
+  }
+
+  /// The one use of `v`, or null.
+  const TOp *only_use(int v) {
+    std::vector<const TOp *> us;
+    users(f.body, v, us);
+    return us.size() == 1 ? us[0] : nullptr;
+  }
+
+  /// A plain slot `v` read only by a convert_layout (through a cast too)
+  /// is read in the layout that convert makes: shared memory takes any
+  /// layout, and the convert becomes a renaming of registers (no scratch,
+  /// no barrier; x of a GEMV, read as its broadcast wants it).
+  void read_as_used(int v) {
+    const TOp *u = only_use(v);
+    const TOp *cast = u && u->kind == TileOpKind::Cast ? u : nullptr;
+    if (cast)
+      u = only_use(cast->results[0]);
+    if (!u || u->kind != TileOpKind::Convert)
+      return;
+    const int want = f.values[size_t(u->results[0])].layout;
+    f.values[size_t(v)].layout = want;
+    if (cast)
+      f.values[size_t(cast->results[0])].layout = want;
+    // The convert is gone: its uses read its operand.
+    const int from = u->results[0], to = u->operands[0];
+    std::function<void(std::vector<TOp> &)> drop = [&](std::vector<TOp> &body) {
+      for (size_t j = 0; j < body.size();) {
+        TOp &op = body[j];
+        if (op.kind == TileOpKind::Convert && op.results[0] == from) {
+          body.erase(body.begin() + long(j));
+          continue;
+        }
+        for (int &o : op.operands)
+          if (o == from)
+            o = to;
+        for (SlicePart &p : op.parts)
+          if (p.kind == SlicePart::Gather && p.gather == from)
+            p.gather = to;
+        drop(op.body);
+        ++j;
+      }
+    };
+    drop(f.body);
   }
 
   /// The rewrite of the file comment, for loop `body[i]`, its loads at
   /// `ring` and `stages` slots; returns how many ops went before the loop.
   size_t rewrite(std::vector<TOp> &body, size_t i, const std::vector<size_t> &ring,
-                 int64_t stages) {
+                 const std::vector<bool> &plain, int64_t stages) {
     TOp &lp = body[i];
-    const Sym lo = *lp.lo, step(lp.step), var = Sym::symbol(lp.var);
-    auto slot = [&](const Sym &e) { return Sym::mod(Sym::floordiv(e - lo, step), Sym(stages)); };
+    const Sym lo = *lp.lo, var = Sym::symbol(lp.var);
+    auto slot = [&](const Sym &e) { return ring_slot(lp, e, stages); };
     std::vector<TOp> pre, top;
     std::vector<int> bufs;
     for (size_t j : ring) {
@@ -228,13 +329,16 @@ struct Pipeliner {
       const TValue &v = f.values[size_t(ld.results[0])];
       TValue bv;
       bv.elem = v.elem;
-      bv.shape = {stages, v.shape[0], v.shape[1]};
+      bv.shape = v.shape;
+      bv.shape.insert(bv.shape.begin(), stages);
       bv.shared = true;
       const int buf = int(f.values.size());
       f.values.push_back(bv);
       bufs.push_back(buf);
       TOp a = simple(TileOpKind::SmemAlloc);
       a.results = {buf};
+      if (plain[bufs.size() - 1])
+        a.attr = kRowMajorRing;
       a.loc = ld.loc;
       pre.push_back(a);
     }
@@ -249,8 +353,10 @@ struct Pipeliner {
     for (size_t r = 0; r < ring.size(); ++r)
       top.push_back(copy_of(lp.body[ring[r]], bufs[r], lp, ahead, slot(ahead)));
     top.push_back(simple(TileOpKind::AsyncCommit));
+    std::vector<int> view_results;
     for (size_t r = 0; r < ring.size(); ++r) {
       TOp &ld = lp.body[ring[r]];
+      view_results.push_back(ld.results[0]);
       TOp v = simple(TileOpKind::SmemView);
       v.operands = {bufs[r]};
       v.results = ld.results;
@@ -258,6 +364,9 @@ struct Pipeliner {
       v.sym = slot(var);
       ld = v;
     }
+    for (size_t r = 0; r < ring.size(); ++r) // (may drop ops of the body: after the views)
+      if (plain[r])
+        read_as_used(view_results[r]);
     lp.body.insert(lp.body.begin(), top.begin(), top.end());
     body.insert(body.begin() + long(i + 1), simple(TileOpKind::AsyncWait, 0));
     body.insert(body.begin() + long(i), pre.begin(), pre.end());
@@ -277,9 +386,12 @@ struct Pipeliner {
 
 } // namespace
 
+Sym ring_slot(const TOp &loop, const Sym &e, int64_t stages) {
+  return Sym::mod(Sym::floordiv(e - *loop.lo, Sym(loop.step)), Sym(stages));
+}
+
 int64_t ring_slot_bytes(const TValue &v) {
-  const int64_t eb = v.elem == ElemType::F32 ? 4 : 2; // a tf32 dot's f32 operand
-  return line_bytes(eb * (v.shape.size() == 3 ? v.shape[1] * v.shape[2] : 0));
+  return line_bytes(int64_t(byte_size(v.elem)) * (v.shape.size() >= 2 ? v.numel() / v.shape[0] : 0));
 }
 
 std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, const TargetInfo &target) {

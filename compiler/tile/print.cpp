@@ -234,6 +234,9 @@ private:
     case TileOpKind::AsyncWait:
       os_ << "async.wait " << op.axis;
       break;
+    case TileOpKind::SmemAlloc:
+      os_ << "smem.alloc" << res_type << (op.attr.empty() ? "" : " {" + op.attr + "}");
+      break;
     default:
       os_ << op_spelling(op.kind) << (op.operands.empty() ? "" : " ") << list(op.operands)
           << res_type;

@@ -197,13 +197,14 @@ private:
     }
   }
 
-  /// Rings (tile/pipeline.cpp): a buffer is [S, R, C] of 16-bit elements
-  /// (f32 for a tf32 dot);
+  /// Rings (tile/pipeline.cpp): a buffer is [S, R, C] (dot operands:
+  /// 16-bit, f32 for a tf32 dot) or [S, C] (a plain rank-1 tile);
   /// copies and views name one and a slot; a view is one slot's tile.
   void async_rules(const TOp &op, int r) {
     const bool wants_buf = op.kind == TileOpKind::AsyncCopy || op.kind == TileOpKind::SmemView;
     if (op.kind == TileOpKind::SmemAlloc &&
-        (r < 0 || !val(r).shared || val(r).shape.size() != 3 || val(r).shape[0] < 2))
+        (r < 0 || !val(r).shared || val(r).shape.size() < 2 || val(r).shape.size() > 3 ||
+         val(r).shape[0] < 2 || (!op.attr.empty() && op.attr != kRowMajorRing)))
       fail(op, "does not yield a ring of at least 2 slots");
     if (wants_buf && (op.operands.size() != 1 || !val(op.operands[0]).shared || !op.sym))
       return fail(op, "needs a ring and a slot");

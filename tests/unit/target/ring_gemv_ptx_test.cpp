@@ -1,0 +1,95 @@
+// The steady-state K loop of a GEMV written naively (scripts/kloop_gemv.etl:
+// one task per column tile, a 64 x 128 bf16 weight tile and a 64-element x
+// slice per step, `acc += sum(x * w, axis = 0)`) in the PTX for sm_80 and
+// sm_90: tile/pipeline.cpp's plain rings stream both loads by cp.async three
+// stages deep, tile/sums.cpp keeps the sums in registers until the loop
+// ends. Between the prologue (two committed groups) and the drain after
+// the loop (wait_group 0): the ring's wait_group 1, copies and one barrier;
+// the weight tile read from shared memory in 16-byte vectors, never loaded
+// into registers from global memory; no division for the ring slot (a
+// counter that wraps); no shuffle and no argument-block load (the bounds
+// and pointers stay in registers).
+#include "driver/pipeline.h"
+#include "ptx_cfg.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+using namespace etl;
+
+namespace {
+
+std::string ptx_of(const char *target) {
+  CompileOptions o;
+  o.input = std::string(ETL_SOURCE_DIR) + "/scripts/kloop_gemv.etl";
+  o.targets = {target};
+  o.emit = "ptx";
+  std::ostringstream out, err;
+  int rc = compile(o, out, err);
+  INFO(err.str());
+  REQUIRE(rc == 0);
+  return out.str();
+}
+
+} // namespace
+
+TEST_CASE("naive GEMV: its K loop is a 3-stage cp.async ring with lean steps") {
+  using namespace etl::ptxcheck;
+  for (const char *target : {"sm_80", "sm_90"}) {
+    CAPTURE(target);
+    const std::string ptx = ptx_of(target);
+    // The prologue's two groups come before the loop's wait.
+    const size_t in_loop = ptx.find("cp.async.wait_group 1;");
+    REQUIRE(in_loop != std::string::npos);
+    size_t prologue_end = 0;
+    for (int g = 0; g < 2; ++g) {
+      prologue_end = ptx.find("cp.async.commit_group;", g ? prologue_end + 1 : 0);
+      REQUIRE(prologue_end < in_loop);
+    }
+    CHECK(ptx.find("cp.async.wait_group 0;", in_loop) != std::string::npos); // the drain
+    // The K loop: the innermost natural loop around the wait.
+    const Kernel k = parse_kernel(ptx);
+    int wait = -1;
+    for (size_t i = 0; i < k.insns.size(); ++i)
+      if (k.insns[i].op == "cp.async.wait_group" && k.insns[i].operands.at(0) == "1")
+        wait = int(i);
+    REQUIRE(wait >= 0);
+    std::set<int> loop;
+    for (const std::set<int> &l : k.loops())
+      if (l.count(k.insns[size_t(wait)].block) && (loop.empty() || l.size() < loop.size()))
+        loop = l;
+    REQUIRE(!loop.empty());
+    std::map<std::string, int> ops;
+    int arg_loads = 0;
+    for (int bi : loop)
+      for (int ii : k.blocks[size_t(bi)].insns) {
+        const Insn &in = k.insns[size_t(ii)];
+        ++ops[in.op];
+        for (const std::string &o : in.operands)
+          if (in.op.rfind("ld.global", 0) == 0 && o.front() == '[' &&
+              k.is_args_pointer(Kernel::address_reg(o)))
+            ++arg_loads;
+      }
+    auto n = [&](const std::string &prefix) {
+      int c = 0;
+      for (const auto &[op, times] : ops)
+        if (op.rfind(prefix, 0) == 0)
+          c += times;
+      return c;
+    };
+    CHECK(n("cp.async.cg.shared.global") >= 2); // w's chunks and x's
+    CHECK(n("cp.async.commit_group") == 1);
+    CHECK(n("bar.sync") == 1);
+    CHECK(n("ld.shared.v4") >= 4); // w: 8 bf16 a vector
+    CHECK(n("ld.global.nc.v4") == 0); // w never goes global -> registers
+    CHECK(n("rem.") == 0);
+    CHECK(n("div.") == 0);
+    CHECK(n("shfl.sync") == 0); // the sum across threads is after the loop
+    CHECK(n("fma.rn.f32") >= 32);
+    CHECK(arg_loads == 0);
+  }
+}
