@@ -51,8 +51,8 @@
 // ahead of the arithmetic and no global load waits inside the loop. The
 // values are the loaded ones bit for bit (cp.async copies bytes; the edge
 // chunks move element by element, 0 outside, as the load's default pad).
-// Where the plain rings do not fit beside the dots' at 2 stages, the dots'
-// rings alone.
+// Only in loops without dots (beside a dot's staging their registers pushed
+// rmsnorm_rope's FMA dot loop into spills).
 //
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"
@@ -148,8 +148,8 @@ struct Pipeliner {
   }
 
   Ring qualifies(const TOp &op, const std::set<std::string> &inner, const std::string &var) {
-    if (op.kind != TileOpKind::Load || op.tensor < 0 || written.count(op.tensor) ||
-        op.mask >= 0 || !op.pad.empty() || op.pad_value >= 0 || !op.attr.empty() || !op.operands.empty() ||
+    if (op.kind != TileOpKind::Load || op.tensor < 0 || written.count(op.tensor) || op.mask >= 0 ||
+        !op.pad.empty() || op.pad_value >= 0 || !op.attr.empty() || !op.operands.empty() ||
         op.barrier_before || op.results.size() != 1)
       return Ring::None;
     bool varies = false; // with the loop variable (else the same tile every step)
@@ -174,8 +174,9 @@ struct Pipeliner {
     // Any other use: a tensor no task of the kernel writes (weights, not
     // buffers other tasks fill), rows of whole 16-byte chunks of whole
     // bytes, a layout to read the slot back in.
-    if (!varies || !op.mem.non_coherent || some_dot_use(op.results[0]) || v.layout < 0 || is_packed(v.elem) ||
-        v.elem == ElemType::Bool || (v.shape.back() * byte_size(v.elem)) % 16 != 0)
+    if (!varies || !op.mem.non_coherent || some_dot_use(op.results[0]) || v.layout < 0 ||
+        is_packed(v.elem) || v.elem == ElemType::Bool ||
+        (v.shape.back() * byte_size(v.elem)) % 16 != 0)
       return Ring::None;
     return Ring::Plain;
   }
@@ -231,6 +232,15 @@ struct Pipeliner {
     bool dots = false;
     for (const TOp &op : lp.body)
       dots = dots || (mma_dot(f, op) && mma_staging(f, op).ok);
+    // Plain rings only in loops without dots: beside a dot's staging their
+    // registers pushed rmsnorm_rope's FMA dot loop into spills, and a
+    // tensor-core loop's own ring already hides its operands' latency.
+    if (has_dot(lp.body))
+      for (size_t q = ring.size(); q-- > 0;)
+        if (plain[q]) {
+          ring.erase(ring.begin() + long(q));
+          plain.erase(plain.begin() + long(q));
+        }
     if (std::find(plain.begin(), plain.end(), false) == plain.end() && dots)
       skipped.push_back({lp.loc, lp.var,
                          "no operand of its dots is a load the ring can copy (a 2-D slice of a "
@@ -269,6 +279,13 @@ struct Pipeliner {
                              std::to_string(target.smem_budget) +
                              " bytes a CTA) beside what the body stages"});
     return std::nullopt;
+  }
+
+  static bool has_dot(const std::vector<TOp> &body) {
+    for (const TOp &op : body)
+      if (op.kind == TileOpKind::Dot || has_dot(op.body))
+        return true;
+    return false;
   }
 
   /// The one use of `v`, or null.
@@ -391,7 +408,8 @@ Sym ring_slot(const TOp &loop, const Sym &e, int64_t stages) {
 }
 
 int64_t ring_slot_bytes(const TValue &v) {
-  return line_bytes(int64_t(byte_size(v.elem)) * (v.shape.size() >= 2 ? v.numel() / v.shape[0] : 0));
+  return line_bytes(int64_t(byte_size(v.elem)) *
+                    (v.shape.size() >= 2 ? v.numel() / v.shape[0] : 0));
 }
 
 std::vector<LoopNotPipelined> pipeline_loops(TileModule &m, const TargetInfo &target) {

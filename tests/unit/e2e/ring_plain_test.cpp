@@ -79,10 +79,11 @@ Result gemv(const std::string &stem, int64_t N, int64_t K, bool drop_waits) {
   run.wrap_machine = [drop_waits, waits](std::unique_ptr<etl::Machine> m) {
     return std::unique_ptr<etl::Machine>(new Waits(std::move(m), drop_waits, waits));
   };
-  r.err = compile_and_run(kGemv, stem, {{"N", N}, {"K", K}},
-                          {Bind{"x", x.data(), ETL_BF16, {K}}, Bind{"w", w.data(), ETL_BF16, {K, N}},
-                           Bind{"y", r.y.data(), ETL_F32, {N}}},
-                          run);
+  r.err =
+      compile_and_run(kGemv, stem, {{"N", N}, {"K", K}},
+                      {Bind{"x", x.data(), ETL_BF16, {K}}, Bind{"w", w.data(), ETL_BF16, {K, N}},
+                       Bind{"y", r.y.data(), ETL_F32, {N}}},
+                      run);
   for (int64_t n = 0; n < N; ++n) {
     float acc = 0;
     for (int64_t k = 0; k < K; ++k)

@@ -84,7 +84,7 @@ TEST_CASE("naive GEMV: its K loop is a 3-stage cp.async ring with lean steps") {
     CHECK(n("cp.async.cg.shared.global") >= 2); // w's chunks and x's
     CHECK(n("cp.async.commit_group") == 1);
     CHECK(n("bar.sync") == 1);
-    CHECK(n("ld.shared.v4") >= 4); // w: 8 bf16 a vector
+    CHECK(n("ld.shared.v4") >= 4);    // w: 8 bf16 a vector
     CHECK(n("ld.global.nc.v4") == 0); // w never goes global -> registers
     CHECK(n("rem.") == 0);
     CHECK(n("div.") == 0);
