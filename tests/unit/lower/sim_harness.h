@@ -4,7 +4,7 @@
 // unit tests: it dlopens a sim shared object, installs its own etl_sim_ops
 // (one OS thread per simulated GPU thread, a pthread barrier and a shared
 // buffer per CTA, a pthread barrier per warp for shuffles, bounds checks
-// against registered buffers) and runs
+// against registered buffers, cp.async copied at once) and runs
 // etl_main on `ctas` x `threads` threads.
 //
 //===----------------------------------------------------------------------===//
@@ -106,6 +106,16 @@ inline uint32_t sim_shuffle(uint32_t v, uint32_t mode, uint32_t b, uint32_t c, u
   return r;
 }
 
+/// cp.async (tile/pipeline.cpp's rings): copied at once, which a copy may
+/// do (it lands by the wait_group that covers it at the latest); the
+/// runtime's sim defers it to that wait and checks the reads in between.
+inline void sim_async_copy(void *dst, const void *src, uint32_t bytes) {
+  sim_check_access(src, bytes, 0);
+  std::memcpy(dst, src, bytes);
+}
+inline void sim_async_commit() {}
+inline void sim_async_wait(uint32_t) {}
+
 inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
                                        .ctaid = sim_ctaid,
                                        .barrier = sim_barrier,
@@ -121,7 +131,10 @@ inline const etl_sim_ops g_test_ops = {.tid = sim_tid,
                                        .atomic_add_acq_rel = sim_atomic_add_acq_rel,
                                        .atomic_cas = sim_atomic_cas,
                                        .shared_access = sim_shared_access,
-                                       .shuffle = sim_shuffle};
+                                       .shuffle = sim_shuffle,
+                                       .async_copy = sim_async_copy,
+                                       .async_commit = sim_async_commit,
+                                       .async_wait = sim_async_wait};
 
 /// Static queues: the tasks of each (group, count), in order, dealt
 /// round-robin over `ctas` CTAs, continuing across groups (as the runtime's
