@@ -54,8 +54,21 @@ private:
   /// Group `g` waits: emits the load ops of `tile` prefetch.cpp lets run
   /// before the waits and records them so the body skips them.
   void emit_prefetch(const GroupPlan &gp, const TileFunc &tile);
+  /// In a kernel with dynamic groups the wait loop may run dynamic items
+  /// (emit_static_wait_loop): the prefetched registers wait in allocas
+  /// (prefetch_slots), are issued again after each item the wait runs
+  /// (prefetch_reissue), so none lives across an item, and are read back
+  /// once the waits are done (prefetch_reload, into tile_preloaded).
+  void prefetch_store();
+  void prefetch_reissue();
+  void prefetch_reload();
   std::set<int> written; ///< written_tensors of the kernel
   std::set<const TOp *> hoisted_ops;
+  std::vector<const TOp *> prefetch_ops; ///< of the group being lowered, with prefetch_slots
+  std::vector<std::pair<int, std::vector<llvm::AllocaInst *>>> prefetch_slots;
+  /// Registers of values the body starts with (lower_tile_body sets them
+  /// after tile_begin): the prefetched loads prefetch_reload read back.
+  std::vector<std::pair<int, std::vector<llvm::Value *>>> tile_preloaded;
 
 public:
   /// Per group, how many loads were issued before its waits
