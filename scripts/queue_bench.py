@@ -11,7 +11,9 @@ whose wait runs them) at several NB, decode_layer (one layer, tiny dims) and
 qwen3_decode (the whole step, tiny dims, 2 layers, 1 step) at batch 1, 4
 and 16, each on 4 sim workers. Counts are the launch's totals (a run with
 more CTAs than work shows more empty looks and retries: CTAs that found
-nothing). Model columns: the ticket pop (one atomic) and the head/tail/CAS
+nothing; with several workers every count but tasks, pushes, claims and
+notifies depends on timing). qwen3_decode's check runs with
+--min-margin 0: only its profile is read here. Model columns: the ticket pop (one atomic) and the head/tail/CAS
 pop the GPU rows were measured on (two L2 reads and an atomic, plus the
 fitted serialisation); switch = round trips per task x the atomic's
 latency, each round trip one the task switch waits for. Asserts nothing.
