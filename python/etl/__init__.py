@@ -135,8 +135,8 @@ def torch_op(prog, name=None, inplace=()):
     tuple): ``y = etl.torch_op(etl.load("rowsum.etlb", device="sim"))(x)``.
     `name` defaults to the artifact's file name (``rowsum``, then
     ``rowsum_2``, ...); ``op._schema`` shows the signature. The op keeps
-    `prog` (and, as every call does, the last call's tensors) alive; it is
-    not differentiable. Needs torch (imported only here). See
+    `prog` (and, as every call does, the last call's tensors) alive; it has
+    no backward. Needs torch (imported only here). See
     etl._torch_op for the convention and why.
     """
     try:

@@ -24,8 +24,7 @@ Shape inference (the FakeTensor kernel: ``torch.library.register_fake``,
 else ``impl_abstract``, else a ``Meta`` kernel on torch 1.x) reads the dims
 from the tensor arguments' shapes and asks the runtime for each output's
 extents (``etlProgramTensorShape``), so ``torch.compile`` and make_fx see
-the outputs' shapes without running anything. The op is not differentiable
-(no backward): its outputs do not require grad.
+the outputs' shapes without running anything. The op has no backward.
 """
 import re
 
