@@ -26,6 +26,7 @@ from the tensor arguments' shapes and asks the runtime for each output's
 extents (``etlProgramTensorShape``), so ``torch.compile`` and make_fx see
 the outputs' shapes without running anything. The op has no backward.
 """
+import os
 import re
 
 import torch
@@ -164,7 +165,7 @@ class _Op:
 
 
 def _default_name(prog):
-    stem = re.sub(r"\W", "_", prog.path.rsplit("/", 1)[-1].split(".")[0]) or "program"
+    stem = re.sub(r"\W", "_", os.path.basename(prog.path).split(".")[0]) or "program"
     return "_" + stem if stem[0].isdigit() else stem
 
 
@@ -200,7 +201,11 @@ def torch_op(prog, name=None, inplace=()):
     op = _Op(prog, name, inplace)
     if _library is None:
         _library = torch.library.Library(_NAMESPACE, "DEF")
-    _library.define(op.schema)
+    try:
+        _library.define(op.schema)
+    except RuntimeError as e:  # a parameter name torch's schemas reserve (None, True)
+        raise errors.InvalidValueError("etl.torch_op: torch cannot declare %s: %s" %
+                                       (op.schema, str(e).splitlines()[0])) from None
     for key in ("CPU", "CUDA"):
         _library.impl(name, op.run, key)
     qualname = "%s::%s" % (_NAMESPACE, name)
