@@ -14,8 +14,9 @@ op's outputs need shape inference):
   (one tensor, or a tuple in declaration order);
 - a written tensor named in ``inplace=`` (one the kernel reads before
   writing, or writes only in part: a KV cache, a state advanced each step)
-  is an argument instead, mutated in place and declared so in the schema
-  (``Tensor(a!)``), and not returned;
+  is an argument instead, in declaration order among the read ones,
+  mutated in place and declared so in the schema (``Tensor(a!)``), and not
+  returned;
 - scalar parameters follow as ``float`` (f32/f16/bf16) or ``int``
   arguments, then every dim that is not the extent of some tensor
   argument's axis, as an ``int`` argument (``K`` of examples/moe).
