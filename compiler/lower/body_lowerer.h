@@ -80,6 +80,13 @@ public:
     unsigned n8 = 2;
     bool b_nk = false;
   };
+  /// tile/layout.h's smem_place of `s` in LLVM IR: the byte offset (i64)
+  /// of element (row, col) of a staging area, or for a lines layout the
+  /// element index of row-major index `col` (the one home of the XOR
+  /// swizzles: mma_a_ptr, mma_load_b, tile_tf32_ptr, tile_scratch_index).
+  /// `chunk_first`: build the chunk's term first (tile_tf32_ptr's order).
+  llvm::Value *smem_offset(const SmemLayout &s, llvm::Value *row, llvm::Value *col,
+                           bool chunk_first = false);
   /// Scratch pointer (i8, shared) of element (row, col) of an operand area
   /// of `cols` columns at `base` in the XOR-swizzled staging layout.
   llvm::Value *mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row, llvm::Value *col);
