@@ -232,7 +232,7 @@ public:
                                   const std::vector<int64_t> &shape, unsigned bytes, int64_t base);
   void tile_scratch_write(const Layout &ls, const std::vector<llvm::Value *> &in, ElemType elem,
                           const std::vector<int64_t> &shape, int64_t base);
-  // ---- scratch (lower_kernel.cpp) ------------------------------------------
+  // ---- scratch (lower_body.cpp) ---------------------------------------------
   /// Scratch address of element `elem_index` of a tile of `bytes`-wide registers.
   llvm::Value *scratch_ptr(llvm::Value *elem_index, unsigned bytes = 4);
   /// A load or store of scratch element `elem_index` (through

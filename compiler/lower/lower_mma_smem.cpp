@@ -33,6 +33,7 @@ struct SmemIr {
   Value urem(Value x, Value y) const { return b.CreateURem(x, y); }
   Value mul(Value x, Value y) const { return b.CreateMul(x, y); }
   Value add(Value x, Value y) const { return b.CreateAdd(x, y); }
+  Value and_(Value x, Value y) const { return b.CreateAnd(x, y); }
   Value xor_(Value x, Value y) const { return b.CreateXor(x, y); }
   Value or_(Value x, Value y) const { return b.CreateOr(x, y); }
   Value shl(Value x, unsigned n) const { return b.CreateShl(x, n); }

@@ -233,8 +233,8 @@ struct SmemLayout {
 };
 /// Where element (row, col) of the affine part of `s` lies: its byte offset,
 /// or with s.lines its element index, `col` being the row-major index (row
-/// unused). In the arithmetic `A` gives (Value, k(constant), udiv, urem,
-/// mul, add, xor_, or_, shl, lshr: SmemInt for host integers, the
+/// unused; no rotation). In the arithmetic `A` gives (Value, k(constant),
+/// udiv, urem, mul, add, and_, xor_, or_, shl, lshr: SmemInt for host integers, the
 /// lowering's LLVM IR builder), so that the bank check and the code compute
 /// one function. The calls nest as the lowering's did before they were
 /// folded here, so its PTX did not change; A::chunk_term_first() picks the
@@ -251,8 +251,10 @@ typename A::Value smem_place(A &a, const SmemLayout &s, typename A::Value row,
       p = a.or_(a.urem(a.shl(p, s.rotate), a.k(mp)), a.lshr(p, ceil_log2(mp) - s.rotate));
     return p;
   };
-  if (s.lines) {
-    V line = phase_of(col, s.row_bytes / int64_t(s.elem_bytes) * int64_t(s.per_phase));
+  if (s.lines) { // the phase by a mask (max_phase a power of two), as the scratch took it:
+    // LLVM folds `& 7` and `% 8` into different but equal code
+    const int64_t div = s.row_bytes / int64_t(s.elem_bytes) * int64_t(s.per_phase);
+    V line = a.and_(a.udiv(col, a.k(div)), a.k(mp - 1));
     return a.xor_(col, a.mul(line, a.k(per)));
   }
   V phase = phase_of(row, int64_t(s.per_phase));
@@ -275,6 +277,7 @@ struct SmemInt {
   Value urem(Value x, Value y) const { return int64_t(uint64_t(x) % uint64_t(y)); }
   Value mul(Value x, Value y) const { return x * y; }
   Value add(Value x, Value y) const { return x + y; }
+  Value and_(Value x, Value y) const { return x & y; }
   Value xor_(Value x, Value y) const { return x ^ y; }
   Value or_(Value x, Value y) const { return x | y; }
   Value shl(Value x, unsigned n) const { return int64_t(uint64_t(x) << n); }
