@@ -282,10 +282,10 @@ TEST_CASE("staging layouts: the lowering's swizzles as data (smem_place)") {
   // chunk XORed by the line's number mod 8 (element units).
   SmemLayout l = scratch_smem_layout(4);
   CHECK(smem_place(a, l, 0, 5) == 5);
-  CHECK(smem_place(a, l, 0, 33) == 33 ^ 4);
-  CHECK(smem_place(a, l, 0, 7 * 32 + 2) == (7 * 32 + 2) ^ 28);
+  CHECK(smem_place(a, l, 0, 33) == (33 ^ 4));
+  CHECK(smem_place(a, l, 0, 7 * 32 + 2) == ((7 * 32 + 2) ^ 28));
   CHECK(smem_place(a, l, 0, 8 * 32 + 3) == 8 * 32 + 3);
-  CHECK(smem_place(a, scratch_smem_layout(8), 0, 16 + 1) == (16 + 1) ^ 2);
+  CHECK(smem_place(a, scratch_smem_layout(8), 0, 16 + 1) == ((16 + 1) ^ 2));
   // The bank check reads the affine part: an ldmatrix phase (8 lanes, 16
   // bytes each) over chunk 0 of rows 0..7 of 128-byte rows is one
   // wavefront, and 8 without the phase.
