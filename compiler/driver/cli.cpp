@@ -117,6 +117,17 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
                    "NAME=VALUE: override the top-level `const NAME` of the program (an "
                    "integer const takes a base-10 integer, a float const a number); repeatable")
       ->allow_extra_args(false);
+  compile
+      ->add_option("--variant", opts.variants,
+                   "CONDITIONS:NAME=VALUE,...: compile the program once more, with these "
+                   "const values (applied like -D, after it), for the bindings where the "
+                   "CONDITIONS hold, and put every variant in the one artifact; etlRun runs "
+                   "the first variant whose conditions hold for the bound dims (no "
+                   "recompilation) and refuses a binding none holds for. CONDITIONS: '*' (every "
+                   "binding: a last fallback) or DIM<=N, DIM<N, DIM>=N, DIM>N, DIM==N joined "
+                   "by ','. Every variant must take the same parameters. Example: --variant "
+                   "'B<=1:TK=64' --variant '*:TK=32'; repeatable")
+      ->allow_extra_args(false);
   compile->add_flag("--MD", opts.write_deps,
                     "-MD: also write a Makefile dependency file listing the input and every "
                     "imported module (stdlib included), to <output>.d or the -MF file; needs -o");
