@@ -8,7 +8,7 @@
 // with the single-variant artifact compiled with the same values.
 //
 //===----------------------------------------------------------------------===//
-#include "e2e/compile_run.h"
+#include "compile_run.h"
 
 #include <doctest/doctest.h>
 
@@ -169,7 +169,7 @@ struct DecodeCase {
   std::vector<int32_t> kv_len, page_table;
 
   explicit DecodeCase(int64_t b) : B(b), NP(b * MP + 1) {
-    std::mt19937 rng(unsigned(b));
+    std::mt19937 rng{static_cast<unsigned>(b)};
     auto fill = [&](std::vector<uint16_t> &v, size_t n, float scale, float mean) {
       std::uniform_real_distribution<float> d(-1.0f, 1.0f);
       v.resize(n);
