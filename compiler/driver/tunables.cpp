@@ -18,9 +18,10 @@ std::string value_text(const ConstDecl &c, int64_t i, double f) {
   return c.is_float ? format_float_const(f) : std::to_string(i);
 }
 
-/// Candidate combinations the constraints allow, with the other consts at
-/// their values; nullopt past `limit` combinations.
-std::optional<uint64_t> count_allowed(const Program &p, uint64_t &total, uint64_t limit) {
+} // namespace
+
+std::optional<std::vector<TunableChoice>> allowed_combinations(const Program &p, uint64_t &total,
+                                                              uint64_t limit) {
   std::vector<const ConstDecl *> ts;
   total = 1;
   for (const ConstDecl &c : p.consts)
@@ -42,7 +43,7 @@ std::optional<uint64_t> count_allowed(const Program &p, uint64_t &total, uint64_
         return k.folded;
     return std::nullopt;
   };
-  uint64_t allowed = 0;
+  std::vector<TunableChoice> allowed;
   for (uint64_t n = 0; n < total; ++n) {
     uint64_t rest = n;
     for (size_t i = ts.size(); i-- > 0;) {
@@ -58,11 +59,19 @@ std::optional<uint64_t> count_allowed(const Program &p, uint64_t &total, uint64_
         std::optional<int64_t> v = eval_constraint(*w, value, why, at);
         ok = ok && v && *v;
       }
-    allowed += ok;
+    if (!ok)
+      continue;
+    TunableChoice choice;
+    for (size_t i = 0; i < ts.size(); ++i)
+      choice.emplace_back(ts[i]->name,
+                          ts[i]->is_float ? format_float_const(ts[i]->float_candidates[pick[i]])
+                                          : std::to_string(ts[i]->folded_candidates[pick[i]]));
+    allowed.push_back(std::move(choice));
   }
   return allowed;
 }
 
+namespace {
 } // namespace
 
 std::string print_tunables(const Program &p, const SourceManager &sm) {
@@ -92,8 +101,8 @@ std::string print_tunables(const Program &p, const SourceManager &sm) {
     return out.str();
   }
   uint64_t total = 0;
-  if (std::optional<uint64_t> allowed = count_allowed(p, total, uint64_t(1) << 20))
-    out << "combinations: " << *allowed << " of " << total
+  if (auto allowed = allowed_combinations(p, total, uint64_t(1) << 20))
+    out << "combinations: " << allowed->size() << " of " << total
         << " satisfy the constraints (other consts at their values here)\n";
   else
     out << "combinations: more than " << (uint64_t(1) << 20) << ", not counted\n";
