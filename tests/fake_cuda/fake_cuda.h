@@ -26,6 +26,8 @@
  * before two queries have found it running: a test that checks "in flight"
  * right after the launch, and again in its first poll, holds however long a
  * loaded machine stalls it.
+ * (tests/python/test_cuda_fake.py mirrors etl_fake_cuda_stats with ctypes:
+ * change both together.)
  * ETL_FAKE_CUDA_PTXAS names ptxas: when set and non-empty every PTX image is
  * also assembled with it; otherwise the first load prints why it is not.
  * Contexts: each thread has a context stack (cuCtxPushCurrent/PopCurrent,
@@ -67,7 +69,6 @@ typedef struct etl_fake_cuda_stats {
   int reclaimed;  /* resources cuCtxDestroy freed because the caller had not */
   int violations; /* calls that broke a rule of the API */
   int launches;   /* successful cuLaunchKernel */
-  char last_target[16]; /* the .target of the last module loaded ("sm_90a") */
   unsigned last_grid, last_block, last_smem; /* of the last launch (x dims) */
   unsigned long long last_stream; /* of the last launch: the CUstream's value (0 = NULL) */
   int primary_refs;               /* retains of the primary context outstanding */
@@ -86,6 +87,7 @@ typedef struct etl_fake_cuda_stats {
   int last_graph_kernels;   /* kernel launches, */
   int last_graph_copies;    /* cuMemcpyAsync copies and */
   int last_graph_memsets;   /* memsets */
+  char last_target[16];     /* the .target of the last module loaded ("sm_90a") */
 } etl_fake_cuda_stats;
 
 /// Forget failures, kernel mode, the compute capability, call counts and
