@@ -36,6 +36,10 @@
 #    from PTX counts per K step, latencies and issue rates, replayed over the
 #    132 SMs as the runtime deals tasks. Then the decode rows again with
 #    the ticket queue main has now: predictions, not yet measured.
+# 4d. The task switch against task count (scripts/queue_bench.py): queue
+#    operations and dependent round trips per task from the sim profile, for
+#    a synthetic dynamic program at several sizes, decode_layer and
+#    qwen3_decode at batch 1, 4 and 16, with the model's pop and switch cost.
 # 5. Compile time of the layer programs (decode_layer, and moe_layer when
 #    present): etlc from .etl to sm_90 PTX against ptxas assembling that PTX,
 #    CPU seconds, and their ratio (issue 12 asks etlc <= 0.5 x ptxas).
@@ -391,6 +395,10 @@ echo "-- the same rows with the ticket queue (dynamic pops by one fetch-and-add,
 echo "   were measured on the head/tail/CAS queue): the model's prediction for the next GPU run"
 python3 "$root/scripts/perf_model.py" rows --gpu h200 --etlc "$etlc" --queue ticket | grep decode ||
   echo "(perf_model failed)"
+
+echo
+echo "== task switch against task count (sim profile counts, 4 sim workers; model: h200's atomic and L2 latencies)"
+/usr/bin/python3 "$root/scripts/queue_bench.py" --build "$build" || echo "(queue_bench failed)"
 
 echo
 echo "== compile time: etlc (.etl -> PTX) vs ptxas (that PTX -> SASS), sm_90, CPU seconds (user + sys), median of 3"

@@ -26,6 +26,10 @@ cd "$root"
 packages=(build-essential cmake antlr4 libantlr4-runtime-dev llvm-19-dev libcli11-dev doctest-dev
   pkg-config python3-numpy)
 [[ ${ETL_SKIP_TORCH:-0} == 1 ]] || packages+=(python3-torch)
+# The VS Code extension test (tests/editor/run.sh) needs node and npm: Debian's
+# nodejs (18) and npm unless both commands exist already (a nodejs from
+# elsewhere bundles its npm, and Debian's npm package would conflict with it).
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }

@@ -7,6 +7,7 @@
     prog.run(x=x, y=y, trace="t.json", profile="p.json")
     prog.params                                     # name, dtype, rank, dims, kind of each
     etl.load("rmsnorm_rope.etlb")(x=x, ..., eps=1e-6)   # scalar parameters by name too
+    y = etl.torch_op(prog)(x)    # one torch.library op, for nn.Modules and torch.compile
 
 Tensors are numpy arrays, torch tensors, objects with
 ``__cuda_array_interface__`` or anything with ``__dlpack__``, C-contiguous:
@@ -46,7 +47,7 @@ import tempfile
 from . import _lib, _scalars, _tensors, errors
 from .errors import *  # noqa: F401,F403  (the exception classes)
 
-__all__ = ["compile", "load", "Program", "Param", "errors", "version"]
+__all__ = ["compile", "load", "Program", "Param", "errors", "version", "torch_op"]
 
 Param = collections.namedtuple("Param", "name dtype rank dims kind written",
                                defaults=("tensor", False))
@@ -120,6 +121,31 @@ def load(path, device="auto", sim_workers=None, watchdog_ms=None, cuda_device=No
     etlContextParams; `cuda_device` defaults to torch's current device when
     torch has initialised CUDA, else 0."""
     return Program(path, device, sim_workers, watchdog_ms, cuda_device)
+
+
+def torch_op(prog, name=None, inplace=()):
+    """The program as one torch.library custom op, ``torch.ops.etl.NAME``.
+
+    Returns the op (an OpOverload): call it in a torch.nn.Module or in
+    torch.compile'd code like any torch op. Its arguments are the tensors
+    the kernel only reads, then the written tensors named in `inplace`
+    (mutated in place), then the scalar parameters, then the dims no
+    tensor argument's shape gives; it returns the other written tensors,
+    allocated with the shapes the artifact gives them (one tensor or a
+    tuple): ``y = etl.torch_op(etl.load("rowsum.etlb", device="sim"))(x)``.
+    `name` defaults to the artifact's file name (``rowsum``, then
+    ``rowsum_2``, ...); ``op._schema`` shows the signature. The op keeps
+    `prog` (and, as every call does, the last call's tensors) alive; it has
+    no backward. Needs torch (imported only here). See
+    etl._torch_op for the convention and why.
+    """
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ImportError("etl.torch_op needs PyTorch, which is not installed for %s "
+                          "(Debian: apt-get install python3-torch)" % sys.executable) from None
+    from . import _torch_op
+    return _torch_op.torch_op(prog, name, inplace)
 
 
 def _torch_cuda():

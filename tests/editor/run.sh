@@ -10,7 +10,7 @@
 # etlc: $ETLC, else build/compiler/etlc (without it the etlc checks print
 # why they skip). Arguments go to grammar.test.js (e.g. --update).
 # Exit 77 (skipped) when node or npm is not installed, or node is older
-# than 20.
+# than 18.17 (Debian 12's nodejs is 18.20).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ext=$root/editors/vscode
@@ -21,12 +21,14 @@ for tool in node npm; do
     exit 77
   fi
 done
-# @vscode/vsce (the .vsix check) needs node 20 or newer: Debian 12's
-# nodejs is 18, where `vsce package` fails with "File is not defined".
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-if ((node_major < 20)); then
-  echo "editor test: SKIPPED: node $(node --version) is older than 20, which @vscode/vsce needs" \
-    "(Debian 12 ships 18; install node 20 or newer, e.g. from nodejs.org, to run it)"
+# The packager, @vscode/vsce 2.32 with cheerio 1.0.0 (package.json pins
+# both: vsce 3 and cheerio >= 1.1 pull in undici 7, which needs node 20 and
+# fails on 18 with "File is not defined"), runs on node 18.17 or newer.
+node_version=$(node -p 'process.versions.node')
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number);
+              process.exit(a > 18 || (a == 18 && b >= 17) ? 0 : 1)'; then
+  echo "editor test: SKIPPED: node $node_version is older than 18.17, which the pinned" \
+    "@vscode/vsce 2.32 needs (Debian 12's nodejs is 18.20: apt-get install nodejs npm)"
   exit 77
 fi
 
