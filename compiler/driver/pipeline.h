@@ -122,7 +122,7 @@ struct Compilation {
 /// "inline" after the fn calls are expanded.
 bool compile_front(Compilation &c, const std::string &stop_after = "");
 
-/// `etlc --version`: "etlc 0.1.0 (artifact format N, LLVM 16)", N the
+/// `etlc --version`: "etlc 0.1.0 (artifact format N, LLVM 19)", N the
 /// ETL_ARTIFACT_VERSION of runtime/abi/etl_abi.h that the artifact writer uses.
 std::string version_text();
 /// `--target`'s help, listing every target of target/targets.def.
