@@ -31,7 +31,12 @@ program : topDecl* EOF ;
 
 topDecl : constDecl | kernelDecl | fnDecl | importDecl ;
 
-constDecl : 'const' IDENT '=' expr ';' ;
+// A tunable constant: `const TK = 64 in [16, 32, 64, 128] where K_TILE % TK == 0;`
+// The value after `=` is the default, the list its candidates, the `where`
+// conditions constraints between tunables (sema checks all three).
+constDecl : 'const' IDENT '=' expr tunableCandidates? ';' ;
+
+tunableCandidates : 'in' '[' exprList ']' whereClause? ;
 
 importDecl : 'import' IDENT ('.' IDENT)* ';' ;
 

@@ -21,7 +21,7 @@ import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-TARGET_FIELDS = ["name", "kind", "sm", "smem_limit", "regs_per_sm", "regs_per_thread",
+TARGET_FIELDS = ["name", "kind", "sm", "ptx", "smem_limit", "regs_per_sm", "regs_per_thread",
                  "wide_tile", "what"]
 GPU_FIELDS = ["key", "id", "hbm_gb_per_s", "fp32_tflops", "tc16_tflops", "tf32_tflops", "sms",
               "boost_mhz", "source"]

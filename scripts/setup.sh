@@ -23,7 +23,7 @@ cd "$root"
 # with python3-numpy and python3-torch (torch: ~150 MB of archives, ~100 s
 # to install; ETL_SKIP_TORCH=1 leaves it out and its tests skip, saying so).
 # pkg-config builds a host against the installed runtime (tests/install).
-packages=(build-essential cmake antlr4 libantlr4-runtime-dev llvm-16-dev libcli11-dev doctest-dev
+packages=(build-essential cmake antlr4 libantlr4-runtime-dev llvm-19-dev libcli11-dev doctest-dev
   pkg-config python3-numpy)
 [[ ${ETL_SKIP_TORCH:-0} == 1 ]] || packages+=(python3-torch)
 # The VS Code extension test (tests/editor/run.sh) needs node and npm: Debian's

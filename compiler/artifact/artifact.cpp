@@ -30,6 +30,7 @@ public:
     for (int i = 0; i < 8; ++i)
       out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
   }
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
   void count(size_t n) {
     if (n > 0xffffffffu)
       throw std::length_error("artifact: count does not fit in u32");
@@ -74,6 +75,40 @@ void patch_u32(std::string &s, size_t at, uint32_t v) {
 void patch_u64(std::string &s, size_t at, uint64_t v) {
   for (int i = 0; i < 8; ++i)
     s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+struct Section {
+  uint32_t kind; ///< ETL_SECTION_*
+  std::string target, payload;
+};
+
+/// Header, section table and the payloads, 8-byte aligned.
+std::string write_sections(const std::vector<Section> &sections) {
+  Writer w;
+  w.out.append(ETL_ARTIFACT_MAGIC, 4);
+  w.u32(ETL_ARTIFACT_VERSION);
+  w.u64(0); // file_size, patched below
+  w.count(sections.size());
+  w.u32(0); // checksum, patched below
+  w.u64(0); // reserved
+  uint64_t offset = 32 + 32 * static_cast<uint64_t>(sections.size());
+  for (const Section &s : sections) {
+    // keep payloads 8-byte aligned (cheap, and friendlier to mmap readers)
+    w.u32(s.kind);
+    std::string target = s.target;
+    target.resize(12, '\0');
+    w.out += target;
+    w.u64(offset);
+    w.u64(s.payload.size());
+    offset += (s.payload.size() + 7) & ~uint64_t(7);
+  }
+  for (const Section &s : sections) {
+    w.out += s.payload;
+    w.out.append((8 - s.payload.size() % 8) % 8, '\0');
+  }
+  patch_u64(w.out, 8, w.out.size());
+  patch_u32(w.out, 20, fnv1a(w.out, 32));
+  return std::move(w.out);
 }
 
 } // namespace
@@ -147,8 +182,8 @@ std::string serialize_artifact(const ArtifactMeta &meta,
   static_assert(sizeof(etl_artifact_header) == 32, "header layout");
   static_assert(sizeof(etl_section_entry) == 32, "section entry layout");
   std::string meta_bytes = serialize_meta(meta);
-  std::vector<std::pair<std::string, std::string>> sections; // target, payload
-  sections.emplace_back("", std::move(meta_bytes));
+  std::vector<Section> sections;
+  sections.push_back({ETL_SECTION_META, "", std::move(meta_bytes)});
   for (const auto &c : code) {
     if (c.first.empty() || c.first.size() > 11)
       throw std::invalid_argument("artifact: target name must have 1 to 11 characters: '" +
@@ -156,33 +191,31 @@ std::string serialize_artifact(const ArtifactMeta &meta,
     std::string payload = c.second;
     if (c.first.rfind("sm_", 0) == 0 && (payload.empty() || payload.back() != '\0'))
       payload.push_back('\0'); // PTX is NUL-terminated text
-    sections.emplace_back(c.first, std::move(payload));
+    sections.push_back({ETL_SECTION_CODE, c.first, std::move(payload)});
   }
-  Writer w;
-  w.out.append(ETL_ARTIFACT_MAGIC, 4);
-  w.u32(ETL_ARTIFACT_VERSION);
-  w.u64(0); // file_size, patched below
-  w.count(sections.size());
-  w.u32(0); // checksum, patched below
-  w.u64(0); // reserved
-  uint64_t offset = 32 + 32 * static_cast<uint64_t>(sections.size());
-  for (size_t i = 0; i < sections.size(); ++i) {
-    // keep payloads 8-byte aligned (cheap, and friendlier to mmap readers)
-    w.u32(i == 0 ? ETL_SECTION_META : ETL_SECTION_CODE);
-    std::string target = sections[i].first;
-    target.resize(12, '\0');
-    w.out += target;
-    w.u64(offset);
-    w.u64(sections[i].second.size());
-    offset += (sections[i].second.size() + 7) & ~uint64_t(7);
+  return write_sections(sections);
+}
+
+std::string serialize_variants(const std::vector<ArtifactVariant> &variants) {
+  if (variants.empty() || variants.size() > ETL_MAX_VARIANTS)
+    throw std::invalid_argument("artifact: 1 to " + std::to_string(ETL_MAX_VARIANTS) +
+                                " variants");
+  Writer t;
+  t.count(variants.size());
+  for (const ArtifactVariant &v : variants) {
+    t.str(v.label);
+    t.count(v.ranges.size());
+    for (const ArtifactVariant::Range &r : v.ranges) {
+      t.str(r.dim);
+      t.i64(r.lo);
+      t.i64(r.hi);
+    }
   }
-  for (const auto &s : sections) {
-    w.out += s.second;
-    w.out.append((8 - s.second.size() % 8) % 8, '\0');
-  }
-  patch_u64(w.out, 8, w.out.size());
-  patch_u32(w.out, 20, fnv1a(w.out, 32));
-  return std::move(w.out);
+  std::vector<Section> sections;
+  sections.push_back({ETL_SECTION_VARIANTS, "", std::move(t.out)});
+  for (const ArtifactVariant &v : variants)
+    sections.push_back({ETL_SECTION_VARIANT, "", v.artifact});
+  return write_sections(sections);
 }
 
 bool write_file_atomically(const std::string &path, const std::string &bytes, std::string &err) {

@@ -103,6 +103,22 @@ std::string serialize_meta(const ArtifactMeta &meta);
 std::string serialize_artifact(const ArtifactMeta &meta,
                                const std::vector<std::pair<std::string, std::string>> &code);
 
+/// One variant of an artifact of several (etl_abi.h): a whole artifact
+/// from serialize_artifact, the binding range it is for and its label.
+struct ArtifactVariant {
+  struct Range {
+    std::string dim;
+    int64_t lo = 0, hi = 0; ///< inclusive
+  };
+  std::string label; ///< "B<=1:TK=64"
+  std::vector<Range> ranges;
+  std::string artifact;
+};
+
+/// An artifact of several variants: the variant table, then each variant's
+/// artifact as a section of its own.
+std::string serialize_variants(const std::vector<ArtifactVariant> &variants);
+
 /// Write `bytes` to `path` through a temporary file in the same directory,
 /// fsync'ed and renamed over `path`: readers see the old file or the new
 /// one, never half of one. On failure returns false with `err` set and

@@ -218,6 +218,20 @@ struct ConstDecl {
   /// possibly negated); it is a scalar value in task bodies, never an index.
   bool is_float = false;
   double float_folded = 0;
+  /// A tunable (`const TK = 64 in [16, 32, 64] where ...;`): its candidate
+  /// values and the constraints between tunables; empty for a plain const.
+  std::vector<ExprPtr> candidates;
+  std::vector<ExprPtr> where;
+  /// The value written in the source (the default): `value` before a -D or
+  /// a --variant pinned another one (driver/defines.cpp), else null.
+  ExprPtr default_value;
+  /// sema: the candidates' values (integers in folded_candidates, floats in
+  /// float_candidates) and the default's.
+  std::vector<int64_t> folded_candidates;
+  std::vector<double> float_candidates;
+  int64_t folded_default = 0;
+  double float_default = 0;
+  bool tunable() const { return !candidates.empty(); }
 };
 
 /// `M: dim` in `kernel k<M: dim, ...>`.

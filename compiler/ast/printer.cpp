@@ -56,7 +56,16 @@ public:
     }
     for (const ConstDecl &c : p.consts) {
       line(1);
-      out_ += "(Const " + c.name + at(c.range) + " " + expr(c.value.get()) + ")";
+      out_ += "(Const " + c.name + at(c.range) + " " + expr(c.value.get());
+      if (c.tunable()) {
+        out_ += " (In";
+        for (const ExprPtr &e : c.candidates)
+          out_ += " " + expr(e.get());
+        out_ += ")";
+      }
+      for (const ExprPtr &e : c.where)
+        out_ += " (Where " + expr(e.get()) + ")";
+      out_ += ")";
     }
     for (const FnDecl &f : p.fns)
       fn(f);

@@ -9,6 +9,7 @@
 #include "driver/cli.h"
 
 #include "driver/pipeline.h"
+#include "driver/tunables.h"
 
 #include <CLI/CLI.hpp>
 
@@ -117,6 +118,17 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
                    "NAME=VALUE: override the top-level `const NAME` of the program (an "
                    "integer const takes a base-10 integer, a float const a number); repeatable")
       ->allow_extra_args(false);
+  compile
+      ->add_option("--variant", opts.variants,
+                   "CONDITIONS:NAME=VALUE,...: compile the program once more, with these "
+                   "const values (applied like -D, after it), for the bindings where the "
+                   "CONDITIONS hold, and put every variant in the one artifact; etlRun runs "
+                   "the first variant whose conditions hold for the bound dims (no "
+                   "recompilation) and refuses a binding none holds for. CONDITIONS: '*' (every "
+                   "binding: a last fallback) or DIM<=N, DIM<N, DIM>=N, DIM>N, DIM==N joined "
+                   "by ','. Every variant must take the same parameters. Example: --variant "
+                   "'B<=1:TK=64' --variant '*:TK=32'; repeatable")
+      ->allow_extra_args(false);
   compile->add_flag("--MD", opts.write_deps,
                     "-MD: also write a Makefile dependency file listing the input and every "
                     "imported module (stdlib included), to <output>.d or the -MF file; needs -o");
@@ -172,6 +184,20 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
                    "never fuses)")
       ->capture_default_str();
 
+  CompileOptions tune_opts;
+  CLI::App *tune_cmd = app.add_subcommand(
+      "tune", "List the combinations of a program's tunable consts that their constraints "
+              "allow, each compiled up to the task graph, and prune those the compiler knows "
+              "are bad (shared memory over the targets' budget, a register-spill estimate, any "
+              "error), saying why. Ranking the rest is not implemented yet");
+  tune_cmd->add_option("input", tune_opts.input, "The .etl source file")->required();
+  tune_cmd->add_option("--target", tune_opts.targets, target_help())
+      ->delimiter(',')
+      ->capture_default_str();
+  tune_cmd->add_option("-I,--import-dir", tune_opts.import_dirs, "As for compile")
+      ->allow_extra_args(false);
+  tune_cmd->add_option("--threads", tune_opts.threads_per_cta, "As for compile");
+
   // clang spells these with one dash; CLI11 takes multi-letter options with
   // two.
   std::vector<std::string> args = argv;
@@ -190,6 +216,13 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
     if (e.get_exit_code() == 0) // --help, --version
       return app.exit(e, out, err) == 0 ? kExitOk : kExitUsage;
     return usage_error(e.what(), early_format, early_color, err);
+  }
+  if (tune_cmd->parsed()) {
+    if (tune_cmd->count("--threads") && !valid_threads_per_cta(tune_opts.threads_per_cta))
+      return usage_error("--threads " + std::to_string(tune_opts.threads_per_cta) +
+                             ": threads per CTA must be 32, 64, 128, 256, 512 or 1024",
+                         DiagFormat::Text, false, err);
+    return tune(tune_opts, out, err);
   }
   opts.diag_format = *parse_diag_format(diag_format);
   opts.barrier_events = events == "barrier";

@@ -64,7 +64,8 @@ bool is_define_error(DiagId id) {
          id == DiagId::DefineBadValue || id == DiagId::DefineOutOfRange;
 }
 
-bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &diag) {
+bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &diag,
+                   const std::string &origin) {
   unsigned errors = diag.error_count();
   SourceRange none;
   for (const std::string &d : defines) {
@@ -81,7 +82,7 @@ bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &di
         c = &k;
     }
     if (!c) {
-      diag.error(DiagId::DefineUnknownConst, none, {name.str()});
+      diag.error(DiagId::DefineUnknownConst, none, {name.str(), origin});
       std::string best = closest_name(name.str(), names);
       for (const ConstDecl &k : p.consts)
         if (!best.empty() && k.name == best) {
@@ -100,13 +101,13 @@ bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &di
       double v = looks_decimal(value) ? std::strtod(s.c_str(), &end) : 0;
       if (!end || *end) {
         diag.error(DiagId::DefineBadValue, none,
-                   {name.str(), value.str(), "a float const", "a number such as 0.5"});
-        diag.note(DiagId::NoteDefineOverrides, at, {name.str()});
+                   {name.str(), value.str(), "a float const", "a number such as 0.5", origin});
+        diag.note(DiagId::NoteDefineOverrides, at, {name.str(), origin});
         continue;
       }
       if (errno == ERANGE || !std::isfinite(v)) {
-        diag.error(DiagId::DefineOutOfRange, none, {name.str(), value.str(), "a 64-bit float"});
-        diag.note(DiagId::NoteDefineOverrides, at, {name.str()});
+        diag.error(DiagId::DefineOutOfRange, none, {name.str(), value.str(), "a 64-bit float", origin});
+        diag.note(DiagId::NoteDefineOverrides, at, {name.str(), origin});
         continue;
       }
       lit->float_value = v;
@@ -114,19 +115,21 @@ bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &di
       int64_t v = 0;
       if (!looks_integer(value)) {
         diag.error(DiagId::DefineBadValue, none,
-                   {name.str(), value.str(), "an integer const", "a base-10 integer"});
-        diag.note(DiagId::NoteDefineOverrides, at, {name.str()});
+                   {name.str(), value.str(), "an integer const", "a base-10 integer", origin});
+        diag.note(DiagId::NoteDefineOverrides, at, {name.str(), origin});
         continue;
       }
       llvm::StringRef digits = value;
       digits.consume_front("+");
       if (digits.getAsInteger(10, v)) {
-        diag.error(DiagId::DefineOutOfRange, none, {name.str(), value.str(), "a 64-bit integer"});
-        diag.note(DiagId::NoteDefineOverrides, at, {name.str()});
+        diag.error(DiagId::DefineOutOfRange, none, {name.str(), value.str(), "a 64-bit integer", origin});
+        diag.note(DiagId::NoteDefineOverrides, at, {name.str(), origin});
         continue;
       }
       lit->int_value = v;
     }
+    if (!c->default_value) // the source's value: a tunable's default
+      c->default_value = std::move(c->value);
     c->value = std::move(lit);
   }
   return diag.error_count() == errors;

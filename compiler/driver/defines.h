@@ -23,9 +23,12 @@
 namespace etl {
 
 /// Applies every `NAME=VALUE` of `defines` (in order; a later one of the
-/// same name wins) to `p.consts`. Reports errors to `diag`; returns false
-/// if there were any.
-bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &diag);
+/// same name wins) to `p.consts`, keeping the source's value as the const's
+/// `default_value`. Reports errors to `diag`, each naming `origin` ("-D",
+/// or "--variant 'SPEC':" for a variant's values); returns false if there
+/// were any. A tunable pinned outside its candidates is sema's warning.
+bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &diag,
+                   const std::string &origin = "-D");
 
 /// Whether `id` is one of the -D errors above (the command line's fault:
 /// etlc exits 2 on them, not 1).

@@ -12,6 +12,8 @@
 #include "cost/cost.h"
 #include "driver/defines.h"
 #include "driver/metadata.h"
+#include "driver/tunables.h"
+#include "driver/variants.h"
 #include "frontend/parser.h"
 #include "inline/barrier.h"
 #include "lower/backend.h"
@@ -218,6 +220,8 @@ bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &time
   c.program = timer.run("parse", [&] { return parse_program(c.file, c.sm, c.diag); });
   if (!c.diag.has_errors() && !c.defines.empty())
     apply_defines(*c.program, c.defines, c.diag);
+  if (!c.diag.has_errors() && !c.variant_defines.empty())
+    apply_defines(*c.program, c.variant_defines, c.diag, c.variant_origin);
   if (c.diag.has_errors() || stop_after == "ast")
     return !c.diag.has_errors();
   std::vector<std::string> search_path = c.import_dirs;
@@ -407,6 +411,10 @@ std::string gpu_help() {
 
 namespace {
 
+int compile_program(const CompileOptions &opts, Compilation &c, PassTimer &timer,
+                    std::ostream &out, std::string *bytes, ArtifactMeta *meta_out);
+int compile_variants(const CompileOptions &opts, Compilation &c, PassTimer &timer);
+
 /// compile() up to rendering: every error goes to c.diag.
 int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, std::ostream &out) {
   const SourceRange none;
@@ -453,7 +461,26 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
     c.diag.error(DiagId::NoOutputFile, none);
     return kExitUsage;
   }
+  if (!opts.variants.empty())
+    return compile_variants(opts, c, timer);
+  std::string bytes;
+  int code = compile_program(opts, c, timer, out, &bytes, nullptr);
+  if (code != kExitOk || !opts.emit.empty())
+    return code;
+  std::string io_err;
+  if (!write_file_atomically(opts.output, bytes, io_err)) {
+    c.diag.error(DiagId::CannotWriteFile, none, {opts.output, io_err});
+    return kExitUsage;
+  }
+  return kExitOk;
+}
 
+/// One compilation of the program, from reading the source: the --emit
+/// dump to `out`, or the artifact's bytes to `bytes` (and its metadata to
+/// `meta` when not null).
+int compile_program(const CompileOptions &opts, Compilation &c, PassTimer &timer,
+                    std::ostream &out, std::string *bytes, ArtifactMeta *meta_out) {
+  const SourceRange none;
   std::string io_err;
   if (opts.stdin_text) {
     c.file = c.sm.add("<stdin>", *opts.stdin_text);
@@ -468,7 +495,9 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   bool ok = front(c, ast_dump ? opts.emit : "", timer) && !c.diag.has_errors();
   const std::vector<Diagnostic> &ds = c.diag.diagnostics();
   const int fail =
-      std::any_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return is_define_error(d.id); })
+      std::any_of(ds.begin(), ds.end(), [](const Diagnostic &d) {
+            return is_define_error(d.id) || is_variant_usage_error(d.id);
+          })
           ? kExitUsage
           : kExitProgramError;
   if (ast_dump && c.program) {
@@ -477,6 +506,10 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
   }
   if (!ok)
     return fail;
+  if (opts.emit == "tunables") {
+    out << print_tunables(*c.program, c.sm);
+    return kExitOk;
+  }
   // One thread count for every target of the artifact (from all of them,
   // so --emit=ptx and --emit=tile show the kernel the artifact would carry).
   const KernelDecl &k = c.program->kernels[0];
@@ -565,14 +598,61 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
     return kExitOk;
   }
 
-  std::string bytes = timer.run("artifact", [&] {
+  *bytes = timer.run("artifact", [&] {
     ArtifactMeta meta = build_metadata(*c.program, k, c.graph, be, c.sm);
     std::vector<std::pair<std::string, std::string>> code;
     for (const TargetOutput &o : be.outputs)
       code.emplace_back(o.target, o.code);
-    return serialize_artifact(meta, code);
+    std::string r = serialize_artifact(meta, code);
+    if (meta_out)
+      *meta_out = std::move(meta);
+    return r;
   });
-  if (!write_file_atomically(opts.output, bytes, io_err)) {
+  return kExitOk;
+}
+
+/// `--variant SPEC...`: the program compiled once per variant with its
+/// values (driver/variants.h), the variants' artifacts in one.
+int compile_variants(const CompileOptions &opts, Compilation &c, PassTimer &timer) {
+  const SourceRange none;
+  if (!opts.emit.empty()) {
+    c.diag.error(DiagId::VariantWithEmit, none, {opts.emit});
+    return kExitUsage;
+  }
+  std::vector<ArtifactVariant> built;
+  ArtifactMeta first;
+  for (const std::string &text : opts.variants) {
+    VariantSpec v;
+    std::string why;
+    if (!parse_variant(text, v, why)) {
+      c.diag.error(DiagId::VariantSyntax, none, {text, why});
+      return kExitUsage;
+    }
+    c.variant_defines = v.defines;
+    c.variant_origin = "--variant '" + text + "':";
+    c.program.reset();
+    c.graph = TaskGraph();
+    c.inline_sites = InlineSites();
+    ArtifactVariant a;
+    ArtifactMeta meta;
+    std::ostringstream ignored;
+    int code = compile_program(opts, c, timer, ignored, &a.artifact, &meta);
+    if (code != kExitOk)
+      return code;
+    if (!check_variant_dims(v, c.program->kernels[0], c.diag))
+      return kExitUsage;
+    if (built.empty())
+      first = meta;
+    else if (std::string d = interface_mismatch(first, meta); !d.empty()) {
+      c.diag.error(DiagId::VariantInterface, none, {text, d, opts.variants[0]});
+      return kExitProgramError;
+    }
+    a.label = text;
+    a.ranges = v.ranges;
+    built.push_back(std::move(a));
+  }
+  std::string io_err;
+  if (!write_file_atomically(opts.output, serialize_variants(built), io_err)) {
     c.diag.error(DiagId::CannotWriteFile, none, {opts.output, io_err});
     return kExitUsage;
   }

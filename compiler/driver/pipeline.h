@@ -38,6 +38,7 @@ namespace etl {
 #define ETL_EMIT_KINDS(X)                                                                          \
   X(ast, "the syntax tree after parsing")                                                          \
   X(inline, "the syntax tree after imports and with every fn call expanded")                       \
+  X(tunables, "the tunable consts: value, default, candidates, constraints, combinations allowed")  \
   X(taskgraph, "task groups and their schedule, event tensors, edges and wait counts")             \
   X(dot, "the task graph as Graphviz")                                                             \
   X(cost, "FLOPs, minimum DRAM bytes and speed-of-light time per task group (--bind, --gpu)")      \
@@ -66,6 +67,9 @@ struct CompileOptions {
   bool werror = false, no_warnings = false;
   /// `-D NAME=VALUE`: overrides of top-level consts (driver/defines.h).
   std::vector<std::string> defines;
+  /// `--variant 'B<=1:TK=64'`: an artifact of several variants
+  /// (driver/variants.h).
+  std::vector<std::string> variants;
   /// The program's text when the input is `-` (read from stdin by the
   /// caller); diagnostics name it `<stdin>`.
   std::optional<std::string> stdin_text;
@@ -99,6 +103,10 @@ struct Compilation {
   InlineSites inline_sites; ///< filled by the inline stage
   /// `-D NAME=VALUE`, applied right after parsing.
   std::vector<std::string> defines;
+  /// The values of the variant being compiled (after `defines`), and
+  /// "--variant 'SPEC':" for their diagnostics.
+  std::vector<std::string> variant_defines;
+  std::string variant_origin;
   /// `--events=barrier`: rewrite the waits into group barriers before sema.
   bool barrier_events = false;
   /// The facts of the compilation's targets (target/target.h): sema, the
@@ -114,7 +122,7 @@ struct Compilation {
 /// "inline" after the fn calls are expanded.
 bool compile_front(Compilation &c, const std::string &stop_after = "");
 
-/// `etlc --version`: "etlc 0.1.0 (artifact format N, LLVM 16)", N the
+/// `etlc --version`: "etlc 0.1.0 (artifact format N, LLVM 19)", N the
 /// ETL_ARTIFACT_VERSION of runtime/abi/etl_abi.h that the artifact writer uses.
 std::string version_text();
 /// `--target`'s help, listing every target of target/targets.def.

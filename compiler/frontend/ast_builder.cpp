@@ -101,13 +101,22 @@ private:
 
   //===-- Declarations ---------------------------------------------------===//
 
-  // constDecl : 'const' IDENT '=' expr ';' ;
+  // constDecl : 'const' IDENT '=' expr tunableCandidates? ';' ;
+  // tunableCandidates : 'in' '[' exprList ']' whereClause? ;
   ConstDecl constDecl(P::ConstDeclContext *ctx) {
     ConstDecl c;
     c.name = text(ctx->IDENT());
     c.name_range = range(ctx->IDENT());
     c.value = expr(ctx->expr());
     c.range = range(ctx);
+    if (auto *t = ctx->tunableCandidates()) {
+      if (auto *l = t->exprList())
+        for (P::ExprContext *e : l->expr())
+          if (ExprPtr x = expr(e))
+            c.candidates.push_back(std::move(x));
+      if (auto *w = t->whereClause())
+        whereClause(w, c.where);
+    }
     return c;
   }
 

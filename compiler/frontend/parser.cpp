@@ -137,7 +137,12 @@ std::string expected_list(ETLParser *p, const antlr4::misc::IntervalSet &set) {
   bool expr = ts.count(ETLParser::INT) && ts.count(ETLParser::FLOAT) && ts.count(ETLParser::IDENT);
   if (expr)
     names.push_back("expression");
+  // A const's optional `in [...]` (a tunable) is rarer than the `;` that
+  // ends it: not offered where a `;` is.
+  bool const_end = p->getContext() && p->getContext()->getRuleIndex() == ETLParser::RuleConstDecl;
   for (size_t t : types) {
+    if (const_end && token_kind_name(v, t) == "'in'")
+      continue;
     if (expr) {
       std::string n = token_kind_name(v, t);
       if (t == ETLParser::INT || t == ETLParser::FLOAT || t == ETLParser::IDENT || n == "'('" ||
@@ -186,7 +191,17 @@ protected:
     unexpected(static_cast<ETLParser *>(p), e.getOffendingToken(), e.getExpectedTokens());
   }
   void reportInputMismatch(antlr4::Parser *p, const antlr4::InputMismatchException &e) override {
-    unexpected(static_cast<ETLParser *>(p), e.getOffendingToken(), e.getExpectedTokens());
+    auto *ep = static_cast<ETLParser *>(p);
+    // `const TM = 16` then the next declaration: the `;` is missing (the
+    // mismatch comes from the decision of the optional `in [...]`).
+    if (ep->getContext() && ep->getContext()->getRuleIndex() == ETLParser::RuleConstDecl &&
+        expected_list(ep, e.getExpectedTokens()) == "expected ';'") {
+      SourceRange r = rep_.after(p->getTokenStream()->LT(-1));
+      rep_.error(r.valid() ? r : rep_.token_range(e.getOffendingToken()),
+                 "expected ';' after constant declaration");
+      return;
+    }
+    unexpected(ep, e.getOffendingToken(), e.getExpectedTokens());
   }
   void reportFailedPredicate(antlr4::Parser *p,
                              const antlr4::FailedPredicateException &e) override {

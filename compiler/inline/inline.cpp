@@ -301,8 +301,13 @@ private:
   /// Every expression outside task and fn bodies (constants, shapes,
   /// `where`, task ranges, event indices), with what it is.
   void for_index_exprs(const std::function<void(ExprPtr &, const char *)> &f) {
-    for (ConstDecl &c : prog_.consts)
+    for (ConstDecl &c : prog_.consts) {
       f(c.value, "a constant");
+      for (ExprPtr &e : c.candidates)
+        f(e, "a constant");
+      for (ExprPtr &e : c.where)
+        f(e, "a constant");
+    }
     for (KernelDecl &k : prog_.kernels) {
       for (TensorDecl &t : k.tensors)
         for (ExprPtr &e : t.type.shape)

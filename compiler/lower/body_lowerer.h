@@ -80,6 +80,13 @@ public:
     unsigned n8 = 2;
     bool b_nk = false;
   };
+  /// tile/layout.h's smem_place of `s` in LLVM IR: the byte offset (i64)
+  /// of element (row, col) of a staging area, or for a lines layout the
+  /// element index of row-major index `col` (the one home of the XOR
+  /// swizzles: mma_a_ptr, mma_load_b, tile_tf32_ptr, tile_scratch_index).
+  /// `chunk_first`: build the chunk's term first (tile_tf32_ptr's order).
+  llvm::Value *smem_offset(const SmemLayout &s, llvm::Value *row, llvm::Value *col,
+                           bool chunk_first = false);
   /// Scratch pointer (i8, shared) of element (row, col) of an operand area
   /// of `cols` columns at `base` in the XOR-swizzled staging layout.
   llvm::Value *mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row, llvm::Value *col);
@@ -233,7 +240,7 @@ public:
                                   const std::vector<int64_t> &shape, unsigned bytes, int64_t base);
   void tile_scratch_write(const Layout &ls, const std::vector<llvm::Value *> &in, ElemType elem,
                           const std::vector<int64_t> &shape, int64_t base);
-  // ---- scratch (lower_kernel.cpp) ------------------------------------------
+  // ---- scratch (lower_body.cpp) ---------------------------------------------
   /// Scratch address of element `elem_index` of a tile of `bytes`-wide registers.
   llvm::Value *scratch_ptr(llvm::Value *elem_index, unsigned bytes = 4);
   /// A load or store of scratch element `elem_index` (through

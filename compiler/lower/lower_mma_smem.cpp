@@ -1,55 +1,62 @@
 //===- lower/lower_mma_smem.cpp - Swizzled 16-bit operands and their fragments ===//
 //
-// What this owns: where a tensor-core dot's staged 16-bit operand lies in
-// shared memory and how its fragments come back (lower_tile_mma.cpp stages
-// and multiplies). A row-major [rows, cols] tile (cols % 8 == 0) is rows of
-// cols * 2 bytes cut into 16-byte chunks, the chunk index XORed with a
-// per-row phase ((row / per_phase) % max_phase, Triton's #shared /
-// CUTLASS's swizzle) so that the 8 row addresses of one ldmatrix phase hit 8
-// different 16-byte bank groups: mma_a_ptr gives an element's address,
-// mma_load_b the B fragments of one k16 step (ldmatrix.trans of [K, N] rows,
-// plain ldmatrix of [N, K] rows).
+// What this owns: where a staged operand or a re-layout's element lies in
+// shared memory, and how a tensor-core dot's 16-bit fragments come back
+// (lower_tile_mma.cpp stages and multiplies). The layouts are data
+// (tile/layout.h's SmemLayout: mma_staging_layout, scratch_smem_layout in
+// tile/smem_layout.cpp); smem_offset is tile/layout.h's smem_place on LLVM
+// IR, the one home of the XOR swizzles: a row pitch, then the 16-byte
+// chunk XORed with the row's phase so that the 8 row addresses of one
+// ldmatrix phase hit 8 different 16-byte bank groups. mma_a_ptr gives an
+// element's address, mma_load_b the B fragments of one k16 step
+// (ldmatrix.trans of [K, N] rows, plain ldmatrix of [N, K] rows).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/body_lowerer.h"
+
+#include "tile/layout.h"
 
 namespace etl {
 
 namespace {
 
-/// The staging layout of a row-major [rows, cols] tile of 16-bit values.
-struct Swizzle {
-  int64_t cols, row_bytes, per_phase, max_phase;
-  explicit Swizzle(int64_t c) : cols(c), row_bytes(c * 2) {
-    int64_t chunks = row_bytes / 16;
-    max_phase = 1; // the largest power of two dividing chunks, at most 8: the XOR stays in the row
-    while (max_phase < 8 && chunks % (max_phase * 2) == 0)
-      max_phase *= 2;
-    per_phase = row_bytes >= 128 ? 1 : 128 / row_bytes;
-  }
+/// tile/layout.h's smem_place arithmetic on LLVM IR (i64 values).
+/// `chunk_first`: only the order of the instructions, as tile_tf32_ptr
+/// built them before the swizzles were folded (its PTX byte-identical).
+struct SmemIr {
+  using Value = llvm::Value *;
+  Builder &b;
+  bool chunk_first = false;
+  bool chunk_term_first() const { return chunk_first; }
+  Value k(int64_t c) const { return b.getInt64(uint64_t(c)); }
+  Value udiv(Value x, Value y) const { return b.CreateUDiv(x, y); }
+  Value urem(Value x, Value y) const { return b.CreateURem(x, y); }
+  Value mul(Value x, Value y) const { return b.CreateMul(x, y); }
+  Value add(Value x, Value y) const { return b.CreateAdd(x, y); }
+  Value and_(Value x, Value y) const { return b.CreateAnd(x, y); }
+  Value xor_(Value x, Value y) const { return b.CreateXor(x, y); }
+  Value or_(Value x, Value y) const { return b.CreateOr(x, y); }
+  Value shl(Value x, unsigned n) const { return b.CreateShl(x, n); }
+  Value lshr(Value x, unsigned n) const { return b.CreateLShr(x, n); }
 };
-
-/// Byte offset (i64) of element (row, col) in the swizzled layout `s`.
-llvm::Value *swizzled_offset(Builder &b, const Swizzle &s, llvm::Value *row, llvm::Value *col) {
-  llvm::Value *phase =
-      b.CreateURem(b.CreateUDiv(row, b.getInt64(s.per_phase)), b.getInt64(s.max_phase));
-  llvm::Value *chunk = b.CreateXor(b.CreateUDiv(col, b.getInt64(8)), phase);
-  llvm::Value *off = b.CreateMul(row, b.getInt64(s.row_bytes));
-  off = b.CreateAdd(off, b.CreateMul(chunk, b.getInt64(16)));
-  return b.CreateAdd(off, b.CreateMul(b.CreateURem(col, b.getInt64(8)), b.getInt64(2)));
-}
 
 } // namespace
 
+llvm::Value *BodyLowerer::smem_offset(const SmemLayout &s, llvm::Value *row, llvm::Value *col,
+                                      bool chunk_first) {
+  SmemIr a{b, chunk_first};
+  return smem_place(a, s, row, col);
+}
+
 llvm::Value *BodyLowerer::mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
                                 llvm::Value *col) {
-  return scratch_ptr(b.CreateAdd(swizzled_offset(b, Swizzle(cols), row, col), base), 1);
+  return scratch_ptr(b.CreateAdd(smem_offset(mma_staging_layout(cols, 2), row, col), base), 1);
 }
 
 std::vector<llvm::Value *> BodyLowerer::mma_load_b(const MmaTile &t, llvm::Value *b_base,
                                                llvm::Value *k0, llvm::Value *n0, llvm::Value *lane,
                                                unsigned line) {
-  const Swizzle s(t.b_nk ? t.K : t.N);
+  const SmemLayout s = mma_staging_layout(t.b_nk ? t.K : t.N, 2);
   llvm::Value *row, *col;
   if (t.b_nk) {
     // B as [N, K] rows, PTX's col-major B: plain 8x8 loads. Lane l gives a
@@ -68,7 +75,7 @@ std::vector<llvm::Value *> BodyLowerer::mma_load_b(const MmaTile &t, llvm::Value
     row = b.CreateAdd(k0, b.CreateAnd(lane, 15));
     col = t.nb == 16 ? b.CreateAdd(n0, b.CreateMul(b.CreateLShr(lane, 4), b.getInt64(8))) : n0;
   }
-  llvm::Value *p = scratch_ptr(b.CreateAdd(swizzled_offset(b, s, row, col), b_base), 1);
+  llvm::Value *p = scratch_ptr(b.CreateAdd(smem_offset(s, row, col), b_base), 1);
   return m.ldmatrix(b, p, 2 * t.n8, !t.b_nk, line);
 }
 

@@ -290,21 +290,20 @@ void BodyLowerer::tile_convert(const TOp &op) {
 
 /// The row-major index of coordinates `c` of a tile of `shape` in the
 /// scratch area, from element `base` (a multiple of a 128-byte line), its
-/// 16-byte chunk XORed with the 128-byte line's number mod 8: lanes reading
+/// 16-byte chunk XORed with the 128-byte line's number mod 8
+/// (scratch_smem_layout, through smem_offset): lanes reading
 /// vectors 32 words apart (a thread's run of 8 split in two 16-byte reads)
 /// or a column of a 32-wide tile fall in different banks; a vector stays
 /// inside its chunk, a line inside itself.
 llvm::Value *BodyLowerer::tile_scratch_index(const std::vector<llvm::Value *> &c,
                                          const std::vector<int64_t> &shape, unsigned bytes,
                                          int64_t base) {
-  const int64_t per_chunk = 16 / bytes, per_line = 128 / bytes;
   llvm::Value *lin = b.getInt64(0);
   for (size_t d = 0; d < c.size(); ++d)
     lin = b.CreateAdd(b.CreateMul(lin, b.getInt64(uint64_t(shape[d]))), c[d]);
   if (base)
     lin = b.CreateAdd(lin, b.getInt64(uint64_t(base)));
-  llvm::Value *line = b.CreateAnd(b.CreateUDiv(lin, b.getInt64(uint64_t(per_line))), b.getInt64(7));
-  return b.CreateXor(lin, b.CreateMul(line, b.getInt64(uint64_t(per_chunk))));
+  return smem_offset(scratch_smem_layout(bytes), nullptr, lin);
 }
 
 /// Writes registers `in` of a tile of `shape` in layout `ls` to the scratch

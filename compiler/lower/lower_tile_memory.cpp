@@ -73,8 +73,8 @@ llvm::Type *mem_elem_type(BodyLowerer &L, ElemType t) {
 }
 
 /// The type of one access of `n` elements of `t`: n bf16 travel as n/2 i32
-/// words (LLVM 16's NVPTX has no legal vector of i16, and would split
-/// `<8 x i16>` into narrow accesses), n > 1 narrow elements as an integer
+/// words (LLVM 16's NVPTX had no legal vector of i16 and split `<8 x i16>`
+/// into narrow accesses; 19 keeps it whole, words still cost nothing), n > 1 narrow elements as an integer
 /// of their bits or i32 words (word_packed), the others as `<n x T>`.
 llvm::Type *access_type(BodyLowerer &L, ElemType t, unsigned n) {
   llvm::Type *ety = mem_elem_type(L, t);

@@ -538,31 +538,10 @@ void BodyLowerer::tile_mma_dot(const TOp &op) {
 }
 
 llvm::Value *BodyLowerer::tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
-                                    llvm::Value *col) {
-  // Rows of `cols` f32 in 16-byte chunks of 4; a row's chunk is XORed with
-  // its phase, as the 16-bit staging's (lower_mma.cpp), but with the
-  // phase's bits rotated left by one: an ldmatrix phase's 8 rows still take
-  // 8 distinct bank groups, and the 4 rows of a B fragment load (k = t +
-  // 4i) take phases whose chunk pairs {c, c + 1} (c even) differ, so its 32
-  // lanes hit 32 banks. max_phase = gcd(chunks, 8): a run of per_phase =
-  // 8 / max_phase rows already falls in distinct bank groups (row r at r
-  // chunks mod 8), the runs take the phases. For a power of two that is
-  // the 16-bit staging's rows per 128-byte line; rows of 6 chunks (24
-  // floats) need runs of 4 rows, not 1 (rows 0 and 4 would share a group).
-  const int64_t row_bytes = 4 * cols, chunks = row_bytes / 16;
-  int64_t max_phase = 1;
-  while (max_phase < 8 && chunks % (2 * max_phase) == 0)
-    max_phase *= 2;
-  const int64_t per_phase = 8 / max_phase;
-  llvm::Value *phase =
-      b.CreateURem(b.CreateUDiv(row, b.getInt64(per_phase)), b.getInt64(max_phase));
-  if (max_phase > 1) // rotl by 1 within log2(max_phase) bits
-    phase = b.CreateOr(b.CreateURem(b.CreateShl(phase, 1), b.getInt64(max_phase)),
-                       b.CreateLShr(phase, ceil_log2(max_phase) - 1));
-  llvm::Value *chunk = b.CreateXor(b.CreateLShr(col, 2), phase);
-  llvm::Value *off =
-      b.CreateAdd(b.CreateMul(row, b.getInt64(row_bytes)), b.CreateMul(chunk, b.getInt64(16)));
-  off = b.CreateAdd(off, b.CreateMul(b.CreateAnd(col, 3), b.getInt64(4)));
+                                        llvm::Value *col) {
+  // Rows of `cols` f32 in 16-byte chunks of 4, the chunk XORed with the
+  // row's phase rotated (tile/smem_layout.cpp's mma_staging_layout says why).
+  llvm::Value *off = smem_offset(mma_staging_layout(cols, 4), row, col, /*chunk_first=*/true);
   return scratch_ptr(b.CreateAdd(off, base), 1);
 }
 

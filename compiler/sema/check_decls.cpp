@@ -78,6 +78,7 @@ void Checker::check_consts() {
     }
     declare(c.name, c.name_range, NameRef::Const, int(i));
   }
+  check_tunables();
 }
 
 void Checker::check_kernel(KernelDecl &k) {

@@ -106,6 +106,8 @@ private:
   //===-- Constants ------------------------------------------------------===//
 
   void check_consts();
+  /// Tunable consts: candidates, default and `where` (check_tunables.cpp).
+  void check_tunables();
 
   //===-- Kernels --------------------------------------------------------===//
 

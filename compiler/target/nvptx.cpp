@@ -1,10 +1,10 @@
 //===- target/nvptx.cpp - The NVPTX machine ------------------------------===//
 //
-// What this owns: the Machine for NVIDIA GPUs (sm_80, sm_90, ...): NVVM
+// What this owns: the Machine for NVIDIA GPUs (sm_80, sm_90, sm_90a, ...): NVVM
 // intrinsics for tid/ctaid/bar.sync/shfl.sync, one dynamic addrspace(3)
 // shared array (`.extern .shared __etl_smem[]`: its size is the launch's
 // dynamic shared memory, so a kernel may use up to the device's opt-in
-// maximum beyond the 48 KiB of static shared memory), inline PTX for what LLVM 16 NVPTX
+// maximum beyond the 48 KiB of static shared memory), inline PTX for what LLVM 19's NVPTX
 // cannot select or silently weakens (release atomics, acquire loads,
 // fence.acq_rel.gpu, nanosleep; see docs/ARCHITECTURE.md, "Toolchain facts") and
 // for the timeline's %globaltimer/%smid, approximate NVVM math (never
@@ -12,8 +12,11 @@
 // `nvvm.annotations` kernel metadata (.maxntid = threads per CTA and
 // .minnctapersm 1, so ptxas may use up to 255 registers a thread instead of
 // spilling), and PTX emission through a TargetMachine for nvptx64-nvidia-cuda
-// with "+ptx78", multiply-add contraction on unless MachineOptions::fmad is
-// off.
+// with the PTX ISA version of targets.def ("+ptx78", "+ptx80" for sm_90a),
+// multiply-add contraction on unless MachineOptions::fmad is off. What no
+// LLVM 19 intrinsic selects (Hopper's wgmma, TMA, mbarrier parity waits,
+// fence.proxy.async, elect.sync, stmatrix) will be inline PTX here, one
+// Machine helper per instruction family, as the orderings below are.
 //
 //===----------------------------------------------------------------------===//
 #include "target/machine.h"
@@ -127,7 +130,7 @@ public:
       for (Value *x : *v)
         ops.push_back(bf16 ? x : b.CreateBitCast(x, h2));
     ops.insert(ops.end(), c.begin(), c.end());
-    // LLVM 16 does not mark the mma intrinsics convergent: the call site does.
+    // LLVM 19 does not mark the mma intrinsics convergent: the call site does.
     CallInst *call = b.CreateIntrinsic(bf16 ? Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
                                             : Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32,
                                        {}, ops);
@@ -174,7 +177,7 @@ public:
       r.push_back(b.CreateExtractValue(call, i));
     return r;
   }
-  // cp.async through LLVM 16's intrinsics (GPU-CODEGEN.md section 3): .cg
+  // cp.async through LLVM's intrinsics (GPU-CODEGEN.md section 3): .cg
   // (L2 only) for 16 bytes, .ca for 4 and 8.
   void async_copy(Builder &b, llvm::Value *dst, llvm::Value *src, unsigned bytes) override {
     using namespace llvm;
@@ -224,7 +227,7 @@ public:
                                        {as, b.getPtrTy(1)}, {g, b.getInt32(bits / 8)});
     return as == ty ? v : b.CreateBitCast(v, ty);
   }
-  /// atom.global.{add,max,min,cas}: LLVM 16 selects the relaxed forms (no
+  /// atom.global.{add,max,min,cas}: LLVM 19 selects the relaxed forms (no
   /// ordering qualifier, i.e. .relaxed.gpu) and expands what PTX lacks
   /// (f32 max/min) to a 32-bit cas loop.
   llvm::Value *global_atomic(Builder &b, AtomicOp op, llvm::Value *p, llvm::Value *v,
@@ -232,7 +235,7 @@ public:
     return emit_relaxed_atomic(b, op, b.CreateAddrSpaceCast(p, b.getPtrTy(1)), v, desired);
   }
   /// atom.global.add.noftz.f16 (sm_70+) and .bf16 (sm_90+): inline PTX,
-  /// LLVM 16 has no selection for either.
+  /// LLVM 19 has no selection for either.
   llvm::Value *atomic_add16(Builder &b, llvm::Value *p, llvm::Value *bits, bool bf16) override {
     if (bf16 && sm_number() < 90)
       return nullptr;
@@ -309,7 +312,7 @@ public:
 
   /// The PTX ISA's approximate instructions (MUFU): sin/cos.approx (after
   /// reduce_2pi),
-  /// ex2/lg2.approx, rsqrt.approx, tanh.approx (sm_75+, inline PTX: LLVM 16
+  /// ex2/lg2.approx, rsqrt.approx, tanh.approx (sm_75+, inline PTX: LLVM 19
   /// has no intrinsic for it); floor/ceil/round as cvt.rmi/rpi/rni. Erf and
   /// Pow have no instruction: null, composed by lower/lower_math.cpp.
   llvm::Value *math(Builder &b, MathFn fn, llvm::Value *x, llvm::Value *) override {
@@ -357,7 +360,7 @@ public:
     llvm::SmallString<0> buf;
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
-    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile)) {
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
       error = "the NVPTX target cannot emit assembly";
       return false;
     }
@@ -403,9 +406,11 @@ std::unique_ptr<Machine> make_nvptx_machine(const std::string &sm, const Machine
   // fmad: fuse a*b+c (fma.rn.f32) and emit mul/add without `.rn`, which
   // lets ptxas contract what LLVM did not; off: every op rounds (`.rn`).
   opts.AllowFPOpFusion = mo.fmad ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Standard;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(kTriple, sm, "+ptx78", opts,
-                                                                 llvm::Reloc::Static, std::nullopt,
-                                                                 llvm::CodeGenOpt::Aggressive));
+  // The CPU is the target's name (sm_90a too: LLVM 19 knows it), the PTX ISA
+  // version its targets.def row's (`.version 7.8`, 8.0 for sm_90a).
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      kTriple, sm, "+ptx" + std::to_string(desc->ptx), opts, llvm::Reloc::Static, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
   if (!tm) {
     error = "cannot create the NVPTX target machine for " + sm;
     return nullptr;

@@ -298,7 +298,7 @@ bool SimMachine::emit(llvm::Module &m, std::string &code, std::string &error) {
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     llvm::legacy::PassManager pm;
-    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) {
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
       error = "the x86-64 target cannot emit an object file";
       return false;
     }
@@ -356,7 +356,7 @@ std::unique_ptr<Machine> make_sim_machine(std::string &error) {
   }
   llvm::TargetOptions opts;
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      kTriple, "x86-64", "", opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOpt::Default));
+      kTriple, "x86-64", "", opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Default));
   if (!tm) {
     error = "cannot create the x86-64 target machine";
     return nullptr;

@@ -7,8 +7,8 @@ namespace etl {
 
 const std::vector<TargetDesc> &all_targets() {
   static const std::vector<TargetDesc> targets = {
-#define ETL_TARGET(NAME, KIND, SM, SMEM_LIMIT, REGS_PER_SM, REGS_PER_THREAD, WIDE_TILE, WHAT)      \
-  {NAME, TargetKind::KIND, SM, SMEM_LIMIT, REGS_PER_SM, REGS_PER_THREAD, WIDE_TILE, WHAT},
+#define ETL_TARGET(NAME, KIND, SM, PTX, SMEM_LIMIT, REGS_PER_SM, REGS_PER_THREAD, WIDE_TILE, WHAT) \
+  {NAME, TargetKind::KIND, SM, PTX, SMEM_LIMIT, REGS_PER_SM, REGS_PER_THREAD, WIDE_TILE, WHAT},
 #include "target/targets.def"
   };
   return targets;

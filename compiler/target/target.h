@@ -21,9 +21,10 @@ namespace etl {
 enum class TargetKind { Sim, Nvptx };
 
 struct TargetDesc {
-  const char *name; ///< "sim", "sm_90", ...
+  const char *name; ///< "sim", "sm_90", "sm_90a", ...
   TargetKind kind;
-  unsigned sm;         ///< compute capability x 10 (90 for sm_90); 0: sim
+  unsigned sm;         ///< compute capability x 10 (90 for sm_90 and sm_90a); 0: sim
+  unsigned ptx;        ///< PTX ISA version x 10 of its code (78: `.version 7.8`); 0: sim
   unsigned smem_limit; ///< dynamic shared memory per CTA in bytes (opt-in max); 0: no limit
   unsigned regs_per_sm, regs_per_thread; ///< 32-bit registers; 0: sim (no register file)
   /// 256 threads per CTA when the largest tile has >= wide_tile elements,
@@ -41,7 +42,7 @@ constexpr unsigned kSmemHeaderBytes = 32;
 const std::vector<TargetDesc> &all_targets();
 /// The target named `name`, or null.
 const TargetDesc *find_target(const std::string &name);
-/// "sim, sm_80, sm_86, sm_89 or sm_90": the names for messages and --help.
+/// "sim, sm_80, sm_86, sm_89, sm_90 or sm_90a": the names for messages and --help.
 std::string target_names();
 /// The facts of one compilation's targets together: one artifact carries a
 /// kernel per target of its `--target` list (`--target sm_90,sim`), and

@@ -702,23 +702,6 @@ bool SmemLayout::bijective() const {
   return offset.size() == bits && f2_rank(offset) == bits;
 }
 
-std::string SmemLayout::str() const {
-  std::string s = "smem<";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
-  s += " vec=" + std::to_string(vec) + " per_phase=" + std::to_string(per_phase) +
-       " max_phase=" + std::to_string(max_phase) + " offset=[";
-  unsigned lo = lg.size() == 2 ? lg[1] : 0;
-  for (size_t i = 0; i < offset.size(); ++i) {
-    uint32_t b = offset[i];
-    s += i ? "," : "";
-    s += lg.size() == 2
-             ? "(" + std::to_string(b >> lo) + "," + std::to_string(b & ((1u << lo) - 1)) + ")"
-             : std::to_string(b);
-  }
-  return s + "]>";
-}
-
 SmemLayout row_major_smem_layout(const std::vector<int64_t> &shape) {
   SmemLayout s;
   s.shape = shape;
@@ -752,33 +735,6 @@ SmemLayout swizzled_smem_layout(const std::vector<int64_t> &shape, unsigned elem
     s.offset[cbits + j] = (row << cbits) | (phase * vec);
   }
   return s;
-}
-
-unsigned smem_wavefronts(const SmemLayout &s, const std::vector<uint32_t> &coords, unsigned vec,
-                         unsigned elem_bytes) {
-  // coord -> offset (the layout is a bijection on the padded tile).
-  std::map<uint32_t, uint32_t> where;
-  unsigned bits = unsigned(s.offset.size());
-  for (uint32_t off = 0; off < (1u << bits); ++off)
-    where[s.apply(off)] = off;
-  unsigned access_bytes = vec * elem_bytes;
-  unsigned lanes_per_phase = std::max(1u, 128u / std::max(1u, access_bytes));
-  unsigned total = 0;
-  for (size_t p = 0; p < coords.size(); p += lanes_per_phase) {
-    std::map<unsigned, std::unordered_set<uint32_t>> words; // bank -> distinct words
-    for (size_t i = p; i < coords.size() && i < p + lanes_per_phase; ++i) {
-      uint32_t byte = where[coords[i]] * elem_bytes;
-      for (unsigned w = 0; w < std::max(1u, access_bytes / 4); ++w) {
-        uint32_t word = byte / 4 + w;
-        words[word % 32].insert(word);
-      }
-    }
-    unsigned worst = 1;
-    for (const auto &kv : words)
-      worst = std::max(worst, unsigned(kv.second.size()));
-    total += worst;
-  }
-  return total;
 }
 
 } // namespace etl

@@ -19,7 +19,9 @@
 //            dropped: lanes/warps that held it become replicas);
 //   uniform  every thread holds every element (a broadcast tile);
 //   shared   an offset -> coordinate map of shared memory with an XOR
-//            swizzle (SmemLayout: `offset` bits instead of reg/lane/warp);
+//            swizzle (SmemLayout: `offset` bits instead of reg/lane/warp),
+//            or affine: a row pitch, then the swizzle within the row (the
+//            staging areas the lowering addresses, tile/smem_layout.cpp);
 //   mma      the fragments of mma.sync.m16n8k16 (mma_layout): one 16-bit
 //            (A, B) or f32 (accumulator) element per register index, PTX's
 //            maps, atoms repeated over registers and warps.
@@ -203,16 +205,102 @@ std::optional<ShufflePlan> shuffle_plan(const Layout &src, const Layout &dst);
 /// << reg bits | warp << (reg + 5) bits) holding `coord`, or nullopt.
 std::optional<uint64_t> invert(const Layout &l, uint32_t coord);
 
-/// Shared memory: offset bit k (element units) holds coordinate offset[k].
+/// Shared memory. The linear part (a tile padded to powers of two): offset
+/// bit k (element units) holds coordinate offset[k]. The affine part
+/// (row_bytes > 0: a staging area the lowering addresses, whose rows need
+/// not be a power of two of bytes, as a [.., 48] f16 operand's 96): element
+/// (row, col) of `elem_bytes` lies at byte
+///
+///   row * row_bytes + ((col / per) ^ phase(row)) * 16 + (col % per) * elem_bytes,
+///
+/// per = 16 / elem_bytes elements a 16-byte chunk, phase(row) = (row /
+/// per_phase) % max_phase with its log2(max_phase) bits rotated left by
+/// `rotate`; max_phase divides the chunks of a row, so a chunk stays in its
+/// row. With `lines` the rows are the 128-byte lines (row_bytes) of the
+/// row-major index of any tile, addressed by that index: element index ^
+/// phase(index / (row_bytes / elem_bytes)) * per. smem_place computes both.
 struct SmemLayout {
   std::vector<int64_t> shape;
   std::vector<unsigned> lg;
   std::vector<uint32_t> offset;
   unsigned vec = 1, per_phase = 1, max_phase = 1;
+  int64_t row_bytes = 0; ///< the affine part's row pitch (a multiple of 16); 0: none
+  unsigned elem_bytes = 0, rotate = 0;
+  bool lines = false;
   uint32_t apply(uint32_t off) const;
   bool bijective() const;
   std::string str() const;
 };
+/// Where element (row, col) of the affine part of `s` lies: its byte offset,
+/// or with s.lines its element index, `col` being the row-major index (row
+/// unused; no rotation). In the arithmetic `A` gives (Value, k(constant),
+/// udiv, urem, mul, add, and_, xor_, or_, shl, lshr: SmemInt for host integers, the
+/// lowering's LLVM IR builder), so that the bank check and the code compute
+/// one function. The calls nest as the lowering's did before they were
+/// folded here, so its PTX did not change; A::chunk_term_first() picks the
+/// order in which the two terms of a pitched offset are built (the tf32
+/// staging built the chunk's first), which changes no value.
+template <class A>
+typename A::Value smem_place(A &a, const SmemLayout &s, typename A::Value row,
+                             typename A::Value col) {
+  using V = typename A::Value;
+  const int64_t per = 16 / int64_t(s.elem_bytes), mp = int64_t(s.max_phase);
+  auto phase_of = [&](V r, int64_t div) {
+    V p = a.urem(a.udiv(r, a.k(div)), a.k(mp));
+    if (mp > 1 && s.rotate) // rotl within log2(max_phase) bits (rotate <= that)
+      p = a.or_(a.urem(a.shl(p, s.rotate), a.k(mp)), a.lshr(p, ceil_log2(mp) - s.rotate));
+    return p;
+  };
+  if (s.lines) { // the phase by a mask (max_phase a power of two), as the scratch took it:
+    // LLVM folds `& 7` and `% 8` into different but equal code
+    const int64_t div = s.row_bytes / int64_t(s.elem_bytes) * int64_t(s.per_phase);
+    V line = a.and_(a.udiv(col, a.k(div)), a.k(mp - 1));
+    return a.xor_(col, a.mul(line, a.k(per)));
+  }
+  V phase = phase_of(row, int64_t(s.per_phase));
+  V chunk = a.xor_(a.udiv(col, a.k(per)), phase);
+  V off;
+  if (a.chunk_term_first()) { // the same sum, its terms built in the other order
+    V c16 = a.mul(chunk, a.k(16));
+    off = a.add(a.mul(row, a.k(s.row_bytes)), c16);
+  } else {
+    off = a.mul(row, a.k(s.row_bytes));
+    off = a.add(off, a.mul(chunk, a.k(16)));
+  }
+  return a.add(off, a.mul(a.urem(col, a.k(per)), a.k(int64_t(s.elem_bytes))));
+}
+/// smem_place's arithmetic on host integers.
+struct SmemInt {
+  using Value = int64_t;
+  Value k(int64_t c) const { return c; }
+  Value udiv(Value x, Value y) const { return int64_t(uint64_t(x) / uint64_t(y)); }
+  Value urem(Value x, Value y) const { return int64_t(uint64_t(x) % uint64_t(y)); }
+  Value mul(Value x, Value y) const { return x * y; }
+  Value add(Value x, Value y) const { return x + y; }
+  Value and_(Value x, Value y) const { return x & y; }
+  Value xor_(Value x, Value y) const { return x ^ y; }
+  Value or_(Value x, Value y) const { return x | y; }
+  Value shl(Value x, unsigned n) const { return int64_t(uint64_t(x) << n); }
+  Value lshr(Value x, unsigned n) const { return int64_t(uint64_t(x) >> n); }
+  bool chunk_term_first() const { return false; }
+};
+/// The staging of a tensor-core dot's operand (tile/mma.cpp), rows of `cols`
+/// elements of `elem_bytes` (2: f16/bf16; 4: a tf32 dot's f32), 16-byte
+/// chunks XORed by the row's phase so that the 8 rows of an ldmatrix phase
+/// hit distinct bank groups (Triton's #shared, CUTLASS's swizzle):
+/// max_phase the largest power of two dividing the chunks of a row, at most
+/// 8. 16-bit: per_phase rows fill a 128-byte line (1 for longer rows). f32:
+/// per_phase = 8 / max_phase (a run of per_phase rows already falls in
+/// distinct groups; rows of 6 chunks need runs of 4), the phase rotated
+/// left by one, so that the 4 rows of a B fragment load (k = t + 4i) take
+/// phases whose chunk pairs differ and its 32 lanes hit 32 banks.
+SmemLayout mma_staging_layout(int64_t cols, unsigned elem_bytes);
+/// The scratch of re-layouts and the FMA dot's b (lower_tile_map.cpp's
+/// tile_convert), registers of `elem_bytes`: the row-major index, each
+/// 16-byte chunk XORed by its 128-byte line's number mod 8 (lanes reading
+/// vectors 32 words apart or a column of a 32-wide tile hit distinct banks;
+/// a vector stays inside its chunk, a line inside itself).
+SmemLayout scratch_smem_layout(unsigned elem_bytes);
 /// A 2-D [R, C] tile, row-major, with the column chunks of `vec` elements
 /// XORed by the row's phase ((row / per_phase) % max_phase). vec, per_phase
 /// and max_phase are chosen so that the lanes of one wavefront reading a
@@ -222,7 +310,9 @@ SmemLayout swizzled_smem_layout(const std::vector<int64_t> &shape, unsigned elem
 /// The unswizzled row-major layout (for comparison in tests and dumps).
 SmemLayout row_major_smem_layout(const std::vector<int64_t> &shape);
 /// Wavefronts (shared-memory transactions) for `lanes` lanes each reading
-/// `vec` elements of `elem_bytes` at coordinates coords[lane] through `s`.
+/// `vec` elements of `elem_bytes` at coordinates coords[lane] through `s`
+/// (the row-major index of the tile; through smem_place for an affine `s`,
+/// of [R, C] rows of the shape's last dim, or the index itself for lines).
 unsigned smem_wavefronts(const SmemLayout &s, const std::vector<uint32_t> &coords, unsigned vec,
                          unsigned elem_bytes);
 

@@ -89,11 +89,15 @@ def _etlc():
     return found
 
 
-def compile(source, targets=("sm_90", "sim"), output=None, device="auto", include=(), **load_args):
+def compile(source, targets=("sm_90", "sim"), output=None, device="auto", include=(),
+            defines=(), variants=(), **load_args):
     """Compile `source` (.etl) with etlc and load the artifact.
 
     `output` is where the .etlb goes (default: a temporary file, removed once
-    loaded). Raises CompileError with etlc's diagnostics when it fails.
+    loaded). `defines` are etlc's -D NAME=VALUE, `variants` its --variant
+    specs ("B<=1:TK=64": one artifact of several variants; `prog.variant`
+    says which one a run ran). Raises CompileError with etlc's diagnostics
+    when it fails.
     """
     tmp = None
     if output is None:
@@ -103,6 +107,10 @@ def compile(source, targets=("sm_90", "sim"), output=None, device="auto", includ
            "--target", ",".join(targets)]
     for d in include:
         cmd += ["-I", os.fspath(d)]
+    for d in defines:
+        cmd += ["-D", d]
+    for v in variants:
+        cmd += ["--variant", v]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
@@ -187,6 +195,7 @@ class Program:
         self.params = self._describe()
         self.dims = self._dims()
         self.constraints = self._constraints()
+        self.variants = self._variants()
         self._trace = self._profile = None
         # name -> the View (holding the tensor object) the runtime has a pointer
         # to: kept alive until rebound or closed, since a later run reuses it
@@ -230,6 +239,26 @@ class Program:
             _lib.check(_lib.lib.etlProgramConstraint(self._prog, i, _c.byref(s), None))
             out.append(s.value.decode())
         return tuple(out)
+
+    def _variants(self):
+        n = _c.c_int()
+        _lib.check(_lib.lib.etlProgramNumVariants(self._prog, _c.byref(n)))
+        out = []
+        for i in range(n.value):
+            s = _c.c_char_p()
+            _lib.check(_lib.lib.etlProgramVariantLabel(self._prog, i, _c.byref(s)))
+            out.append(s.value.decode())
+        return tuple(out)
+
+    @property
+    def variant(self):
+        """The label of the variant the last run ran (`etlc compile --variant
+        'B<=1:TK=64'`: "B<=1:TK=64"; "" for an artifact of one variant), or
+        None before any run. `variants` lists them all, in the order the
+        runtime tries them."""
+        i = _c.c_int()
+        _lib.check(_lib.lib.etlProgramLastVariant(self._prog, _c.byref(i)))
+        return None if i.value < 0 else self.variants[i.value]
 
     def __repr__(self):
         sig = ", ".join("%s: %s[%s]" % (p.name, p.dtype, ", ".join(p.dims)) if p.kind == "tensor"

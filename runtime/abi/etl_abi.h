@@ -38,9 +38,28 @@ extern "C" {
  *                     object exporting ETL_SIM_ENTRY and ETL_SIM_OPS_SYMBOL.
  *                     target "sm_80", "sm_90", ...: NUL-terminated PTX text
  *                     whose kernel entry is ETL_KERNEL_ENTRY.
+ *
+ * An artifact of several variants (v8; `etlc compile --variant`: the same
+ * program compiled with other values of its tunable consts, each for a
+ * range of the dims) holds instead, and nothing else:
+ *   ETL_SECTION_VARIANTS  exactly one, target "": the variant table:
+ *       u32 n_variants   1 .. ETL_MAX_VARIANTS
+ *       { str label      as written on etlc's command line, e.g. "B<=1:TK=64"
+ *         u32 n_ranges   0 .. the program's dims; 0: every binding
+ *         { str dim; i64 lo; i64 hi }[n_ranges]   lo <= dim <= hi, lo <= hi;
+ *                        dim names a dim of the program, each at most once }
+ *       (encodings as in the metadata section below; no trailing bytes)
+ *   ETL_SECTION_VARIANT   n_variants of them, in the table's order, target
+ *       "": each a whole single-variant artifact (this header, META, CODE),
+ *       of this version. Every variant has the same dims (names, order), the
+ *       same scalars and the same parameters (name, element type, kind,
+ *       shape expressions) in the same order; buffers, events, groups and
+ *       code may differ. The runtime runs, per binding, the first variant
+ *       whose ranges all hold.
  */
 #define ETL_ARTIFACT_MAGIC "ETLB"
-#define ETL_ARTIFACT_VERSION 7u
+#define ETL_ARTIFACT_VERSION 8u
+#define ETL_MAX_VARIANTS 64u
 
 typedef struct etl_artifact_header {
   char magic[4];      /* "ETLB" */
@@ -51,7 +70,12 @@ typedef struct etl_artifact_header {
   uint64_t reserved; /* 0 */
 } etl_artifact_header;
 
-enum { ETL_SECTION_META = 1, ETL_SECTION_CODE = 2 };
+enum {
+  ETL_SECTION_META = 1,
+  ETL_SECTION_CODE = 2,
+  ETL_SECTION_VARIANTS = 3,
+  ETL_SECTION_VARIANT = 4
+};
 
 typedef struct etl_section_entry {
   uint32_t kind;   /* ETL_SECTION_* */

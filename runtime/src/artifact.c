@@ -371,9 +371,143 @@ static void parse_meta(rd *r, etl_meta *m) {
   }
 }
 
+/*===-- Variants (v8) -------------------------------------------------------===*/
+
+static int64_t rd_i64(rd *r) {
+  if (r->bad)
+    return 0;
+  if (r->end - r->p < 8) {
+    rd_fail(r, "truncated");
+    return 0;
+  }
+  int64_t v = (int64_t)le64(r->p);
+  r->p += 8;
+  return v;
+}
+
+static int same_expr(const etl_expr *a, const etl_expr *b) {
+  return a->n == b->n && (a->n == 0 || memcmp(a->code, b->code, a->n * sizeof(int64_t)) == 0);
+}
+
+/* Whether variant `v` takes what variant 0 takes (etl_abi.h): NULL, or what
+   differs. */
+static const char *interface_differs(const etl_meta *a, const etl_meta *v) {
+  if (a->n_dims != v->n_dims)
+    return "its dims differ from the first variant's";
+  for (uint32_t i = 0; i < a->n_dims; ++i)
+    if (strcmp(a->dims[i].name, v->dims[i].name) != 0)
+      return "its dims differ from the first variant's";
+  if (a->n_scalars != v->n_scalars)
+    return "its scalar parameters differ from the first variant's";
+  for (uint32_t i = 0; i < a->n_scalars; ++i)
+    if (strcmp(a->scalars[i].name, v->scalars[i].name) != 0 ||
+        a->scalars[i].elem != v->scalars[i].elem)
+      return "its scalar parameters differ from the first variant's";
+  uint32_t i = 0, j = 0;
+  for (;;) {
+    while (i < a->n_tensors && a->tensors[i].is_buffer)
+      ++i;
+    while (j < v->n_tensors && v->tensors[j].is_buffer)
+      ++j;
+    if (i == a->n_tensors || j == v->n_tensors)
+      break;
+    const etl_tensor_meta *x = &a->tensors[i++], *y = &v->tensors[j++];
+    if (strcmp(x->name, y->name) != 0 || x->elem != y->elem || x->rank != y->rank ||
+        x->written != y->written)
+      return "its tensor parameters differ from the first variant's";
+    for (uint32_t k = 0; k < x->rank; ++k)
+      if (!same_expr(&x->shape[k], &y->shape[k]))
+        return "the shape of a tensor parameter differs from the first variant's";
+  }
+  if (i != a->n_tensors || j != v->n_tensors)
+    return "its tensor parameters differ from the first variant's";
+  return NULL;
+}
+
+static etlStatus artifact_parse(const void *data, size_t size, etl_artifact *out, int inner);
+
+/* The variant table and the variants' artifacts (`secs`, `n` of them). */
+static etlStatus parse_variants(etl_artifact *out, const uint8_t *table, uint64_t table_size,
+                                const uint8_t **secs, const uint64_t *sizes, uint32_t n) {
+  rd r;
+  memset(&r, 0, sizeof r);
+  r.base = r.p = table;
+  r.end = table + table_size;
+  r.arena = &out->arena;
+  snprintf(r.where, sizeof r.where, "the variant table");
+  uint32_t nv = rd_count(&r, 8);
+  if (!r.bad && (nv == 0 || nv > ETL_MAX_VARIANTS))
+    rd_fail(&r, "variant count not in 1 .. ETL_MAX_VARIANTS");
+  if (!r.bad && nv != n)
+    rd_fail(&r, "variant count differs from the number of variant sections");
+  etl_variant *vs = rd_alloc(&r, nv ? nv : 1, sizeof(etl_variant));
+  for (uint32_t i = 0; i < nv && !r.bad; ++i) {
+    snprintf(r.where, sizeof r.where, "variant %u", i);
+    vs[i].label = rd_str(&r);
+    vs[i].n_ranges = rd_count(&r, 20);
+    vs[i].ranges = rd_alloc(&r, vs[i].n_ranges ? vs[i].n_ranges : 1, sizeof(etl_variant_range));
+    for (uint32_t k = 0; k < vs[i].n_ranges && !r.bad; ++k) {
+      vs[i].ranges[k].dim = rd_str(&r);
+      vs[i].ranges[k].lo = rd_i64(&r);
+      vs[i].ranges[k].hi = rd_i64(&r);
+      if (!r.bad && vs[i].ranges[k].lo > vs[i].ranges[k].hi)
+        rd_fail(&r, "a range whose lo is above its hi");
+    }
+  }
+  if (!r.bad && r.p != r.end)
+    rd_fail(&r, "trailing bytes");
+  if (r.bad == 2)
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory decoding the variant table");
+  if (r.bad)
+    return etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact variant table is malformed: %s (in %s)",
+                     r.why, r.at);
+  out->variants = vs;
+  for (uint32_t i = 0; i < nv; ++i) {
+    etl_artifact *a = calloc(1, sizeof *a);
+    if (!a)
+      return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory reading variant %u", i);
+    out->n_variants = i + 1; /* freed with `out` from here on */
+    vs[i].art = a;
+    etlStatus st = artifact_parse(secs[i], sizes[i], a, 1);
+    const char *why = !st && i > 0 ? interface_differs(&vs[0].art->meta, &a->meta) : NULL;
+    if (st || why) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", why ? why : etlGetLastErrorMessage());
+      return etl_error(st ? st : ETL_ERROR_INVALID_ARTIFACT, "artifact variant %u ('%s'): %s", i,
+                       vs[i].label, msg);
+    }
+  }
+  const etl_meta *m = &vs[0].art->meta;
+  for (uint32_t i = 0; i < nv; ++i)
+    for (uint32_t k = 0; k < vs[i].n_ranges; ++k) {
+      etl_variant_range *g = &vs[i].ranges[k];
+      uint32_t d = 0;
+      while (d < m->n_dims && strcmp(m->dims[d].name, g->dim) != 0)
+        ++d;
+      if (d == m->n_dims)
+        return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                         "artifact variant %u ('%s'): its range names '%s', not a dim of the "
+                         "program",
+                         i, vs[i].label, g->dim);
+      for (uint32_t j = 0; j < k; ++j)
+        if (vs[i].ranges[j].dim_index == d)
+          return etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                           "artifact variant %u ('%s'): two ranges of dim '%s'", i, vs[i].label,
+                           g->dim);
+      g->dim_index = d;
+    }
+  out->meta = *m;
+  return ETL_SUCCESS;
+}
+
 /*===-- File ---------------------------------------------------------------===*/
 
 void etl_artifact_free(etl_artifact *a) {
+  for (uint32_t i = 0; i < a->n_variants; ++i)
+    if (a->variants[i].art) {
+      etl_artifact_free(a->variants[i].art);
+      free(a->variants[i].art);
+    }
   etl_arena_free(&a->arena);
   free(a->bytes);
   free(a->code);
@@ -381,6 +515,12 @@ void etl_artifact_free(etl_artifact *a) {
 }
 
 etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
+  return artifact_parse(data, size, out, 0);
+}
+
+/* `inner`: a variant's own artifact, which may not hold variants (so the
+   recursion is one level deep). */
+static etlStatus artifact_parse(const void *data, size_t size, etl_artifact *out, int inner) {
   memset(out, 0, sizeof *out);
   if (!data)
     return etl_error(ETL_ERROR_INVALID_VALUE, "artifact data is NULL");
@@ -429,9 +569,14 @@ etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
   out->size = size;
   b = out->bytes;
 
-  const uint8_t *meta = NULL;
-  uint64_t meta_size = 0;
+  const uint8_t *meta = NULL, *table = NULL;
+  uint64_t meta_size = 0, table_size = 0;
+  const uint8_t **var_secs = calloc(n_sections, sizeof *var_secs);
+  uint64_t *var_sizes = calloc(n_sections, sizeof *var_sizes);
+  uint32_t n_var = 0;
   etlStatus st = ETL_SUCCESS;
+  if (!var_secs || !var_sizes)
+    st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory reading a %zu-byte artifact", size);
   for (uint32_t i = 0; i < n_sections && st == ETL_SUCCESS; ++i) {
     const uint8_t *e = b + 32 + (size_t)i * sizeof(etl_section_entry);
     uint32_t kind = le32(e);
@@ -462,13 +607,32 @@ etlStatus etl_artifact_parse(const void *data, size_t size, etl_artifact *out) {
       memcpy(c->target, target, sizeof target);
       c->data = b + off;
       c->size = sz;
+    } else if (inner && (kind == ETL_SECTION_VARIANTS || kind == ETL_SECTION_VARIANT)) {
+      st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "it holds variants itself");
+    } else if (kind == ETL_SECTION_VARIANTS && target[0] == 0) {
+      if (table)
+        st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact has two variant tables");
+      table = b + off;
+      table_size = sz;
+    } else if (kind == ETL_SECTION_VARIANT && target[0] == 0) {
+      var_secs[n_var] = b + off;
+      var_sizes[n_var++] = sz;
     } else {
       st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "section %u has unknown kind %u", i, kind);
     }
   }
-  if (st == ETL_SUCCESS && !meta)
+  if (st == ETL_SUCCESS && (table || n_var) && (meta || out->n_code))
+    st = etl_error(ETL_ERROR_INVALID_ARTIFACT,
+                   "artifact has both variants and a metadata or code section of its own");
+  else if (st == ETL_SUCCESS && n_var && !table)
+    st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact has variant sections but no variant table");
+  else if (st == ETL_SUCCESS && table)
+    st = parse_variants(out, table, table_size, var_secs, var_sizes, n_var);
+  else if (st == ETL_SUCCESS && !meta)
     st = etl_error(ETL_ERROR_INVALID_ARTIFACT, "artifact has no metadata section");
-  if (st == ETL_SUCCESS) {
+  free(var_secs);
+  free(var_sizes);
+  if (st == ETL_SUCCESS && !table) {
     rd r;
     memset(&r, 0, sizeof r);
     r.base = r.p = meta;

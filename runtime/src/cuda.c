@@ -365,23 +365,33 @@ static etlStatus fit_on_device(etl_program *p, etl_cuda_state *s, CUfunction fn,
 
 static etlStatus cuda_program_load(etl_program *p) {
   etl_cuda_state *s = p->ctx->state;
+  /* The best PTX the device runs: sm_NN runs on capability NN and newer,
+     sm_NNa (architecture-specific, PTX's rule) only on exactly NN, where it
+     beats sm_NN; among those the highest NN. */
   const etl_code_section *best = NULL;
-  int best_sm = -1;
+  int best_rank = -1;
+  char have[128] = "";
   for (uint32_t i = 0; i < p->art.n_code; ++i) {
-    int sm = 0;
-    char tail = 0;
-    if (sscanf(p->art.code[i].target, "sm_%d%c", &sm, &tail) != 1)
+    const char *t = p->art.code[i].target;
+    int sm = 0, n = 0;
+    if (sscanf(t, "sm_%d%n", &sm, &n) != 1)
       continue;
-    if (sm <= s->cc && sm > best_sm) {
-      best_sm = sm;
+    size_t used = strlen(have);
+    snprintf(have + used, sizeof have - used, "%s%.12s", used ? ", " : "", t);
+    int arch = strcmp(t + n, "a") == 0;
+    if (t[n] && !arch)
+      continue;
+    int rank = 2 * sm + arch;
+    if ((arch ? sm == s->cc : sm <= s->cc) && rank > best_rank) {
+      best_rank = rank;
       best = &p->art.code[i];
     }
   }
   if (!best)
     return etl_error(ETL_ERROR_NOT_FOUND,
-                     "cuda: artifact has no PTX for a target <= sm_%d (compile with "
-                     "--target=sm_%d)",
-                     s->cc, s->cc);
+                     "cuda: artifact has no PTX this sm_%d device runs (it has: %s; sm_NN runs "
+                     "on sm_NN and newer, sm_NNa only on sm_NN); compile with --target=sm_%d",
+                     s->cc, have[0] ? have : "none", s->cc);
   if (best->size == 0 || best->data[best->size - 1] != 0)
     return etl_error(ETL_ERROR_INVALID_ARTIFACT, "cuda: PTX section '%s' is not NUL-terminated",
                      best->target);

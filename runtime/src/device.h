@@ -149,6 +149,14 @@ struct etl_program {
   size_t n_profile_samples;
   char *profile_path; /* etlProgramSetProfile (sim only); NULL = off */
   char ***axis_text;  /* per tensor, per axis: the extent as text (describe.c) */
+  /* an artifact of several variants (variant.c): a program of its own per
+     variant (subs, with their own handles), bound from this one's
+     bindings at each run; this one loads no code */
+  uint32_t n_subs;
+  etl_program **subs;
+  uint32_t **sub_tensor; /* per sub: its index of each of this one's tensors */
+  etl_program *ran;      /* the sub of the last run, NULL before any */
+  int ran_variant;       /* its index, -1 before any run */
   /* the last run etlRunAsync launched (run.c; under ctx->launch_mu) */
   int run_inflight;     /* launched, not yet seen finished */
   etl_plan *run_plan;   /* its plan (not evicted while in flight) */
@@ -166,6 +174,29 @@ struct etl_program {
 etlStatus etl_program_load(etlContext c, const void *data, size_t size, int load_code,
                            etlProgram *out);
 etlStatus etl_program_prepare(etlProgram p);
+
+/*===-- Variants (variant.c) -----------------------------------------------===*/
+
+/// A program per variant of p->art (load_code as etl_program_load's);
+/// on failure the ones made are destroyed.
+etlStatus etl_variants_load(etl_program *p, int load_code);
+void etl_variants_destroy(etl_program *p);
+/// The variant the bound dims select, its bindings copied from `p`'s:
+/// *sub and *index. ETL_ERROR_UNBOUND for an unbound dim a range names,
+/// ETL_ERROR_BINDING when no variant's ranges hold.
+etlStatus etl_variant_bind(etl_program *p, etl_program **sub, int *index);
+/// A program setter applied to every variant of `p` too: `call` names h_,
+/// the variant's handle; the first failure is returned.
+#define ETL_FOR_SUBS(p, call)                                                                      \
+  for (uint32_t i_ = 0; i_ < (p)->n_subs; ++i_) {                                                  \
+    etlProgram h_ = (etlProgram)(uintptr_t)(p)->subs[i_]->handle;                                  \
+    etlStatus st_ = (call);                                                                        \
+    if (st_)                                                                                       \
+      return st_;                                                                                  \
+  }
+/// Shared by program.c for the subs: a program over a decoded artifact
+/// (moved from `art`, which is left empty), registered with a handle.
+etlStatus etl_program_new(etl_context *c, etl_artifact *art, int load_code, etl_program **out);
 
 /*===-- Handles (handle.c) -------------------------------------------------===*/
 

@@ -121,14 +121,34 @@ typedef struct etl_code_section {
   uint64_t size;
 } etl_code_section;
 
-typedef struct etl_artifact {
+/* A variant of an artifact of several (etl_abi.h, v8): the binding range
+   it is for (lo <= dims[dim_index] <= hi for every range) and its own
+   whole artifact. */
+typedef struct etl_variant_range {
+  char *dim;
+  uint32_t dim_index; /* in the variants' common dims */
+  int64_t lo, hi;
+} etl_variant_range;
+
+typedef struct etl_artifact etl_artifact;
+typedef struct etl_variant {
+  char *label; /* "B<=1:TK=64" */
+  uint32_t n_ranges;
+  etl_variant_range *ranges;
+  etl_artifact *art; /* owned (calloc); NULL once a program took it */
+} etl_variant;
+
+struct etl_artifact {
   uint8_t *bytes; /* owned copy of the file */
   uint64_t size;
-  etl_meta meta;
+  etl_meta meta; /* with variants: a shallow copy of variant 0's (the
+                    interface every variant shares) */
   uint32_t n_code;
   etl_code_section *code;
+  uint32_t n_variants; /* 0: a single-variant artifact */
+  etl_variant *variants;
   etl_arena arena;
-} etl_artifact;
+};
 
 /// Validate and decode an artifact (copies `data`). On failure returns
 /// ETL_ERROR_INVALID_ARTIFACT / _UNSUPPORTED_VERSION / _OUT_OF_MEMORY with

@@ -13,6 +13,7 @@
 #include "device.h"
 
 static void free_program(etl_program *p) {
+  etl_variants_destroy(p);
   free(p->dim_values);
   free(p->dim_bound);
   free(p->tensors);
@@ -31,6 +32,49 @@ etlStatus etlProgramLoadMemory(etlContext h, const void *data, size_t size, etlP
   return etl_program_load(h, data, size, 1, out);
 }
 
+etlStatus etl_program_new(etl_context *c, etl_artifact *art, int load_code, etl_program **out) {
+  *out = NULL;
+  etl_program *p = calloc(1, sizeof *p);
+  if (!p) {
+    etl_artifact_free(art);
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  }
+  p->ctx = c;
+  p->art = *art;
+  memset(art, 0, sizeof *art);
+  p->ran_variant = -1;
+  const etl_meta *m = &p->art.meta;
+  etlStatus st = ETL_SUCCESS;
+  p->dim_values = calloc(m->n_dims + 1, sizeof(int64_t));
+  p->dim_bound = calloc(m->n_dims + 1, 1);
+  p->tensors = calloc(m->n_tensors + 1, sizeof(etl_tensor_binding));
+  p->scalar_bits = calloc(m->n_scalars + 1, sizeof(uint64_t));
+  p->scalar_bound = calloc(m->n_scalars + 1, 1);
+  if (!p->dim_values || !p->dim_bound || !p->tensors || !p->scalar_bits || !p->scalar_bound)
+    st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  else if ((st = etl_describe_init(p)) == ETL_SUCCESS && p->art.n_variants)
+    st = etl_variants_load(p, load_code); /* the subs load the code */
+  else if (st == ETL_SUCCESS && load_code)
+    st = c->dev->program_load(p);
+  if (st) {
+    free_program(p);
+    return st;
+  }
+  p->handle = etl_handle_new(ETL_HANDLE_PROGRAM, p);
+  if (!p->handle) {
+    if (load_code && !p->art.n_variants)
+      c->dev->program_unload(p);
+    free_program(p);
+    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
+  }
+  pthread_mutex_lock(&c->mu);
+  p->next = c->programs;
+  c->programs = p;
+  pthread_mutex_unlock(&c->mu);
+  *out = p;
+  return ETL_SUCCESS;
+}
+
 etlStatus etl_program_load(etlContext h, const void *data, size_t size, int load_code,
                            etlProgram *out) {
   ETL_GET_CTX(c, h);
@@ -39,39 +83,13 @@ etlStatus etl_program_load(etlContext h, const void *data, size_t size, int load
   *out = NULL;
   if (!data)
     return etl_error(ETL_ERROR_INVALID_VALUE, "etlProgramLoadMemory: data is NULL");
-  etl_program *p = calloc(1, sizeof *p);
-  if (!p)
-    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
-  p->ctx = c;
-  etlStatus st = etl_artifact_parse(data, size, &p->art);
-  if (st) {
-    free(p);
+  etl_artifact art;
+  etlStatus st = etl_artifact_parse(data, size, &art);
+  if (st)
     return st;
-  }
-  const etl_meta *m = &p->art.meta;
-  p->dim_values = calloc(m->n_dims + 1, sizeof(int64_t));
-  p->dim_bound = calloc(m->n_dims + 1, 1);
-  p->tensors = calloc(m->n_tensors + 1, sizeof(etl_tensor_binding));
-  p->scalar_bits = calloc(m->n_scalars + 1, sizeof(uint64_t));
-  p->scalar_bound = calloc(m->n_scalars + 1, 1);
-  if (!p->dim_values || !p->dim_bound || !p->tensors || !p->scalar_bits || !p->scalar_bound)
-    st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
-  else if ((st = etl_describe_init(p)) == ETL_SUCCESS && load_code)
-    st = c->dev->program_load(p);
-  if (st) {
-    free_program(p);
+  etl_program *p = NULL;
+  if ((st = etl_program_new(c, &art, load_code, &p)))
     return st;
-  }
-  p->handle = etl_handle_new(ETL_HANDLE_PROGRAM, p);
-  if (!p->handle) {
-    c->dev->program_unload(p);
-    free_program(p);
-    return etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory loading a program");
-  }
-  pthread_mutex_lock(&c->mu);
-  p->next = c->programs;
-  c->programs = p;
-  pthread_mutex_unlock(&c->mu);
   *out = (etlProgram)(uintptr_t)p->handle;
   return ETL_SUCCESS;
 }
@@ -140,7 +158,8 @@ etlStatus etlProgramDestroy(etlProgram h) {
     etl_plan_release(c, p->plans, &p->art.meta);
     p->plans = n;
   }
-  c->dev->program_unload(p);
+  if (!p->art.n_variants) /* with variants, the subs hold the code */
+    c->dev->program_unload(p);
   free_program(p);
   return ETL_SUCCESS;
 }

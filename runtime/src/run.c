@@ -377,6 +377,12 @@ void etl_run_drain(etl_program *p) {
 
 etlStatus etl_program_prepare(etlProgram h) {
   ETL_GET_PROG(p, h);
+  if (p->n_subs) {
+    etl_program *s = NULL;
+    int index = 0;
+    etlStatus st = etl_variant_bind(p, &s, &index);
+    return st ? st : etl_program_prepare((etlProgram)(uintptr_t)s->handle);
+  }
   etlStatus st = etl_bindings_validate(p);
   if (st)
     return st;
@@ -387,8 +393,31 @@ etlStatus etl_program_prepare(etlProgram h) {
   return st;
 }
 
+/* etlRunAsync of a program of several variants: the one the dims select
+   runs (variant.c), after the previous run of another one has ended. */
+static etlStatus run_variant(etl_program *p, void *stream) {
+  etl_program *s = NULL;
+  int index = 0;
+  etlStatus st = etl_variant_bind(p, &s, &index);
+  if (st)
+    return st;
+  if (p->ran && p->ran != s && (st = etlRunWait((etlProgram)(uintptr_t)p->ran->handle))) {
+    char msg[4096];
+    snprintf(msg, sizeof msg,
+             "etlRunAsync: nothing launched: the previous run, not waited for, failed: %s",
+             etlGetLastErrorMessage());
+    return etl_error_str(st, msg);
+  }
+  p->ran = s;
+  p->ran_variant = index;
+  return etlRunAsync((etlProgram)(uintptr_t)s->handle, stream);
+}
+
 etlStatus etlRunAsync(etlProgram h, void *stream) {
   ETL_GET_PROG(p, h);
+  if (p->n_subs)
+    return run_variant(p, stream);
+  p->ran_variant = 0; /* its only one */
   etl_context *c = p->ctx;
   if (stream && !c->dev->is_gpu)
     return etl_error(ETL_ERROR_INVALID_VALUE,
@@ -456,6 +485,8 @@ etlStatus etlRunAsync(etlProgram h, void *stream) {
 
 etlStatus etlRunWait(etlProgram h) {
   ETL_GET_PROG(p, h);
+  if (p->n_subs)
+    return p->ran ? etlRunWait((etlProgram)(uintptr_t)p->ran->handle) : ETL_SUCCESS;
   pthread_mutex_lock(&p->ctx->launch_mu);
   etlStatus left = ETL_SUCCESS;
   if (p->run_inflight) {
@@ -472,6 +503,8 @@ etlStatus etlRunWait(etlProgram h) {
 
 etlStatus etlRunQuery(etlProgram h) {
   ETL_GET_PROG(p, h);
+  if (p->n_subs)
+    return p->ran ? etlRunQuery((etlProgram)(uintptr_t)p->ran->handle) : ETL_SUCCESS;
   pthread_mutex_lock(&p->ctx->launch_mu);
   etlStatus st = p->run_inflight ? finish_run(p, 0) : ETL_SUCCESS;
   st = st == ETL_ERROR_NOT_READY ? etl_error(st, "etlRunQuery: the run is still in flight")
@@ -485,6 +518,8 @@ etlStatus etlRun(etlProgram h) {
   if (!st)
     return etlRunWait(h);
   etl_program *p = etl_prog_of(h);
+  if (p && p->n_subs) /* the variant that ran */
+    p = p->ran;
   int inflight = 0;
   if (p) {
     pthread_mutex_lock(&p->ctx->launch_mu);

@@ -40,6 +40,7 @@ etlStatus etlProgramSetRaceCheck(etlProgram h, int enable) {
                      "program is loaded on '%s')",
                      p->ctx->dev->name);
   p->race_check = enable != 0;
+  ETL_FOR_SUBS(p, etlProgramSetRaceCheck(h_, enable));
   return ETL_SUCCESS;
 }
 
@@ -61,6 +62,7 @@ etlStatus etlProgramSetProfile(etlProgram h, const char *json_path) {
     return etl_error(ETL_ERROR_OUT_OF_MEMORY, "etlProgramSetProfile: out of memory");
   free(p->profile_path);
   p->profile_path = copy;
+  ETL_FOR_SUBS(p, etlProgramSetProfile(h_, json_path));
   return ETL_SUCCESS;
 }
 
@@ -86,6 +88,7 @@ etlStatus etlProgramSetTimeline(etlProgram h, const char *json_path) {
     p->timeline = NULL;
     p->timeline_count = 0;
   }
+  ETL_FOR_SUBS(p, etlProgramSetTimeline(h_, json_path));
   return ETL_SUCCESS;
 }
 
@@ -97,6 +100,8 @@ etlStatus etlProgramGetTimeline(etlProgram h, etlTimelineRecord *records, size_t
   if (capacity && !records)
     return etl_error(ETL_ERROR_INVALID_VALUE,
                      "etlProgramGetTimeline: records is NULL with capacity %zu", capacity);
+  if (p->n_subs && p->ran) /* the variant that ran last recorded it */
+    p = p->ran;
   *count = p->timeline_count;
   size_t n = capacity < p->timeline_count ? capacity : p->timeline_count;
   if (n)

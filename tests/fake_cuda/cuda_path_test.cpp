@@ -281,6 +281,49 @@ TEST_CASE("a cuda context on the fake driver names the device and frees what it 
   CHECK(f.stats().reclaimed == 0);
 }
 
+TEST_CASE("the runtime loads the best PTX of the artifact that the device runs") {
+  Fake &f = fake();
+  // rowsum_targets holds sm_80, sm_90 and sm_90a; rowsum_90a only sm_90a,
+  // which runs on compute capability 9.0 alone and beats sm_90 there.
+  struct Case {
+    int cc;
+    const char *file, *loaded; // nullptr: no target fits
+  } cases[] = {{90, "rowsum_targets", "sm_90a"}, {80, "rowsum_targets", "sm_80"},
+               {89, "rowsum_targets", "sm_80"},  {100, "rowsum_targets", "sm_90"},
+               {90, "rowsum_90a", "sm_90a"},     {80, "rowsum_90a", nullptr},
+               {100, "rowsum_90a", nullptr}};
+  for (const Case &c : cases) {
+    CAPTURE(c.cc);
+    CAPTURE(c.file);
+    f.reset();
+    f.device_cc(c.cc);
+    etl_fake_cuda_stats before = f.stats();
+    etlContext ctx = nullptr;
+    REQUIRE(etlContextCreate(&ctx, "cuda", nullptr) == ETL_SUCCESS);
+    std::string name = etlContextDeviceName(ctx);
+    CHECK(name.find("(sm_" + std::to_string(c.cc) + ",") != std::string::npos);
+    etlProgram prog = nullptr;
+    etlStatus st = etlProgramLoadFile(ctx, artifact(c.file).c_str(), &prog);
+    if (c.loaded) {
+      INFO(etlGetLastErrorMessage());
+      REQUIRE(st == ETL_SUCCESS);
+      CHECK(std::string(f.stats().last_target) == c.loaded);
+      CHECK(f.stats().modules == before.modules + 1);
+      CHECK(etlProgramDestroy(prog) == ETL_SUCCESS);
+    } else {
+      CHECK(st == ETL_ERROR_NOT_FOUND);
+      std::string msg = etlGetLastErrorMessage();
+      CHECK(msg.find("no PTX this sm_" + std::to_string(c.cc) + " device runs") !=
+            std::string::npos);
+      CHECK(msg.find("it has: sm_90a") != std::string::npos);
+      CHECK(f.stats().modules == before.modules);
+    }
+    CHECK(etlContextDestroy(ctx) == ETL_SUCCESS);
+    check_clean(f, before);
+  }
+  f.reset();
+}
+
 TEST_CASE("rowsum launches one CTA per SM, and the fake's unwritten output is no result") {
   Fake &f = fake();
   Session s;

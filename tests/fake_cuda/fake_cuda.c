@@ -85,6 +85,8 @@ void read_env(void) {
         nth >= 1) {
       fail_result[symbol_index(sym)] = res;
       fail_nth[symbol_index(sym)] = nth;
+    } else if (sscanf(t, "cc=%d", &res) == 1 && res >= 10) {
+      fake_cc = res;
     } else if (!strcmp(t, "kernel=complete")) {
       kernel_mode = ETL_FAKE_KERNEL_COMPLETE;
     } else if (!strcmp(t, "kernel=hang")) {
@@ -265,7 +267,11 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev) {
   static const int table[][2] = {{1, MAX_THREADS}, {2, 1024},   {3, 1024},      {4, 64},
                                  {5, 2147483647},  {6, 65535},  {7, 65535},     {8, STATIC_SMEM},
                                  {10, 32},         {12, 65536}, {16, H100_SMS}, {19, 1},
-                                 {41, 1},          {75, 9},     {76, 0},        {97, OPTIN_SMEM}};
+                                 {41, 1},          {97, OPTIN_SMEM}};
+  if (attr == 75 || attr == 76) { /* compute capability major, minor */
+    *v = attr == 75 ? fake_cc / 10 : fake_cc % 10;
+    RETURN(SUCCESS);
+  }
   for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i)
     if (table[i][0] == attr) {
       *v = table[i][1];
@@ -431,7 +437,8 @@ EXPORT CUresult cuModuleLoadDataEx(module **out, const void *image, unsigned n, 
   module *m = calloc(1, sizeof *m);
   if (!m)
     RETURN(OUT_OF_MEMORY);
-  CUresult r = fake_read_ptx(image, m->funcs, &m->nfuncs, log, cap);
+  char target[16] = "";
+  CUresult r = fake_read_ptx(image, m->funcs, &m->nfuncs, log, cap, target);
   if (cap_at >= 0) /* the driver writes back the log's length */
     vals[cap_at] = (void *)(uintptr_t)(log ? strlen(log) : 0);
   if (r) {
@@ -442,6 +449,7 @@ EXPORT CUresult cuModuleLoadDataEx(module **out, const void *image, unsigned n, 
   m->next = modules;
   modules = m;
   stats.modules++;
+  memcpy(stats.last_target, target, sizeof target);
   *out = m;
   RETURN(SUCCESS);
 }
@@ -736,6 +744,7 @@ EXPORT void etl_fake_cuda_reset(void) {
   memset(fail_nth, 0, sizeof fail_nth);
   kernel_mode = ETL_FAKE_KERNEL_COMPLETE;
   kernel_ms = 0;
+  fake_cc = 90;
   stats.reclaimed = stats.violations = stats.launches = stats.graph_launches = 0;
   first_violation[0] = 0;
   pthread_mutex_unlock(&mu);

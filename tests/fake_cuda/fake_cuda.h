@@ -2,7 +2,8 @@
  *
  * The fake CUDA driver (fake_cuda.c, built as libcuda.so.1 in the test tree)
  * implements the Driver API calls the runtime makes (runtime/src/cuda_mini.h)
- * on host memory, as an H100 would answer them: 132 SMs, sm_90, 1024
+ * on host memory, as an H100 would answer them: 132 SMs, sm_90 (or the
+ * compute capability etl_fake_cuda_device_cc sets, with the same limits), 1024
  * threads per block, 48 KiB static shared memory (227 KiB opted in). It
  * validates every call (initialised, a current context, handles alive, copies
  * inside an allocation, launch dimensions and shared memory within the
@@ -17,6 +18,7 @@
  * environment variable ETL_FAKE_CUDA, a comma-separated list of
  *   fail=cuSYMBOL:RESULT[:NTH]   the NTH next call (default 1) returns RESULT
  *   kernel=complete|hang|slow:MS a launched kernel's behaviour
+ *   cc=NN                        the compute capability x 10 (default 90)
  * A hung kernel's progress words never move; it ends when the control
  * block's abort flag is raised (as the real kernel's CTAs do when they poll
  * it). A slow kernel bumps its progress words every ETL_FAKE_SLOW_TICK_MS
@@ -24,6 +26,8 @@
  * before two queries have found it running: a test that checks "in flight"
  * right after the launch, and again in its first poll, holds however long a
  * loaded machine stalls it.
+ * (tests/python/test_cuda_fake.py mirrors etl_fake_cuda_stats with ctypes:
+ * change both together.)
  * ETL_FAKE_CUDA_PTXAS names ptxas: when set and non-empty every PTX image is
  * also assembled with it; otherwise the first load prints why it is not.
  * Contexts: each thread has a context stack (cuCtxPushCurrent/PopCurrent,
@@ -83,10 +87,16 @@ typedef struct etl_fake_cuda_stats {
   int last_graph_kernels;   /* kernel launches, */
   int last_graph_copies;    /* cuMemcpyAsync copies and */
   int last_graph_memsets;   /* memsets */
+  char last_target[16];     /* the .target of the last module loaded ("sm_90a") */
 } etl_fake_cuda_stats;
 
-/// Forget failures, kernel mode, call counts and violations (not resources).
+/// Forget failures, kernel mode, the compute capability, call counts and
+/// violations (not resources).
 void etl_fake_cuda_reset(void);
+/// The compute capability x 10 the device reports from now on (90, 80):
+/// cuDeviceGetAttribute's major and minor and the .target it loads (sm_NN up
+/// to it, sm_NNa only at it); the other limits stay the H100's.
+void etl_fake_cuda_device_cc(int cc);
 /// The `nth` next call (1 = the next one) of `symbol` (e.g. "cuMemAlloc_v2")
 /// returns `result` and does nothing else. Returns 0, or -1 for an unknown symbol.
 int etl_fake_cuda_fail(const char *symbol, int result, int nth);
@@ -103,6 +113,7 @@ const char *etl_fake_cuda_first_violation(void);
 typedef void (*etl_fake_cuda_reset_fn)(void);
 typedef int (*etl_fake_cuda_fail_fn)(const char *, int, int);
 typedef void (*etl_fake_cuda_kernel_fn)(int, unsigned);
+typedef void (*etl_fake_cuda_device_cc_fn)(int);
 typedef int (*etl_fake_cuda_calls_fn)(const char *);
 typedef const char *(*etl_fake_cuda_symbol_fn)(int);
 typedef etl_fake_cuda_stats (*etl_fake_cuda_get_stats_fn)(void);

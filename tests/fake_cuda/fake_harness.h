@@ -28,6 +28,7 @@ struct Fake {
   etl_fake_cuda_calls_fn calls = nullptr;
   etl_fake_cuda_get_stats_fn stats = nullptr;
   etl_fake_cuda_first_violation_fn violation = nullptr;
+  etl_fake_cuda_device_cc_fn device_cc = nullptr;
   Fake() {
     h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
@@ -38,6 +39,7 @@ struct Fake {
     calls = (etl_fake_cuda_calls_fn)dlsym(h, "etl_fake_cuda_calls");
     stats = (etl_fake_cuda_get_stats_fn)dlsym(h, "etl_fake_cuda_get_stats");
     violation = (etl_fake_cuda_first_violation_fn)dlsym(h, "etl_fake_cuda_first_violation");
+    device_cc = (etl_fake_cuda_device_cc_fn)dlsym(h, "etl_fake_cuda_device_cc");
   }
 };
 
@@ -45,7 +47,7 @@ inline Fake &fake() {
   static Fake f;
   INFO("run through ctest (test cuda_fake), which puts the fake libcuda.so.1 on LD_LIBRARY_PATH");
   REQUIRE(f.h);
-  bool is_fake = f.reset && f.fail && f.kernel && f.calls && f.stats && f.violation;
+  bool is_fake = f.reset && f.fail && f.kernel && f.calls && f.stats && f.violation && f.device_cc;
   REQUIRE(is_fake); // the fake, not a real driver
   f.reset();
   return f;

@@ -126,8 +126,13 @@ typedef struct func {
    MAX_FUNCS) and checks what a driver checks before it runs one: .version,
    .target, .address_size, static shared memory, and, when
    ETL_FAKE_CUDA_PTXAS names ptxas, that the image assembles. Returns SUCCESS
-   or INVALID_PTX / UNSUPPORTED_PTX_VERSION with the reason in `log`. */
-CUresult fake_read_ptx(const char *ptx, func *funcs, int *nfuncs, char *log, size_t cap);
+   or INVALID_PTX / UNSUPPORTED_PTX_VERSION with the reason in `log`; on
+   SUCCESS `target` holds the image's .target ("sm_90a"). */
+CUresult fake_read_ptx(const char *ptx, func *funcs, int *nfuncs, char *log, size_t cap,
+                       char target[16]);
+/* The device's compute capability x 10 (etl_fake_cuda_device_cc): what
+   cuDeviceGetAttribute reports and which .target an image may have. */
+extern int fake_cc;
 
 /*===-- The driver's state (fake_cuda.c) -----------------------------------===*/
 

@@ -2,7 +2,8 @@
  *
  * What a driver reads from a PTX image before it can launch it (the entries,
  * their parameters, .maxntid and static shared memory) and what it refuses:
- * a .version newer than the driver's, a .target newer than the device, static
+ * a .version newer than the driver's, a .target newer than the device (or
+ * an architecture-specific sm_NNa on a device other than NN), static
  * shared memory past 48 KiB, and, when ETL_FAKE_CUDA_PTXAS names ptxas, an
  * image that does not assemble.
  *===----------------------------------------------------------------------===*/
@@ -15,6 +16,10 @@
 #include <unistd.h>
 
 #include "fake_internal.h"
+
+int fake_cc = 90;
+
+EXPORT void etl_fake_cuda_device_cc(int cc) { fake_cc = cc; }
 
 static void put_log(char *log, size_t cap, const char *fmt, ...) {
   if (!log || !cap)
@@ -69,8 +74,9 @@ static int assemble(const char *ptx, const char *target, char *log, size_t cap) 
   return rc != 0;
 }
 
-CUresult fake_read_ptx(const char *ptx, func *funcs, int *nfuncs, char *log, size_t cap) {
-  int major = 0, minor = 0, sm = 0, addr = 0;
+CUresult fake_read_ptx(const char *ptx, func *funcs, int *nfuncs, char *log, size_t cap,
+                       char target[16]) {
+  int major = 0, minor = 0, sm = 0, addr = 0, n = 0;
   const char *v = strstr(ptx, ".version"), *t = strstr(ptx, ".target"),
              *a = strstr(ptx, ".address_size");
   if (!v || sscanf(v, ".version %d.%d", &major, &minor) != 2) {
@@ -81,10 +87,17 @@ CUresult fake_read_ptx(const char *ptx, func *funcs, int *nfuncs, char *log, siz
     put_log(log, cap, "ptxas fatal : PTX ISA %d.%d is newer than this driver's 8.4", major, minor);
     return UNSUPPORTED_PTX_VERSION;
   }
-  if (!t || sscanf(t, ".target sm_%d", &sm) != 1 || sm > 90) {
-    put_log(log, cap, "ptxas fatal : .target sm_%d is not supported by the device (sm_90)", sm);
+  /* sm_NN runs on capability NN and newer, sm_NNa only on NN */
+  char named[16] = "";
+  if (t)
+    sscanf(t, ".target %15[A-Za-z0-9_]", named);
+  const char *suffix = named + (sscanf(named, "sm_%d%n", &sm, &n) == 1 ? n : 0);
+  if (sm == 0 || sm > fake_cc || (*suffix && (strcmp(suffix, "a") || sm != fake_cc))) {
+    put_log(log, cap, "ptxas fatal : .target %s is not supported by the device (sm_%d)",
+            named[0] ? named : "(none)", fake_cc);
     return INVALID_PTX;
   }
+  memcpy(target, named, sizeof named);
   if (!a || sscanf(a, ".address_size %d", &addr) != 1 || addr != 64) {
     put_log(log, cap, "ptxas fatal : .address_size must be 64");
     return INVALID_PTX;
@@ -127,7 +140,5 @@ CUresult fake_read_ptx(const char *ptx, func *funcs, int *nfuncs, char *log, siz
     }
     f->max_dynamic_smem = STATIC_SMEM - shared;
   }
-  char target[16];
-  snprintf(target, sizeof target, "sm_%d", sm);
   return assemble(ptx, target, log, cap) ? INVALID_PTX : SUCCESS;
 }

@@ -48,7 +48,8 @@ class Stats(ctypes.Structure):  # etl_fake_cuda_stats (fake_cuda.h)
                 ("seen_abort", ctypes.c_uint), ("graphs", ctypes.c_int),
                 ("graph_execs", ctypes.c_int), ("graph_launches", ctypes.c_int),
                 ("last_graph_nodes", ctypes.c_int), ("last_graph_kernels", ctypes.c_int),
-                ("last_graph_copies", ctypes.c_int), ("last_graph_memsets", ctypes.c_int)]
+                ("last_graph_copies", ctypes.c_int), ("last_graph_memsets", ctypes.c_int),
+                ("last_target", ctypes.c_char * 16)]
 
 
 fake.etl_fake_cuda_get_stats.restype = Stats

@@ -162,6 +162,22 @@ class Examples(unittest.TestCase):
             self.assertTrue(os.path.getsize(os.path.join(d, "t.json")) > 0)
             self.assertTrue(os.path.getsize(os.path.join(d, "p.json")) > 0)
 
+    def test_variants(self):
+        src = os.path.join(ROOT, "examples", "rowsum", "rowsum.etl")
+        prog = etl.compile(src, targets=["sim"], device="sim", variants=["M<=8:TM=8", "*:"])
+        self.assertEqual(prog.variants, ("M<=8:TM=8", "*:"))
+        self.assertIsNone(prog.variant)
+        for m, label in ((4, "M<=8:TM=8"), (40, "*:"), (8, "M<=8:TM=8")):
+            x = np.ones((m, 256), np.float32)
+            y = np.zeros(m, np.float32)
+            prog(x=x, y=y)
+            self.assertEqual(prog.variant, label)
+            np.testing.assert_allclose(y, 256)
+        plain = etl.load(artifact("rowsum"), device="sim")
+        self.assertEqual((plain.variants, plain.variant), (("",), None))
+        plain(x=np.ones((3, 8), np.float32), y=np.zeros(3, np.float32))
+        self.assertEqual(plain.variant, "")
+
     def test_params(self):
         prog = etl.load(artifact("rowsum"), device="sim")
         self.assertEqual(prog.params, (etl.Param("x", "f32", 2, ("M", "N"), "tensor", False),

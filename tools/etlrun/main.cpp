@@ -5,6 +5,8 @@
 //          [--rtol R] [--atol A] [--trace t.json] [--profile p.json]
 //          [--watchdog-ms N] [--sim-workers N] [--seed S] [--int-range LO:HI]
 //          [--scalar eps=1e-6]... [--params] [--version]
+// (--params also lists an artifact's variants and, given --dim, the one
+// that runs; a run of an artifact of several variants says which ran)
 //
 // After IREE's iree-run-module: loads the artifact, binds the dims given
 // with --dim and those the --in arrays imply (an axis whose extent is a dim
@@ -245,6 +247,27 @@ bool check(const std::string &name, const NpyArray &got, const NpyArray &ref, do
   return true;
 }
 
+/// --params of an artifact of several variants: each one's label, and
+/// which one runs for the dims --dim bound.
+void print_variants(etlProgram prog) {
+  int n = 1, sel = -1;
+  const char *first = "";
+  etlProgramNumVariants(prog, &n);
+  etlProgramVariantLabel(prog, 0, &first);
+  if (n == 1 && !first[0]) // compiled without --variant
+    return;
+  etlStatus st = etlProgramSelectVariant(prog, &sel);
+  for (int i = 0; i < n; ++i) {
+    const char *label = "";
+    etlProgramVariantLabel(prog, i, &label);
+    std::printf("variant %d: '%s'%s\n", i, label, i == sel && !st ? "  <- runs for these dims" : "");
+  }
+  if (st == ETL_ERROR_UNBOUND)
+    std::printf("(give every dim with --dim to see which variant runs)\n");
+  else if (st)
+    std::printf("no variant runs for these dims: %s\n", etlGetLastErrorMessage());
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -320,7 +343,20 @@ int main(int argc, char **argv) {
   std::vector<etlScalarInfo> scalar_info((size_t)n_scalars);
   for (int i = 0; i < n_scalars; ++i)
     etlProgramScalarInfo(prog, i, &scalar_info[(size_t)i]);
+  // dims: --dim first, then what the inputs' shapes say
+  std::map<std::string, int64_t> bound;
+  for (const std::string &d : dims) {
+    auto [name, value] = split_eq(d, "--dim");
+    char *end = nullptr;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (*end)
+      fail(2, "--dim " + d + ": '" + value + "' is not an integer");
+    if ((st = etlBindDim(prog, name.c_str(), v)))
+      fail(2, "--dim " + d + ": " + api_error(st));
+    bound[name] = v;
+  }
   if (list_params) {
+    print_variants(prog);
     for (const std::string &n : order) {
       const etlTensorInfo &t = params[n].info;
       std::printf("%s: %s[", n.c_str(), etlDTypeName(t.dtype));
@@ -370,18 +406,6 @@ int main(int argc, char **argv) {
     return it->second;
   };
 
-  // dims: --dim first, then what the inputs' shapes say
-  std::map<std::string, int64_t> bound;
-  for (const std::string &d : dims) {
-    auto [name, value] = split_eq(d, "--dim");
-    char *end = nullptr;
-    long long v = std::strtoll(value.c_str(), &end, 10);
-    if (*end)
-      fail(2, "--dim " + d + ": '" + value + "' is not an integer");
-    if ((st = etlBindDim(prog, name.c_str(), v)))
-      fail(2, "--dim " + d + ": " + api_error(st));
-    bound[name] = v;
-  }
   for (const std::string &n : order) {
     etlDType t = params[n].info.dtype;
     if (t == ETL_I4 || t == ETL_U4)
@@ -481,7 +505,13 @@ int main(int argc, char **argv) {
   }
   std::printf("etlrun: %s on %s with %s\n", artifact.c_str(), etlContextDeviceName(ctx),
               dim_text.c_str());
-  if ((st = etlRun(prog))) {
+  st = etlRun(prog);
+  int ran = -1;
+  const char *label = "";
+  if (etlProgramLastVariant(prog, &ran) == ETL_SUCCESS && ran >= 0 &&
+      etlProgramVariantLabel(prog, ran, &label) == ETL_SUCCESS && label[0])
+    std::printf("etlrun: ran variant %d, '%s'\n", ran, label);
+  if (st) {
     std::fprintf(stderr, "etlrun: run failed: %s\n", api_error(st).c_str());
     return 1;
   }

@@ -275,6 +275,23 @@ ETL_API etlStatus etlProgramNumConstraints(etlProgram prog, int *count);
 /// when `where` is non-NULL, where it is declared ("moe.etl:25:9").
 ETL_API etlStatus etlProgramConstraint(etlProgram prog, int index, const char **text,
                                        const char **where);
+/// Variants (`etlc compile --variant`): an artifact may hold the program
+/// compiled several times with other values of its tunable consts, each for
+/// a range of the dims; etlRun runs the first variant whose ranges hold for
+/// the bound dims (no recompilation), and a binding no variant's ranges
+/// hold fails with ETL_ERROR_BINDING listing them. Every variant takes the
+/// same dims, tensors and scalars. An artifact compiled without --variant
+/// has one variant, labelled "".
+ETL_API etlStatus etlProgramNumVariants(etlProgram prog, int *count);
+/// Variant `index`'s label as etlc's command line wrote it ("B<=1:TK=64").
+ETL_API etlStatus etlProgramVariantLabel(etlProgram prog, int index, const char **label);
+/// The variant etlRun would run for the dims bound now: ETL_ERROR_UNBOUND
+/// when a dim a variant's range names is not bound, ETL_ERROR_BINDING when
+/// no variant is for them.
+ETL_API etlStatus etlProgramSelectVariant(etlProgram prog, int *index);
+/// The variant the program's last run (etlRun/etlRunAsync) ran; -1 before
+/// any run.
+ETL_API etlStatus etlProgramLastVariant(etlProgram prog, int *index);
 /// "f32", "f16", "i32", "i64" or "bf16"; "?" for a value outside etlDType.
 ETL_API const char *etlDTypeName(etlDType dtype);
 

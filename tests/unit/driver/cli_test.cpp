@@ -120,6 +120,36 @@ TEST_CASE("-D NAME=VALUE overrides a const; the last one wins") {
   }
 }
 
+TEST_CASE("etlc tune lists the allowed combinations and prunes what fails, unranked") {
+  fs::path f = temp_dir() / "tune.etl";
+  write(f, R"(const TN = 64 in [32, 64, 512];
+const TM = 8 in [8, 16] where TM * TN <= 4096;
+
+kernel big<N: dim>(x: tensor<f32>[N, N], y: tensor<f32>[N, N]) {
+  task t[i in 0 .. cdiv(N, TN)] {
+    store(y[i * TN .. +TN, 0 .. +TN], load(x[i * TN .. +TN, 0 .. +TN]) * 2.0);
+  }
+}
+)");
+  Result r = etlc({"tune", f.string(), "--target", "sim"});
+  INFO(r.out << r.err);
+  CHECK(r.code == kExitOk);
+  CHECK(r.out.find("combinations: 5 of 6 satisfy the constraints") != std::string::npos);
+  CHECK(r.out.find("(no GPU target: spills are the register estimate's only)") !=
+        std::string::npos);
+  CHECK(r.out.find("  kept    TN=32 TM=8\n") != std::string::npos);
+  CHECK(r.out.find("  kept    TN=64 TM=16\n") != std::string::npos);
+  CHECK(r.out.find("  pruned  TN=512 TM=8: TileTooLarge: a tile of shape [512, 512]") !=
+        std::string::npos);
+  CHECK(r.out.find("TN=512 TM=16") == std::string::npos); // the constraint excludes it
+  CHECK(r.out.find("4 of 5 allowed combinations kept (6 candidate combinations)") !=
+        std::string::npos);
+  CHECK(r.out.find("ranking (measured on a GPU, or modelled) is not implemented yet") !=
+        std::string::npos);
+  r = etlc({"tune", (temp_dir() / "none.etl").string()});
+  CHECK(r.code == kExitUsage);
+}
+
 TEST_CASE("--color: clang's colours when asked, or auto on a terminal without NO_COLOR") {
   const std::string broken = "const TM = 16\n";
   Result r = etlc({"compile", "-", "--emit=ast", "--color=always"}, broken);

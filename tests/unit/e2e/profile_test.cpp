@@ -274,7 +274,7 @@ kernel k<N: dim>(x: tensor<f32>[N], y: tensor<f32>[N]) where N % 32 == 0 {
       ++tasks;
     if (o.getString("ph") == "C") {
       ++counters;
-      CHECK(o.getString("name")->startswith("profile cta "));
+      CHECK(o.getString("name")->starts_with("profile cta "));
       last_requests =
           std::max<uint64_t>(last_requests, *o.getObject("args")->getInteger("global requests"));
     }

@@ -291,7 +291,7 @@ TEST_CASE("tile lowering: sim profile of rowsum, softmax and gemv: 128-bit bytes
     double wbytes = 0, w128 = 0;
     for (const llvm::json::Value &gv : *doc.getAsObject()->getArray("groups")) {
       const llvm::json::Object &go = *gv.getAsObject();
-      if (!go.getString("name")->startswith("partial"))
+      if (!go.getString("name")->starts_with("partial"))
         continue;
       for (const llvm::json::Value &sv : *go.getArray("sites")) {
         const llvm::json::Object &so = *sv.getAsObject();

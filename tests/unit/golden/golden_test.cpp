@@ -35,6 +35,7 @@
 #include "diag/diag.h"
 #include "driver/cli.h"
 #include "driver/pipeline.h"
+#include "driver/tunables.h"
 #include "frontend/parser.h"
 
 #include <doctest/doctest.h>
@@ -109,6 +110,14 @@ const std::map<std::string, Emitter> &emitters() {
          if (!front(c, name, text))
            return c.diag.render();
          return etl::print_task_graph(c.graph) + c.diag.render();
+       }},
+      // --emit=tunables: the tunable consts and their combinations.
+      {"tunables",
+       [](const std::string &name, const std::string &text) {
+         etl::Compilation c;
+         if (!front(c, name, text))
+           return c.diag.render();
+         return etl::print_tunables(*c.program, c.sm) + c.diag.render();
        }},
       // --emit=cost without a binding: the symbolic work and traffic.
       {"cost",

@@ -158,7 +158,7 @@ TEST_CASE("registers: the loads a tensor-core dot reads take none (cp.async to s
   // through the cp.async ring.
   std::ifstream in(std::string(ETL_SOURCE_DIR) + "/examples/gemm/gemm.etl");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  REQUIRE(text.find("const BN = 128;") != std::string::npos);
+  REQUIRE(text.find("const BN = 128 in") != std::string::npos);
   CHECK(tile_regs(text, 256) == 128);
   // The same loop on f32 (FMA path: the operands are registers): more.
   std::string f32 = text;

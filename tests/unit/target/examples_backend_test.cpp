@@ -87,6 +87,23 @@ TEST_CASE("examples: softmax compiles for sm_90, sm_80 and sim, PTX assembles") 
   assemble(c->result);
 }
 
+// sm_90a (PTX 8.0, compute capability 9.0 only) has no instruction of its
+// own yet: its PTX is sm_90's but for the header, and ptxas takes both.
+TEST_CASE("examples: gemm for sm_90a is sm_90's code under .version 8.0 / .target sm_90a") {
+  auto c = compile_example("examples/gemm/gemm.etl", {"sm_90", "sm_90a"});
+  INFO(c->result.error);
+  REQUIRE(c->result.ok);
+  REQUIRE(c->result.outputs.size() == 2);
+  const std::string &p90 = c->result.outputs[0].code, &p90a = c->result.outputs[1].code;
+  CHECK(c->result.outputs[1].target == "sm_90a");
+  CHECK(p90.find(".version 7.8\n.target sm_90\n") != std::string::npos);
+  CHECK(p90a.find(".version 8.0\n.target sm_90a\n") != std::string::npos);
+  CHECK(p90.find("mma.sync.aligned.m16n8k16") != std::string::npos);
+  auto body = [](const std::string &ptx) { return ptx.substr(ptx.find(".address_size")); };
+  CHECK(body(p90) == body(p90a));
+  assemble(c->result);
+}
+
 // The queue pops by ticket (lower_dynamic.cpp): one fetch-and-add of head,
 // no compare-and-swap that CTAs would retry one after another (the program
 // reads no event index from data, so nothing else needs one).

@@ -36,6 +36,7 @@ TEST_CASE("target table: the shared-memory budgets") {
   CHECK(find_target("sm_86")->smem_limit == 99u * 1024u);
   CHECK(find_target("sm_89")->smem_limit == 99u * 1024u);
   CHECK(find_target("sm_90")->smem_limit == 227u * 1024u);
+  CHECK(find_target("sm_90a")->smem_limit == 227u * 1024u);
   CHECK(kSmemHeaderBytes == 32u);
   // A compilation's budget is its smallest target's (the artifact's list,
   // not every target of targets.def); sim alone gets the largest GPU's, so
@@ -57,10 +58,17 @@ TEST_CASE("target table: compute capability and register file") {
   CHECK(find_target("sm_86")->sm == 86);
   CHECK(find_target("sm_89")->sm == 89);
   CHECK(find_target("sm_90")->sm == 90);
+  CHECK(find_target("sm_90a")->sm == 90); // Hopper's architecture-specific target
   for (const TargetDesc &t : all_targets()) {
     CAPTURE(t.name);
-    // The name spells the capability (nvptx.cpp hands it to LLVM as the CPU).
-    CHECK(std::string(t.name) == (t.sm ? "sm_" + std::to_string(t.sm) : std::string("sim")));
+    // The name spells the capability (nvptx.cpp hands it to LLVM as the CPU),
+    // `a` for an architecture-specific one, which needs PTX 8.0.
+    std::string sm = "sm_" + std::to_string(t.sm);
+    if (t.sm == 0)
+      CHECK(std::string(t.name) == "sim");
+    else
+      CHECK((t.name == sm || t.name == sm + "a"));
+    CHECK(t.ptx == (t.sm == 0 ? 0u : t.name == sm + "a" ? 80u : 78u));
     CHECK(t.regs_per_sm == (t.kind == TargetKind::Nvptx ? 65536u : 0u));
     CHECK(t.regs_per_thread == (t.kind == TargetKind::Nvptx ? 255u : 0u));
   }

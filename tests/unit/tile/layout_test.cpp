@@ -251,6 +251,66 @@ TEST_CASE("swizzled shared memory: a bijection without bank conflicts on column 
   CHECK(smem_wavefronts(swizzled_smem_layout({32, 32}, 4, 1), row, 1, 4) == 1);
 }
 
+TEST_CASE("staging layouts: the lowering's swizzles as data (smem_place)") {
+  SmemInt a;
+  // A [.., 48] f16 operand: 96-byte rows, 6 chunks, max_phase 2, per_phase 1.
+  SmemLayout h = mma_staging_layout(48, 2);
+  INFO(h.str());
+  CHECK(h.row_bytes == 96);
+  CHECK(h.max_phase == 2);
+  CHECK(h.per_phase == 1);
+  CHECK(smem_place(a, h, 1, 0) == 96 + 16); // chunk 0 ^ phase 1
+  CHECK(smem_place(a, h, 1, 8) == 96);      // chunk 1 ^ phase 1
+  CHECK(smem_place(a, h, 0, 9) == 16 + 2);
+  CHECK(smem_place(a, h, 2, 47) == 192 + 5 * 16 + 14);
+  // 16-bit rows of 32 bytes: 4 rows share a 128-byte line and a phase.
+  SmemLayout n = mma_staging_layout(16, 2);
+  CHECK(n.per_phase == 4);
+  CHECK(n.max_phase == 2);
+  CHECK(smem_place(a, n, 3, 0) == 96);
+  CHECK(smem_place(a, n, 4, 0) == 128 + 16);
+  // A tf32 dot's f32 rows of 32 floats: 8 chunks, the phase rotated left.
+  SmemLayout f = mma_staging_layout(32, 4);
+  CHECK(f.rotate == 1);
+  CHECK(f.per_phase == 1);
+  CHECK(smem_place(a, f, 1, 0) == 128 + 2 * 16); // phase 1 -> 2
+  CHECK(smem_place(a, f, 4, 1) == 512 + 1 * 16 + 4); // phase 4 -> 1
+  CHECK(smem_place(a, f, 7, 5) == 896 + (1 ^ 7) * 16 + 4); // phase 7 -> 7
+  // Rows of 24 floats (6 chunks): runs of 4 rows take a phase.
+  CHECK(mma_staging_layout(24, 4).per_phase == 4);
+  // The re-layout scratch: 128-byte lines of the row-major index, the
+  // chunk XORed by the line's number mod 8 (element units).
+  SmemLayout l = scratch_smem_layout(4);
+  CHECK(smem_place(a, l, 0, 5) == 5);
+  CHECK(smem_place(a, l, 0, 33) == (33 ^ 4));
+  CHECK(smem_place(a, l, 0, 7 * 32 + 2) == ((7 * 32 + 2) ^ 28));
+  CHECK(smem_place(a, l, 0, 8 * 32 + 3) == 8 * 32 + 3);
+  CHECK(smem_place(a, scratch_smem_layout(8), 0, 16 + 1) == ((16 + 1) ^ 2));
+  // The bank check reads the affine part: an ldmatrix phase (8 lanes, 16
+  // bytes each) over chunk 0 of rows 0..7 of 128-byte rows is one
+  // wavefront, and 8 without the phase.
+  std::vector<uint32_t> rows;
+  for (uint32_t r = 0; r < 8; ++r)
+    rows.push_back(r * 64);
+  SmemLayout w = mma_staging_layout(64, 2);
+  CHECK(smem_wavefronts(w, rows, 8, 2) == 1);
+  w.max_phase = 1;
+  CHECK(smem_wavefronts(w, rows, 8, 2) == 8);
+  // 96-byte rows: rows 0 and 4 still share a bank group (2 wavefronts; 2
+  // phases cannot separate 8 rows whose pitch is 3 chunks mod 8 apart).
+  std::vector<uint32_t> rows48;
+  for (uint32_t r = 0; r < 8; ++r)
+    rows48.push_back(r * 48);
+  CHECK(smem_wavefronts(h, rows48, 8, 2) == 2);
+  // A 32-lane column read of a 32-wide f32 tile in the scratch: 8 phases
+  // spread the 32 rows over 8 banks (4 wavefronts; the row-major index
+  // alone puts them all in one bank: 32).
+  std::vector<uint32_t> col;
+  for (uint32_t r = 0; r < 32; ++r)
+    col.push_back(r * 32 + 5);
+  CHECK(smem_wavefronts(l, col, 1, 4) == 4);
+}
+
 TEST_CASE("mma m16n8k16 layouts: PTX's fragment maps, exactly") {
   // Element i of lane `ln` (PTX ISA, "Matrix Fragments for mma.m16n8k16").
   for (uint32_t ln = 0; ln < 32; ++ln) {
