@@ -695,17 +695,22 @@ def main(argv):
 
     ids = [r for r in R.ROWS if (not only or r in only)] if a.cmd in ("rows", "predict") else []
     if ids:
-        print("%-20s %-40s %5s %9s %9s %7s %6s" % ("row", "what", "role", "model ms",
-                                                  "H200 ms", "error", "cpu s"))
+        # the rows ran on the head/tail/CAS queue (30c4d87): beside today's
+        # queue (a.queue), the same code's time with that queue
+        print("%-20s %-40s %5s %9s %9s %9s %7s %7s %6s" % (
+            "row", "what", "role", "model ms", "cas ms", "H200 ms", "error", "e(cas)", "cpu s"))
     for rid in ids:
         row = R.ROWS[rid]
         t0 = time.time()
         s, per, info = predict_row(rid, a.gpu, etlc, a.queue, sass)
+        s_cas = predict_row(rid, a.gpu, etlc, "cas", sass)[0] if a.queue != "cas" else s
         meas = row.get("measured_ms") if a.gpu == "h200" else None
-        err = "%+.0f%%" % (100 * (s * 1e3 / meas - 1)) if meas else "-"
-        print("%-20s %-40s %5s %9.3f %9s %7s %6.1f" % (rid, row["what"], row.get("role", "-"),
-                                                       s * 1e3, "%.3f" % meas if meas else "-", err,
-                                                       time.time() - t0))
+
+        def err(x):
+            return "%+.0f%%" % (100 * (x * 1e3 / meas - 1)) if meas else "-"
+        print("%-20s %-40s %5s %9.3f %9.3f %9s %7s %7s %6.1f" % (
+            rid, row["what"], row.get("role", "-"), s * 1e3, s_cas * 1e3,
+            "%.3f" % meas if meas else "-", err(s), err(s_cas), time.time() - t0))
         detail(per, info)
     steps = [r for r in R.STEP_ROWS if not only or r in only]
     if steps:

@@ -17,8 +17,9 @@ For one program (source, -D constants, etlc) it compiles once and reads:
 and per binding (`bodies`) `--emit=cost --format=json`: each group's task
 count, tensor-core FLOPs, other FLOPs and bytes. From those, per group:
 
-  steps       K steps per task = tensor-core FLOPs per task / the step's
-              (mma.sync FLOPs per warp x warps)
+  steps       K steps per task = tensor-core FLOPs per task (a tf32 K
+              loop: other FLOPs, where --emit=cost counts its dot) / the
+              step's (mma.sync FLOPs per warp x warps)
   other loops trips known from the PTX (a constant bound), else those of
               the task body's `for` loops (--emit=cost's `loops`), else 1
               (Program.loop_trips)
@@ -150,7 +151,9 @@ class Program:
             if k is not None:
                 kc = k["counts"]
                 flops_step = kc["_mma_flops"] * warps
-                steps = tc / flops_step if flops_step else 0
+                # --emit=cost counts f16/bf16 dots as tensor-core FLOPs and a
+                # tf32 dot's as other FLOPs (its few other ops ride along)
+                steps = (other if kc.get("_tf32") else tc) / flops_step if flops_step else 0
                 # the source loop of the K loop: the body's own loop whose
                 # trips are closest to the steps; its bytes per trip are the
                 # step's (the PTX's copies may sit in inner loops of unknown
