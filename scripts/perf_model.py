@@ -689,16 +689,17 @@ def main(argv):
         print("    SASS ratio %.2f (%s)" % (info["ratio"], info["ratio_note"]))
         for name, d in per.items():
             b = info["bodies"].get(name.split(".")[0], {})
-            print("    %-14s %7d tasks  %9.2f us each  %9.2f .. %9.2f us  steps %6.1f  %s" %
+            st = b.get("steps", 0)
+            print("    %-14s %7d tasks  %9.2f us each  %9.2f .. %9.2f us  steps %6s  %s" %
                   (name, d["tasks"], d["dur"] * 1e6, d["first"] * 1e6, d["last"] * 1e6,
-                   b.get("steps", 0), b.get("source", "")))
+                   "%.1f" % st if not isinstance(st, str) else "/task", b.get("source", "")))
 
     ids = [r for r in R.ROWS if (not only or r in only)] if a.cmd in ("rows", "predict") else []
     if ids:
         # the rows ran on the head/tail/CAS queue (30c4d87): beside today's
         # queue (a.queue), the same code's time with that queue
         print("%-20s %-40s %5s %9s %9s %9s %7s %7s %6s" % (
-            "row", "what", "role", "model ms", "cas ms", "H200 ms", "error", "e(cas)", "cpu s"))
+            "row", "what", "role", "model ms", "cas ms", "H200 ms", "error", "e(cas)", "wall s"))
     for rid in ids:
         row = R.ROWS[rid]
         t0 = time.time()
@@ -717,7 +718,7 @@ def main(argv):
         if ids:
             print()
         print("%-20s %-36s %9s %9s %8s %7s %8s %6s" % ("whole step", "what", "model ms", "tok/s",
-                                                      "GB", "% HBM", "SOL ms", "cpu s"))
+                                                      "GB", "% HBM", "SOL ms", "wall s"))
     for rid in steps:
         row = R.STEP_ROWS[rid]
         t0 = time.time()

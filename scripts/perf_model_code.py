@@ -158,9 +158,15 @@ class Program:
                 # trips are closest to the steps; its bytes per trip are the
                 # step's (the PTX's copies may sit in inner loops of unknown
                 # trips)
-                top = [l for l in src_loops if l["depth"] == 0 and "value" in l.get("bytes", {})]
-                src_k = min(top, key=lambda l: abs(l["trips"]["value"] - steps), default=None)
+                top = [l for l in c.get("loops", []) if l["depth"] == 0 and "value" in l["bytes"]]
+                src_k = min(top, key=lambda l: abs(l["trips"].get("value", steps) - steps),
+                            default=None)
                 bytes_step = src_k["bytes"]["value"] if src_k else kc.get("_gbytes", 0) * self.threads
+                # work that varies by task (a sum over the domain, as a causal
+                # attention's): steps per task from its own expression
+                m = re.fullmatch(r"sum\[\w+\]\((.*)\)", c["flops_tc"]["expr"].strip())
+                if m and not kc.get("_tf32") and flops_step == int(flops_step):
+                    body["steps_task"] = "(%s) / %d" % (m.group(1), flops_step)
                 body.update(steps=steps, ptx_step=classes(kc),
                             mma_step=kc["_mma"], flops_per_mma=kc["_mma_flops"] / kc["_mma"],
                             tc="tf32" if kc.get("_tf32") else "bf16", bytes_step=bytes_step,
@@ -175,6 +181,8 @@ class Program:
                 body["source"] = "cost"
             body["ptx_fixed"] = fixed
             body["once_bytes"] = max(0.0, rd + wr - body["steps"] * body["bytes_step"])
+            if "steps_task" in body:
+                body["steps"] = body.pop("steps_task")  # (after once_bytes took the mean)
             out[g] = body
         return out
 
