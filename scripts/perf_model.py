@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """perf_model.py: a latency-aware timing model of an ETL megakernel on a GPU.
 
-    python3 scripts/perf_model.py rows [--gpu h200] [--etlc ETLC]   the measured rows: model vs GPU
+    python3 scripts/perf_model.py rows [--gpu h200] [--etlc ETLC]   the measured rows (model vs GPU), then
+                                                                     the whole decode steps
+    python3 scripts/perf_model.py steps                             the whole decode steps only
     python3 scripts/perf_model.py predict ROW_ID [--gpu h200] [-v]  one row, per group with -v
-    import perf_model; perf_model.predict_row("gemm_bf16_4096")     (seconds, details)
+    import perf_model; perf_model.predict_row("gemm_bf16_4096")     (seconds, per group, info)
 
 Where bench.sh's sim-profile model takes max(bytes / BW, FLOPs / peak,
 wavefronts / clock), this one sees what the GPU spends time on
@@ -23,16 +25,19 @@ wavefronts / clock), this one sees what the GPU spends time on
      bandwidth, and the ring's latency bound (DRAM latency / stages ahead).
   3. A replay over the GPU's SMs (one persistent CTA each): static tasks
      dealt round-robin in the runtime's order (groups in topological order,
-     tasks in linear order), each CTA running its queue in order and waiting
+     tasks in linear order; a layered block layer by layer), each CTA
+     running its queue in order and waiting
      for a task's events (notify -> wake latency on each edge); dynamic
      items (and the expanders of ranges that read data) go to a device
      queue when their waits are done and are popped by CTAs that are idle or
      waiting, at the queue's cost (`cas`: one pop at a time chip-wide, as
      the code the H200 rows were measured on; `ticket`: one atomic).
 
-The per-group inputs (PTX counts per K step, steps, bytes, ring depth) are
-in perf_model_rows.py, with the commit and etlc they were read from. No GPU,
-no sim run and no third-party package is needed.
+The per-group inputs (PTX counts per K step, steps, bytes, ring depth, the
+rest of each task) are read from the code the given etlc compiles
+(perf_model_code.py); perf_model_rows.py holds only the rows and the fitted
+constants. No GPU, no sim run and no third-party package is needed (ptxas
+and readelf for the SASS ratio, else it is 1).
 """
 import argparse
 import heapq
@@ -252,7 +257,7 @@ class Model:
         return self.ptxas_keep * sass * (1.0 - counts.get("edge", 0) / total)
 
     def task_s(self, body, env, active):
-        """One task of a group whose body is `body` (perf_model_rows), at the
+        """One task of a group whose body is `body` (perf_model_code), at the
         task's env (dims and domain variables); `active`: SMs that stream at
         once (their share of HBM bandwidth). Returns (seconds, parts)."""
         warps = body["threads"] // 32
