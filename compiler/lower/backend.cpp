@@ -2,14 +2,14 @@
 //
 // What this owns: run_backend. It turns the task graph into a KernelPlan
 // (groups with their wait/notify index expressions), and for each target
-// builds a fresh LLVM module: machine setup, tile lowering (Lowerer), kernel
+// builds a fresh LLVM module: machine setup, the lowering (KernelLowerer), kernel
 // annotations, verification + the standard pipeline (target/optimize.cpp),
 // then code emission by the target's machine.
 //
 //===----------------------------------------------------------------------===//
 #include "lower/backend.h"
 
-#include "lower/lowerer.h"
+#include "lower/kernel_lowerer.h"
 #include "tile/passes.h"
 #include "target/optimize.h"
 
@@ -51,7 +51,7 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
     m->init_module(mod);
     unsigned smem = 0;
     try {
-      Lowerer L(plan, *m, mod, opts.threads_per_cta);
+      KernelLowerer L(plan, *m, mod, opts.threads_per_cta);
       llvm::Function *k = L.lower_kernel();
       smem = (L.smem_bytes() + 15u) & ~15u;
       if (res.remarks.empty())

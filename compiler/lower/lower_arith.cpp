@@ -8,11 +8,11 @@
 // of any register type (an i64 in two halves). Operands
 // come in the result's layout (the layout pass made them so); a rank-0
 // operand is one uniform register, splat here. Element types in registers:
-// lower/lowerer.h; rounding after each float op and wrapping after each
+// lower/lower_ctx.h; rounding after each float op and wrapping after each
 // integer one: lower_convert.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -49,7 +49,7 @@ comparison_predicates(BinOp op) {
 
 } // namespace
 
-TileVal Lowerer::coerce(const TileVal &v, size_t n, ElemType elem) {
+TileVal BodyLowerer::coerce(const TileVal &v, size_t n, ElemType elem) {
   if (v.regs.size() != n && v.regs.size() != 1)
     throw LowerError("tile IR operand of " + std::to_string(v.regs.size()) +
                      " registers where its op has " + std::to_string(n));
@@ -67,7 +67,7 @@ TileVal Lowerer::coerce(const TileVal &v, size_t n, ElemType elem) {
 /// Integer tile `/` and `%` round like index arithmetic: floor division and
 /// a modulo with the divisor's sign. A zero divisor gives 0 (no trap, on any
 /// target).
-llvm::Value *Lowerer::int_div(llvm::Value *l, llvm::Value *r, bool mod, bool is_unsigned) {
+llvm::Value *BodyLowerer::int_div(llvm::Value *l, llvm::Value *r, bool mod, bool is_unsigned) {
   llvm::Value *zero = llvm::Constant::getNullValue(r->getType());
   llvm::Value *one = llvm::ConstantInt::get(r->getType(), 1);
   llvm::Value *is0 = b.CreateICmpEQ(r, zero);
@@ -90,7 +90,7 @@ llvm::Value *Lowerer::int_div(llvm::Value *l, llvm::Value *r, bool mod, bool is_
 /// width is the type's (8 for i8/u8, 16 for i16/u16). `>>` is arithmetic for
 /// signed types and logical for unsigned ones (whose registers hold the value
 /// zero-extended, so a logical shift of the register is the type's).
-llvm::Value *Lowerer::bit_op(BinOp op, llvm::Value *l, llvm::Value *r, ElemType t) {
+llvm::Value *BodyLowerer::bit_op(BinOp op, llvm::Value *l, llvm::Value *r, ElemType t) {
   if (op == BinOp::BitAnd)
     return b.CreateAnd(l, r);
   if (op == BinOp::BitOr)
@@ -106,13 +106,13 @@ llvm::Value *Lowerer::bit_op(BinOp op, llvm::Value *l, llvm::Value *r, ElemType 
 
 /// popc of an integer register of `t`: the set bits of the type's width
 /// (an i8 register holds the value sign-extended), as an i32.
-llvm::Value *Lowerer::popc_reg(llvm::Value *r, ElemType t) {
+llvm::Value *BodyLowerer::popc_reg(llvm::Value *r, ElemType t) {
   unsigned w = elem_bits(t);
   llvm::Value *x = w < 32 ? b.CreateAnd(r, b.getInt32((1u << w) - 1)) : r;
   return b.CreateSExtOrTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, x), i32);
 }
 
-TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
+TileVal BodyLowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
                        const std::vector<int64_t> &shape, ElemType elem) {
   const size_t n = std::max(a.regs.size(), c.regs.size());
   TileVal x = coerce(a, n, elem), y = coerce(c, n, elem);
@@ -159,7 +159,7 @@ TileVal Lowerer::arith(BinOp op, const TileVal &a, const TileVal &c,
 
 //===-- Comparisons and select -------------------------------------------===//
 
-TileVal Lowerer::compare(BinOp op, const TileVal &a, const TileVal &c,
+TileVal BodyLowerer::compare(BinOp op, const TileVal &a, const TileVal &c,
                          const std::vector<int64_t> &shape) {
   TileVal r;
   r.elem = ElemType::Bool;
@@ -193,7 +193,7 @@ TileVal Lowerer::compare(BinOp op, const TileVal &a, const TileVal &c,
   return r;
 }
 
-TileVal Lowerer::select(const TileVal &cond, const TileVal &a, const TileVal &c,
+TileVal BodyLowerer::select(const TileVal &cond, const TileVal &a, const TileVal &c,
                         const std::vector<int64_t> &shape, ElemType elem) {
   const size_t n = std::max({cond.regs.size(), a.regs.size(), c.regs.size()});
   TileVal m = coerce(cond, n, ElemType::Bool);
@@ -206,7 +206,7 @@ TileVal Lowerer::select(const TileVal &cond, const TileVal &a, const TileVal &c,
 
 //===-- Shuffles ---------------------------------------------------------===//
 
-llvm::Value *Lowerer::shuffle_reg(ShflMode mode, llvm::Value *v, llvm::Value *lane,
+llvm::Value *BodyLowerer::shuffle_reg(ShflMode mode, llvm::Value *v, llvm::Value *lane,
                                   unsigned line) {
   auto shfl = [&](llvm::Value *x) { return m.shuffle(b, mode, x, lane, 31, 0xFFFFFFFFu, line); };
   if (!v->getType()->isIntegerTy(64))
@@ -218,7 +218,7 @@ llvm::Value *Lowerer::shuffle_reg(ShflMode mode, llvm::Value *v, llvm::Value *la
 
 //===-- argmax / argmin ---------------------------------------------------===//
 
-llvm::Value *Lowerer::arg_wins(ElemType t, bool is_max, llvm::Value *pv, llvm::Value *pi,
+llvm::Value *BodyLowerer::arg_wins(ElemType t, bool is_max, llvm::Value *pv, llvm::Value *pi,
                                llvm::Value *qv, llvm::Value *qi) {
   bool fl = is_float(t);
   llvm::Value *lower = b.CreateICmpULT(qi, pi);

@@ -9,7 +9,7 @@
 // so every form gives the correctly rounded result of each update.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -35,7 +35,7 @@ AtomicOp atomic_op(Builtin f) {
 
 } // namespace
 
-llvm::Value *Lowerer::atomic_elem(Builtin f, ElemType t, llvm::Value *p, llvm::Value *v,
+llvm::Value *BodyLowerer::atomic_elem(Builtin f, ElemType t, llvm::Value *p, llvm::Value *v,
                                   llvm::Value *desired) {
   AtomicOp op = atomic_op(f);
   if (t == ElemType::F32 || t == ElemType::I32 || t == ElemType::I64)

@@ -1,14 +1,14 @@
 //===- lower/lower_convert.cpp - Element types in registers and memory ---===//
 //
 // What this owns: how each element type is held in registers and in memory
-// (lower/lowerer.h): f16, bf16 and FP8 in f32 registers rounded to their
+// (lower/lower_ctx.h): f16, bf16 and FP8 in f32 registers rounded to their
 // precision after each op (bf16 and FP8 rounding with integer ops, the same
 // on every target), i8 .. u32 in i32 registers wrapped to their width, packed
 // i4/u4 nibbles picked from their byte; and `convert_scalar`, the one
 // conversion between element types (`cast`, mixed operands, pads).
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/lower_ctx.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -113,7 +113,7 @@ llvm::Value *round_to(Builder &b, llvm::Value *v, ElemType t) {
 /// An integer register (i32, or i64 for i64) wrapped to the width of `t`:
 /// i8, i16, u8, u16 keep their low bits, sign- or zero-extended back to the
 /// i32 register; the other types are as they are.
-llvm::Value *Lowerer::wrap_int(llvm::Value *v, ElemType t) {
+llvm::Value *LowerCtx::wrap_int(llvm::Value *v, ElemType t) {
   unsigned w = elem_bits(t);
   if (!is_integer(t) || w >= 32 || v->getType() != i32)
     return v;
@@ -127,7 +127,7 @@ llvm::Value *Lowerer::wrap_int(llvm::Value *v, ElemType t) {
 /// saturates to the target's range, NaN giving 0 (llvm.fpto[su]i.sat, the
 /// same on sim and NVPTX); integer to float rounds to nearest even (then to
 /// f16/bf16 precision); to bool is `x != 0`.
-llvm::Value *Lowerer::convert_scalar(llvm::Value *v, const TileVal &from, ElemType to) {
+llvm::Value *LowerCtx::convert_scalar(llvm::Value *v, const TileVal &from, ElemType to) {
   if (to == ElemType::Bool && (from.is_index || from.elem != ElemType::Bool)) { // x != 0
     llvm::Value *nz = is_float(from.elem) && !from.is_index
                           ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(f32, 0.0))
@@ -155,7 +155,7 @@ llvm::Value *Lowerer::convert_scalar(llvm::Value *v, const TileVal &from, ElemTy
 
 //===-- Memory forms ------------------------------------------------------===//
 
-llvm::Type *Lowerer::memory_type(ElemType t) {
+llvm::Type *LowerCtx::memory_type(ElemType t) {
   if (t == ElemType::F16)
     return b.getHalfTy();
   if (t == ElemType::BF16)
@@ -167,7 +167,7 @@ llvm::Type *Lowerer::memory_type(ElemType t) {
   return reg_type(t);
 }
 
-llvm::Value *Lowerer::from_memory(llvm::Value *v, ElemType t, llvm::Value *lin) {
+llvm::Value *LowerCtx::from_memory(llvm::Value *v, ElemType t, llvm::Value *lin) {
   if (t == ElemType::F16)
     return b.CreateFPExt(v, f32);
   if (t == ElemType::BF16)
@@ -185,7 +185,7 @@ llvm::Value *Lowerer::from_memory(llvm::Value *v, ElemType t, llvm::Value *lin) 
   return v;
 }
 
-llvm::Value *Lowerer::to_memory(llvm::Value *x, ElemType t) {
+llvm::Value *LowerCtx::to_memory(llvm::Value *x, ElemType t) {
   if (t == ElemType::F16)
     return b.CreateFPTrunc(x, b.getHalfTy());
   if (t == ElemType::BF16)

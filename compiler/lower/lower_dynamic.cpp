@@ -33,7 +33,7 @@
 // and the pop an acquire load, so the popping CTA sees them all.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/kernel_lowerer.h"
 
 #include "etl_abi.h"
 
@@ -46,14 +46,14 @@ namespace {
 constexpr uint32_t kDecReady = 0, kDecRun = 1, kDecPause = 2, kDecStop = 3;
 } // namespace
 
-bool Lowerer::any_dynamic() const {
+bool KernelLowerer::any_dynamic() const {
   for (const GroupPlan &gp : plan.groups)
     if (gp.dynamic)
       return true;
   return false;
 }
 
-bool Lowerer::has_dynamic_consumer(int e) const {
+bool KernelLowerer::has_dynamic_consumer(int e) const {
   for (const GroupPlan &gp : plan.groups)
     if (gp.dynamic)
       for (const EventUse &u : gp.waits)
@@ -62,17 +62,17 @@ bool Lowerer::has_dynamic_consumer(int e) const {
   return false;
 }
 
-llvm::Value *Lowerer::dyn_word(llvm::Value *w) {
+llvm::Value *KernelLowerer::dyn_word(llvm::Value *w) {
   return b.CreateGEP(i32, arg_slot_ptr(ETL_SLOT_DYN), w);
 }
 
-void Lowerer::declare_dyn_run() {
+void KernelLowerer::declare_dyn_run() {
   auto *fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i32, ptr}, false);
   dyn_run = llvm::Function::Create(fty, llvm::Function::InternalLinkage, "etl.dyn.run", mod);
   dyn_run->addFnAttr(llvm::Attribute::NoUnwind);
 }
 
-void Lowerer::define_dyn_run(const std::vector<llvm::Function *> &group_fns) {
+void KernelLowerer::define_dyn_run(const std::vector<llvm::Function *> &group_fns) {
   fn = dyn_run;
   task = nullptr;
   args = fn->getArg(0);
@@ -127,7 +127,7 @@ void Lowerer::define_dyn_run(const std::vector<llvm::Function *> &group_fns) {
   b.CreateRetVoid();
 }
 
-llvm::Value *Lowerer::emit_try_pop(bool wait) {
+llvm::Value *KernelLowerer::emit_try_pop(bool wait) {
   auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
   llvm::AllocaInst *got = entry_alloca(i1, "popped");
   b.CreateStore(b.getFalse(), got);
@@ -196,7 +196,7 @@ llvm::Value *Lowerer::emit_try_pop(bool wait) {
   return b.CreateLoad(i1, got);
 }
 
-llvm::Value *Lowerer::emit_push_claim(llvm::Value *n, llvm::Value **fits) {
+llvm::Value *KernelLowerer::emit_push_claim(llvm::Value *n, llvm::Value **fits) {
   llvm::Value *s = m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_TAIL), n);
   llvm::Value *cap = b.CreateLoad(i32, dyn_word(ETL_DYN_CAPACITY));
   *fits = b.CreateAnd(b.CreateICmpULE(s, cap), b.CreateICmpULE(n, b.CreateSub(cap, s)));
@@ -207,19 +207,19 @@ llvm::Value *Lowerer::emit_push_claim(llvm::Value *n, llvm::Value **fits) {
   return s;
 }
 
-void Lowerer::emit_push_store(llvm::Value *s, llvm::Value *id) {
+void KernelLowerer::emit_push_store(llvm::Value *s, llvm::Value *id) {
   unsigned slots = unsigned(ETL_DYN_GROUP_OFF + 2 * plan.groups.size());
   llvm::Value *sp = dyn_word(b.CreateAdd(b.getInt64(slots), b.CreateZExt(s, i64)));
   m.atomic_add_release(b, sp, b.CreateAdd(id, b.getInt32(1))); // slot was 0
 }
 
-void Lowerer::emit_push(llvm::Value *id) {
+void KernelLowerer::emit_push(llvm::Value *id) {
   llvm::Value *fits = nullptr;
   llvm::Value *s = emit_push_claim(b.getInt32(1), &fits);
   if_then(fits, [&] { emit_push_store(s, id); });
 }
 
-void Lowerer::emit_fire(int ev, llvm::Value *rel) {
+void KernelLowerer::emit_fire(int ev, llvm::Value *rel) {
   const KernelDecl &k = *plan.kernel;
   const EventDecl &ed = k.events[size_t(ev)];
   const TaskDecl *saved_task = task;
@@ -320,7 +320,7 @@ void Lowerer::emit_fire(int ev, llvm::Value *rel) {
   task_vars = saved_vars;
 }
 
-llvm::Function *Lowerer::lower_expander(int g) {
+llvm::Function *KernelLowerer::lower_expander(int g) {
   const GroupPlan &gp = plan.groups[size_t(g)];
   const TaskDecl &t = *gp.decl;
   llvm::IRBuilderBase::InsertPointGuard guard(b);
@@ -413,7 +413,7 @@ llvm::Function *Lowerer::lower_expander(int g) {
   return ex;
 }
 
-llvm::Value *Lowerer::all_waits_ready(const GroupPlan &gp) {
+llvm::Value *KernelLowerer::all_waits_ready(const GroupPlan &gp) {
   llvm::AllocaInst *ok = entry_alloca(i1, "ready");
   b.CreateStore(b.getTrue(), ok);
   llvm::Value *events = arg_slot_ptr(ETL_SLOT_EVENTS);
@@ -434,7 +434,7 @@ llvm::Value *Lowerer::all_waits_ready(const GroupPlan &gp) {
   return b.CreateAnd(b.CreateLoad(i1, ok), b.CreateNot(aborted));
 }
 
-void Lowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent,
+void KernelLowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::Value *extent,
                                bool notify) {
   auto word = [&](unsigned w) {
     return b.CreateGEP(i32, arg_slot_ptr(ETL_SLOT_ERROR), b.getInt64(w));
@@ -454,7 +454,7 @@ void Lowerer::emit_index_error(int event, size_t dim, llvm::Value *value, llvm::
   b.CreateStore(b.getInt32(1), b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
 }
 
-void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
+void KernelLowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
   auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
   auto *head = llvm::BasicBlock::Create(ctx, "dyn.head", fn);
   b.CreateBr(head);
@@ -481,7 +481,7 @@ void Lowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
 
 /// Thread 0: try to pop a ready dynamic item and decide, in shared memory,
 /// whether the CTA runs it, stops (abort) or pauses and looks again.
-void Lowerer::emit_pop_decision(bool wait) {
+void KernelLowerer::emit_pop_decision(bool wait) {
   auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
   llvm::Value *got = emit_try_pop(wait);
   llvm::Value *aborted = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemAbort)), b.getInt32(0));
@@ -492,7 +492,7 @@ void Lowerer::emit_pop_decision(bool wait) {
   if_then(b.CreateICmpEQ(dec, b.getInt32(kDecPause)), [&] { m.spin_pause(b); });
 }
 
-void Lowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin,
+void KernelLowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Value *lin,
                                     llvm::BasicBlock *out) {
   auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
   llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));

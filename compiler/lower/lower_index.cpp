@@ -8,16 +8,16 @@
 // runtime/abi/etl_abi.h).
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/lower_ctx.h"
 
 namespace etl {
 
-unsigned Lowerer::dim_slot(int i) const { return arg_layout(*plan.kernel).dim(unsigned(i)); }
-unsigned Lowerer::tensor_slot(int i) const { return arg_layout(*plan.kernel).tensor(unsigned(i)); }
-unsigned Lowerer::event_slot(int i) const { return arg_layout(*plan.kernel).event(unsigned(i)); }
-unsigned Lowerer::scalar_slot(int i) const { return arg_layout(*plan.kernel).scalar(unsigned(i)); }
+unsigned LowerCtx::dim_slot(int i) const { return arg_layout(*plan.kernel).dim(unsigned(i)); }
+unsigned LowerCtx::tensor_slot(int i) const { return arg_layout(*plan.kernel).tensor(unsigned(i)); }
+unsigned LowerCtx::event_slot(int i) const { return arg_layout(*plan.kernel).event(unsigned(i)); }
+unsigned LowerCtx::scalar_slot(int i) const { return arg_layout(*plan.kernel).scalar(unsigned(i)); }
 
-TileVal Lowerer::scalar_param(const Expr &e) {
+TileVal LowerCtx::scalar_param(const Expr &e) {
   const auto &scalars = plan.kernel->scalars;
   if (e.ref_index < 0 || size_t(e.ref_index) >= scalars.size() ||
       scalars[size_t(e.ref_index)].name != e.name)
@@ -25,7 +25,7 @@ TileVal Lowerer::scalar_param(const Expr &e) {
   return scalar_param(e.ref_index);
 }
 
-TileVal Lowerer::scalar_param(int index) {
+TileVal LowerCtx::scalar_param(int index) {
   const auto &scalars = plan.kernel->scalars;
   const std::string &name = scalars.at(size_t(index)).name;
   TileVal r;
@@ -74,16 +74,16 @@ TileVal Lowerer::scalar_param(int index) {
 // every step. Everywhere else the loads stay in place: hoisted out of every
 // loop, their longer live ranges spilled prefill_attention (56 bytes on
 // sm_80 at 255 registers); a reload there is an L1 hit.
-llvm::Value *Lowerer::arg_slot_i64(unsigned slot) { return arg_load(i64, slot); }
-llvm::Value *Lowerer::arg_slot_ptr(unsigned slot) { return arg_load(ptr, slot); }
-llvm::Value *Lowerer::arg_load(llvm::Type *ty, unsigned slot) {
+llvm::Value *LowerCtx::arg_slot_i64(unsigned slot) { return arg_load(i64, slot); }
+llvm::Value *LowerCtx::arg_slot_ptr(unsigned slot) { return arg_load(ptr, slot); }
+llvm::Value *LowerCtx::arg_load(llvm::Type *ty, unsigned slot) {
   llvm::LoadInst *ld = b.CreateLoad(ty, b.CreateGEP(i64, args, b.getInt64(slot)));
   if (invariant_args)
     ld->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx, {}));
   return ld;
 }
 
-llvm::Value *Lowerer::floordiv(llvm::Value *a, llvm::Value *d) {
+llvm::Value *LowerCtx::floordiv(llvm::Value *a, llvm::Value *d) {
   // q = a / d rounded toward -inf: truncating quotient, minus one when the
   // remainder is non-zero and its sign differs from the divisor's.
   llvm::Value *q = b.CreateSDiv(a, d);
@@ -94,7 +94,7 @@ llvm::Value *Lowerer::floordiv(llvm::Value *a, llvm::Value *d) {
   return b.CreateSub(q, b.CreateZExt(fix, i64));
 }
 
-llvm::Value *Lowerer::floormod(llvm::Value *a, llvm::Value *d) {
+llvm::Value *LowerCtx::floormod(llvm::Value *a, llvm::Value *d) {
   llvm::Value *r = b.CreateSRem(a, d);
   llvm::Value *fix = b.CreateAnd(
       b.CreateICmpNE(r, b.getInt64(0)),
@@ -102,7 +102,7 @@ llvm::Value *Lowerer::floormod(llvm::Value *a, llvm::Value *d) {
   return b.CreateSelect(fix, b.CreateAdd(r, d), r);
 }
 
-llvm::Value *Lowerer::cdiv(llvm::Value *a, llvm::Value *d) {
+llvm::Value *LowerCtx::cdiv(llvm::Value *a, llvm::Value *d) {
   return floordiv(b.CreateSub(b.CreateAdd(a, d), b.getInt64(1)), d);
 }
 
@@ -116,7 +116,7 @@ static const ConstDecl *find_const(const Program &p, const Expr &e) {
   return nullptr;
 }
 
-llvm::Value *Lowerer::index(const Expr &e) {
+llvm::Value *LowerCtx::index(const Expr &e) {
   switch (e.kind) {
   case ExprKind::IntLit:
     return b.getInt64(uint64_t(e.int_value));
@@ -206,7 +206,7 @@ llvm::Value *Lowerer::index(const Expr &e) {
                    (e.name.empty() ? "" : " '" + e.name + "'") + ")");
 }
 
-llvm::Value *Lowerer::element_read(const Expr &e) {
+llvm::Value *LowerCtx::element_read(const Expr &e) {
   // t[i, j]: one i32 or i64 element, row-major, through the machine's checked load.
   const Expr &base = *e.args[0];
   int ti = base.ref_index;

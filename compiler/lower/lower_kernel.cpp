@@ -27,7 +27,7 @@
 // items while it waits, and a notify that completes an element fires it.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/kernel_lowerer.h"
 
 #include "etl_abi.h"
 
@@ -38,114 +38,11 @@
 
 namespace etl {
 
-Lowerer::Lowerer(const KernelPlan &p, Machine &mach, llvm::Module &md, unsigned threads)
-    : plan(p), m(mach), mod(md), ctx(md.getContext()), b(md.getContext()), T(threads) {
-  i1 = b.getInt1Ty();
-  i32 = b.getInt32Ty();
-  i64 = b.getInt64Ty();
-  f32 = b.getFloatTy();
-  ptr = b.getPtrTy();
-}
-
-unsigned Lowerer::smem_bytes() const { return unsigned(kSmemScratch + max_scratch_elems * 4); }
-
-//===-- Helpers ----------------------------------------------------------===//
-
-llvm::Type *Lowerer::reg_type(ElemType t) const {
-  if (t == ElemType::I64)
-    return i64;
-  if (is_integer(t) || t == ElemType::Bool) // bool: an i32 holding 0 or 1; i8 .. u32 extended
-    return i32;
-  return f32; // f16 and bf16 are computed in f32
-}
-
-llvm::CmpInst::Predicate Lowerer::int_predicate(llvm::CmpInst::Predicate p, ElemType t) {
-  return is_unsigned(t) ? llvm::ICmpInst::getUnsignedPredicate(p) : p;
-}
-
-llvm::AllocaInst *Lowerer::entry_alloca(llvm::Type *ty, const char *name) {
-  llvm::BasicBlock &entry = fn->getEntryBlock();
-  llvm::IRBuilder<> eb(&entry, entry.getFirstInsertionPt());
-  return eb.CreateAlloca(ty, nullptr, name);
-}
-
-void Lowerer::if_then(llvm::Value *cond, const std::function<void()> &then) {
-  auto *tb = llvm::BasicBlock::Create(ctx, "then", fn);
-  auto *jb = llvm::BasicBlock::Create(ctx, "endif", fn);
-  b.CreateCondBr(cond, tb, jb);
-  b.SetInsertPoint(tb);
-  {
-    CoordScope scope(*this); // coordinates built in the branch stay in it
-    then();
-  }
-  b.CreateBr(jb);
-  b.SetInsertPoint(jb);
-}
-
-void Lowerer::for_range(llvm::Value *lo, llvm::Value *hi, llvm::Value *step,
-                        const std::function<void(llvm::Value *)> &body) {
-  llvm::AllocaInst *iv = entry_alloca(i64, "iv");
-  b.CreateStore(lo, iv);
-  auto *head = llvm::BasicBlock::Create(ctx, "for.head", fn);
-  auto *bb = llvm::BasicBlock::Create(ctx, "for.body", fn);
-  auto *done = llvm::BasicBlock::Create(ctx, "for.end", fn);
-  b.CreateBr(head);
-  b.SetInsertPoint(head);
-  llvm::Value *v = b.CreateLoad(i64, iv);
-  b.CreateCondBr(b.CreateICmpSLT(v, hi), bb, done);
-  b.SetInsertPoint(bb);
-  {
-    CoordScope scope(*this); // the body dominates nothing after the loop
-    body(v);
-  }
-  b.CreateStore(b.CreateAdd(b.CreateLoad(i64, iv), step), iv);
-  b.CreateBr(head);
-  b.SetInsertPoint(done);
-}
-
-llvm::Value *Lowerer::scratch_ptr(llvm::Value *elem, unsigned bytes) {
-  llvm::Value *off = b.CreateAdd(b.CreateMul(elem, b.getInt64(bytes)),
-                                 b.getInt64(int64_t(kSmemScratch) + scratch_floor));
-  return b.CreateGEP(b.getInt8Ty(), smem, off);
-}
-
-llvm::Value *Lowerer::scratch_load(llvm::Type *ty, llvm::Value *elem, unsigned bytes) {
-  llvm::Value *p = scratch_ptr(elem, bytes);
-  m.shared_access(b, p, unsigned(ty->getPrimitiveSizeInBits() / 8), false);
-  return b.CreateLoad(ty, p);
-}
-
-void Lowerer::scratch_store(llvm::Value *v, llvm::Value *elem, unsigned bytes) {
-  llvm::Value *p = scratch_ptr(elem, bytes);
-  m.shared_access(b, p, unsigned(v->getType()->getPrimitiveSizeInBits() / 8), true);
-  b.CreateStore(v, p);
-}
-
-void Lowerer::note_scratch(int64_t numel) {
-  if (tf && tf->smem_planned && !tile_staging)
-    throw LowerError("tile IR op stages through shared memory outside plan_shared's ops");
-  if (tile_staging) {
-    if (!tile_buf)
-      throw LowerError("tile IR op stages through shared memory without a planned buffer");
-    if (numel * 4 > tile_buf->bytes)
-      throw LowerError("tile IR " + tile_buf->what + ": needs more shared memory than planned");
-    tile_buf_used = true;
-  }
-  numel += scratch_floor / 4;
-  if (numel > max_scratch_elems)
-    max_scratch_elems = numel;
-}
-
-void Lowerer::scratch_release() {
-  if (!tile_buf || tile_buf->barrier_after)
-    m.barrier(b);
-}
-
-unsigned Lowerer::scratch_bytes(ElemType t) const { return t == ElemType::I64 ? 8 : 4; }
+unsigned KernelLowerer::smem_bytes() const { return unsigned(kSmemScratch + max_scratch_elems * 4); }
 
 //===-- The persistent loop ----------------------------------------------===//
 
-llvm::Function *Lowerer::lower_kernel() {
+llvm::Function *KernelLowerer::lower_kernel() {
   written = written_tensors(*plan.kernel);
   std::vector<llvm::Function *> groups;
   if (any_dynamic())
@@ -258,7 +155,7 @@ llvm::Function *Lowerer::lower_kernel() {
   return k;
 }
 
-llvm::Value *Lowerer::poll_control() {
+llvm::Value *KernelLowerer::poll_control() {
   // Host-mapped memory is a PCIe round trip (about 1 us): the task loop
   // touches it every kPollEveryTasks-th time it comes here, or when
   // kPollEveryNs passed since the last time; spin-waits read the abort flag
@@ -282,13 +179,13 @@ llvm::Value *Lowerer::poll_control() {
   return b.CreateLoad(i32, ab);
 }
 
-llvm::AllocaInst *Lowerer::spin_clock() {
+llvm::AllocaInst *KernelLowerer::spin_clock() {
   llvm::AllocaInst *last = entry_alloca(i64, "spin.last");
   b.CreateStore(m.clock_ns(b), last);
   return last;
 }
 
-llvm::Value *Lowerer::spin_abort_flag(llvm::AllocaInst *last) {
+llvm::Value *KernelLowerer::spin_abort_flag(llvm::AllocaInst *last) {
   llvm::AllocaInst *ab = entry_alloca(i32, "spin.abort");
   b.CreateStore(b.getInt32(0), ab);
   llvm::Value *now = m.clock_ns(b);
@@ -303,14 +200,14 @@ llvm::Value *Lowerer::spin_abort_flag(llvm::AllocaInst *last) {
   return b.CreateLoad(i32, ab);
 }
 
-void Lowerer::publish_progress(llvm::Value *cta) {
+void KernelLowerer::publish_progress(llvm::Value *cta) {
   llvm::Value *cnt = b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemProgress)));
   b.CreateStore(cnt, progress_word(cta))->setVolatile(true);
 }
 
 //===-- One task group ---------------------------------------------------===//
 
-llvm::Function *Lowerer::lower_group(int g) {
+llvm::Function *KernelLowerer::lower_group(int g) {
   const GroupPlan &gp = plan.groups[size_t(g)];
   const TileFunc *tile = gp.tile;
   if (!tile) // run_backend gives every group its tile IR or stops
@@ -390,14 +287,14 @@ llvm::Function *Lowerer::lower_group(int g) {
   return fn;
 }
 
-bool Lowerer::prefetch_on() {
+bool BodyLowerer::prefetch_on() {
   // ETL_PREFETCH=0 keeps every load where the program has it (for
   // before/after measurements).
   const char *env = std::getenv("ETL_PREFETCH");
   return !(env && std::string(env) == "0");
 }
 
-void Lowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
+void KernelLowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
   // A static task of a kernel with dynamic groups runs dynamic items while
   // it waits (emit_static_wait_loop): its registers would live across them.
   size_t n = 0;
@@ -415,7 +312,7 @@ void Lowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
   prefetched.emplace_back(gp.name, n);
 }
 
-void Lowerer::mark_progress() {
+void KernelLowerer::mark_progress() {
   // The CTA's finished-task count lives in shared memory (kSmemProgress);
   // the task loop copies it to the CTA's word of the control block args[ABORT]
   // points to (etl_abi.h, ETL_CONTROL_PROGRESS) when it polls
@@ -427,13 +324,13 @@ void Lowerer::mark_progress() {
   });
 }
 
-llvm::Value *Lowerer::progress_word(llvm::Value *cta) {
+llvm::Value *KernelLowerer::progress_word(llvm::Value *cta) {
   llvm::Value *off = b.CreateAdd(b.getInt64(ETL_CONTROL_PROGRESS),
                                  b.CreateMul(b.CreateZExt(cta, i64), b.getInt64(4)));
   return b.CreateGEP(b.getInt8Ty(), arg_slot_ptr(ETL_SLOT_ABORT), off);
 }
 
-void Lowerer::timeline_mark(bool start) {
+void KernelLowerer::timeline_mark(bool start) {
   // Layout: etl_timeline_record in etl_abi.h (24 bytes: start, end, sm, cta).
   llvm::Value *tl = arg_slot_ptr(ETL_SLOT_TIMELINE);
   llvm::Value *on = b.CreateAnd(b.CreateICmpEQ(tid, b.getInt32(0)), b.CreateIsNotNull(tl));
@@ -450,7 +347,7 @@ void Lowerer::timeline_mark(bool start) {
   });
 }
 
-void Lowerer::for_each_event_element(const EventUse &use,
+void KernelLowerer::for_each_event_element(const EventUse &use,
                                      const std::function<void(llvm::Value *)> &f, bool notify) {
   const KernelDecl &k = *plan.kernel;
   if (use.event < 0 || size_t(use.event) >= k.events.size())
@@ -486,7 +383,7 @@ void Lowerer::for_each_event_element(const EventUse &use,
   rec(0, b.getInt64(0));
 }
 
-void Lowerer::notify_element(int event, llvm::Value *off) {
+void KernelLowerer::notify_element(int event, llvm::Value *off) {
   llvm::Value *p = b.CreateGEP(i32, arg_slot_ptr(ETL_SLOT_EVENTS), off);
   if (has_dynamic_consumer(event)) {
     // The last notification fires the element (lower_dynamic.cpp).
@@ -504,7 +401,7 @@ void Lowerer::notify_element(int event, llvm::Value *off) {
 /// hands the token back on every other element; its notify at the end
 /// consumes the target's. So an element completes when every task aiming at
 /// it has finished and every other task has started. O(|E|) atomics per task.
-void Lowerer::emit_data_notify_release(const GroupPlan &gp) {
+void KernelLowerer::emit_data_notify_release(const GroupPlan &gp) {
   for (const EventUse &use : gp.notifies) {
     if (std::none_of(use.idx.begin(), use.idx.end(),
                      [](const Expr *x) { return x && x->reads_data; }))
@@ -527,7 +424,7 @@ void Lowerer::emit_data_notify_release(const GroupPlan &gp) {
   }
 }
 
-void Lowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
+void KernelLowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
   llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
   if_then(is0, [&] {
     llvm::Value *events = arg_slot_ptr(ETL_SLOT_EVENTS);

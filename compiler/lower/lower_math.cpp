@@ -18,7 +18,7 @@
 // `map.pow` (lower_tile_map.cpp) call.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -78,16 +78,16 @@ constexpr float kErfQ[] = {-0x1.005f92p-15f, 0x1.496396p-11f, -0x1.8ad32ap-8f, 0
 
 } // namespace
 
-llvm::Value *Lowerer::fconst(double v) { return llvm::ConstantFP::get(f32, v); }
+llvm::Value *BodyLowerer::fconst(double v) { return llvm::ConstantFP::get(f32, v); }
 
-llvm::Value *Lowerer::horner(llvm::Value *x, const float *c, size_t n) {
+llvm::Value *BodyLowerer::horner(llvm::Value *x, const float *c, size_t n) {
   llvm::Value *p = fconst(c[0]);
   for (size_t k = 1; k < n; ++k)
     p = b.CreateIntrinsic(llvm::Intrinsic::fma, {f32}, {p, x, fconst(c[k])});
   return p;
 }
 
-llvm::Value *Lowerer::erf_composed(llvm::Value *x) {
+llvm::Value *BodyLowerer::erf_composed(llvm::Value *x) {
   llvm::Value *t = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   // Small: x + x * P(x^2).
   llvm::Value *p = horner(b.CreateFMul(x, x), kErfP, std::size(kErfP));
@@ -100,7 +100,7 @@ llvm::Value *Lowerer::erf_composed(llvm::Value *x) {
   return b.CreateSelect(b.CreateFCmpOLT(t, fconst(kErfSplit)), small, large);
 }
 
-llvm::Value *Lowerer::pow_composed(llvm::Value *x, llvm::Value *y) {
+llvm::Value *BodyLowerer::pow_composed(llvm::Value *x, llvm::Value *y) {
   llvm::Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   llvm::Value *r = m.math(b, MathFn::Exp2, b.CreateFMul(y, m.math(b, MathFn::Log2, ax)));
   // The sign for x < 0: an odd integer y negates, a non-integer y gives NaN.
@@ -116,7 +116,7 @@ llvm::Value *Lowerer::pow_composed(llvm::Value *x, llvm::Value *y) {
   return b.CreateSelect(one, fconst(1.0), r);
 }
 
-llvm::Value *Lowerer::math_reg(MathFn fn, llvm::Value *x, llvm::Value *y) {
+llvm::Value *BodyLowerer::math_reg(MathFn fn, llvm::Value *x, llvm::Value *y) {
   if (llvm::Value *r = m.math(b, fn, x, y))
     return r;
   if (fn == MathFn::Erf)
@@ -126,7 +126,7 @@ llvm::Value *Lowerer::math_reg(MathFn fn, llvm::Value *x, llvm::Value *y) {
   throw LowerError("target '" + m.target() + "' has no form of a math function");
 }
 
-std::vector<llvm::Value *> Lowerer::math_regs(MathFn fn, const std::vector<llvm::Value *> &x,
+std::vector<llvm::Value *> BodyLowerer::math_regs(MathFn fn, const std::vector<llvm::Value *> &x,
                                               const std::vector<llvm::Value *> &y, ElemType want) {
   TileVal f;
   f.elem = ElemType::F32;

@@ -11,7 +11,7 @@
 // plain ldmatrix of [N, K] rows).
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 namespace etl {
 
@@ -41,12 +41,12 @@ llvm::Value *swizzled_offset(Builder &b, const Swizzle &s, llvm::Value *row, llv
 
 } // namespace
 
-llvm::Value *Lowerer::mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
+llvm::Value *BodyLowerer::mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
                                 llvm::Value *col) {
   return scratch_ptr(b.CreateAdd(swizzled_offset(b, Swizzle(cols), row, col), base), 1);
 }
 
-std::vector<llvm::Value *> Lowerer::mma_load_b(const MmaTile &t, llvm::Value *b_base,
+std::vector<llvm::Value *> BodyLowerer::mma_load_b(const MmaTile &t, llvm::Value *b_base,
                                                llvm::Value *k0, llvm::Value *n0, llvm::Value *lane,
                                                unsigned line) {
   const Swizzle s(t.b_nk ? t.K : t.N);

@@ -25,7 +25,7 @@
 // (lower_tile_dot.cpp).
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 #include "ast/walk.h"
 #include "tile/layout.h"
@@ -235,7 +235,7 @@ std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const Task
     return f.untiled;
   if (!f.assigned)
     return "a body without layouts";
-  // Every element type has its registers (lowerer.h): narrow integers wrap
+  // Every element type has its registers (lower_ctx.h): narrow integers wrap
   // (arith, wrap_int), unsigned ones shift, divide and compare unsigned,
   // FP8 rounds after each op, and loads move narrow and packed elements in
   // words (lower_tile_memory.cpp); scans, arg-reductions, gathers and dots
@@ -253,7 +253,7 @@ std::string tile_lowering_gap(const TileFunc &f, const KernelDecl &k, const Task
 
 //===-- The body -------------------------------------------------------===//
 
-void Lowerer::tile_begin(const TileFunc &f) {
+void BodyLowerer::tile_begin(const TileFunc &f) {
   tf = &f;
   tregs.assign(f.values.size(), {});
   tile_loop_vars.clear();
@@ -285,7 +285,7 @@ void Lowerer::tile_begin(const TileFunc &f) {
     thread_dims(l);
 }
 
-void Lowerer::lower_tile_body(const TileFunc &f) {
+void BodyLowerer::lower_tile_body(const TileFunc &f) {
   // A body runs on the thread index plus an opaque 0
   // (Machine::opaque_zero): its per-thread offsets (a ring's and the
   // fragments' shared-memory offsets, each layout's coordinates), constant
@@ -308,7 +308,7 @@ void Lowerer::lower_tile_body(const TileFunc &f) {
   tf = nullptr;
 }
 
-void Lowerer::tile_ops(const std::vector<TOp> &ops) {
+void BodyLowerer::tile_ops(const std::vector<TOp> &ops) {
   for (const TOp &op : ops)
     // Issued before the waits (prefetch.cpp), done by a dot (lower_tile_mma.cpp).
     if (!hoisted_ops.count(&op) && !tile_fused.count(&op) &&
@@ -316,7 +316,7 @@ void Lowerer::tile_ops(const std::vector<TOp> &ops) {
       tile_op(op);
 }
 
-TileVal Lowerer::tval(int v) const {
+TileVal BodyLowerer::tval(int v) const {
   const TValue &tv = tf->values[size_t(v)];
   TileVal r;
   r.elem = tv.elem;
@@ -328,14 +328,14 @@ TileVal Lowerer::tval(int v) const {
   return r;
 }
 
-const Layout &Lowerer::layout_of(int v) const {
+const Layout &BodyLowerer::layout_of(int v) const {
   const TValue &tv = tf->values[size_t(v)];
   if (tv.layout < 0 || size_t(tv.layout) >= tf->layouts.size())
     throw LowerError("tile IR value %" + std::to_string(v) + " has no layout");
   return tf->layouts[size_t(tv.layout)];
 }
 
-llvm::Value *Lowerer::sym_value(const Sym &s) {
+llvm::Value *BodyLowerer::sym_value(const Sym &s) {
   Sym::EmitOps ops;
   ops.constant = [&](int64_t c) -> void * { return b.getInt64(uint64_t(c)); };
   ops.symbol = [&](const std::string &n) -> void * {
@@ -377,7 +377,7 @@ llvm::Value *Lowerer::sym_value(const Sym &s) {
   return static_cast<llvm::Value *>(v);
 }
 
-void Lowerer::tile_op(const TOp &op) {
+void BodyLowerer::tile_op(const TOp &op) {
   if (tf->smem_planned && op_family(op.kind) != OpFamily::Async &&
       (op.smem >= 0 || op_family(op.kind) == OpFamily::Layout ||
        op_family(op.kind) == OpFamily::Reduction || op_family(op.kind) == OpFamily::Contraction)) {
@@ -398,7 +398,7 @@ void Lowerer::tile_op(const TOp &op) {
   tile_op_at(op);
 }
 
-void Lowerer::tile_op_at(const TOp &op) {
+void BodyLowerer::tile_op_at(const TOp &op) {
   switch (op_family(op.kind)) {
   case OpFamily::Memory:
     return op.kind == TileOpKind::Load    ? tile_load(op)
@@ -459,7 +459,7 @@ void Lowerer::tile_op_at(const TOp &op) {
 }
 
 std::vector<std::vector<llvm::Value *>>
-Lowerer::tile_loads_at(const TOp &loop, const std::vector<const TOp *> &loads, llvm::Value *at,
+BodyLowerer::tile_loads_at(const TOp &loop, const std::vector<const TOp *> &loads, llvm::Value *at,
                        llvm::Value *when) {
   llvm::Value *outer = tile_loop_vars.count(loop.var) ? tile_loop_vars[loop.var] : nullptr;
   tile_loop_vars[loop.var] = at;
@@ -494,7 +494,7 @@ Lowerer::tile_loads_at(const TOp &loop, const std::vector<const TOp *> &loads, l
   return got;
 }
 
-void Lowerer::tile_for(const TOp &op) {
+void BodyLowerer::tile_for(const TOp &op) {
   llvm::Value *lo = sym_value(*op.lo), *hi = sym_value(*op.hi);
   // Software pipelining (prefetch.cpp, loop_prefetch): the loads of
   // iteration lo before the loop; in iteration k those of k + step before
@@ -585,7 +585,7 @@ void Lowerer::tile_for(const TOp &op) {
     tregs[size_t(op.results[j])].assign(phis[j].begin(), phis[j].end());
 }
 
-void Lowerer::tile_if(const TOp &op) {
+void BodyLowerer::tile_if(const TOp &op) {
   // Sema admits only uniform conditions (scalars of indices, dims, consts,
   // scalar parameters; a tile is refused): every thread of the CTA takes
   // the same branch, so the barriers inside the body are met by all.
@@ -626,7 +626,7 @@ void Lowerer::tile_if(const TOp &op) {
 
 //===-- Layouts: which element each register holds ------------------------===//
 
-const std::vector<llvm::Value *> &Lowerer::thread_dims(const Layout &l) {
+const std::vector<llvm::Value *> &BodyLowerer::thread_dims(const Layout &l) {
   auto it = tcoord_cache.find(&l);
   if (it != tcoord_cache.end())
     return it->second;
@@ -651,7 +651,7 @@ const std::vector<llvm::Value *> &Lowerer::thread_dims(const Layout &l) {
   return tcoord_cache[&l] = dims;
 }
 
-std::vector<llvm::Value *> Lowerer::reg_coords(const Layout &l, uint32_t r) {
+std::vector<llvm::Value *> BodyLowerer::reg_coords(const Layout &l, uint32_t r) {
   const std::vector<llvm::Value *> &t = thread_dims(l);
   uint32_t rc = l.apply(r, 0, 0), hw = 0;
   for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
@@ -669,7 +669,7 @@ std::vector<llvm::Value *> Lowerer::reg_coords(const Layout &l, uint32_t r) {
   return out;
 }
 
-llvm::Value *Lowerer::reg_alive(const Layout &l, uint32_t r) {
+llvm::Value *BodyLowerer::reg_alive(const Layout &l, uint32_t r) {
   llvm::Value *alive = nullptr;
   std::vector<llvm::Value *> c;
   for (unsigned d = 0; d < l.rank(); ++d) {
@@ -683,7 +683,7 @@ llvm::Value *Lowerer::reg_alive(const Layout &l, uint32_t r) {
   return alive;
 }
 
-llvm::Value *Lowerer::replica_writer(const Layout &l) {
+llvm::Value *BodyLowerer::replica_writer(const Layout &l) {
   uint32_t mask = 0;
   for (size_t k = 0; k < l.lane.size(); ++k)
     if (!l.lane[k])
@@ -696,7 +696,7 @@ llvm::Value *Lowerer::replica_writer(const Layout &l) {
   return b.CreateICmpEQ(b.CreateAnd(tid, b.getInt32(mask)), b.getInt32(0));
 }
 
-bool Lowerer::reg_replica(const Layout &l, uint32_t r) {
+bool BodyLowerer::reg_replica(const Layout &l, uint32_t r) {
   for (size_t k = 0; k < l.reg.size(); ++k)
     if ((r >> k & 1u) && !l.reg[k])
       return true;

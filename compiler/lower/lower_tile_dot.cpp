@@ -34,7 +34,7 @@
 // values are exact in f32, so fused or not, the sums are the same bits.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 #include "tile/layout.h"
 #include "tile/passes.h"
@@ -45,7 +45,7 @@
 
 namespace etl {
 
-void Lowerer::tile_dot(const TOp &op) {
+void BodyLowerer::tile_dot(const TOp &op) {
   if (mma_dot(*tf, op))
     return tile_mma_dot(op);
   const int ia = op.operands.at(0), ib = op.operands.at(1), ir = op.results.at(0);

@@ -28,7 +28,7 @@
 // where tile/smem.cpp's plan keeps it; the area starts at its buffer).
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -65,7 +65,7 @@ uint32_t reg_key(const Layout &l, uint32_t r, const std::vector<bool> &zero, con
 
 } // namespace
 
-void Lowerer::tile_elementwise(const TOp &op) {
+void BodyLowerer::tile_elementwise(const TOp &op) {
   int rv = op.results[0];
   const TValue &out = tf->values[size_t(rv)];
   std::vector<llvm::Value *> &res = tregs[size_t(rv)];
@@ -155,7 +155,7 @@ void Lowerer::tile_elementwise(const TOp &op) {
   res = r.regs;
 }
 
-void Lowerer::tile_shape_op(const TOp &op) {
+void BodyLowerer::tile_shape_op(const TOp &op) {
   int rv = op.results[0];
   const TValue &out = tf->values[size_t(rv)];
   std::vector<llvm::Value *> &res = tregs[size_t(rv)];
@@ -239,7 +239,7 @@ void Lowerer::tile_shape_op(const TOp &op) {
 /// A convert_layout, or a reshape that moves data (`op`'s operand of
 /// another shape, tile_shape_op): then only through scratch, at each
 /// element's row-major index in its own shape.
-void Lowerer::tile_convert(const TOp &op) {
+void BodyLowerer::tile_convert(const TOp &op) {
   int rv = op.results[0], av = op.operands[0];
   const TValue &out = tf->values[size_t(rv)];
   const std::vector<int64_t> &in_shape = tf->values[size_t(av)].shape;
@@ -294,7 +294,7 @@ void Lowerer::tile_convert(const TOp &op) {
 /// vectors 32 words apart (a thread's run of 8 split in two 16-byte reads)
 /// or a column of a 32-wide tile fall in different banks; a vector stays
 /// inside its chunk, a line inside itself.
-llvm::Value *Lowerer::tile_scratch_index(const std::vector<llvm::Value *> &c,
+llvm::Value *BodyLowerer::tile_scratch_index(const std::vector<llvm::Value *> &c,
                                          const std::vector<int64_t> &shape, unsigned bytes,
                                          int64_t base) {
   const int64_t per_chunk = 16 / bytes, per_line = 128 / bytes;
@@ -309,7 +309,7 @@ llvm::Value *Lowerer::tile_scratch_index(const std::vector<llvm::Value *> &c,
 
 /// Writes registers `in` of a tile of `shape` in layout `ls` to the scratch
 /// at tile_scratch_index(.., base); no barrier.
-void Lowerer::tile_scratch_write(const Layout &ls, const std::vector<llvm::Value *> &in,
+void BodyLowerer::tile_scratch_write(const Layout &ls, const std::vector<llvm::Value *> &in,
                                  ElemType elem, const std::vector<int64_t> &shape, int64_t base) {
   const unsigned bytes = scratch_bytes(elem);
   llvm::Type *ty = reg_type(elem);
@@ -387,7 +387,7 @@ void Lowerer::tile_scratch_write(const Layout &ls, const std::vector<llvm::Value
 /// A re-layout inside each warp (tile/layout.h shuffle_plan): one
 /// shfl.sync.idx per register whose source is another lane, none through
 /// shared memory and no barrier. 32-bit registers only.
-bool Lowerer::tile_convert_shuffle(const TOp &op) {
+bool BodyLowerer::tile_convert_shuffle(const TOp &op) {
   int rv = op.results[0], av = op.operands[0];
   const Layout &ld = layout_of(rv), &ls = layout_of(av);
   llvm::Type *ty = reg_type(tf->values[size_t(rv)].elem);
@@ -427,7 +427,7 @@ bool Lowerer::tile_convert_shuffle(const TOp &op) {
 /// 16 bytes, when every register of the tile is a real element (no
 /// padding) and no other basis moves within a run (so each run starts at a
 /// multiple of its width: an aligned vector).
-unsigned Lowerer::scratch_vec(const Layout &l, const std::vector<int64_t> &shape, unsigned bytes) {
+unsigned BodyLowerer::scratch_vec(const Layout &l, const std::vector<int64_t> &shape, unsigned bytes) {
   if (shape.empty() || bytes > 8)
     return 1;
   const unsigned last = unsigned(shape.size() - 1);

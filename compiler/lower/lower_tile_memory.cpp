@@ -42,7 +42,7 @@
 // value through scratch to every thread.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 #include <llvm/IR/Constants.h>
 
@@ -66,7 +66,7 @@ bool word_packed(ElemType t) {
 /// The type a tensor element has in memory: f16 `half`, bf16 its bits
 /// (i16), the narrow types lower_convert.cpp's memory_type (a packed
 /// element: the byte that holds it); the others their register type.
-llvm::Type *mem_elem_type(Lowerer &L, ElemType t) {
+llvm::Type *mem_elem_type(BodyLowerer &L, ElemType t) {
   if (t == ElemType::F16 || t == ElemType::BF16 || word_packed(t))
     return L.memory_type(t);
   return L.reg_type(t);
@@ -76,7 +76,7 @@ llvm::Type *mem_elem_type(Lowerer &L, ElemType t) {
 /// words (LLVM 16's NVPTX has no legal vector of i16, and would split
 /// `<8 x i16>` into narrow accesses), n > 1 narrow elements as an integer
 /// of their bits or i32 words (word_packed), the others as `<n x T>`.
-llvm::Type *access_type(Lowerer &L, ElemType t, unsigned n) {
+llvm::Type *access_type(BodyLowerer &L, ElemType t, unsigned n) {
   llvm::Type *ety = mem_elem_type(L, t);
   if (n == 1)
     return ety;
@@ -96,7 +96,7 @@ llvm::Type *access_type(Lowerer &L, ElemType t, unsigned n) {
 /// A bf16 in the low half of a word is the word shifted left by 16, one in
 /// the high half the word with its low half cleared: bf16_bits_to_f32 bit
 /// for bit, one instruction each.
-std::vector<llvm::Value *> unpack_access(Lowerer &L, llvm::Value *v, ElemType t, unsigned n,
+std::vector<llvm::Value *> unpack_access(BodyLowerer &L, llvm::Value *v, ElemType t, unsigned n,
                                          const std::function<llvm::Value *(llvm::Value *)> &widen) {
   Builder &b = L.b;
   std::vector<llvm::Value *> out;
@@ -134,7 +134,7 @@ std::vector<llvm::Value *> unpack_access(Lowerer &L, llvm::Value *v, ElemType t,
 
 /// One access (access_type) of the f32 registers `xs`, each narrowed to
 /// memory by `narrow`: bf16 pairs packed low element first.
-llvm::Value *pack_access(Lowerer &L, const std::vector<llvm::Value *> &xs, ElemType t,
+llvm::Value *pack_access(BodyLowerer &L, const std::vector<llvm::Value *> &xs, ElemType t,
                          const std::function<llvm::Value *(llvm::Value *)> &narrow) {
   Builder &b = L.b;
   unsigned n = unsigned(xs.size());
@@ -173,7 +173,7 @@ llvm::Value *pack_access(Lowerer &L, const std::vector<llvm::Value *> &xs, ElemT
 }
 
 /// i1: a mask register is on.
-llvm::Value *truthy(Lowerer &L, llvm::Value *v) {
+llvm::Value *truthy(BodyLowerer &L, llvm::Value *v) {
   if (v->getType()->isIntegerTy(1))
     return v;
   if (v->getType()->isFloatingPointTy())
@@ -181,7 +181,7 @@ llvm::Value *truthy(Lowerer &L, llvm::Value *v) {
   return L.b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
 }
 
-llvm::Value *and_of(Lowerer &L, llvm::Value *a, llvm::Value *c) {
+llvm::Value *and_of(BodyLowerer &L, llvm::Value *a, llvm::Value *c) {
   if (!a)
     return c;
   if (!c)
@@ -204,7 +204,7 @@ struct Slice {
   unsigned bytes = 4;
 };
 
-Slice slice_of(Lowerer &L, const TOp &op) {
+Slice slice_of(BodyLowerer &L, const TOp &op) {
   const KernelDecl &k = *L.plan.kernel;
   if (op.tensor < 0 || size_t(op.tensor) >= k.tensors.size())
     throw LowerError("tile IR access of an unknown tensor");
@@ -244,7 +244,7 @@ Slice slice_of(Lowerer &L, const TOp &op) {
 /// same lanes and warps, so the register whose coordinate along that dim
 /// equals r's holds r's row. A gathered row's elements along the other dims
 /// share it: one index per vector.
-std::vector<llvm::Value *> gathered_at(Lowerer &L, const Slice &s, const TOp &op, const Layout &l,
+std::vector<llvm::Value *> gathered_at(BodyLowerer &L, const Slice &s, const TOp &op, const Layout &l,
                                        uint32_t r) {
   std::vector<llvm::Value *> out(s.gather.size(), nullptr);
   std::vector<int64_t> rc = l.unpack(l.apply(r, 0, 0));
@@ -275,7 +275,7 @@ std::vector<llvm::Value *> gathered_at(Lowerer &L, const Slice &s, const TOp &op
 /// Address and in-bounds test (null: none needed) of the element at tile
 /// coordinates `c` (empty for a rank-0 access); `g`: gathered_at's indexes
 /// (empty: no gather).
-std::pair<llvm::Value *, llvm::Value *> element_at(Lowerer &L, const Slice &s, const TOp &op,
+std::pair<llvm::Value *, llvm::Value *> element_at(BodyLowerer &L, const Slice &s, const TOp &op,
                                                    const std::vector<llvm::Value *> &c,
                                                    const std::vector<llvm::Value *> &g = {},
                                                    llvm::Value **lin = nullptr) {
@@ -308,7 +308,7 @@ std::pair<llvm::Value *, llvm::Value *> element_at(Lowerer &L, const Slice &s, c
 /// i1, uniform: the tensor's base address is a multiple of `n` elements
 /// (tensors from etlMalloc / cuMemAlloc are; a binding of a pointer into
 /// the middle of an allocation may not be).
-llvm::Value *aligned_base_of(Lowerer &L, const Slice &s, unsigned n) {
+llvm::Value *aligned_base_of(BodyLowerer &L, const Slice &s, unsigned n) {
   llvm::Value *a = L.b.CreatePtrToInt(s.base, L.b.getInt64Ty());
   const uint64_t bytes = std::max(1u, n * elem_bits(s.elem) / 8); // n packed nibbles: n / 2
   return L.b.CreateICmpEQ(L.b.CreateAnd(a, L.b.getInt64(bytes - 1)), L.b.getInt64(0));
@@ -316,7 +316,7 @@ llvm::Value *aligned_base_of(Lowerer &L, const Slice &s, unsigned n) {
 
 } // namespace
 
-void Lowerer::tile_load(const TOp &op) {
+void BodyLowerer::tile_load(const TOp &op) {
   auto aligned_base = [this](const Slice &sl, unsigned n) { return aligned_base_of(*this, sl, n); };
   int rv = op.results[0];
   const TValue &tv = tf->values[size_t(rv)];
@@ -436,7 +436,7 @@ void Lowerer::tile_load(const TOp &op) {
   tregs[size_t(rv)] = regs;
 }
 
-void Lowerer::tile_store(const TOp &op) {
+void BodyLowerer::tile_store(const TOp &op) {
   auto aligned_base = [this](const Slice &sl, unsigned n) { return aligned_base_of(*this, sl, n); };
   int vv = op.operands[0];
   const TValue &tv = tf->values[size_t(vv)];
@@ -505,7 +505,7 @@ void Lowerer::tile_store(const TOp &op) {
 
 namespace etl {
 
-std::pair<llvm::Value *, llvm::Value *> Lowerer::tile_elem_addr(const TOp &op,
+std::pair<llvm::Value *, llvm::Value *> BodyLowerer::tile_elem_addr(const TOp &op,
                                                                 const std::vector<llvm::Value *> &c,
                                                                 unsigned n, llvm::Value **aligned) {
   Slice s = slice_of(*this, op);
@@ -514,7 +514,7 @@ std::pair<llvm::Value *, llvm::Value *> Lowerer::tile_elem_addr(const TOp &op,
   return element_at(*this, s, op, c);
 }
 
-llvm::Value *Lowerer::tile_inside(const TOp &op, const std::vector<int64_t> &shape,
+llvm::Value *BodyLowerer::tile_inside(const TOp &op, const std::vector<int64_t> &shape,
                                   std::vector<llvm::Value *> &stride_bytes) {
   Slice s = slice_of(*this, op);
   stride_bytes.assign(shape.size(), nullptr);
@@ -542,7 +542,7 @@ llvm::Value *Lowerer::tile_inside(const TOp &op, const std::vector<int64_t> &sha
 
 namespace etl {
 
-void Lowerer::tile_atomic(const TOp &op) {
+void BodyLowerer::tile_atomic(const TOp &op) {
   static const std::pair<const char *, Builtin> kinds[] = {{"add", Builtin::AtomicAdd},
                                                            {"max", Builtin::AtomicMax},
                                                            {"min", Builtin::AtomicMin},

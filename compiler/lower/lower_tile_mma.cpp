@@ -1,8 +1,8 @@
 //===- lower/lower_tile_mma.cpp - The tile IR path: tensor-core dot -------===//
 //
 // What this owns: `dot` of f16 or bf16 tiles, and of f32 tiles with
-// `precision = tf32`, on the tile IR path (Lowerer::tile_mma_dot) and the
-// Async family of ring ops that feed it (Lowerer::tile_async,
+// `precision = tf32`, on the tile IR path (BodyLowerer::tile_mma_dot) and the
+// Async family of ring ops that feed it (BodyLowerer::tile_async,
 // tile/pipeline.cpp), for the dots tile/mma.cpp names (mma_dot: M % 16 ==
 // K % 16 (tf32: K % 8) == N % 8 == 0, K <= 256 (tf32: 128); layouts over
 // the shape padded to powers of two, whose padded row blocks, n8 tiles and
@@ -63,7 +63,7 @@
 // p0 + p1 ..., not x + (p0 + p1 ...): equal when the sums are exact).
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 
 #include "target/target.h"
 
@@ -76,7 +76,7 @@
 
 namespace etl {
 
-const TOp *Lowerer::mma_direct_b(const TOp &dot) {
+const TOp *BodyLowerer::mma_direct_b(const TOp &dot) {
   auto one_use = [&](int v, const TOp *by) {
     auto it = tile_users.find(v);
     return it != tile_users.end() && it->second.size() == 1 && it->second[0] == by;
@@ -112,7 +112,7 @@ const TOp *Lowerer::mma_direct_b(const TOp &dot) {
   return d;
 }
 
-void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base,
+void BodyLowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base,
                             ElemType elem) {
   // 16-byte chunks (8 16-bit or 4 f32 elements of a row) spread over the
   // threads: cp.async where the chunk lies inside the tensor and starts
@@ -223,13 +223,13 @@ void Lowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, 
     per_chunk();
 }
 
-llvm::Value *Lowerer::mma_half_bits(llvm::Value *v, bool bf16) {
+llvm::Value *BodyLowerer::mma_half_bits(llvm::Value *v, bool bf16) {
   if (bf16) // the register holds a bf16 value exactly: its top 16 bits
     return b.CreateTrunc(b.CreateLShr(b.CreateBitCast(v, i32), 16), b.getInt16Ty());
   return b.CreateBitCast(b.CreateFPTrunc(v, b.getHalfTy()), b.getInt16Ty());
 }
 
-void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
+void BodyLowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
   const Layout &l = layout_of(v);
   const std::vector<int64_t> &shape = tf->values[size_t(v)].shape;
   const unsigned sd = nk ? 0 : 1; // the value dim that runs along a staged row
@@ -287,7 +287,7 @@ void Lowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
     write();
 }
 
-void Lowerer::tile_mma_dot(const TOp &op) {
+void BodyLowerer::tile_mma_dot(const TOp &op) {
   const MmaStaging st = mma_staging(*tf, op);
   if (!st.ok)
     throw LowerError("tile IR dot on tensor cores without the accumulator layout");
@@ -519,7 +519,7 @@ void Lowerer::tile_mma_dot(const TOp &op) {
   }
 }
 
-llvm::Value *Lowerer::tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
+llvm::Value *BodyLowerer::tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
                                     llvm::Value *col) {
   // Rows of `cols` f32 in 16-byte chunks of 4; a row's chunk is XORed with
   // its phase, as the 16-bit staging's (lower_mma.cpp), but with the
@@ -548,7 +548,7 @@ llvm::Value *Lowerer::tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value
   return scratch_ptr(b.CreateAdd(off, base), 1);
 }
 
-std::vector<llvm::Value *> Lowerer::tile_tf32_load_b(const MmaTile &t, llvm::Value *b_base,
+std::vector<llvm::Value *> BodyLowerer::tile_tf32_load_b(const MmaTile &t, llvm::Value *b_base,
                                                      int64_t kk, llvm::Value *n0, bool raw,
                                                      unsigned line) {
   // PTX's tf32 B fragment: b_i at k = t + 4i, n = g (t = lane & 3, g =
@@ -587,7 +587,7 @@ std::vector<llvm::Value *> Lowerer::tile_tf32_load_b(const MmaTile &t, llvm::Val
 
 //===-- The rings of tile/pipeline.cpp ------------------------------------===//
 
-void Lowerer::tile_async(const TOp &op) {
+void BodyLowerer::tile_async(const TOp &op) {
   switch (op.kind) {
   case TileOpKind::SmemAlloc: { // its bytes: tile/smem.cpp placed them past the others
     if (op.smem < 0 || !tf->smem.at(size_t(op.smem)).ring)

@@ -6,7 +6,7 @@
 //
 // reduce and argreduce are one fold over parts: a part is (value) for
 // reduce and (value, index) for argreduce, the index being the element's
-// axis coordinate and the combine lowerer.h's arg_wins (first extremum on
+// axis coordinate and the combine body_lowerer.h's arg_wins (first extremum on
 // ties, the NaN rule of the reference), which is commutative, so the order
 // of the steps does not change the answer:
 //
@@ -39,7 +39,7 @@
 // serially.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/body_lowerer.h"
 #include "tile/passes.h"
 
 #include <llvm/IR/Constants.h>
@@ -61,7 +61,7 @@ struct HwSlot {
   HwBits bits; ///< the bits that count
   explicit HwSlot(const HwBits &h) : bits(h) {}
   /// The lane and warp part (i64), once per thread.
-  llvm::Value *thread_part(Lowerer &L) const {
+  llvm::Value *thread_part(BodyLowerer &L) const {
     Builder &b = L.b;
     llvm::Value *lane = b.CreateAnd(L.tid, b.getInt32(31));
     llvm::Value *warp = b.CreateLShr(L.tid, b.getInt32(kLaneBits));
@@ -92,7 +92,7 @@ struct HwSlot {
 /// Steps 1-3 of the file comment for `op` (reduce or argreduce): `in` has
 /// one part per operand register (dead elements already the identity);
 /// `bytes` is each component's scratch width. One part per result register.
-std::vector<Part> fold_axis(Lowerer &L, const TOp &op, const std::vector<Part> &in,
+std::vector<Part> fold_axis(BodyLowerer &L, const TOp &op, const std::vector<Part> &in,
                             const std::vector<unsigned> &bytes, const Combine &combine) {
   Builder &b = L.b;
   int av = op.operands[0], rv = op.results[0];
@@ -105,7 +105,7 @@ std::vector<Part> fold_axis(Lowerer &L, const TOp &op, const std::vector<Part> &
   std::map<uint32_t, Part> part; // non-axis coordinate -> partial
   std::vector<uint32_t> order;
   for (uint32_t r = 0; r < la.num_regs(); ++r) {
-    if (Lowerer::reg_replica(la, r))
+    if (BodyLowerer::reg_replica(la, r))
       continue;
     uint32_t key = la.apply(r, 0, 0) & ~field;
     auto it = part.find(key);
@@ -196,7 +196,7 @@ std::vector<Part> fold_axis(Lowerer &L, const TOp &op, const std::vector<Part> &
     return b.CreateAdd(elem, b.getInt64(base[c] * 4 / bytes[c]));
   };
   for (uint32_t r = 0; r < nout; ++r) {
-    if (lo && Lowerer::reg_replica(*lo, r))
+    if (lo && BodyLowerer::reg_replica(*lo, r))
       continue;
     llvm::Value *at = b.CreateAdd(b.CreateMul(wi, b.getInt64(S)), slot_of(r));
     llvm::Value *ok = writer;
@@ -267,7 +267,7 @@ std::vector<Part> fold_axis(Lowerer &L, const TOp &op, const std::vector<Part> &
 
 } // namespace
 
-void Lowerer::tile_reduce(const TOp &op) {
+void BodyLowerer::tile_reduce(const TOp &op) {
   if (op.kind == TileOpKind::Scan)
     return tile_scan(op);
   int av = op.operands[0], rv = op.results[0];
@@ -342,7 +342,7 @@ void Lowerer::tile_reduce(const TOp &op) {
     tregs[size_t(rv)].push_back(wrap_int(p[0], out));
 }
 
-void Lowerer::tile_scan(const TOp &op) {
+void BodyLowerer::tile_scan(const TOp &op) {
   int av = op.operands[0], rv = op.results[0];
   const TValue &a = tf->values[size_t(av)];
   const Layout &la = layout_of(av);

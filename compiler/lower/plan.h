@@ -1,7 +1,8 @@
 //===- lower/plan.h - What the lowering files share (internal) ------------===//
 //
-// What this owns: what the lower_*.cpp files and the Lowerer (lowerer.h)
-// share outside the class: the kernel plan (groups with their wait/notify
+// What this owns: what the lower_*.cpp files and the lowering classes
+// (lower_ctx.h, body_lowerer.h, kernel_lowerer.h) share outside them: the
+// kernel plan (groups with their wait/notify
 // edges as AST expressions, and the tile IR of each body), the
 // shared-memory header offsets and the task loop's polling constants, the
 // register-tile value, the budgets of the weight prefetch and the loop

@@ -36,7 +36,7 @@
 // Both are off with ETL_PREFETCH=0.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/lowerer.h"
+#include "lower/plan.h"
 
 #include "tile/passes.h"
 

@@ -417,7 +417,7 @@ bool Checker::float_into_int(const Type &v, const Type &target, SourceRange r) {
 }
 
 /// An op that re-lays tile `v` out through the shared scratch area
-/// (reductions, scans, argmax, transpose: lower/lowerer.h) fits the
+/// (reductions, scans, argmax, transpose: lower/body_lowerer.h) fits the
 /// smallest target's budget; else reported at the op, false.
 bool Checker::scratch_fits(const std::string &op, const Type &v, SourceRange r) {
   int64_t n = 1;

@@ -289,7 +289,7 @@ private:
 
   /// The most elements a tile may have: 65536, the register file of one SM
   /// (64K 32-bit registers on sm_80 .. sm_90). A tile lives in the registers
-  /// of its CTA's threads (lower/lowerer.h), so a larger one cannot be held by
+  /// of its CTA's threads (lower/body_lowerer.h), so a larger one cannot be held by
   /// any CTA; it would only spill, and the back end unrolls code per register
   /// (a 2^20-element tile took it over 30 s).
   static constexpr int64_t kMaxTileElems = 65536;

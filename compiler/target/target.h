@@ -45,7 +45,7 @@ const TargetDesc *find_target(const std::string &name);
 std::string target_names();
 /// The facts of one compilation's targets together: one artifact carries a
 /// kernel per target of its `--target` list (`--target sm_90,sim`), and
-/// run_backend lowers each of them with a Lowerer of its own, but all from
+/// run_backend lowers each of them with a KernelLowerer of its own, all from
 /// one plan with the same decisions (the tile IR path, staging, rings),
 /// and the artifact holds one shared-memory size for all of them (the
 /// metadata's smem_bytes; sim models the GPUs). So the budget is one number

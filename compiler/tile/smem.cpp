@@ -287,7 +287,7 @@ int64_t reduction_scratch_bytes(const TileFunc &f, const TOp &op) {
   const unsigned axis = unsigned(op.axis);
   if (axis >= la.rank())
     return 0;
-  const int64_t bytes = a.elem == ElemType::I64 ? 8 : 4; // Lowerer::scratch_bytes
+  const int64_t bytes = a.elem == ElemType::I64 ? 8 : 4; // BodyLowerer::scratch_bytes
   auto words = [](int64_t n, int64_t w) { return (n * w + 3) / 4; };
   if (op.kind == TileOpKind::Scan) {
     std::optional<std::vector<AxisBit>> bits = axis_bits_of(la, axis);

@@ -101,7 +101,7 @@ std::string gemm(const std::string &text, const std::string &stem, int64_t M, in
   return err;
 }
 
-/// One dot of two loaded slices (Lowerer::dot_async: copy, commit, wait 0).
+/// One dot of two loaded slices (BodyLowerer::tile_async: copy, commit, wait 0).
 const char *kOneDot = R"(
 kernel one_dot(a: tensor<bf16>[64, 32], b: tensor<bf16>[32, 16], c: tensor<f32>[64, 16]) {
   task t[i in 0 .. 2] {

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "compile_run.h"
 #include "forwarding_machine.h"
-#include "lower/lowerer.h"
+#include "lower/plan.h"
 
 #include <etl/etl.h>
 

@@ -1,7 +1,7 @@
 //===- tests/unit/e2e/reduce_i64_test.cpp - i64 and bool reductions -------===//
 //
 // What this pins: sum/max/min, argmax/argmin and cumsum of i64 tiles (whose
-// registers cross lanes as two 32-bit shuffles, Lowerer::shuffle_reg, and
+// registers cross lanes as two 32-bit shuffles, BodyLowerer::shuffle_reg, and
 // warps through 8-byte scratch slots), and argmax of a bool tile, on the
 // tile IR at 1 and 4 warps, against references computed here. The values
 // straddle 2^32 and are negative too, so a lost high half or a signed/

@@ -17,7 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "compile_run.h"
 #include "driver/pipeline.h"
-#include "lower/lowerer.h"
+#include "lower/plan.h"
 #include "tile/passes.h"
 
 #include <doctest/doctest.h>

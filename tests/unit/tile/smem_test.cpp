@@ -5,7 +5,7 @@
 // loops, which trailing barriers go, the total against op-by-op reuse,
 // the budget of the compilation's targets).
 #include "driver/pipeline.h"
-#include "lower/lowerer.h"
+#include "lower/plan.h"
 #include "tile/passes.h"
 
 #include <doctest/doctest.h>
