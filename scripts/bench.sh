@@ -39,6 +39,10 @@
 #    bytes, the cubin's SASS ratio), latencies and issue rates, replayed
 #    over the 132 SMs as the runtime deals tasks (layer by layer in a
 #    layered block).
+# 4d. The task switch against task count (scripts/queue_bench.py): queue
+#    operations and dependent round trips per task from the sim profile, for
+#    a synthetic dynamic program at several sizes, decode_layer and
+#    qwen3_decode at batch 1, 4 and 16, with the model's pop and switch cost.
 # 5. Compile time of the layer programs (decode_layer, and moe_layer when
 #    present): etlc from .etl to sm_90 PTX against ptxas assembling that PTX,
 #    CPU seconds, and their ratio (issue 12 asks etlc <= 0.5 x ptxas).
@@ -393,6 +397,10 @@ echo "   fit: the row set a constant, pred: predicted; H200 ms measured on older
 echo "   then the whole Qwen3 decode step (examples/qwen3_decode), KV 1024: model, not measured;"
 echo "   tok/s = B / time, % HBM = the step's bytes (--emit=cost) / time / 4.8 TB/s, SOL = --emit=cost's"
 python3 "$root/scripts/perf_model.py" rows --gpu h200 --etlc "$etlc" || echo "(perf_model failed)"
+
+echo
+echo "== task switch against task count (sim profile counts, 4 sim workers; model: h200's atomic and L2 latencies)"
+/usr/bin/python3 "$root/scripts/queue_bench.py" --build "$build" || echo "(queue_bench failed)"
 
 echo
 echo "== compile time: etlc (.etl -> PTX) vs ptxas (that PTX -> SASS), sm_90, CPU seconds (user + sys), median of 3"

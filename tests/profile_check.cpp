@@ -93,7 +93,9 @@ int main(int argc, char **argv) {
       for (const char *k :
            {"barriers", "atomics", "fences", "spin_iterations", "wait_ns", "tasks", "shuffles",
             "mma", "ldmatrix", "tensor_flops", "ldmatrix_phases", "ldmatrix_wavefronts",
-            "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims"})
+            "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims",
+            "queue_empty_looks", "event_notifies", "event_not_ready", "waits_spun",
+            "round_trips"})
         if (!sync || !sync->getInteger(k))
           fail(where + ": sync.\"" + k + "\" missing");
       const llvm::json::Array *sites = g->getArray("sites");
@@ -113,6 +115,23 @@ int main(int argc, char **argv) {
           fail(sw + ": \"space\" is neither global nor shared");
       }
     }
+  }
+  // The task switch per CTA: named columns, one row of counts per CTA.
+  const llvm::json::Object *per = root ? root->getObject("per_cta") : nullptr;
+  const llvm::json::Array *cols = per ? per->getArray("counters") : nullptr;
+  const llvm::json::Array *rows = per ? per->getArray("values") : nullptr;
+  if (!cols || !rows || cols->empty())
+    fail("\"per_cta\" missing or without counters/values");
+  else if (root->getInteger("ctas") && rows->size() != size_t(*root->getInteger("ctas")))
+    fail("\"per_cta\": " + std::to_string(rows->size()) + " rows for " +
+         std::to_string(*root->getInteger("ctas")) + " CTAs");
+  for (size_t i = 0; cols && rows && i < rows->size(); ++i) {
+    const llvm::json::Array *r = (*rows)[i].getAsArray();
+    if (!r || r->size() != cols->size())
+      fail("\"per_cta\" row " + std::to_string(i) + ": not one count per counter");
+    for (size_t k = 0; r && k < r->size(); ++k)
+      if (!(*r)[k].getAsInteger() || *(*r)[k].getAsInteger() < 0)
+        fail("\"per_cta\" row " + std::to_string(i) + ": not a count");
   }
   if (errors)
     return 1;

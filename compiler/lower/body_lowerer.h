@@ -283,6 +283,10 @@ protected:
   /// Ops lowered before the waits (the weight prefetch) or by a loop's
   /// pipelining ahead of their place: the body skips them.
   std::set<const TOp *> hoisted_ops;
+  /// Registers of values the body starts with (lower_tile_body sets them
+  /// after tile_begin): the prefetched loads KernelLowerer::prefetch_reload
+  /// read back after a wait that may run dynamic items.
+  std::vector<std::pair<int, std::vector<llvm::Value *>>> tile_preloaded;
   size_t pipelined_loads = 0; ///< loads the body's loops issue one iteration ahead
   int64_t max_scratch_elems = 0;
   /// Bytes of scratch below the staging op being lowered (its planned

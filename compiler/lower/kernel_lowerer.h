@@ -42,6 +42,16 @@ private:
   /// Group `g` waits: emits the load ops of `tile` prefetch.cpp lets run
   /// before the waits and records them so the body skips them.
   void emit_prefetch(const GroupPlan &gp, const TileFunc &tile);
+  /// In a kernel with dynamic groups the wait loop may run dynamic items
+  /// (emit_static_wait_loop): the prefetched registers wait in allocas
+  /// (prefetch_slots), are issued again after each item the wait runs
+  /// (prefetch_reissue), so none lives across an item, and are read back
+  /// once the waits are done (prefetch_reload, into tile_preloaded).
+  void prefetch_store();
+  void prefetch_reissue();
+  void prefetch_reload();
+  std::vector<const TOp *> prefetch_ops; ///< of the group being lowered, with prefetch_slots
+  std::vector<std::pair<int, std::vector<llvm::AllocaInst *>>> prefetch_slots;
 
 public:
   /// Per group, how many loads were issued before its waits

@@ -527,6 +527,8 @@ void KernelLowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Valu
   b.SetInsertPoint(run);
   b.CreateCall(dyn_run, {args, tid, smem});
   m.task_begin(b, b.getInt32(uint32_t(g)), lin); // the nested item replaced it
+  if (!prefetch_ops.empty())
+    prefetch_reissue(); // the item's registers and shared memory were its own
   b.CreateBr(head);
   b.SetInsertPoint(go);
   if_then(is0, [&] { b.CreateStore(b.CreateLoad(i32, pos), at(kSmemPos)); });

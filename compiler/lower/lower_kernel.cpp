@@ -256,6 +256,7 @@ llvm::Function *KernelLowerer::lower_group(int g) {
     b.CreateRetVoid();
     b.SetInsertPoint(here);
     emit_static_wait_loop(gp, g, lin, out);
+    prefetch_reload();
   } else if (!gp.waits.empty() && !gp.dynamic) { // dynamic tasks are pushed when ready
     emit_event_ops(gp, /*wait=*/true);
     m.barrier(b);
@@ -295,10 +296,11 @@ bool BodyLowerer::prefetch_on() {
 }
 
 void KernelLowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
-  // A static task of a kernel with dynamic groups runs dynamic items while
-  // it waits (emit_static_wait_loop): its registers would live across them.
+  // A dynamic task is pushed once its waits are done: nothing to hide.
   size_t n = 0;
-  if (!gp.waits.empty() && !gp.dynamic && !any_dynamic() && prefetch_on()) {
+  prefetch_ops.clear();
+  prefetch_slots.clear();
+  if (!gp.waits.empty() && !gp.dynamic && prefetch_on()) {
     std::vector<const TOp *> ops = tile_prefetch(tile, *plan.kernel, written);
     if (!ops.empty()) {
       tile_begin(tile);
@@ -306,10 +308,56 @@ void KernelLowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
         tile_op(*op);
         hoisted_ops.insert(op);
       }
+      if (any_dynamic()) { // the wait may run dynamic items: see kernel_lowerer.h
+        prefetch_ops = ops;
+        prefetch_store();
+      }
     }
     n = ops.size();
   }
   prefetched.emplace_back(gp.name, n);
+}
+
+void KernelLowerer::prefetch_store() {
+  bool fresh = prefetch_slots.empty();
+  size_t i = 0;
+  for (const TOp *op : prefetch_ops)
+    for (int v : op->results) {
+      const std::vector<llvm::Value *> &regs = tregs[size_t(v)];
+      if (fresh) {
+        prefetch_slots.emplace_back(v, std::vector<llvm::AllocaInst *>());
+        for (llvm::Value *r : regs)
+          prefetch_slots.back().second.push_back(entry_alloca(r->getType(), "prefetch"));
+      }
+      const std::vector<llvm::AllocaInst *> &slots = prefetch_slots[i++].second;
+      for (size_t k = 0; k < regs.size(); ++k)
+        b.CreateStore(regs[k], slots[k]);
+    }
+}
+
+void KernelLowerer::prefetch_reissue() {
+  // Coordinates computed here do not dominate the body: recompute them
+  // here and forget them after.
+  tcoord_cache.clear();
+  for (const TOp *op : prefetch_ops)
+    tile_op(*op);
+  prefetch_store();
+  tcoord_cache.clear();
+}
+
+void KernelLowerer::prefetch_reload() {
+  // The body begins afresh after the waits (lower_tile_body's tile_begin,
+  // its coordinates computed there rather than carried across the items),
+  // with the prefetched registers read back.
+  tile_preloaded.clear();
+  for (const auto &[v, slots] : prefetch_slots) {
+    std::vector<llvm::Value *> regs;
+    for (llvm::AllocaInst *a : slots)
+      regs.push_back(b.CreateLoad(a->getAllocatedType(), a));
+    tile_preloaded.emplace_back(v, std::move(regs));
+  }
+  if (!prefetch_slots.empty())
+    tf = nullptr;
 }
 
 void KernelLowerer::mark_progress() {

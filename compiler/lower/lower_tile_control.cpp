@@ -299,6 +299,9 @@ void BodyLowerer::lower_tile_body(const TileFunc &f) {
   if (tf != &f) { // else emit_prefetch began it before the waits (its coordinates are cached)
     tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
     tile_begin(f);
+    for (auto &[v, regs] : tile_preloaded) // read back after a wait (prefetch_reload)
+      tregs[size_t(v)] = std::move(regs);
+    tile_preloaded.clear();
   }
   tile_ops(f.body);
   if (tid != plain_tid) {

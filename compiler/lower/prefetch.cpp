@@ -13,11 +13,12 @@
 //   (c) it is a top-level `load` op of the tile IR without mask or gather
 //       (a cast and the rest of its statement stay after the waits); ops
 //       between hoisted ones may be anything;
-//   (d) the task has waits, is not `schedule dynamic`, the kernel has no
-//       dynamic groups (a static task's wait there runs dynamic items, and
-//       the hoisted registers would live across them: decode_layer's o_sum
-//       tile spilled 16 bytes on sm_90 that way), and no hazard barrier
-//       precedes the load (sema/hazards.h);
+//   (d) the task has waits, is not `schedule dynamic` (pushed once ready),
+//       and no hazard barrier precedes the load (sema/hazards.h). In a
+//       kernel with dynamic groups a static task's wait runs dynamic items:
+//       the loads are issued again after each (lower_kernel.cpp's
+//       prefetch_reissue), so their registers never live across an item
+//       (decode_layer's o_sum tile spilled 16 bytes on sm_90 when they did);
 //   (e) the hoisted tiles together hold at most kPrefetchRegs registers per
 //       thread (the layout's register count), in program order
 //       until the budget is spent, so the registers live across the wait do

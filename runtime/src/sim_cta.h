@@ -91,6 +91,14 @@ typedef struct sim_cta {
   const void *asan_sched_bottom;
   size_t asan_sched_size;
   _Atomic uint32_t task_group, task_linear, in_task;
+  /* Profile (sim_ops.c's sync_count), thread 0's: the head its last look
+   * read, whether its last queue or event operation found nothing (a spin),
+   * and the task (group << 32 | linear, + 1) whose wait last spun. */
+  uint32_t prof_head;
+  int prof_found_nothing;
+  uint64_t prof_spun_task;
+  uint64_t prof_open_task;      /* the task thread 0 began and has not ended (key as above) */
+  uint64_t prof_suspended_task; /* the static task a nested dynamic item interrupted */
 } sim_cta;
 
 struct sim_run {

@@ -262,35 +262,76 @@ static void atomic_after(const void *ptr, int acquire) {
     etl_race_sync(c->run->race, c->cta, ptr, 1, 0);
 }
 
-/* The profile's dynamic-queue counters, told by address in the state array
- * (etl_abi.h): an add on head takes a ticket (a pop), a compare-and-swap of
- * head is a pop when it wins and a retry when it loses, a load of a slot
- * that finds it empty is a retry, an add of n on tail pushes n items. */
+/* The profile's counters of the task switch, told by address (the event
+ * counters, the dynamic queue's state array: etl_abi.h). On the queue: an
+ * add on head takes a ticket (a pop), a compare-and-swap of head is a pop
+ * when it wins and a retry when it loses, a load of a ticket's slot that
+ * finds it empty is a retry, a read of head then of tail that finds
+ * head >= tail is an empty look, an add of n on tail pushes n items. On the
+ * events: an add is a notify, a load that finds the element non-zero is a
+ * look that found it not ready (and the task's wait spun). Every other
+ * operation on them is a round trip the task switch waits for; the looks
+ * that found nothing, and the read of `remaining` that follows an empty
+ * slot, are spinning instead. */
 enum { Q_ADD, Q_CAS_WON, Q_CAS_LOST, Q_LOAD };
-static void queue_count(const void *ptr, int op, uint32_t value) {
+static void sync_count(const void *ptr, int op, uint32_t value) {
   sim_cta *c = etl_sim_cta;
   sim_run *r = c->run;
-  uintptr_t dyn = r->prof ? (uintptr_t)r->args[ETL_SLOT_DYN] : 0;
-  if (!dyn || (uintptr_t)ptr < dyn)
+  if (!r->prof)
     return;
-  uint64_t w = ((uintptr_t)ptr - dyn) / 4, slot0 = ETL_DYN_GROUP_OFF + 2ull * r->meta->n_groups;
-  int ev = -1;
-  uint64_t n = 1;
-  if (w == ETL_DYN_HEAD && op != Q_LOAD)
-    ev = op == Q_CAS_LOST ? ETL_PROF_QUEUE_RETRIES : ETL_PROF_QUEUE_POPS;
-  else if (w == ETL_DYN_TAIL && op == Q_ADD) {
-    etl_profile_count(r->prof, c->cta, c->cur->prof_group, ETL_PROF_QUEUE_PUSH_CLAIMS, 1);
-    ev = ETL_PROF_QUEUE_PUSHES;
-    n = value;
-  } else if (op == Q_LOAD && value == 0 && w >= slot0 && w < slot0 + r->plan->n_dynamic)
-    ev = ETL_PROF_QUEUE_RETRIES;
-  if (ev >= 0)
-    etl_profile_count(r->prof, c->cta, c->cur->prof_group, ev, n);
+  uintptr_t dyn = (uintptr_t)r->args[ETL_SLOT_DYN], evs = (uintptr_t)r->args[ETL_SLOT_EVENTS];
+  uintptr_t a = (uintptr_t)ptr;
+  uint32_t grp = c->cur->prof_group;
+  int nothing = 0, trip = 1;
+  if (dyn && a >= dyn && (a - dyn) / 4 < r->plan->dyn_words) {
+    uint64_t w = (a - dyn) / 4, slot0 = ETL_DYN_GROUP_OFF + 2ull * r->meta->n_groups;
+    if (w == ETL_DYN_HEAD && op == Q_LOAD) {
+      c->prof_head = value;
+      trip = 0; /* counted with the read of tail that completes the look */
+    } else if (w == ETL_DYN_HEAD) {
+      nothing = op == Q_CAS_LOST;
+      etl_profile_count(r->prof, c->cta, grp, nothing ? ETL_PROF_QUEUE_RETRIES : ETL_PROF_QUEUE_POPS,
+                        1);
+    } else if (w == ETL_DYN_TAIL && op == Q_LOAD) {
+      nothing = c->prof_head >= value;
+      if (nothing)
+        etl_profile_count(r->prof, c->cta, grp, ETL_PROF_QUEUE_EMPTY_LOOKS, 1);
+      else
+        etl_profile_count(r->prof, c->cta, grp, ETL_PROF_ROUND_TRIPS, 1); /* the read of head */
+    } else if (w == ETL_DYN_TAIL && op == Q_ADD) {
+      etl_profile_count(r->prof, c->cta, grp, ETL_PROF_QUEUE_PUSH_CLAIMS, 1);
+      etl_profile_count(r->prof, c->cta, grp, ETL_PROF_QUEUE_PUSHES, value);
+    } else if (w == ETL_DYN_REMAINING && op == Q_LOAD && c->prof_found_nothing) {
+      trip = 0; /* the spin after an empty slot: still found nothing */
+      nothing = 1;
+    } else if (op == Q_LOAD && value == 0 && w >= slot0 && w < slot0 + r->plan->n_dynamic) {
+      nothing = 1;
+      etl_profile_count(r->prof, c->cta, grp, ETL_PROF_QUEUE_RETRIES, 1);
+    }
+  } else if (evs && a >= evs && (a - evs) / 4 < r->plan->n_counters) {
+    if (op == Q_ADD) {
+      etl_profile_count(r->prof, c->cta, grp, ETL_PROF_EVENT_NOTIFIES, 1);
+    } else if (op == Q_LOAD && value != 0) {
+      nothing = 1;
+      etl_profile_count(r->prof, c->cta, grp, ETL_PROF_EVENT_NOT_READY, 1);
+      uint64_t task = ((uint64_t)atomic_load_explicit(&c->task_group, memory_order_relaxed) << 32 |
+                       atomic_load_explicit(&c->task_linear, memory_order_relaxed)) +
+                      1;
+      if (c->prof_spun_task != task)
+        etl_profile_count(r->prof, c->cta, grp, ETL_PROF_WAITS_SPUN, 1);
+      c->prof_spun_task = task;
+    }
+  } else {
+    return; /* a tensor atomic, the abort flag, the error record */
+  }
+  if (trip && !nothing)
+    etl_profile_count(r->prof, c->cta, grp, ETL_PROF_ROUND_TRIPS, 1);
+  c->prof_found_nothing = nothing;
 }
 
 static uint32_t op_atomic_add_release(uint32_t *ptr, uint32_t value) {
   atomic_before(ptr, 1);
-  queue_count(ptr, Q_ADD, value);
+  sync_count(ptr, Q_ADD, value);
   return atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_release);
 }
 
@@ -298,7 +339,7 @@ static uint32_t op_load_acquire(const uint32_t *ptr) {
   atomic_before(ptr, 0);
   uint32_t v = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)ptr, memory_order_acquire);
   atomic_after(ptr, 1);
-  queue_count(ptr, Q_LOAD, v);
+  sync_count(ptr, Q_LOAD, v);
   return v;
 }
 
@@ -306,7 +347,7 @@ static uint32_t op_atomic_add_acq_rel(uint32_t *ptr, uint32_t value) {
   atomic_before(ptr, 1);
   uint32_t v = atomic_fetch_add_explicit((_Atomic uint32_t *)ptr, value, memory_order_acq_rel);
   atomic_after(ptr, 1);
-  queue_count(ptr, Q_ADD, value);
+  sync_count(ptr, Q_ADD, value);
   return v;
 }
 
@@ -316,7 +357,7 @@ static uint32_t op_atomic_cas(uint32_t *ptr, uint32_t expected, uint32_t desired
   atomic_compare_exchange_strong_explicit((_Atomic uint32_t *)ptr, &expected, desired,
                                           memory_order_acq_rel, memory_order_acquire);
   atomic_after(ptr, 1);
-  queue_count(ptr, expected == want ? Q_CAS_WON : Q_CAS_LOST, 0);
+  sync_count(ptr, expected == want ? Q_CAS_WON : Q_CAS_LOST, 0);
   return expected; /* the old value either way */
 }
 
@@ -390,8 +431,17 @@ static void op_task_begin(uint32_t group, uint32_t linear) {
   }
   if (c->run->prof) {
     c->cur->prof_group = group;
-    if (c->cur->tid == 0)
-      etl_profile_count(c->run->prof, c->cta, group, ETL_PROF_TASK, 1);
+    /* A static task that ran a dynamic item while it waited begins again
+     * after it (lower_dynamic.cpp): that is the same task, resumed. */
+    uint64_t key = ((uint64_t)group << 32 | linear) + 1;
+    if (c->cur->tid == 0) {
+      if (key != c->prof_suspended_task) {
+        if (c->prof_open_task)
+          c->prof_suspended_task = c->prof_open_task;
+        etl_profile_count(c->run->prof, c->cta, group, ETL_PROF_TASK, 1);
+      }
+      c->prof_open_task = key;
+    }
   }
   atomic_store_explicit(&c->task_group, group, memory_order_relaxed);
   atomic_store_explicit(&c->task_linear, linear, memory_order_relaxed);
@@ -414,6 +464,11 @@ static void op_task_end(void) {
   if (c->run->prof) {
     if (c->cur->tid == 0 && c->cur->prof_group != UINT32_MAX)
       etl_profile_sample(c->run->prof, c->cta, (uint64_t)now_ns());
+    if (c->cur->tid == 0) {
+      if (c->prof_open_task == c->prof_suspended_task)
+        c->prof_suspended_task = 0;
+      c->prof_open_task = 0;
+    }
     c->cur->prof_group = UINT32_MAX;
   }
   atomic_store_explicit(&c->in_task, 0u, memory_order_relaxed);

@@ -407,7 +407,51 @@ static void json_totals(FILE *f, const totals *t) {
 static const char *event_names[ETL_PROF_EVENTS] = {
     "barriers", "atomics", "fences",   "spin_iterations", "wait_ns",         "tasks",
     "shuffles", "mma",     "ldmatrix", "tensor_flops",    "ldmatrix_phases", "ldmatrix_wavefronts",
-    "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims"};
+    "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims", "queue_empty_looks",
+    "event_notifies", "event_not_ready", "waits_spun", "round_trips"};
+
+/* The task switch's counters, per CTA: JSON "per_cta" (one row per CTA, the
+ * columns named once) and a table in the text report. */
+static const int cta_columns[] = {
+    ETL_PROF_TASK,          ETL_PROF_QUEUE_POPS,       ETL_PROF_QUEUE_EMPTY_LOOKS,
+    ETL_PROF_QUEUE_RETRIES, ETL_PROF_QUEUE_PUSHES,     ETL_PROF_QUEUE_PUSH_CLAIMS,
+    ETL_PROF_EVENT_NOTIFIES, ETL_PROF_EVENT_NOT_READY, ETL_PROF_WAITS_SPUN,
+    ETL_PROF_SPIN,          ETL_PROF_ROUND_TRIPS};
+enum { N_CTA_COLUMNS = sizeof cta_columns / sizeof cta_columns[0] };
+
+static void write_per_cta(const etl_profile *p, FILE *f, FILE *t) {
+  uint32_t ng = p->meta->n_groups + 1;
+  fprintf(f, ",\n  \"per_cta\": {\"counters\": [");
+  for (int k = 0; k < N_CTA_COLUMNS; ++k)
+    fprintf(f, "%s\"%s\"", k ? ", " : "", event_names[cta_columns[k]]);
+  fprintf(f, "],\n    \"values\": [");
+  fprintf(t, "\ntask switch per CTA (queue and event operations; round trips exclude looks "
+             "that found nothing):\n%5s", "cta");
+  for (int k = 0; k < N_CTA_COLUMNS; ++k)
+    fprintf(t, " %s", event_names[cta_columns[k]]);
+  fprintf(t, " %10s\n", "trips/task");
+  uint64_t total[N_CTA_COLUMNS] = {0};
+  for (uint32_t i = 0; i < p->num_ctas; ++i) {
+    uint64_t row[N_CTA_COLUMNS] = {0};
+    for (uint32_t g = 0; g < ng; ++g)
+      for (int k = 0; k < N_CTA_COLUMNS; ++k)
+        row[k] += p->ctas[i].events[g * ETL_PROF_EVENTS + (uint32_t)cta_columns[k]];
+    fprintf(f, "%s\n      [", i ? "," : "");
+    fprintf(t, "%5u", i);
+    for (int k = 0; k < N_CTA_COLUMNS; ++k) {
+      fprintf(f, "%s%llu", k ? ", " : "", (unsigned long long)row[k]);
+      fprintf(t, " %*llu", (int)strlen(event_names[cta_columns[k]]), (unsigned long long)row[k]);
+      total[k] += row[k];
+    }
+    fprintf(f, "]");
+    fprintf(t, " %10.2f\n", ratio((double)row[N_CTA_COLUMNS - 1], (double)row[0]));
+  }
+  fprintf(f, "]}");
+  fprintf(t, "%5s", "all");
+  for (int k = 0; k < N_CTA_COLUMNS; ++k)
+    fprintf(t, " %*llu", (int)strlen(event_names[cta_columns[k]]), (unsigned long long)total[k]);
+  fprintf(t, " %10.2f\n", ratio((double)total[N_CTA_COLUMNS - 1], (double)total[0]));
+}
 
 /* Merged per-site rows of every CTA, sorted by group then site. */
 static int site_cmp(const void *a, const void *b) {
@@ -578,7 +622,9 @@ etlStatus etl_profile_write(etl_profile *p, const char *path, uintptr_t code_bas
             ratio((double)q[ETL_PROF_QUEUE_RETRIES], (double)q[ETL_PROF_QUEUE_POPS]),
             (unsigned long long)q[ETL_PROF_QUEUE_PUSHES],
             (unsigned long long)q[ETL_PROF_QUEUE_PUSH_CLAIMS]);
-  fprintf(f, "\n  ]\n}\n");
+  fprintf(f, "\n  ]");
+  write_per_cta(p, f, t);
+  fprintf(f, "\n}\n");
   int bad = ferror(f) | ferror(t);
   bad |= fclose(f) != 0;
   bad |= fclose(t) != 0;

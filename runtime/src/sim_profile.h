@@ -21,7 +21,9 @@
  *     task), warp shuffles (one per warp and instruction), spin-wait iterations and the time spent
  *in them (waiting on events or for dynamic work), and the dynamic queue's operations (sim_ops.c
  *tells them by address: pops, retries, pushes and the claims of tail that pushed them). A site is the call site of the access check in
- *the sim code (reported as its offset in the kernel object); its group is the task's. Each CTA
+ *the sim code (reported as its offset in the kernel object); its group is the task's. The
+ *synchronisation counters are also reported per CTA (the cost of the task switch: round trips,
+ *empty looks, spins per CTA). Each CTA
  *counts into its own tables (no locks); etl_profile_write merges them after the launch and writes
  *the JSON document (schema: docs/PROFILE.md) and a readable table next to it (PATH.txt).
  *===----------------------------------------------------------------------===*/
@@ -53,6 +55,11 @@ enum etl_profile_event {
   ETL_PROF_QUEUE_RETRIES,       /* lost claims of head, looks at a slot not yet filled */
   ETL_PROF_QUEUE_PUSHES,        /* items pushed */
   ETL_PROF_QUEUE_PUSH_CLAIMS,   /* atomics on tail that claimed them (one per batch) */
+  ETL_PROF_QUEUE_EMPTY_LOOKS,   /* looks at the queue (head, then tail) that found it empty */
+  ETL_PROF_EVENT_NOTIFIES,      /* adds on an event counter (notifies, an expander's settle) */
+  ETL_PROF_EVENT_NOT_READY,     /* looks at a waited element that found it not yet zero */
+  ETL_PROF_WAITS_SPUN,          /* tasks whose wait found an element not ready at least once */
+  ETL_PROF_ROUND_TRIPS,         /* queue and event operations but the looks that found nothing */
   ETL_PROF_EVENTS
 };
 

@@ -14,6 +14,8 @@
 //   sim   the results are right (exact sums of small integers) under the
 //         race check, which fails a task whose load of `h` ran before the
 //         wait ordered it after `act`'s store (ETL_ERROR_RACE);
+//   dyn   with `act` dynamic, gemv's wait runs it: the weight load is
+//         issued before the wait and again after the item, results exact;
 //   rules a load of a written buffer, a load in a loop, a data-dependent
 //         index and a task without waits hoist nothing; a load indexed by a
 //         local does (the tile IR's slice is the expression itself); the
@@ -183,6 +185,81 @@ TEST_CASE("prefetch: the decode program's results on sim, under the race check")
       int64_t want = 0;
       for (int64_t k = 0; k < TK; ++k)
         want += ((n + k) % 5 - 2) * 2 * (k % 7 - 3);
+      CAPTURE(n);
+      CHECK(y[size_t(n)] == float(want));
+    }
+  }
+}
+
+// The same program with `act` dynamic: gemv's wait runs ready dynamic items
+// (lower_dynamic.cpp's emit_static_wait_loop). The weight load is still
+// issued before the wait, and again after each item the wait runs (the
+// item's registers replaced it), so the PTX holds it twice; on one CTA
+// gemv[0] is dealt first and runs act from its wait, the path that re-issues.
+const char *kDecodeDyn = R"(
+const TN = 8;
+const TK = 128;
+
+kernel dec<N: dim>(w: tensor<f16>[N, TK], x: tensor<f32>[TK], y: tensor<f32>[N]) {
+  buffer h: tensor<f32>[TK];
+  event ready[1];
+
+  task act[s in 0 .. 1] schedule dynamic notifies ready[0] {
+    store(h[0 .. +TK], load(x[0 .. +TK]) * 2.0);
+  }
+
+  task gemv[i in 0 .. cdiv(N, TN)] waits ready[0] {
+    let wt = cast<f32>(load(w[i * TN .. +TN, 0 .. +TK]));
+    let v = expand(load(h[0 .. +TK]), axis = 0);
+    store(y[i * TN .. +TN], sum(wt * v, axis = 1));
+  }
+}
+)";
+
+TEST_CASE("prefetch: in a kernel with dynamic groups, before the wait and after each item it runs") {
+  CHECK(prefetch_report(kDecodeDyn) == "prefetch gemv: 1 load(s) before the waits\n");
+  std::string in = write_temp(kDecodeDyn, "dyn-ptx");
+  std::string ptx = compile_ptx(in, "sm_90");
+  std::filesystem::remove(in);
+  Kernel k = parse_kernel(ptx);
+  Memory m{k};
+  int w_loads = 0, before_spin = 0;
+  for (size_t n = 0; n < k.insns.size(); ++n) {
+    const Insn &i = k.insns[n];
+    if (!m.load_of(i, kSlotW))
+      continue;
+    ++w_loads;
+    std::string why;
+    auto spin = [&](const Insn &x) { return m.spin(x); };
+    before_spin += !k.every_path_forward(int(n), Memory::barrier, spin, why);
+  }
+  CHECK(before_spin >= 1); // issued before the wait's first look
+  CHECK(w_loads >= 2);     // and issued again after a dynamic item
+  const int64_t N = 20, TK = 128;
+  std::vector<uint16_t> w(size_t(N * TK));
+  std::vector<float> x(static_cast<size_t>(TK)), y(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t kk = 0; kk < TK; ++kk)
+      w[size_t(n * TK + kk)] = testing::half_bits(float((n + kk) % 5) - 2.0f);
+  for (int64_t kk = 0; kk < TK; ++kk)
+    x[size_t(kk)] = float(kk % 7) - 3.0f;
+  for (unsigned workers : {1u, 3u}) {
+    CAPTURE(workers);
+    std::fill(y.begin(), y.end(), -1.0f);
+    RunOptions ro{true, "", "", 128};
+    ro.sim_workers = workers;
+    std::string err = compile_and_run(kDecodeDyn, "prefetch_dyn_" + std::to_string(workers),
+                                      {{"N", N}},
+                                      {{"w", w.data(), ETL_F16, {N, TK}},
+                                       {"x", x.data(), ETL_F32, {TK}},
+                                       {"y", y.data(), ETL_F32, {N}}},
+                                      ro);
+    INFO(err);
+    REQUIRE(err == "");
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t want = 0; // exact, as in the static program's test above
+      for (int64_t kk = 0; kk < TK; ++kk)
+        want += ((n + kk) % 5 - 2) * 2 * (kk % 7 - 3);
       CAPTURE(n);
       CHECK(y[size_t(n)] == float(want));
     }

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -277,4 +278,94 @@ TEST_CASE("dynamic: the profile counts ticket pops and batched pushes (programs/
   CHECK(total2[size_t(TM)] == 0.f); // e = 1: an empty range
   etlProgramDestroy(prog);
   etlContextDestroy(ctx);
+}
+
+/// The per-CTA counters of a profile: column name -> the CTAs' counts.
+static std::map<std::string, std::vector<long long>> profile_per_cta(const std::string &json) {
+  std::map<std::string, std::vector<long long>> out;
+  size_t at = json.find("\"per_cta\"");
+  REQUIRE(at != std::string::npos);
+  size_t c0 = json.find('[', at), c1 = json.find(']', c0);
+  std::vector<std::string> cols;
+  for (size_t q = json.find('"', c0); q < c1; q = json.find('"', json.find('"', q + 1) + 1)) {
+    size_t e = json.find('"', q + 1);
+    cols.push_back(json.substr(q + 1, e - q - 1));
+  }
+  size_t v = json.find('[', json.find("\"values\"", c1)) + 1;
+  for (size_t r = json.find('[', v); r != std::string::npos && r < json.find("]}", v);
+       r = json.find('[', r + 1)) {
+    size_t end = json.find(']', r);
+    std::string row = json.substr(r + 1, end - r - 1);
+    size_t k = 0;
+    for (size_t p = 0; k < cols.size(); ++k) {
+      out[cols[k]].push_back(std::stoll(row.substr(p)));
+      p = row.find(',', p);
+      if (p == std::string::npos)
+        break;
+      ++p;
+    }
+    CHECK(k + 1 == cols.size());
+  }
+  return out;
+}
+
+// programs/queue_counts.etl on one CTA, where the order is known: the static
+// queue deals a[0 .. NB) then fin; each a notifies E[i] (an add that fires
+// it: b[i]'s dependency counter, a claim of tail, the slot's store: 4 round
+// trips, 1 push); fin's wait finds D[0] not ready NB times (one wait that
+// spun) and each time looks at the queue (head, tail), takes a ticket, reads
+// its slot and runs b[i] (its notify, then `remaining` decremented): 6 round
+// trips a round; the look that finds D[0] done and the dynamic loop's read
+// of `remaining` (0: the CTA leaves) are the last 2. Nothing spins.
+TEST_CASE("dynamic: the profile counts the task switch per CTA (programs/queue_counts.etl)") {
+  std::string path = etl::testartifacts::built("queue_counts");
+  if (path.empty())
+    return;
+  for (int64_t NB : {1, 3, 6}) {
+    CAPTURE(NB);
+    etlContextParams params = etlContextDefaultParams();
+    params.sim_workers = 1;
+    params.watchdog_ms = 10000;
+    etlContext ctx = nullptr;
+    REQUIRE(etlContextCreate(&ctx, "sim", &params) == ETL_SUCCESS);
+    etlProgram prog = nullptr;
+    REQUIRE(etlProgramLoadFile(ctx, path.c_str(), &prog) == ETL_SUCCESS);
+    std::string profile = std::string(ETL_TEST_BINARY_DIR) + "/sim_queue_counts.profile.json";
+    REQUIRE(etlProgramSetProfile(prog, profile.c_str()) == ETL_SUCCESS);
+    std::vector<float> x(static_cast<size_t>(NB * TM)), y(x.size()), z(x.size()),
+        o(static_cast<size_t>(TM));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = float(i % 7);
+    int64_t sx[1] = {NB * TM}, so[1] = {TM};
+    CHECK(etlBindDim(prog, "NB", NB) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "x", x.data(), ETL_F32, 1, sx) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "y", y.data(), ETL_F32, 1, sx) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "z", z.data(), ETL_F32, 1, sx) == ETL_SUCCESS);
+    CHECK(etlBindTensor(prog, "o", o.data(), ETL_F32, 1, so) == ETL_SUCCESS);
+    REQUIRE_MESSAGE(etlRun(prog) == ETL_SUCCESS, etlGetLastErrorMessage());
+    for (int64_t e = 0; e < TM; ++e)
+      CHECK(o[size_t(e)] == (x[size_t(e)] * 2.f + 1.f) * 0.5f);
+    std::string json = slurp(profile);
+    std::map<std::string, std::vector<long long>> per = profile_per_cta(json);
+    auto one = [&](const char *k) {
+      REQUIRE(per[k].size() == 1);
+      return per[k][0];
+    };
+    CHECK(one("tasks") == 2 * NB + 1); // fin resumed after each item counts once
+    CHECK(one("queue_pops") == NB);
+    CHECK(one("queue_empty_looks") == 0);
+    CHECK(one("queue_retries") == 0);
+    CHECK(one("queue_pushes") == NB);
+    CHECK(one("queue_push_claims") == NB);
+    CHECK(one("event_notifies") == 2 * NB);
+    CHECK(one("event_not_ready") == NB);
+    CHECK(one("waits_spun") == 1);
+    CHECK(one("spin_iterations") == 0);
+    CHECK(one("round_trips") == 10 * NB + 2);
+    // The groups' counters add up to the CTA's.
+    CHECK(profile_sum(json, "round_trips") == 10 * NB + 2);
+    CHECK(profile_sum(json, "queue_pops") == NB);
+    etlProgramDestroy(prog);
+    etlContextDestroy(ctx);
+  }
 }
