@@ -31,11 +31,14 @@
 # 4c. The latency-aware timing model (scripts/perf_model.py,
 #    docs/PERF_MODEL.md) on an H200: every measured H200 row (README
 #    "Benchmarks") with the model's prediction, whether the row fitted a
-#    constant or is predicted, and the error. The task graph comes from
-#    etlc --emit=taskgraph at the row's binding (no sim run), each task's time
-#    from PTX counts per K step, latencies and issue rates, replayed over the
-#    132 SMs as the runtime deals tasks. Then the decode rows again with
-#    the ticket queue main has now: predictions, not yet measured.
+#    constant or is predicted, and the error (against older code), then the
+#    whole Qwen3 decode step at 0.6B and 8B dims, batch 1, 4, 16, 64, KV
+#    1024: modelled time, tokens/s, % of HBM bandwidth, speed of light. The
+#    task graph comes from etlc --emit=taskgraph at the row's binding (no sim
+#    run), each task's time from the code (PTX per K step by class, trips,
+#    bytes, the cubin's SASS ratio), latencies and issue rates, replayed
+#    over the 132 SMs as the runtime deals tasks (layer by layer in a
+#    layered block).
 # 4d. The task switch against task count (scripts/queue_bench.py): queue
 #    operations and dependent round trips per task from the sim profile, for
 #    a synthetic dynamic program at several sizes, decode_layer and
@@ -389,12 +392,11 @@ print("%-28s %-24s %8d %9.2f %9.2f %6.1f%% %8.1f%% %8s %6s %9.2f" % (name, bind,
 done
 
 echo
-echo "== latency-aware timing model on h200 (scripts/perf_model.py; fit: the row set a constant, pred: predicted)"
+echo "== latency-aware timing model on h200 (scripts/perf_model.py; every input read from this build's code;"
+echo "   fit: the row set a constant, pred: predicted; H200 ms measured on older code, 30c4d87: docs/PERF_MODEL.md 5)"
+echo "   then the whole Qwen3 decode step (examples/qwen3_decode), KV 1024: model, not measured;"
+echo "   tok/s = B / time, % HBM = the step's bytes (--emit=cost) / time / 4.8 TB/s, SOL = --emit=cost's"
 python3 "$root/scripts/perf_model.py" rows --gpu h200 --etlc "$etlc" || echo "(perf_model failed)"
-echo "-- the same rows with the ticket queue (dynamic pops by one fetch-and-add, as main has now; the rows"
-echo "   were measured on the head/tail/CAS queue): the model's prediction for the next GPU run"
-python3 "$root/scripts/perf_model.py" rows --gpu h200 --etlc "$etlc" --queue ticket | grep decode ||
-  echo "(perf_model failed)"
 
 echo
 echo "== task switch against task count (sim profile counts, 4 sim workers; model: h200's atomic and L2 latencies)"

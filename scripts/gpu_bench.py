@@ -5,14 +5,21 @@
 
 Needs a CUDA device and a PyTorch with CUDA (exits 77 saying why when either
 is missing). Loads the artifacts BUILD_DIR/examples/{gemm,gemm_tf32,mlp_bf16,
-prefill_attention,decode_layer}.etlb (default build/) on "cuda" through the
+prefill_attention,decode_layer,qwen3_decode}.etlb (default build/) on "cuda" through the
 Python package and runs each at the sizes below on torch's stream, next to
 what PyTorch does for the same function: torch.mm (cuBLAS) for the GEMMs,
 F.silu and three torch.mm for the MLP, scaled_dot_product_attention
 (FlashAttention) plus torch.mm for prefill attention with o_proj, and for
 one Qwen3 decode layer step (Qwen3-8B and 0.6B dims, paged KV cache) the
 same step as about 30 PyTorch ops, run eagerly and replayed as a CUDA graph
-(its GB/s: the weights and the KV rows read once, over ETL's time).
+(its GB/s: the weights and the KV rows read once, over ETL's time), and
+the whole Qwen3 decode step (examples/qwen3_decode: embedding, every layer,
+final norm, lm_head over the 151,936-token vocabulary, argmax) at Qwen3-0.6B
+and -8B dims, batch 1, 4, 16, 64 (--quick: 1, 16), KV 1024, seeded random
+weights made on the GPU, against the same step as PyTorch ops eager and as a
+CUDA graph: tokens/s and % of HBM bandwidth (weights once and KV rows over
+ETL's time), its logits against PyTorch's and the share of next tokens they
+agree on.
 --sim runs it all on the simulator against torch on the CPU at small sizes,
 which checks this script (its times mean nothing).
 
@@ -31,7 +38,10 @@ Model: beside each ETL time, what scripts/perf_model.py (the latency-aware
 timing model, docs/PERF_MODEL.md) predicts for that row on this GPU (its
 gpus.def row; an H200's when the device is not there or on --sim, where the
 model still runs: it needs no GPU), and model / ETL; nan where the model
-does not describe the program or with --no-model.
+does not describe the program or with --no-model. The model compiles each
+program and reads its PTX and cubin (seconds per program, up to a minute for
+the whole-step rows at B 64: ~800,000 tasks replayed); --sim skips the
+cubin (SASS ratio 1), as its times mean nothing there.
 
 Checks (not timing): each ETL output against a float32 reference computed by
 PyTorch on the GPU (TF32 off) from the same inputs, as ||out - ref|| / ||ref||;
@@ -226,17 +236,109 @@ def prefill_case(prog, s, nkv, g, hid, reps, d=128):
     return etl_ms, torch_ms, flops, err
 
 
+def torch_ops():
+    """(mm, einsum) for the PyTorch baselines. On the GPU the bf16 products
+    are cuBLAS's: f32 accumulation, one rounding to bf16. A CPU's bf16
+    kernels differ by CPU (Debian's torch 1.13 accumulates in bf16 without
+    AVX-512 BF16: 4e-2 against the f32 reference at 0.6B dims), so on --sim
+    the same products are taken in f32 and rounded once, and the torch err
+    check holds on every CPU."""
+    if DEV == "cuda":
+        return torch.matmul, torch.einsum
+    bf = torch.bfloat16
+
+    def mm(p, q):
+        return (p.float() @ q.float()).to(bf)
+
+    def einsum(eq, p, q):
+        return torch.einsum(eq, p.float(), q.float()).to(bf)
+    return mm, einsum
+
+
+def layer_context(kv_len, page_table, cos_t, sin_t, nkv, g, eps):
+    """What every layer of one decode step shares: the cache rows this
+    step's token lands on, the gather of each request's cached positions,
+    the mask past each request's length, RoPE's cos and sin at the position."""
+    import qwen3_ref
+    PS = qwen3_ref.PS
+    B = kv_len.shape[0]
+    pos = (kv_len - 1).long()
+    L = int(kv_len.max())
+    p = torch.arange(L, device=kv_len.device)
+    pt = page_table.long()
+    return {"B": B, "NKV": nkv, "G": g, "eps": eps,
+            "rows": pt[torch.arange(B, device=kv_len.device), pos // PS] * PS + pos % PS,
+            "gather": pt[:, p // PS] * PS + p % PS,  # [B, L]
+            "masked": p[None, :] >= kv_len[:, None],  # keys past each request's length
+            "c": cos_t[pos][:, None, :], "s": sin_t[pos][:, None, :]}
+
+
+def torch_rms(t, wt, eps):
+    t = t.float()
+    return (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * wt.float()).to(torch.bfloat16)
+
+
+def torch_layer(x, w, kc, vc, ctx):
+    """One Qwen3 decode layer as PyTorch ops in bf16 (about 30 kernels):
+    x [B, H]; w the layer's weights (decode_layer's names and shapes); the
+    layer's caches kc, vc written in place at this step's rows."""
+    import qwen3_ref
+    DH, DH2 = qwen3_ref.DH, qwen3_ref.DH2
+    bf = torch.bfloat16
+    mm, einsum = torch_ops()
+    B, NKV, G, eps, c, sn = ctx["B"], ctx["NKV"], ctx["G"], ctx["eps"], ctx["c"], ctx["s"]
+    H = x.shape[1]
+
+    def rope(t):
+        t = t.float()
+        lo, hi = t[..., :DH2], t[..., DH2:]
+        return torch.cat([lo * c - hi * sn, hi * c + lo * sn], dim=-1).to(bf)
+
+    xn = torch_rms(x, w["ln1"], eps)
+    q = rope(torch_rms(mm(xn, w["wq"].reshape(H, -1)).reshape(B, NKV * G, DH), w["qn"], eps))
+    k = rope(torch_rms(mm(xn, w["wk"].reshape(H, -1)).reshape(B, NKV, DH), w["kn"], eps))
+    kc[ctx["rows"]] = k
+    vc[ctx["rows"]] = mm(xn, w["wv"].reshape(H, -1)).reshape(B, NKV, DH)
+    K = kc[ctx["gather"]].repeat_interleave(G, dim=2)  # [B, L, NQ, DH]
+    V = vc[ctx["gather"]].repeat_interleave(G, dim=2)
+    sc = einsum("bhd,blhd->bhl", q, K).float() / math.sqrt(DH)
+    pr = torch.softmax(sc.masked_fill(ctx["masked"][:, None, :], -math.inf), dim=-1).to(bf)
+    attn = einsum("bhl,blhd->bhd", pr, V).reshape(B, -1)
+    h1 = x + mm(attn, w["wo"].reshape(-1, H))
+    h2 = torch_rms(h1, w["ln2"], eps)
+    wd = w["wd"]
+    return h1 + mm(F.silu(mm(h2, w["wg"].reshape(H, -1))) * mm(h2, w["wu"].reshape(H, -1)),
+                   wd.reshape(wd.shape[0], -1))
+
+
+def graph_of(fn, reps):
+    """Milliseconds of fn replayed as a CUDA graph (captured after two
+    warm-up runs on a side stream); nan off the GPU."""
+    if DEV != "cuda":
+        return math.nan
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return timed(graph.replay, reps)
+
+
 def decode_case(prog, dims_name, kv_lens, reps):
     """One Qwen3 decode layer step (examples/decode_layer) against the same
     step written as PyTorch ops in bf16 (about 30 kernels), eager and
     replayed as a CUDA graph. The error is against decode_layer_check.py's
     float32 reference (that script is the layer's correctness test)."""
     sys.path.insert(0, os.path.join(here, "..", "examples", "decode_layer"))
-    import decode_layer_check as dl
-    import qwen3_ref  # decode_layer_check put examples/common on sys.path
+    import decode_layer_check as dl  # (it puts examples/common, qwen3_ref, on sys.path)
+    import qwen3_ref
 
     H, NKV, G, FF = dl.DIMS[dims_name]
-    B, DH, DH2, PS = len(kv_lens), qwen3_ref.DH, qwen3_ref.DH2, qwen3_ref.PS
+    DH = qwen3_ref.DH
     a, extra = dl.make_case(dl.DIMS[dims_name], kv_lens, torch.Generator().manual_seed(3))
     ref_out = dl.reference(a)[0]
     a = {k: v.to(DEV) for k, v in a.items()}
@@ -245,78 +347,71 @@ def decode_case(prog, dims_name, kv_lens, reps):
     err = rel_err(a["out"].cpu(), ref_out)
     etl_ms = timed_etl(prog, reps, eps=dl.EPS, **extra, **a)
 
-    bf = torch.bfloat16
     kc, vc = a["kcache"].clone(), a["vcache"].clone()
-    pos = (a["kv_len"] - 1).long()
-    L = max(kv_lens)
-    p = torch.arange(L, device=DEV)
-    pt = a["page_table"].long()
-    cache_rows = pt[torch.arange(B, device=DEV), pos // PS] * PS + pos % PS
-    gather = pt[:, p // PS] * PS + p % PS  # [B, L]
-    masked = p[None, :] >= a["kv_len"][:, None]  # keys past each request's length
-    c, sn = a["cos_t"][pos][:, None, :], a["sin_t"][pos][:, None, :]
-    w = {k: a[k].reshape(a[k].shape[0], -1) for k in ("wq", "wk", "wv", "wg", "wu", "wd")}
-    wo = a["wo"].reshape(-1, H)
-
-    def rms(t, wt):
-        t = t.float()
-        return (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + dl.EPS) * wt.float()).to(bf)
-
-    def rope(t):
-        t = t.float()
-        lo, hi = t[..., :DH2], t[..., DH2:]
-        return torch.cat([lo * c - hi * sn, hi * c + lo * sn], dim=-1).to(bf)
-
-    # On the GPU the step's bf16 products are cuBLAS's: f32 accumulation, one
-    # rounding to bf16. A CPU's bf16 kernels differ by CPU (Debian's torch
-    # 1.13 accumulates in bf16 without AVX-512 BF16: 4e-2 against the f32
-    # reference at 0.6B dims), so on --sim the same products are taken in f32
-    # and rounded once, and the torch err check holds on every CPU.
-    if DEV == "cuda":
-        mm, einsum = torch.matmul, torch.einsum
-    else:
-        def mm(p, q):
-            return (p.float() @ q.float()).to(bf)
-
-        def einsum(eq, p, q):
-            return torch.einsum(eq, p.float(), q.float()).to(bf)
+    ctx = layer_context(a["kv_len"], a["page_table"], a["cos_t"], a["sin_t"], NKV, G, dl.EPS)
+    lw = {k: a[k] for k in ("ln1", "wq", "wk", "wv", "qn", "kn", "wo", "ln2", "wg", "wu", "wd")}
 
     def step():
-        x = a["x"]
-        xn = rms(x, a["ln1"])
-        q = rope(rms(mm(xn, w["wq"]).reshape(B, NKV * G, DH), a["qn"]))
-        k = rope(rms(mm(xn, w["wk"]).reshape(B, NKV, DH), a["kn"]))
-        kc[cache_rows] = k
-        vc[cache_rows] = mm(xn, w["wv"]).reshape(B, NKV, DH)
-        K = kc[gather].repeat_interleave(G, dim=2)  # [B, L, NQ, DH]
-        V = vc[gather].repeat_interleave(G, dim=2)
-        sc = einsum("bhd,blhd->bhl", q, K).float() / math.sqrt(DH)
-        pr = torch.softmax(sc.masked_fill(masked[:, None, :], -math.inf), dim=-1).to(bf)
-        attn = einsum("bhl,blhd->bhd", pr, V).reshape(B, -1)
-        h1 = x + mm(attn, wo)
-        h2 = rms(h1, a["ln2"])
-        return h1 + mm(F.silu(mm(h2, w["wg"])) * mm(h2, w["wu"]), w["wd"])
+        return torch_layer(a["x"], lw, kc, vc, ctx)
 
     kc0, vc0 = kc.clone(), vc.clone()
     torch_err = rel_err(step().cpu(), ref_out)  # the baseline computes the same step
     kc.copy_(kc0)
     vc.copy_(vc0)
     eager_ms = timed(step, reps)
-    graph_ms = math.nan
-    if DEV == "cuda":
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step()
-        graph_ms = timed(graph.replay, reps)
+    graph_ms = graph_of(step, reps)
     wbytes = 2 * (H * (NKV * G + 2 * NKV) * DH + NKV * G * DH * H + 3 * H * FF)
     kvbytes = 2 * 2 * sum(kv_lens) * NKV * DH
     return etl_ms, eager_ms, graph_ms, (wbytes + kvbytes) / 1e9, err, torch_err
+
+
+def step_case(prog, dims_name, B, kv, reps, layers=None, vocab=None):
+    """The whole Qwen3 decode step (examples/qwen3_decode: embedding, L
+    layers, final norm, lm_head, argmax) for B requests at KV length kv,
+    seeded random weights made on the device (qwen3_decode_check.make_model),
+    against the same step as PyTorch ops in bf16 (torch_layer per layer,
+    then the norm, lm_head and argmax), eager and replayed as a CUDA graph.
+    The error: ETL's logits against PyTorch's (both bf16 pipelines; that
+    script checks the step against a float32 model), and the share of next
+    tokens they agree on. Returns (etl ms, eager ms, graph ms, GB moved
+    (weights once, KV rows read), logits rel err, tokens agreeing)."""
+    sys.path.insert(0, os.path.join(here, "..", "examples", "qwen3_decode"))
+    import qwen3_decode_check as qd  # (it puts examples/common on sys.path)
+    import qwen3_ref
+
+    H, NKV, G, FF, L, V = qd.DIMS[dims_name]
+    L, V = layers or L, vocab or V
+    gen = torch.Generator(device=DEV).manual_seed(5)
+    a, extra = qd.make_model((H, NKV, G, FF), L, V, B, [kv - 1] * B, 1, gen)
+    run_etl(prog, eps=qwen3_ref.EPS, **extra, **a)
+    etl_logits, etl_next = a["logits"].clone(), a["next"].clone()
+    etl_ms = timed_etl(prog, reps, eps=qwen3_ref.EPS, **extra, **a)
+
+    kc, vc = a["kcache"].clone(), a["vcache"].clone()
+    ctx = layer_context(a["kv_len"], a["page_table"], a["cos_t"], a["sin_t"], NKV, G, qwen3_ref.EPS)
+    names = ("ln1", "wq", "wk", "wv", "qn", "kn", "wo", "ln2", "wg", "wu", "wd")
+    lws = [{k: a[k][l] for k in names} for l in range(L)]
+    mm, _ = torch_ops()
+
+    def step():
+        x = a["embed"][a["tok"].long()]
+        for l in range(L):
+            x = torch_layer(x, lws[l], kc[l], vc[l], ctx)
+        logits = mm(torch_rms(x, a["lnf"], qwen3_ref.EPS), a["lm_head"]).float()
+        return logits, torch.argmax(logits, dim=1)
+
+    kc0, vc0 = kc.clone(), vc.clone()
+    ref_logits, ref_next = step()
+    err = rel_err(etl_logits, ref_logits)
+    agree = (etl_next.long() == ref_next).float().mean().item()
+    kc.copy_(kc0)
+    vc.copy_(vc0)
+    eager_ms = timed(step, reps)
+    graph_ms = graph_of(step, reps)
+    wbytes = 2 * (L * (H * (NKV * G + 2 * NKV) * qwen3_ref.DH + NKV * G * qwen3_ref.DH * H
+                       + 3 * H * FF) + H * V) + 2 * B * H  # lm_head once, B embedding rows
+    kvbytes = 2 * 2 * L * B * kv * NKV * qwen3_ref.DH
+    return etl_ms, eager_ms, graph_ms, (wbytes + kvbytes) / 1e9, err, agree
 
 
 def dl_dims(name):
@@ -324,6 +419,13 @@ def dl_dims(name):
     sys.path.insert(0, os.path.join(here, "..", "examples", "decode_layer"))
     import decode_layer_check as dl
     return dl.DIMS[name]
+
+
+def qd_dims(name):
+    """(H, NKV, G, F, L, V) of qwen3_decode_check's dims `name` ("0.6b", "8b", "tiny")."""
+    sys.path.insert(0, os.path.join(here, "..", "examples", "qwen3_decode"))
+    import qwen3_decode_check as qd
+    return qd.DIMS[name]
 
 
 def main():
@@ -367,7 +469,7 @@ def main():
         if opts.no_model:
             return math.nan
         try:
-            return perf_model.model_ms(program, binding, model_gpu, etlc)
+            return perf_model.model_ms(program, binding, model_gpu, etlc, sass=not opts.sim)
         except (KeyError, RuntimeError, ValueError) as e:
             print("model: %s %s: no prediction (%s)" % (program, binding, e))
             return math.nan
@@ -410,6 +512,21 @@ def main():
                    (model("decode_layer", B=len(kv_lens), H=H, NKV=NKV, G=G, F=FF,
                           NP=len(kv_lens) * mp + 3, MP=mp, kv_len=max(kv_lens)),))
 
+    steps = []
+    qd_art = load("qwen3_decode")
+    hbm = def_facts.gpu(model_gpu)["hbm_gb_per_s"]
+    for dims_name, b, kv in ([("tiny", 2, 24)] if opts.sim else
+                             [(d, b, 1024) for d in ("0.6b", "8b") for b in
+                              ((1, 16) if opts.quick else (1, 4, 16, 64))]):
+        H, NKV, G, FF, L, V = qd_dims(dims_name)
+        if opts.sim:
+            L, V = 2, 1000
+        mp = -(-kv // 16) + 1  # qwen3_decode_check.make_model's pages per request (one step)
+        steps.append(("qwen3 step", "%s B=%d kv %d" % (dims_name, b, kv), 5e-2) +
+                     step_case(qd_art, dims_name, b, kv, opts.reps, L, V) +
+                     (model("qwen3_decode", B=b, H=H, NKV=NKV, G=G, F=FF, L=L, V=V, MP=mp,
+                            NP=b * mp + 3, kv_len=kv),))
+
     print("%-15s %-20s %9s %9s %9s %9s %8s %10s %9s %7s" %
           ("program", "shape", "ETL ms", "TFLOP/s", "torch ms", "TFLOP/s", "ETL/torch", "rel err",
            "model ms", "mod/ETL"))
@@ -431,6 +548,18 @@ def main():
         print("%-15s %-20s %9.3f %9.0f %9.3f %9.3f %8.2fx %10.2e %10.2e %9.3f %6.2fx%s" %
               (name, shape, etl_ms, gb / etl_ms * 1e3, eager_ms, graph_ms, etl_ms / graph_ms,
                err, terr, model_ms, model_ms / etl_ms, "" if ok else "  FAIL (bound %.0e)" % bound))
+    print()
+    print("%-11s %-16s %8s %8s %6s %8s %8s %9s %9s %6s %8s %7s" %
+          ("whole step", "shape", "ETL ms", "tok/s", "% HBM", "eager ms", "graph ms", "ETL/graph",
+           "logit err", "same", "model ms", "mod/ETL"))
+    for name, shape, bound, etl_ms, eager_ms, graph_ms, gb, err, agree, model_ms in steps:
+        ok = err <= bound
+        bad += not ok
+        b = int(shape.split("B=")[1].split()[0])
+        print("%-11s %-16s %8.3f %8.0f %5.1f%% %8.3f %8.3f %8.2fx %9.2e %5.0f%% %8.3f %6.2fx%s" %
+              (name, shape, etl_ms, b / etl_ms * 1e3, 100 * gb / etl_ms * 1e3 / hbm, eager_ms,
+               graph_ms, etl_ms / graph_ms, err, 100 * agree, model_ms, model_ms / etl_ms,
+               "" if ok else "  FAIL (bound %.0e)" % bound))
     if DEV == "cuda":
         n = 128
         etl_ms, torch_ms, err = graph_case(gemm, n, opts.reps)

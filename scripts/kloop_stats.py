@@ -277,6 +277,67 @@ def args_registers(func):
     return regs
 
 
+MMA_SHAPE = re.compile(r"^mma\.sync\.aligned\.m(\d+)n(\d+)k(\d+)\.")
+GBYTES = re.compile(r"^(ld|st|cp\.async\.c[ag])\.(?:\w+\.)*?(?:global)(?:\.\w+)*?(?:\.v(\d))?\.[a-z]+(\d+)\s")
+CP_SIZE = re.compile(r"^cp\.async\.c[ag]\.shared(?:::cta)?\.global\S*\s+\[[^]]*\],\s*\[[^]]*\],\s*(\d+)")
+FP_OPS = {"add", "sub", "mul", "fma", "mad", "max", "min", "ex2", "lg2", "rcp", "rsqrt", "sqrt",
+          "div", "neg", "abs", "tanh", "sin", "cos"}
+FP_TYPES = {"f32", "f16", "bf16", "f16x2", "bf16x2", "f64"}
+WAIT_GROUP = re.compile(r"^cp\.async\.wait_group\s+(\d+)")
+
+
+def tally(ins, args_regs):
+    """One instruction's class (CLASSES), plus details a timing model needs,
+    under keys that start with `_` (never a class): `_mma` mma.sync count and
+    `_mma_flops` its FLOPs per warp (2 M N K), `_tf32` when it multiplies
+    tf32; `_gbytes` global bytes per thread (loads, stores, cp.async copies);
+    `_ldg` plain global loads of tensor data (not through the ring); `_fp`
+    floating-point arithmetic outside mma;
+    `_wait` cp.async.wait_group N counted as N + 1 (max over the path is
+    what matters: see ring_depth)."""
+    cls = classify(ins, args_regs)
+    c = collections.Counter({cls: 1})
+    body = re.sub(r"^@!?%p\w+\s+", "", ins)
+    m = MMA_SHAPE.match(body)
+    if m:
+        c["_mma"] += 1
+        c["_mma_flops"] += 2 * int(m.group(1)) * int(m.group(2)) * int(m.group(3))
+        if ".tf32" in body:
+            c["_tf32"] += 1
+    m = CP_SIZE.match(body)
+    if m:
+        c["_gbytes"] += int(m.group(1))
+    elif cls == "gmem":
+        g = GBYTES.match(body)
+        if g:
+            c["_gbytes"] += int(g.group(2) or 1) * int(g.group(3)) // 8
+        if body.startswith("ld.") and "acquire" not in body and "volatile" not in body:
+            c["_ldg"] += 1
+    parts = body.split()[0].split(".") if body.split() else [""]
+    if parts[0] in FP_OPS and any(t in FP_TYPES for t in parts[1:]):
+        c["_fp"] += 1
+    m = WAIT_GROUP.match(body)
+    if m:
+        c["_wait%d" % int(m.group(1))] += 1
+    return c
+
+
+def class_total(c):
+    """Instructions of a tally (its CLASSES, not the `_` details)."""
+    return sum(v for k, v in c.items() if not k.startswith("_"))
+
+
+def ring_depth(c):
+    """Stages of a step's cp.async ring from its wait_group: `wait_group N`
+    leaves N groups in flight, so N + 2 stages (the one waited for, N ahead,
+    the one being filled); 1 when the step loads global memory and waits
+    for it itself; 0 when nothing streams per step."""
+    waits = [int(k[5:]) for k in c if k.startswith("_wait")]
+    if waits:
+        return max(waits) + 2
+    return 1 if c.get("_gbytes", 0) else 0
+
+
 SCHEDULER = re.compile(r"^(@!?%p\w+\s+)?(ld\.volatile|ld\.acquire|atom\.|fence|membar|nanosleep|red\.release)")
 NARROW_LD = re.compile(r"ld\.global(\.nc)?\.(u8|s8|b8|u16|s16|b16)\s")
 
@@ -358,7 +419,8 @@ def hot_counts(loop, blocks, args_regs, succ):
             node_w[n] = (collections.Counter({k: v * (t or 1.0) for k, v in cc.items()}), cu or not t)
             node_ok[n] = True
         else:
-            node_w[n] = (collections.Counter(classify(i, args_regs) for i in blocks[b][1]), False)
+            node_w[n] = (sum((tally(i, args_regs) for i in blocks[b][1]), collections.Counter()),
+                         False)
             node_ok[n] = not is_narrow(blocks[b][1])
     edges = collections.defaultdict(set)
     for b in loop["blocks"]:
@@ -369,7 +431,7 @@ def hot_counts(loop, blocks, args_regs, succ):
     best = {}
 
     def key(c):
-        return (c.get("gmem", 0), -sum(c.values()))
+        return (c.get("gmem", 0), -class_total(c))
 
     def visit(n, onpath):
         if n in best:
@@ -417,7 +479,13 @@ def group_entries(func, succ, names):
     return {names[g] if g < len(names) else "group%d" % g: blk for g, blk in cases.items()}
 
 
-def analyse(ptx, names, all_loops=False):
+def analyse(ptx, names, all_loops=False, regions=None):
+    """The K loops (every loop touching global memory with all_loops) of
+    each group: rows of group, depth, label, counts (one interior step's
+    tally), static, unknown, trips. With a dict `regions`, also each group's
+    code outside its loops: regions[group] = the tally of the blocks its
+    entry dominates and no loop of the group holds (every instruction once,
+    both arms of each branch: an upper bound of one pass)."""
     rows = []
     for func in parse_funcs(ptx):
         blocks = func.blocks
@@ -438,6 +506,7 @@ def analyse(ptx, names, all_loops=False):
                     return g
             return None
 
+        in_rows = set()  # blocks of the loops reported (their steps count them)
         for l in loops:
             g = owner(l["header"])
             if g is None:
@@ -454,11 +523,20 @@ def analyse(ptx, names, all_loops=False):
             if not c.get("mma") and not all_loops:  # a copy or wait loop, not a K loop
                 continue
             depth, p = 0, l["parent"]
-            while p is not None and owner(p["header"]) == g:
-                depth, p = depth + 1, p["parent"]
+            while p is not None and owner(p["header"]) == g and \
+                    not any(SCHEDULER.match(i) for b in p["blocks"] for i in blocks[b][1]):
+                depth, p = depth + 1, p["parent"]  # (the task loop around a one-group kernel: not)
+            in_rows |= l["blocks"]
             rows.append({"group": g, "depth": depth, "label": blocks[l["header"]][0] or "?",
                          "counts": c, "static": sum(static.values()), "unknown": unknown,
                          "trips": trip_count(l, blocks)})
+        if regions is not None:
+            for b, (_, ins) in enumerate(blocks):
+                g = owner(b) if b in idom else None
+                if g is not None and b not in in_rows:
+                    r = regions.setdefault(g, collections.Counter())
+                    for i in ins:
+                        r.update(tally(i, args_regs))
     return rows
 
 
@@ -472,7 +550,7 @@ def ptxas_stats(ptxas, ptx_path, arch):
 
 def fmt_row(name, r):
     c = r["counts"]
-    tot = sum(c.values())
+    tot = class_total(c)
     loop = "  " * r["depth"] + r["label"]
     cells = ["%5.0f" % c.get(k, 0) for k in CLASSES]
     return "%-28s %-16s %6.0f%s %s %6.0f" % (name, loop, tot, "?" if r["unknown"] else " ",

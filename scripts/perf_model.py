@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """perf_model.py: a latency-aware timing model of an ETL megakernel on a GPU.
 
-    python3 scripts/perf_model.py rows [--gpu h200] [--etlc ETLC]   the measured rows: model vs GPU
+    python3 scripts/perf_model.py rows [--gpu h200] [--etlc ETLC]   the measured rows (model vs GPU), then
+                                                                     the whole decode steps
+    python3 scripts/perf_model.py steps                             the whole decode steps only
     python3 scripts/perf_model.py predict ROW_ID [--gpu h200] [-v]  one row, per group with -v
-    import perf_model; perf_model.predict_row("gemm_bf16_4096")     (seconds, details)
+    import perf_model; perf_model.predict_row("gemm_bf16_4096")     (seconds, per group, info)
 
 Where bench.sh's sim-profile model takes max(bytes / BW, FLOPs / peak,
 wavefronts / clock), this one sees what the GPU spends time on
@@ -23,16 +25,19 @@ wavefronts / clock), this one sees what the GPU spends time on
      bandwidth, and the ring's latency bound (DRAM latency / stages ahead).
   3. A replay over the GPU's SMs (one persistent CTA each): static tasks
      dealt round-robin in the runtime's order (groups in topological order,
-     tasks in linear order), each CTA running its queue in order and waiting
+     tasks in linear order; a layered block layer by layer), each CTA
+     running its queue in order and waiting
      for a task's events (notify -> wake latency on each edge); dynamic
      items (and the expanders of ranges that read data) go to a device
      queue when their waits are done and are popped by CTAs that are idle or
      waiting, at the queue's cost (`cas`: one pop at a time chip-wide, as
      the code the H200 rows were measured on; `ticket`: one atomic).
 
-The per-group inputs (PTX counts per K step, steps, bytes, ring depth) are
-in perf_model_rows.py, with the commit and etlc they were read from. No GPU,
-no sim run and no third-party package is needed.
+The per-group inputs (PTX counts per K step, steps, bytes, ring depth, the
+rest of each task) are read from the code the given etlc compiles
+(perf_model_code.py); perf_model_rows.py holds only the rows and the fitted
+constants. No GPU, no sim run and no third-party package is needed (ptxas
+and readelf for the SASS ratio, else it is 1).
 """
 import argparse
 import heapq
@@ -59,6 +64,7 @@ class Group:
         self.notifies = []  # [(event, [index exprs])]
         self.dynamic = False
         self.data_range = False  # a range reads tensor data: expanders per prefix
+        self.layer_block = None  # a layered block's number: dealt layer by layer
 
 
 def parse_taskgraph(text):
@@ -92,6 +98,10 @@ def parse_taskgraph(text):
         if m:
             (cur.waits if m.group(1) == "waits" else cur.notifies).append(
                 (m.group(2), split_top(m.group(3))))
+            continue
+        m = re.match(r"^  layers:\s+block (\d+), layer (\w+)", line)
+        if m:
+            cur.layer_block = int(m.group(1))
             continue
         m = re.match(r"^  schedule:\s+(\w+)(.*)$", line)
         if m:
@@ -247,7 +257,7 @@ class Model:
         return self.ptxas_keep * sass * (1.0 - counts.get("edge", 0) / total)
 
     def task_s(self, body, env, active):
-        """One task of a group whose body is `body` (perf_model_rows), at the
+        """One task of a group whose body is `body` (perf_model_code), at the
         task's env (dims and domain variables); `active`: SMs that stream at
         once (their share of HBM bandwidth). Returns (seconds, parts)."""
         warps = body["threads"] // 32
@@ -268,12 +278,13 @@ class Model:
         # instructions, its dependent round trips (control block, edge
         # loads), the ring's first fill, a wait's acquire load, and each
         # notify's fence + atomic; writes at the SM's bandwidth share
-        fixed = self.l2 + self.issue_s(body.get("sass_fixed", 0), warps)
+        sass_fixed = body["sass_fixed"] if "sass_fixed" in body else self.sass(body.get("ptx_fixed", {}))
+        fixed = self.l2 + self.issue_s(sass_fixed, warps)
         fixed += body.get("trips_task", 0) * self.l2 + self.dram
         fixed += body.get("waits", 0) * self.l2
         fixed += body.get("notifies", 0) * (self.fence + self.atomic)
         out = body.get("out_bytes", 0)
-        out = ev(out, env) if isinstance(out, str) else out
+        out = (ev(out, env) if isinstance(out, str) else out) + body.get("once_bytes", 0)
         fixed += out / bw
         return fixed + steps * step, {"steps": steps, "step": step, "issue": issue, "tc": tc,
                                        "mem": mem, "lat": lat, "fixed": fixed}
@@ -450,15 +461,48 @@ def taskgraph_text(src, etlc=None, defines=()):
     return p.stdout
 
 
+def deal_order(graph):
+    """[(group, [task vars])] in the order the runtime deals them
+    (runtime/src/plan_queue.c): groups in topological order, each group's
+    tasks in linear order; a layered block (`layers: block K, layer VAR` in
+    the dump: consecutive groups of the order) layer by layer instead: for
+    each value of the first domain variable, in increasing order, each group
+    of the block in order, its tasks of that layer."""
+    out, order, i = [], graph.ordered, 0
+    while i < len(order):
+        g = order[i]
+        if g.layer_block is None:
+            out.append((g, graph.tasks[g.name]))
+            i += 1
+            continue
+        j = i
+        while j < len(order) and order[j].layer_block == g.layer_block:
+            j += 1
+        by_layer = []
+        for g2 in order[i:j]:
+            first, per = g2.vars[0][0], {}
+            for v in graph.tasks[g2.name]:
+                per.setdefault(v[first], []).append(v)
+            by_layer.append((g2, per))
+        for layer in sorted({l for _, per in by_layer for l in per}):
+            for g2, per in by_layer:
+                if layer in per:
+                    out.append((g2, per[layer]))
+        i = j
+    return out
+
+
 def build_tasks(graph, model, bodies):
-    """The replay's task list for a Graph, each task's duration from its
-    group's body (bodies[group name])."""
+    """The replay's task list for a Graph in the runtime's dealing order
+    (deal_order), each task's duration from its group's body (bodies[group
+    name]; the SMs that stream at once: the tasks dealt together, one layer's
+    in a layered block)."""
+    _durs.clear()
     tasks = []
-    for g in graph.ordered:
+    for g, tv in deal_order(graph):
         body = bodies.get(g.name)
         if body is None:
-            raise KeyError("perf_model: no body for group '%s' (perf_model_rows)" % g.name)
-        tv = graph.tasks[g.name]
+            raise KeyError("perf_model: no body for group '%s'" % g.name)
         active = min(model.sms, len(tv))
         if g.data_range:
             # one expander per prefix (the variables before the data range),
@@ -484,11 +528,20 @@ def build_tasks(graph, model, bodies):
     return tasks
 
 
+_durs = {}
+
+
 def _task(graph, g, v, model, body, active, dynamic, waits):
-    env = dict(graph.env)
-    env.update(v)
-    dur, _ = model.task_s(dict(body, waits=len(g.waits) if waits else 0,
-                               notifies=len(g.notifies)), env, active)
+    per_task = any(isinstance(x, str) for x in body.values())  # an expression of the task's vars
+    key = (id(model), id(body), g.name, active, waits)
+    dur = None if per_task else _durs.get(key)
+    if dur is None:
+        env = dict(graph.env)
+        env.update(v)
+        dur, _ = model.task_s(dict(body, waits=len(g.waits) if waits else 0,
+                                   notifies=len(g.notifies)), env, active)
+        if not per_task:
+            _durs[key] = dur
     t = {"name": g.name, "dur": dur, "dynamic": dynamic, "waits": [], "notifies": []}
     if waits:
         for e, idx in g.waits:
@@ -513,41 +566,45 @@ def predict(src, binding, bodies, model, etlc=None, defines=(), text=None):
     return span + model.launch, per
 
 
-def predict_row(row_id, gpu="h200", etlc=None, text=None, queue=None):
+def predict_code(src, binding, gpu="h200", etlc=None, defines=(), queue="ticket", sass=True):
+    """One run of `src` (-D defines) at `binding` on `gpu`, every per-group
+    input read from the code (perf_model_code.Program): (seconds, per-group
+    detail, info) where info holds the cost's totals (bytes, SOL) and the
+    SASS ratio used."""
+    import perf_model_code
     import perf_model_rows as R
-    row = R.ROWS[row_id]
-    model = Model(gpu, dict(R.FIT, ptxas_keep=R.SASS_RATIO[row["bodies"]]),
-                  queue=queue or row.get("queue", "cas"))
-    src = os.path.join(ROOT, row["src"])
-    return predict(src, row["binding"], R.BODIES[row["bodies"]], model, etlc,
-                   row.get("defines", ()), text)
+    etlc = etlc_path(etlc)
+    prog = perf_model_code.program(src, etlc, defines, sass)
+    bodies = prog.bodies(binding, gpu)
+    model = Model(gpu, dict(R.FIT, ptxas_keep=prog.ratio), queue=queue)
+    s, per = predict(src, binding, bodies, model, etlc, defines, text=prog.taskgraph)
+    _, total = prog.cost(binding, gpu)
+    info = {"bytes": total["bytes_read"]["value"] + total["bytes_written"]["value"],
+            "sol_s": total["sol"]["seconds"], "ratio": prog.ratio, "ratio_note": prog.ratio_note,
+            "bodies": bodies, "hbm": model.bw}
+    return s, per, info
 
 
-def sass_ratio(src, etlc=None, defines=(), ptxas=None):
-    """Static SASS over expanded PTX for one program's sm_90 kernel: the
-    cubin's instructions (ptxas; no disassembler needed: sm_90 encodes every
+def predict_row(row_id, gpu="h200", etlc=None, queue=None, sass=True):
+    """A row of perf_model_rows.ROWS or STEP_ROWS from today's code."""
+    import perf_model_rows as R
+    row = R.ROWS.get(row_id) or R.STEP_ROWS[row_id]
+    return predict_code(os.path.join(ROOT, row["src"]), row["binding"], gpu, etlc,
+                        row.get("defines", ()), queue or "ticket", sass)
+
+
+def cubin_ratio(ptx, ptx_path, ptxas):
+    """Static SASS over expanded PTX of one sm_90 PTX file: the cubin's
+    instructions (ptxas; no disassembler needed: sm_90 encodes every
     instruction in 16 bytes, so a .text section's size / 16 counts them;
     `readelf -S` gives the sizes) over its PTX instructions weighted by
     EXPAND (classes of scripts/kloop_stats.py). Returns (ratio, ptx, sass)."""
     import collections
-    import shutil
-    import tempfile
-    try:
-        import kloop_stats
-    except ImportError:
-        raise RuntimeError("perf_model: sass needs scripts/kloop_stats.py (its PTX classes)")
-    ptxas = ptxas or shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    with tempfile.TemporaryDirectory() as tmp:
-        ptx_path, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
-        cmd = [etlc_path(etlc), "compile", src, "--emit=ptx", "--target", "sm_90", "-o", ptx_path]
-        for d in defines:
-            cmd += ["-D", d]
-        subprocess.run(cmd, check=True)
-        subprocess.run([ptxas, "-arch=sm_90", ptx_path, "-o", cubin], check=True)
-        sections = subprocess.run(["readelf", "-SW", cubin], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True, check=True).stdout
-        with open(ptx_path) as f:
-            ptx = f.read()
+    import kloop_stats
+    cubin = ptx_path + ".cubin"
+    subprocess.run([ptxas, "-arch=sm_90", ptx_path, "-o", cubin], check=True)
+    sections = subprocess.run(["readelf", "-SW", cubin], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, check=True).stdout
     sass = sum(int(m.group(1), 16) for m in
                re.finditer(r"\.text\.\S+\s+PROGBITS\s+\S+\s+\S+\s+(\S+)", sections)) // 16
     c = collections.Counter()
@@ -569,63 +626,113 @@ def gpu_of(device_name):
     return None
 
 
-def model_ms(program, binding, gpu="h200", etlc=None, queue="cas"):
+def model_ms(program, binding, gpu="h200", etlc=None, queue="ticket", sass=True):
     """The model's milliseconds for one run of a gpu_bench program
-    (perf_model_rows.PROGRAMS) at `binding` (dims; `kv_len` a value every
-    element takes). Raises on a program or group the rows do not describe."""
+    (perf_model_rows.PROGRAMS: its source) at `binding` (dims; `kv_len` a
+    value every element takes), from today's code."""
     import perf_model_rows as R
-    src, bodies = R.PROGRAMS[program]
     binding = dict(binding)
     if "kv_len" in binding:
         binding["_tensors"] = ("kv_len",)
-    model = Model(gpu, dict(R.FIT, ptxas_keep=R.SASS_RATIO[bodies]), queue)
-    s, _ = predict(os.path.join(ROOT, src), binding, R.BODIES[bodies], model, etlc)
+    s, _, _ = predict_code(os.path.join(ROOT, R.PROGRAMS[program]), binding, gpu, etlc, queue=queue,
+                           sass=sass)
     return s * 1e3
 
 
+def step_metrics(s, info, batch):
+    """Whole-step figures of a predicted run of `s` seconds: tokens/s, the
+    share of HBM bandwidth its bytes (--emit=cost: each tensor's moved bytes,
+    at most its size) take, and the speed of light (--emit=cost's SOL)."""
+    return {"tok_s": batch / s, "hbm": info["bytes"] / s / info["hbm"], "sol_ms": info["sol_s"] * 1e3,
+            "gb": info["bytes"] / 1e9}
+
+
 def main(argv):
+    import time
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cmd", choices=["rows", "predict", "sass"],
-                    help="rows: every measured row; predict ROW: one; sass: each program's "
-                    "static SASS / expanded PTX (needs ptxas and scripts/kloop_stats.py)")
+    ap.add_argument("cmd", choices=["rows", "steps", "predict", "sass"],
+                    help="rows: every measured row, then the whole decode steps; steps: the whole "
+                    "decode steps only; predict ROW: one row; sass: each program's static SASS / "
+                    "expanded PTX (needs ptxas)")
     ap.add_argument("row", nargs="?")
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--etlc")
-    ap.add_argument("--queue", choices=["cas", "ticket"],
-                    help="the dynamic queue to model (default: the row's, cas: what the rows ran)")
+    ap.add_argument("--queue", choices=["cas", "ticket"], default="ticket",
+                    help="the dynamic queue to model (default ticket: today's code; cas: the "
+                    "head/tail/CAS queue the measured rows ran on)")
+    ap.add_argument("--no-sass", action="store_true",
+                    help="do not assemble the cubins (SASS ratio 1): fast, less exact")
+    ap.add_argument("--only", default="", help="comma-separated row ids")
     ap.add_argument("-v", action="store_true", help="per group: tasks, one task's time, span")
     a = ap.parse_args(argv)
     import perf_model_rows as R
-    if a.cmd == "sass":
-        print("%-20s %9s %9s %7s %7s" % ("program", "PTX", "SASS", "ratio", "rows"))
-        seen = set()
-        for row in R.ROWS.values():
-            if row["bodies"] in seen:
-                continue
-            seen.add(row["bodies"])
-            ratio, ptx, sass = sass_ratio(os.path.join(ROOT, row["src"]), a.etlc,
-                                          row.get("defines", ()))
-            print("%-20s %9d %9d %7.2f %7.2f" % (row["bodies"], ptx, sass, ratio,
-                                                R.SASS_RATIO.get(row["bodies"], math.nan)))
-        return 0
-    ids = [a.row] if a.cmd == "predict" else list(R.ROWS)
-    if a.cmd == "predict" and a.row not in R.ROWS:
-        print("perf_model: no row '%s'; rows: %s" % (a.row, ", ".join(R.ROWS)), file=sys.stderr)
+    etlc = etlc_path(a.etlc)
+    if not os.path.exists(etlc):
+        print("perf_model: no etlc at %s (build it, or pass --etlc)" % etlc, file=sys.stderr)
         return 2
-    print("%-22s %-44s %6s %10s %10s %8s" % ("row", "what", "role", "model ms", "GPU ms", "error"))
+    if a.cmd == "sass":
+        import perf_model_code
+        print("%-20s %7s  %s" % ("program", "ratio", "from"))
+        for name, src in R.PROGRAMS.items():
+            p = perf_model_code.program(os.path.join(ROOT, src), etlc)
+            print("%-20s %7.2f  %s" % (name, p.ratio, p.ratio_note))
+        return 0
+    only = set(filter(None, a.only.split(",")))
+    if a.cmd == "predict":
+        if a.row not in R.ROWS and a.row not in R.STEP_ROWS:
+            print("perf_model: no row '%s'; rows: %s" % (a.row, ", ".join(list(R.ROWS) + list(R.STEP_ROWS))),
+                  file=sys.stderr)
+            return 2
+        only = {a.row}
+    sass = not a.no_sass
+    print("model: %s, queue %s, etlc %s%s" % (a.gpu, a.queue, os.path.relpath(etlc, ROOT),
+                                           "" if sass else ", no SASS ratio (--no-sass)"))
+
+    def detail(per, info):
+        if not a.v:
+            return
+        print("    SASS ratio %.2f (%s)" % (info["ratio"], info["ratio_note"]))
+        for name, d in per.items():
+            b = info["bodies"].get(name.split(".")[0], {})
+            st = b.get("steps", 0)
+            print("    %-14s %7d tasks  %9.2f us each  %9.2f .. %9.2f us  steps %6s  %s" %
+                  (name, d["tasks"], d["dur"] * 1e6, d["first"] * 1e6, d["last"] * 1e6,
+                   "%.1f" % st if not isinstance(st, str) else "/task", b.get("source", "")))
+
+    ids = [r for r in R.ROWS if (not only or r in only)] if a.cmd in ("rows", "predict") else []
+    if ids:
+        # the rows ran on the head/tail/CAS queue (30c4d87): beside today's
+        # queue (a.queue), the same code's time with that queue
+        print("%-20s %-40s %5s %9s %9s %9s %7s %7s %6s" % (
+            "row", "what", "role", "model ms", "cas ms", "H200 ms", "error", "e(cas)", "wall s"))
     for rid in ids:
         row = R.ROWS[rid]
-        s, per = predict_row(rid, a.gpu, a.etlc, queue=a.queue)
-        meas, role = row.get("measured_ms"), row.get("role", "-")
-        if a.queue and a.queue != row.get("queue", "cas"):
-            meas, role = None, "pred"  # measured on another queue: a prediction for today's code
-        err = "%+.0f%%" % (100 * (s * 1e3 / meas - 1)) if meas else "-"
-        print("%-22s %-44s %6s %10.3f %10s %8s" % (rid, row["what"], role, s * 1e3,
-                                                 "%.3f" % meas if meas else "-", err))
-        if a.v:
-            for name, d in per.items():
-                print("    %-14s %6d tasks  %9.2f us each  %9.2f .. %9.2f us" %
-                      (name, d["tasks"], d["dur"] * 1e6, d["first"] * 1e6, d["last"] * 1e6))
+        t0 = time.time()
+        s, per, info = predict_row(rid, a.gpu, etlc, a.queue, sass)
+        s_cas = predict_row(rid, a.gpu, etlc, "cas", sass)[0] if a.queue != "cas" else s
+        meas = row.get("measured_ms") if a.gpu == "h200" else None
+
+        def err(x):
+            return "%+.0f%%" % (100 * (x * 1e3 / meas - 1)) if meas else "-"
+        print("%-20s %-40s %5s %9.3f %9.3f %9s %7s %7s %6.1f" % (
+            rid, row["what"], row.get("role", "-"), s * 1e3, s_cas * 1e3,
+            "%.3f" % meas if meas else "-", err(s), err(s_cas), time.time() - t0))
+        detail(per, info)
+    steps = [r for r in R.STEP_ROWS if not only or r in only]
+    if steps:
+        if ids:
+            print()
+        print("%-20s %-36s %9s %9s %8s %7s %8s %6s" % ("whole step", "what", "model ms", "tok/s",
+                                                      "GB", "% HBM", "SOL ms", "wall s"))
+    for rid in steps:
+        row = R.STEP_ROWS[rid]
+        t0 = time.time()
+        s, per, info = predict_row(rid, a.gpu, etlc, a.queue, sass)
+        m = step_metrics(s, info, row["binding"]["B"])
+        print("%-20s %-36s %9.3f %9.0f %8.2f %6.1f%% %8.3f %6.1f" % (
+            rid, row["what"], s * 1e3, m["tok_s"], m["gb"], 100 * m["hbm"], m["sol_ms"],
+            time.time() - t0))
+        detail(per, info)
     return 0
 
 

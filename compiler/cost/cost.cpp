@@ -209,6 +209,58 @@ Sym capped_bytes(const KernelDecl &k, const std::map<int, Sym> &m) {
   return total;
 }
 
+Sym loop_trips(const AccessLoop &l, const std::string &name) {
+  return l.trips ? *l.trips : Sym::symbol("trips@" + name);
+}
+
+/// The `for` loops of `body` in source order (both arms of an `if`), each
+/// with its statement.
+void collect_loops(const std::vector<StmtPtr> &body, int depth,
+                   std::vector<std::pair<const Stmt *, LoopTrips>> &out) {
+  for (const StmtPtr &s : body) {
+    if (s->kind == StmtKind::If) {
+      collect_loops(s->body, depth, out);
+      collect_loops(s->else_body, depth, out);
+    }
+    if (s->kind != StmtKind::For)
+      continue;
+    out.push_back({s.get(), LoopTrips{s->range.begin.line, depth,
+                                      loop_trips(access_loop(*s), std::to_string(s->range.begin.line)),
+                                      Sym(0)}});
+    collect_loops(s->body, depth + 1, out);
+  }
+}
+
+/// The loops of a group's body with the bytes each trip moves: per access
+/// in the loop, its tile's bytes times the trips of the loops inside this
+/// one that enclose it.
+std::vector<LoopTrips> body_loops(const KernelDecl &k, const TaskGroup &grp) {
+  std::vector<std::pair<const Stmt *, LoopTrips>> loops;
+  collect_loops(grp.decl->body, 0, loops);
+  std::vector<std::pair<const Stmt *, std::vector<size_t>>> bodies;
+  std::vector<Access> acc = collect_accesses(grp.decl->body, &bodies);
+  std::vector<LoopTrips> out;
+  for (auto &[stmt, lt] : loops) {
+    for (auto &[s, idx] : bodies) {
+      if (s != stmt)
+        continue;
+      for (size_t i : idx) {
+        const Access &a = acc[i];
+        if (a.tensor < 0 || size_t(a.tensor) >= k.tensors.size())
+          continue;
+        Sym n = numel(a.shape);
+        for (size_t j = size_t(lt.depth) + 1; j < a.loops.size(); ++j)
+          n = n * loop_trips(a.loops[j], a.loops[j].var);
+        const ElemType e = k.tensors[size_t(a.tensor)].type.elem;
+        lt.bytes = lt.bytes + (is_packed(e) ? Sym::floordiv(n * Sym(int64_t(elem_bits(e))), Sym(8))
+                                            : n * Sym(int64_t(byte_size(e))));
+      }
+    }
+    out.push_back(lt);
+  }
+  return out;
+}
+
 using Env = std::map<std::string, int64_t>;
 using Sums = std::map<std::string, DomainSum>;
 constexpr int64_t kMaxEnumerated = int64_t(1) << 24; // tasks a domain sum may visit
@@ -315,6 +367,7 @@ KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g) {
     Moved mv = group_moved(k, grp, c.sums);
     c.bytes_read = capped_bytes(k, mv.read);
     c.bytes_written = capped_bytes(k, mv.written);
+    c.loops = body_loops(k, grp);
     for (auto [from, to] :
          {std::make_pair(&mv.read, &all.read), std::make_pair(&mv.written, &all.written)})
       for (auto &[t, n] : *from) {
@@ -378,6 +431,22 @@ std::string print_cost(const KernelCost &kc, const std::map<std::string, int64_t
             if (env)
               if (auto v = eval(c.*f.sym, *env, c.sums))
                 j.attribute("value", *v);
+          });
+        if (&c != &kc.total)
+          j.attributeArray("loops", [&] {
+            for (const LoopTrips &l : c.loops)
+              j.object([&] {
+                j.attribute("line", int64_t(l.line));
+                j.attribute("depth", int64_t(l.depth));
+                for (auto [name, sym] : {std::make_pair("trips", &l.trips),
+                                         std::make_pair("bytes", &l.bytes)})
+                  j.attributeObject(name, [&] {
+                    j.attribute("expr", sym->str());
+                    if (env)
+                      if (auto v = eval(*sym, *env, c.sums))
+                        j.attribute("value", *v);
+                  });
+              });
           });
         if (env)
           if (auto s = speed_of_light(c, *env, gpu))

@@ -61,6 +61,17 @@ struct DomainSum {
   std::vector<Sym> lo, hi;
 };
 
+/// A `for` loop of a task body: its source line, nesting depth (0: the
+/// body's own), trips per task (the symbol trips@LINE when unknown) and the
+/// bytes its body's loads and stores move per trip (inner loops' trips
+/// included; not capped at tensor sizes). What the JSON report gives a
+/// timing model (scripts/perf_model_code.py).
+struct LoopTrips {
+  unsigned line = 0;
+  int depth = 0;
+  Sym trips, bytes;
+};
+
 /// Work and traffic of one group (or of the whole kernel).
 struct Cost {
   std::string name;
@@ -68,6 +79,7 @@ struct Cost {
   Sym flops_tc, flops_other;
   Sym bytes_read, bytes_written;
   std::map<std::string, DomainSum> sums; ///< the sum[...] symbols the fields use
+  std::vector<LoopTrips> loops;          ///< the task body's loops, in source order
 };
 
 struct KernelCost {

@@ -19,8 +19,8 @@ def bf16(t):
 
 
 def randn_bf16(gen, *shape, scale=1.0, mean=0.0):
-    """A seeded normal tensor, rounded to bf16."""
-    return bf16(torch.randn(*shape, generator=gen) * scale + mean)
+    """A seeded normal tensor, rounded to bf16, on the generator's device."""
+    return bf16(torch.randn(*shape, generator=gen, device=gen.device) * scale + mean)
 
 
 def rms(t, w):
@@ -43,7 +43,7 @@ def rope_tables(positions):
 
 def page_table(B, MP, NP, gen):
     """[B, MP] int32: pages dealt from a shuffled pool of NP, MP per request."""
-    perm = torch.randperm(NP, generator=gen)[: B * MP].to(torch.int32)
+    perm = torch.randperm(NP, generator=gen, device=gen.device)[: B * MP].to(torch.int32)
     return perm.reshape(B, MP).contiguous()
 
 

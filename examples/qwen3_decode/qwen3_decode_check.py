@@ -86,7 +86,8 @@ DIMS = {  # H, NKV, G (NQ = NKV * G), F, L, V
 
 
 def make_model(dims, L, V, B, kv0, steps, gen):
-    """Weights, start tokens and the paged caches (room for `steps` more tokens)."""
+    """Weights, start tokens and the paged caches (room for `steps` more tokens),
+    on the generator's device (a CUDA generator: real dims in seconds)."""
     H, NKV, G, F = dims
     NQ = NKV * G
     MP = max(math.ceil((n + steps) / PS) for n in kv0) + 1
@@ -95,7 +96,7 @@ def make_model(dims, L, V, B, kv0, steps, gen):
     def rnd(*shape, scale=1.0, mean=0.0):
         return randn_bf16(gen, *shape, scale=scale, mean=mean)
 
-    col = torch.exp(torch.randn(V, generator=gen) * 0.25)  # log-normal column norms
+    col = torch.exp(torch.randn(V, generator=gen, device=gen.device) * 0.25)  # log-normal column norms
     a = dict(
         embed=rnd(V, H),
         ln1=rnd(L, H, scale=0.1, mean=1.0),
@@ -107,13 +108,15 @@ def make_model(dims, L, V, B, kv0, steps, gen):
         wg=rnd(L, H, F, scale=H ** -0.5), wu=rnd(L, H, F, scale=H ** -0.5),
         wd=rnd(L, F, H, scale=F ** -0.5),
         lnf=rnd(H, scale=0.1, mean=1.0),
-        lm_head=bf16(torch.randn(H, V, generator=gen) * H ** -0.5 * col[None, :] * 4.0),
-        tok=torch.randint(0, V, (B,), generator=gen, dtype=torch.int32),
-        logits=torch.zeros(B, V), next=torch.zeros(B, dtype=torch.int32),
+        lm_head=bf16(torch.randn(H, V, generator=gen, device=gen.device) * H ** -0.5 * col[None, :] * 4.0),
+        tok=torch.randint(0, V, (B,), generator=gen, dtype=torch.int32, device=gen.device),
+        logits=torch.zeros(B, V, device=gen.device),
+        next=torch.zeros(B, dtype=torch.int32, device=gen.device),
     )
     a["page_table"] = page_table(B, MP, NP, gen)
-    a["kv_len"] = torch.tensor([n + 1 for n in kv0], dtype=torch.int32)  # + this step's token
-    a["cos_t"], a["sin_t"] = rope_tables(MP * PS)
+    a["kv_len"] = torch.tensor([n + 1 for n in kv0], dtype=torch.int32,  # + this step's token
+                               device=gen.device)
+    a["cos_t"], a["sin_t"] = (t.to(gen.device) for t in rope_tables(MP * PS))
     return a, dict(NP=NP)
 
 

@@ -157,5 +157,111 @@ class GraphFromTaskgraph(unittest.TestCase):
                          [[("E", 0)], [("E", 1)], [("E", 2)]])
 
 
+LAYERED = """kernel k<L, N>
+event x[L + 1]
+event y[L]
+group first[i in 0 .. 1]
+  notifies    x[0]
+  schedule:   static (default)
+group a[l in 0 .. L, j in 0 .. N]
+  waits       x[l]
+  notifies    y[l]
+  schedule:   static (default)
+  layers:     block 0, layer l
+group b[l in 0 .. L]
+  waits       y[l]
+  notifies    x[l + 1]
+  schedule:   static (default)
+  layers:     block 0, layer l
+group last[i in 0 .. 1]
+  waits       x[L]
+  schedule:   static (default)
+order: first a b last
+layer block 0: a b (static tasks dealt layer by layer: for each value of the first task index, each group in this order)
+"""
+
+
+class LayeredBlocks(unittest.TestCase):
+    def test_dealt_layer_by_layer_as_the_runtime_does(self):
+        # plan_queue.c: for each l, each group of the block in order, its
+        # tasks of layer l; groups outside the block whole, in order
+        g = P.Graph(LAYERED, {"L": 3, "N": 2})
+        got = [(grp.name, [tuple(v.values()) for v in tv]) for grp, tv in P.deal_order(g)]
+        self.assertEqual(got, [("first", [(0,)]),
+                               ("a", [(0, 0), (0, 1)]), ("b", [(0,)]),
+                               ("a", [(1, 0), (1, 1)]), ("b", [(1,)]),
+                               ("a", [(2, 0), (2, 1)]), ("b", [(2,)]),
+                               ("last", [(0,)])])
+
+    def test_the_replay_deals_a_layered_block_round_robin_in_that_order(self):
+        # 3 CTAs, every task 1 us, no wake latency: first (CTA 0) 0..1;
+        # layer 0: a0 a1 on CTAs 1, 2 at 1..2, b0 on CTA 0 at 2..3; layer 1:
+        # a on CTAs 1, 2 at 3..4, b1 on CTA 0 at 4..5; layer 2: 5..6, 6..7;
+        # last (CTA 1) at 7..8. Dealt group by group instead (a's six tasks
+        # first) b0 would sit behind a's tasks of later layers.
+        m = P.Model("h200", consts={"sms": 3, "wake": 0.0, "launch": 0.0})
+        m.task_s = lambda body, env, active: (1e-6, {})
+        bodies = {n: {} for n in ("first", "a", "b", "last")}
+        s, per = P.predict(None, {"L": 3, "N": 2}, bodies, m, text=LAYERED)
+        self.assertAlmostEqual(s, 8e-6)
+        self.assertAlmostEqual(per["b"]["first"], 2e-6)
+        self.assertAlmostEqual(per["last"]["first"], 7e-6)
+
+
+class TallyFromPtx(unittest.TestCase):
+    def test_an_instruction_s_details(self):
+        import kloop_stats as K
+        t = K.tally("cp.async.cg.shared.global [%r1], [%rd2], 16;", set())
+        self.assertEqual((t["gmem"], t["_gbytes"]), (1, 16))
+        t = K.tally("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1}, {%r1}, {%r2}, {%f2};",
+                    set())
+        self.assertEqual((t["mma"], t["_mma"], t["_mma_flops"]), (1, 1, 4096))
+        t = K.tally("ld.global.nc.v4.u32 {%r1, %r2, %r3, %r4}, [%rd5];", set())
+        self.assertEqual((t["_gbytes"], t["_ldg"]), (16, 1))
+        t = K.tally("fma.rn.f32 %f1, %f2, %f3, %f4;", set())
+        self.assertEqual(t["_fp"], 1)
+        self.assertEqual(K.ring_depth(K.tally("cp.async.wait_group 1;", set())), 3)
+        self.assertEqual(K.ring_depth(t), 0)
+        self.assertEqual(K.class_total(K.tally("cp.async.wait_group 1;", set())), 1)
+
+
+class InputsFromTheCode(unittest.TestCase):
+    def test_gemm_s_body_read_from_its_ptx_and_cost(self):
+        # examples/gemm: 128 x 128 tiles, BK = 32: a [128, 32] x [32, 128]
+        # bf16 dot per K step over 8 warps, a 3-stage cp.async ring; K 256
+        # is 8 steps; 4 tiles at M = N = 256
+        etlc = os.environ.get("ETL_ETLC")
+        if not etlc or not os.path.exists(etlc):
+            self.skipTest("ETL_ETLC (the built etlc) not set")
+        import perf_model_code as C
+        prog = C.program(os.path.join(ROOT, "examples/gemm/gemm.etl"), etlc, sass=False)
+        self.assertEqual(prog.threads, 256)
+        body = prog.bodies({"M": 256, "N": 256, "K": 256}, "h200")["tile"]
+        self.assertAlmostEqual(body["steps"], 8)
+        self.assertEqual(body["ring"], 3)
+        self.assertEqual(body["mma_step"] * 8 * body["flops_per_mma"], 2 * 128 * 128 * 32)
+        self.assertEqual(body["bytes_step"], (128 * 32 + 32 * 128) * 2)
+        self.assertGreater(sum(body["ptx_step"].values()), body["mma_step"])
+        s, per, info = P.predict_code(os.path.join(ROOT, "examples/gemm/gemm.etl"),
+                                      {"M": 256, "N": 256, "K": 256}, etlc=etlc, sass=False)
+        self.assertEqual(per["tile"]["tasks"], 4)
+        self.assertGreater(s, 8 * 560e-9 / 2)  # at least the ring's latency bound per step
+
+    def test_a_layered_program_s_groups_are_layered(self):
+        etlc = os.environ.get("ETL_ETLC")
+        if not etlc or not os.path.exists(etlc):
+            self.skipTest("ETL_ETLC (the built etlc) not set")
+        text = subprocess.run([etlc, "compile", os.path.join(ROOT, "examples/qwen3_decode/qwen3_decode.etl"),
+                               "--emit=taskgraph"], stdout=subprocess.PIPE, check=True,
+                              text=True).stdout
+        g = P.Graph(text, {"L": 2, "B": 1, "H": 256, "NKV": 2, "G": 2, "F": 1024, "V": 300, "NP": 8,
+                           "MP": 4, "kv_len": 8, "_tensors": ("kv_len",)})
+        seq = [(grp.name, tv[0].get("l")) for grp, tv in P.deal_order(g)]
+        self.assertEqual(seq[0], ("embed_rows", None))
+        self.assertEqual(seq[1], ("norm1", 0))
+        layer0 = seq.index(("down_sum", 0))
+        self.assertEqual(seq[layer0 + 1], ("norm1", 1))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -151,6 +151,20 @@ TEST_CASE("cost: --emit=cost text and JSON through the driver, and bad options")
   REQUIRE(total);
   CHECK(total->getObject("bytes_read")->getNumber("value") == 4.0 * 4096 * 4096 + 4.0 * 4096 * 32);
   CHECK(total->getObject("sol")->getString("bound") == "memory");
+  // each group's for loops (what scripts/perf_model_code.py reads): final's
+  // one loop runs cdiv(N, TN) trips, each loading a [TM] f32 slice
+  const llvm::json::Array *partial_loops = (*groups)[0].getAsObject()->getArray("loops");
+  REQUIRE(partial_loops);
+  CHECK(partial_loops->empty());
+  const llvm::json::Array *loops = (*groups)[1].getAsObject()->getArray("loops");
+  REQUIRE(loops);
+  REQUIRE(loops->size() == 1);
+  const llvm::json::Object *loop = (*loops)[0].getAsObject();
+  CHECK(loop->getInteger("depth") == 0);
+  CHECK(loop->getObject("trips")->getNumber("value") == 4096.0 / 128);
+  CHECK(loop->getObject("trips")->getString("expr") == "cdiv(N, 128)");
+  CHECK(loop->getObject("bytes")->getNumber("value") == 16.0 * 4);
+  CHECK(!total->getArray("loops")); // a group's, not the kernel's
 
   o.format = "text";
   o.gpu = "h100";
