@@ -18,15 +18,6 @@
 namespace etl {
 namespace {
 
-bool is_identifier(llvm::StringRef s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
-    return false;
-  for (char ch : s)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'))
-      return false;
-  return true;
-}
-
 /// A float const's initialiser is a float literal, possibly negated (the
 /// rule of sema's check_consts).
 bool is_float_const(const Expr &e) {
@@ -58,6 +49,15 @@ bool looks_integer(llvm::StringRef s) {
 }
 
 } // namespace
+
+bool is_identifier(llvm::StringRef s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
+  for (char ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'))
+      return false;
+  return true;
+}
 
 bool is_define_error(DiagId id) {
   return id == DiagId::DefineSyntax || id == DiagId::DefineUnknownConst ||

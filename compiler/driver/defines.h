@@ -17,6 +17,8 @@
 #include "ast/ast.h"
 #include "diag/diag.h"
 
+#include <llvm/ADT/StringRef.h>
+
 #include <string>
 #include <vector>
 
@@ -29,6 +31,10 @@ namespace etl {
 /// were any. A tunable pinned outside its candidates is sema's warning.
 bool apply_defines(Program &p, const std::vector<std::string> &defines, Diag &diag,
                    const std::string &origin = "-D");
+
+/// Whether `s` is a name of the language (a letter or `_`, then letters,
+/// digits and `_`): what a `-D` or `--variant` names.
+bool is_identifier(llvm::StringRef s);
 
 /// Whether `id` is one of the -D errors above (the command line's fault:
 /// etlc exits 2 on them, not 1).

@@ -1,5 +1,6 @@
 //===- driver/variants.cpp - `--variant`: one artifact, several variants --===//
 #include "driver/variants.h"
+#include "driver/defines.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringRef.h>
@@ -11,15 +12,6 @@
 
 namespace etl {
 namespace {
-
-bool is_identifier(llvm::StringRef s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
-    return false;
-  for (char ch : s)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'))
-      return false;
-  return true;
-}
 
 /// One condition `DIM OP N` intersected into `out`.
 bool parse_condition(llvm::StringRef cond, VariantSpec &out, std::string &why) {

@@ -445,17 +445,7 @@ void BodyLowerer::tile_ring_read(const TOp &view, llvm::Value *slot) {
   const TValue &tv = tf->values[size_t(rv)];
   const Layout &l = layout_of(rv);
   const unsigned last = unsigned(tv.shape.size() - 1), eb = byte_size(tv.elem);
-  unsigned w = 1;
-  while (w < 16 / eb && l.contiguous_regs(last) >= 2 * w)
-    w *= 2;
-  const uint32_t low = (w - 1u) << l.field_offset(last);
-  for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
-    for (uint32_t x : *bs)
-      if (x & low)
-        w = 1;
-  for (size_t k = ceil_log2(w); k < l.reg.size(); ++k)
-    if (l.reg[k] & low)
-      w = 1;
+  const unsigned w = l.aligned_vector_regs(last, 16 / eb);
   llvm::Type *rty = reg_type(tv.elem), *ty = access_type(*this, tv.elem, w);
   std::function<llvm::Value *(llvm::Value *)> widen = [&](llvm::Value *x) {
     return tv.elem == ElemType::F16 || tv.elem == ElemType::BF16 || word_packed(tv.elem)

@@ -260,17 +260,7 @@ void BodyLowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
   // Runs of w registers that are consecutive columns of a staged row, where
   // no lane or warp basis touches the low bits: one store of w elements
   // (16 bytes at most).
-  unsigned w = 1;
-  while (w < 16 / eb && l.contiguous_regs(sd) >= 2 * w)
-    w *= 2;
-  const uint32_t low = ((w - 1u) << l.field_offset(sd));
-  for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
-    for (uint32_t x : *bs)
-      if (x & low)
-        w = 1;
-  for (size_t k = ceil_log2(w); k < l.reg.size(); ++k)
-    if (l.reg[k] & low)
-      w = 1;
+  const unsigned w = l.aligned_vector_regs(sd, 16 / eb);
   llvm::Type *vty = w == 1 ? ety : llvm::FixedVectorType::get(ety, w);
   auto write = [&] {
     for (uint32_t r = 0; r < l.num_regs(); r += w) {

@@ -125,6 +125,21 @@ unsigned Layout::contiguous_regs(unsigned d) const {
   return 1u << k;
 }
 
+unsigned Layout::aligned_vector_regs(unsigned d, unsigned max) const {
+  unsigned w = 1;
+  while (w < max && contiguous_regs(d) >= 2 * w)
+    w *= 2;
+  const uint32_t low = (w - 1u) << field_offset(d);
+  for (const std::vector<uint32_t> *bs : {&lane, &warp})
+    for (uint32_t x : *bs)
+      if (x & low)
+        return 1;
+  for (size_t k = ceil_log2(w); k < reg.size(); ++k)
+    if (reg[k] & low)
+      return 1;
+  return w;
+}
+
 bool Layout::has_replicas() const {
   for (uint32_t b : lane)
     if (!b)

@@ -74,6 +74,11 @@ struct Layout {
   /// run starting at register 0 (the leading register bases are dim d's
   /// bits 0, 1, ...): the widest vector along d.
   unsigned contiguous_regs(unsigned d) const;
+  /// The widest vector (a power of two, at most `max` elements) of
+  /// contiguous_regs along d whose runs start at multiples of its width:
+  /// no lane, warp or higher register basis moves within a run (shared
+  /// memory reads and writes of whole aligned vectors).
+  unsigned aligned_vector_regs(unsigned d, unsigned max) const;
   /// Lane bases and warp bases that are 0 (replicas): one writer per group.
   bool has_replicas() const;
   /// Same map (shape, lg and bases); `kind`/`origin` are ignored.

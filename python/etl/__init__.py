@@ -220,35 +220,26 @@ class Program:
             out.append(Param(s.name.decode(), _tensors.NAMES[s.dtype], 0, (), "scalar"))
         return tuple(out)
 
-    def _dims(self):
+    def _strings(self, count, item, *tail):
+        """The strings `item(prog, i, &s, *tail)` for i below `count(prog)`."""
         n = _c.c_int()
-        _lib.check(_lib.lib.etlProgramNumDims(self._prog, _c.byref(n)))
-        names = []
+        _lib.check(count(self._prog, _c.byref(n)))
+        out = []
         for i in range(n.value):
             s = _c.c_char_p()
-            _lib.check(_lib.lib.etlProgramDimName(self._prog, i, _c.byref(s)))
-            names.append(s.value.decode())
-        return tuple(names)
+            _lib.check(item(self._prog, i, _c.byref(s), *tail))
+            out.append(s.value.decode())
+        return tuple(out)
+
+    def _dims(self):
+        return self._strings(_lib.lib.etlProgramNumDims, _lib.lib.etlProgramDimName)
 
     def _constraints(self):
-        n = _c.c_int()
-        _lib.check(_lib.lib.etlProgramNumConstraints(self._prog, _c.byref(n)))
-        out = []
-        for i in range(n.value):
-            s = _c.c_char_p()
-            _lib.check(_lib.lib.etlProgramConstraint(self._prog, i, _c.byref(s), None))
-            out.append(s.value.decode())
-        return tuple(out)
+        return self._strings(_lib.lib.etlProgramNumConstraints, _lib.lib.etlProgramConstraint,
+                             None)
 
     def _variants(self):
-        n = _c.c_int()
-        _lib.check(_lib.lib.etlProgramNumVariants(self._prog, _c.byref(n)))
-        out = []
-        for i in range(n.value):
-            s = _c.c_char_p()
-            _lib.check(_lib.lib.etlProgramVariantLabel(self._prog, i, _c.byref(s)))
-            out.append(s.value.decode())
-        return tuple(out)
+        return self._strings(_lib.lib.etlProgramNumVariants, _lib.lib.etlProgramVariantLabel)
 
     @property
     def variant(self):
