@@ -438,14 +438,16 @@ std::string print_cost(const KernelCost &kc, const std::map<std::string, int64_t
               j.object([&] {
                 j.attribute("line", int64_t(l.line));
                 j.attribute("depth", int64_t(l.depth));
-                for (auto [name, sym] : {std::make_pair("trips", &l.trips),
-                                         std::make_pair("bytes", &l.bytes)})
-                  j.attributeObject(name, [&] {
+                for (const auto &field : {std::make_pair("trips", &l.trips),
+                                          std::make_pair("bytes", &l.bytes)}) {
+                  const Sym *sym = field.second; // not a structured binding: clang 14
+                  j.attributeObject(field.first, [&] {
                     j.attribute("expr", sym->str());
                     if (env)
                       if (auto v = eval(*sym, *env, c.sums))
                         j.attribute("value", *v);
                   });
+                }
               });
           });
         if (env)
