@@ -104,12 +104,15 @@ struct Hoister {
     TOp &lp = body[i];
     if (lp.body.empty() || lp.body.back().kind != TileOpKind::Yield)
       return {0, 0};
-    TOp &yield = lp.body.back();
     std::set<int> moves(lp.block_args.begin(), lp.block_args.end());
     variant(lp.body, lp.var, moves);
     for (size_t j = 0; j < lp.block_args.size(); ++j) {
+      // Fetched per accumulator: a rewrite below erases an op of the body
+      // (moving the yield) and adds values (moving f.values), so no
+      // reference into either may outlive one iteration.
+      TOp &yield = lp.body.back();
       const int acc = lp.block_args[j];
-      const TValue &av = f.values[size_t(acc)];
+      const TValue av = f.values[size_t(acc)];
       if (uses[acc] != 1 || !av.is_tile() || av.elem == ElemType::Bool)
         continue;
       // map.add %acc, %s at the body's top level, %s = reduce sum %p.
@@ -133,7 +136,7 @@ struct Hoister {
         continue;
       const TOp &rd = lp.body[red];
       const int p = rd.operands[0];
-      const TValue &pv = f.values[size_t(p)];
+      const TValue pv = f.values[size_t(p)];
       if (!moves.count(p) || pv.elem != av.elem || pv.layout < 0 || !crosses_threads(p, rd.axis) ||
           f.layouts[size_t(pv.layout)].num_regs() > kMaxPartialRegs)
         continue;
@@ -165,7 +168,8 @@ struct Hoister {
       // After it: the sum of the partials onto the initial value, as the
       // loop's old result.
       const int init = lp.operands[j], old_out = lp.results[j];
-      const int total = new_value(f.values[size_t(s)]);
+      const TValue sv = f.values[size_t(s)];
+      const int total = new_value(sv);
       TOp sum = rd;
       sum.operands = {out};
       sum.results = {total};

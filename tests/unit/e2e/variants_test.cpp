@@ -262,8 +262,10 @@ TEST_CASE("variants: decode_layer at batch 1 and 64, each variant as its own art
   REQUIRE(compile_to(src, tk32, {"TK=32"}, {}) == "");
   Sim sim;
   etlProgram prog = sim.load(both);
-  for (auto [b, variant, single] :
-       {std::tuple<int64_t, int, std::string>{1, 0, tk64}, {64, 1, tk32}}) {
+  for (const auto &row : {std::tuple<int64_t, int, std::string>{1, 0, tk64}, {64, 1, tk32}}) {
+    const int64_t b = std::get<0>(row); // no structured binding: clang 14 can't CAPTURE one
+    const int variant = std::get<1>(row);
+    const std::string &single = std::get<2>(row);
     CAPTURE(b);
     DecodeCase got(b), want(b);
     REQUIRE(got.run(prog) == "");

@@ -98,7 +98,9 @@ TEST_CASE("variants: a good table loads and each binding runs its variant") {
   int nt = 0; // the interface is the variants' common one
   REQUIRE(etlProgramNumTensors(l.prog, &nt) == ETL_SUCCESS);
   CHECK(nt == 3);
-  for (auto [n_, want] : {std::pair<int64_t, int>{2, 0}, {9, 1}, {3, 0}}) {
+  for (const auto &nw : {std::pair<int64_t, int>{2, 0}, {9, 1}, {3, 0}}) {
+    const int64_t n_ = nw.first; // no structured binding: clang 14 can't CAPTURE one
+    const int want = nw.second;
     CAPTURE(n_);
     Buffers b(l.ctx.ctx, n_);
     b.bind(l.prog);
