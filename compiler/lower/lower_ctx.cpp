@@ -48,6 +48,28 @@ void LowerCtx::if_then(llvm::Value *cond, const std::function<void()> &then) {
   b.SetInsertPoint(jb);
 }
 
+std::vector<llvm::Value *>
+LowerCtx::guarded_regs(llvm::Value *when, llvm::Type *ty, llvm::Value *otherwise, const char *name,
+                       const std::function<std::vector<llvm::Value *>()> &then) {
+  llvm::BasicBlock *from = b.GetInsertBlock();
+  auto *tb = llvm::BasicBlock::Create(ctx, name, fn);
+  auto *jb = llvm::BasicBlock::Create(ctx, std::string(name) + ".done", fn);
+  b.CreateCondBr(when, tb, jb);
+  b.SetInsertPoint(tb);
+  std::vector<llvm::Value *> got = then();
+  llvm::BasicBlock *tend = b.GetInsertBlock();
+  b.CreateBr(jb);
+  b.SetInsertPoint(jb);
+  std::vector<llvm::Value *> out;
+  for (llvm::Value *x : got) {
+    llvm::PHINode *phi = b.CreatePHI(ty, 2);
+    phi->addIncoming(otherwise, from);
+    phi->addIncoming(x, tend);
+    out.push_back(phi);
+  }
+  return out;
+}
+
 void LowerCtx::for_range(llvm::Value *lo, llvm::Value *hi, llvm::Value *step,
                         const std::function<void(llvm::Value *)> &body) {
   llvm::AllocaInst *iv = entry_alloca(i64, "iv");

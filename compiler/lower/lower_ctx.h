@@ -74,6 +74,12 @@ public:
   static llvm::CmpInst::Predicate int_predicate(llvm::CmpInst::Predicate p, ElemType t);
   llvm::AllocaInst *entry_alloca(llvm::Type *ty, const char *name = "");
   void if_then(llvm::Value *cond, const std::function<void()> &then);
+  /// The registers `then` makes where `when` (i1) holds, else `otherwise`
+  /// (each of type `ty`), joined by phis after a branch (blocks NAME and
+  /// NAME.done; the insertion point continues after them).
+  std::vector<llvm::Value *> guarded_regs(llvm::Value *when, llvm::Type *ty,
+                                          llvm::Value *otherwise, const char *name,
+                                          const std::function<std::vector<llvm::Value *>()> &then);
   /// for (iv = lo; iv < hi; iv += step) body(iv); all i64, step > 0.
   void for_range(llvm::Value *lo, llvm::Value *hi, llvm::Value *step,
                  const std::function<void(llvm::Value *)> &body);

@@ -396,21 +396,8 @@ void BodyLowerer::tile_load(const TOp &op) {
         out.push_back(x);
       return;
     }
-    llvm::BasicBlock *from = b.GetInsertBlock();
-    auto *lb = llvm::BasicBlock::Create(ctx, "tload", fn);
-    auto *jb = llvm::BasicBlock::Create(ctx, "tload.done", fn);
-    b.CreateCondBr(ok, lb, jb);
-    b.SetInsertPoint(lb);
-    std::vector<llvm::Value *> got = load();
-    llvm::BasicBlock *lend = b.GetInsertBlock();
-    b.CreateBr(jb);
-    b.SetInsertPoint(jb);
-    for (llvm::Value *x : got) {
-      llvm::PHINode *phi = b.CreatePHI(rty, 2);
-      phi->addIncoming(pad, from);
-      phi->addIncoming(x, lend);
-      out.push_back(phi);
-    }
+    for (llvm::Value *x : guarded_regs(ok, rty, pad, "tload", load))
+      out.push_back(x);
   };
   std::vector<llvm::Value *> regs;
   if (!tv.is_tile()) {
@@ -470,21 +457,9 @@ void BodyLowerer::tile_ring_read(const TOp &view, llvm::Value *slot) {
         regs.push_back(x);
       continue;
     }
-    llvm::BasicBlock *from = b.GetInsertBlock();
-    auto *rb = llvm::BasicBlock::Create(ctx, "tring.read", fn);
-    auto *jb = llvm::BasicBlock::Create(ctx, "tring.done", fn);
-    b.CreateCondBr(alive, rb, jb);
-    b.SetInsertPoint(rb);
-    std::vector<llvm::Value *> got = read();
-    llvm::BasicBlock *rend = b.GetInsertBlock();
-    b.CreateBr(jb);
-    b.SetInsertPoint(jb);
-    for (llvm::Value *x : got) {
-      llvm::PHINode *phi = b.CreatePHI(rty, 2);
-      phi->addIncoming(llvm::Constant::getNullValue(rty), from);
-      phi->addIncoming(x, rend);
-      regs.push_back(phi);
-    }
+    for (llvm::Value *x :
+         guarded_regs(alive, rty, llvm::Constant::getNullValue(rty), "tring", read))
+      regs.push_back(x);
   }
   tregs[size_t(rv)] = regs;
 }
