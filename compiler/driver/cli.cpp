@@ -77,7 +77,7 @@ std::string exit_code_help() {
 }
 
 int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream &out,
-            std::ostream &err, bool err_is_terminal) {
+            std::ostream &err, bool err_is_terminal, LspEntry lsp) {
   CLI::App app{"etlc: the ETL compiler.\n\n"
                "Compiles a .etl program (tiled tasks and the event tensors between them)\n"
                "ahead of time into one persistent megakernel, packed with the metadata\n"
@@ -198,6 +198,22 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
       ->allow_extra_args(false);
   tune_cmd->add_option("--threads", tune_opts.threads_per_cta, "As for compile");
 
+  LspOptions lsp_opts;
+  CLI::App *lsp_cmd = app.add_subcommand(
+      "lsp", "Run the language server: the Language Server Protocol (JSON-RPC with "
+             "Content-Length framing) on standard input and output, for editors (the VS Code "
+             "extension in editors/vscode starts it). Diagnostics as you type from the "
+             "compiler's own checks (those of `etlc compile --emit=taskgraph`), hover (a "
+             "tensor's or tile's element type and symbolic shape, its layout, a builtin's "
+             "signature), go to definition (names, events, functions in imported modules) and "
+             "completion of builtins and their keyword arguments. Imports are searched in -I "
+             "DIRs, the client's initializationOptions.includePaths, a workspace folder's "
+             "stdlib/ and then the stdlib. Logs go to standard error");
+  lsp_cmd
+      ->add_option("-I,--import-dir", lsp_opts.import_dirs,
+                   "Directory searched for imported modules, as for compile; repeatable")
+      ->allow_extra_args(false);
+
   // clang spells these with one dash; CLI11 takes multi-letter options with
   // two.
   std::vector<std::string> args = argv;
@@ -216,6 +232,12 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
     if (e.get_exit_code() == 0) // --help, --version
       return app.exit(e, out, err) == 0 ? kExitOk : kExitUsage;
     return usage_error(e.what(), early_format, early_color, err);
+  }
+  if (lsp_cmd->parsed()) {
+    if (!lsp)
+      return usage_error("etlc lsp: this etlc was built without the language server",
+                         DiagFormat::Text, false, err);
+    return lsp(lsp_opts, in, out, err);
   }
   if (tune_cmd->parsed()) {
     if (tune_cmd->count("--threads") && !valid_threads_per_cta(tune_opts.threads_per_cta))

@@ -122,6 +122,16 @@ struct Compilation {
 /// "inline" after the fn calls are expanded.
 bool compile_front(Compilation &c, const std::string &stop_after = "");
 
+/// What `etlc compile --emit=taskgraph` checks (the editor's "check"), for
+/// the language server: the front stages on c.file, then the tile stage
+/// with its warnings and errors (padding reaching a reduction, shared
+/// memory over budget, register spills) at the thread count compile would
+/// pick for `targets` (c.target should be target_info(targets)). `tiles`:
+/// the tile IR after layout assignment, when the front stages passed and it
+/// verified. Returns false once anything reported an error.
+bool check_source(Compilation &c, const std::vector<std::string> &targets,
+                  std::optional<TileModule> &tiles);
+
 /// `etlc --version`: "etlc 0.1.0 (artifact format N, LLVM 19)", N the
 /// ETL_ARTIFACT_VERSION of runtime/abi/etl_abi.h that the artifact writer uses.
 std::string version_text();
