@@ -200,15 +200,21 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
 
   LspOptions lsp_opts;
   CLI::App *lsp_cmd = app.add_subcommand(
-      "lsp", "Run the language server: the Language Server Protocol (JSON-RPC with "
-             "Content-Length framing) on standard input and output, for editors (the VS Code "
-             "extension in editors/vscode starts it). Diagnostics as you type from the "
-             "compiler's own checks (those of `etlc compile --emit=taskgraph`), hover (a "
-             "tensor's or tile's element type and symbolic shape, its layout, a builtin's "
-             "signature), go to definition (names, events, functions in imported modules) and "
-             "completion of builtins and their keyword arguments. Imports are searched in -I "
-             "DIRs, the client's initializationOptions.includePaths, a workspace folder's "
-             "stdlib/ and then the stdlib. Logs go to standard error");
+      "lsp", "Run the language server for editors: the Language Server Protocol on standard "
+             "input and output");
+  lsp_cmd->footer(
+      "\nSpeaks JSON-RPC 2.0 with Content-Length framing (the VS Code extension in\n"
+      "editors/vscode starts it; any LSP client can). Offers diagnostics as you type\n"
+      "(the checks of `etlc compile --emit=taskgraph`), hover (a tensor's or tile's\n"
+      "element type and symbolic shape, its layout, a builtin's signature), go to\n"
+      "definition (names, events, buffers, fns of imported modules) and completion of\n"
+      "builtins and their keyword arguments. Imports are searched in the -I DIRs, the\n"
+      "client's initializationOptions.includePaths, a workspace folder's stdlib/,\n"
+      "then the stdlib. Framing problems are logged to standard error.\n\n"
+      "Exit codes:\n"
+      "  0  the client sent shutdown, then exit\n"
+      "  1  exit without shutdown, or the input ended first\n"
+      "  2  a bad command line\n");
   lsp_cmd
       ->add_option("-I,--import-dir", lsp_opts.import_dirs,
                    "Directory searched for imported modules, as for compile; repeatable")

@@ -410,6 +410,13 @@ bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string 
   });
 }
 
+void run_on_compiler_stack(const std::function<void()> &f) {
+  on_compiler_stack([&] {
+    f();
+    return true;
+  });
+}
+
 bool compile_front(Compilation &c, const std::string &stop_after) {
   return on_compiler_stack([&] {
     PassTimer timer;

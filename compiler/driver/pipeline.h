@@ -26,6 +26,7 @@
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
 
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -131,6 +132,11 @@ bool compile_front(Compilation &c, const std::string &stop_after = "");
 /// verified. Returns false once anything reported an error.
 bool check_source(Compilation &c, const std::vector<std::string> &targets,
                   std::optional<TileModule> &tiles);
+
+/// Runs `f` on the compiler's thread, whose large stack every stage's
+/// recursion over a deeply nested program needs (the language server runs
+/// its own walks of the tree there too).
+void run_on_compiler_stack(const std::function<void()> &f);
 
 /// `etlc --version`: "etlc 0.1.0 (artifact format N, LLVM 19)", N the
 /// ETL_ARTIFACT_VERSION of runtime/abi/etl_abi.h that the artifact writer uses.

@@ -88,8 +88,10 @@ void add_diagnostics(const Compilation &c, bool is_module, Analysis &a) {
 
 } // namespace
 
-Analysis analyse(const std::string &path, const std::string &text, const SearchPath &search) {
-  Analysis a;
+namespace {
+
+void analyse_here(const std::string &path, const std::string &text, const SearchPath &search,
+                  Analysis &a) {
   a.path = path;
   a.text = text;
   std::vector<std::string> dirs = search.import_dirs;
@@ -124,6 +126,13 @@ Analysis analyse(const std::string &path, const std::string &text, const SearchP
   }
   add_diagnostics(c, is_module, a);
   semantic_facts(c, tiles ? &*tiles : nullptr, a);
+}
+
+} // namespace
+
+Analysis analyse(const std::string &path, const std::string &text, const SearchPath &search) {
+  Analysis a;
+  run_on_compiler_stack([&] { analyse_here(path, text, search, a); });
   return a;
 }
 

@@ -420,7 +420,8 @@ std::vector<std::string> LspServer::handle(const std::string &body) {
   std::vector<std::string> replies;
   if (is_request)
     replies.push_back(err.code ? error_reply(*id, err) : result_reply(*id, std::move(result)));
-  else if (err.code) // a notification is never answered: the client logs it
+  else if (err.code && err.code != MethodNotFound) // unanswered: the client logs it (an
+                                                    // unknown notification is dropped)
     log_error(s, method->str(), err.message);
   for (std::string &o : s.out)
     replies.push_back(std::move(o));

@@ -203,9 +203,10 @@ TEST_CASE("lsp: go to definition of locals, events and imported fns") {
   CHECK(r->getString("uri") == llvm::StringRef(kUri));
   CHECK(r->getObject("range")->getObject("start")->getInteger("line") == 5);
   CHECK(r->getObject("range")->getObject("start")->getInteger("character") == 8);
-  json::Value ev = def(8, 46); // E in waits E[i]
-  CHECK(ev.getAsObject()->getObject("result")->getObject("range")->getObject("start")->getInteger(
-            "line") == 3);
+  json::Value ev = def(8, 38); // E in waits E[i]
+  const json::Object *e = ev.getAsObject()->getObject("result");
+  REQUIRE(e);
+  CHECK(e->getObject("range")->getObject("start")->getInteger("line") == 3);
   json::Value fn = def(6, 33); // silu
   const json::Object *f = fn.getAsObject()->getObject("result");
   REQUIRE(f);
@@ -218,7 +219,7 @@ TEST_CASE("lsp: completion of builtins and their keyword arguments") {
   Session s;
   std::string text = kProgram;
   REQUIRE(s.open(text).empty());
-  json::Value v = s.at("textDocument/completion", 6, 47); // after `sum(silu(t), `
+  json::Value v = s.at("textDocument/completion", 6, 41); // after `sum(silu(t), `
   const json::Array *items = v.getAsObject()->getObject("result")->getArray("items");
   REQUIRE(items);
   std::vector<std::string> labels;
