@@ -21,6 +21,7 @@
 #include "ast/walk.h"
 #include "driver/pipeline.h"
 #include "lsp/analysis.h"
+#include "sema/checker.h"
 #include "tile/ir.h"
 
 #include <algorithm>
@@ -30,6 +31,8 @@
 namespace etl::lsp {
 namespace {
 
+using sema::shape_str; // "[M, K]", "[16, 128]": as sema's messages write shapes
+
 struct BuiltinRow {
   const char *name, *what;
 };
@@ -38,24 +41,13 @@ const BuiltinRow kBuiltins[] = {
 #include "ast/builtins.def"
 };
 
-std::string sym_list(const std::vector<Sym> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? ", " : "") + s[i].str();
-  return r + "]";
-}
-
 std::string type_str(const Type &t) {
   switch (t.kind) {
   case TypeKind::Tile:
-  case TypeKind::Slice: {
-    std::string r = std::string("tile<") + spelling(t.elem) + ">[";
-    for (size_t i = 0; i < t.tile_shape.size(); ++i)
-      r += (i ? ", " : "") + std::to_string(t.tile_shape[i]);
-    return r + "]";
-  }
+  case TypeKind::Slice:
+    return std::string("tile<") + spelling(t.elem) + ">" + shape_str(t.tile_shape);
   case TypeKind::Tensor:
-    return std::string("tensor<") + spelling(t.elem) + ">" + sym_list(t.tensor_shape);
+    return std::string("tensor<") + spelling(t.elem) + ">" + shape_str(t.tensor_shape);
   case TypeKind::Index:
     return "index";
   case TypeKind::Scalar:
@@ -122,14 +114,14 @@ private:
   void kernel(const KernelDecl &k) {
     for (const TensorDecl &t : k.tensors)
       if (!t.shape.empty() && t.shape.size() == t.type.shape.size()) {
-        add(t.name_range, std::string("tensor<") + spelling(t.type.elem) + ">" + sym_list(t.shape));
+        add(t.name_range, std::string("tensor<") + spelling(t.type.elem) + ">" + shape_str(t.shape));
         add(t.name_range, "layout: row-major in global memory");
       }
     for (const ScalarDecl &s : k.scalars)
       add(s.name_range, std::string(spelling(s.elem)) + " scalar, bound at run time");
     for (const EventDecl &e : k.events)
       if (!e.sym_shape.empty())
-        add(e.name_range, "shape " + sym_list(e.sym_shape));
+        add(e.name_range, "shape " + shape_str(e.sym_shape));
     for (const TaskDecl &t : k.tasks)
       task(t);
   }
