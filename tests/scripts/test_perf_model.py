@@ -254,13 +254,13 @@ class InputsFromTheCode(unittest.TestCase):
         text = subprocess.run([etlc, "compile", os.path.join(ROOT, "examples/qwen3_decode/qwen3_decode.etl"),
                                "--emit=taskgraph"], stdout=subprocess.PIPE, check=True,
                               text=True).stdout
-        g = P.Graph(text, {"L": 2, "B": 1, "H": 256, "NKV": 2, "G": 2, "F": 1024, "V": 300, "NP": 8,
+        g = P.Graph(text, {"L": 2, "B": 1, "H": 256, "NKV": 2, "G": 2, "F": 3072, "V": 300, "NP": 8,
                            "MP": 4, "kv_len": 8, "_tensors": ("kv_len",)})
         seq = [(grp.name, tv[0].get("l")) for grp, tv in P.deal_order(g)]
         self.assertEqual(seq[0], ("embed_rows", None))
-        self.assertEqual(seq[1], ("norm1", 0))
+        self.assertEqual(seq[1], ("qpart", 0))
         layer0 = seq.index(("down_sum", 0))
-        self.assertEqual(seq[layer0 + 1], ("norm1", 1))
+        self.assertEqual(seq[layer0 + 1], ("qpart", 1))
 
 
 if __name__ == "__main__":
