@@ -154,18 +154,22 @@ class Program:
                 # --emit=cost counts f16/bf16 dots as tensor-core FLOPs and a
                 # tf32 dot's as other FLOPs (its few other ops ride along)
                 steps = (other if kc.get("_tf32") else tc) / flops_step if flops_step else 0
-                # the source loop of the K loop: the body's own loop that
-                # moves the most bytes (the weights stream there); its
-                # bytes over the steps are the step's (LLVM may unroll the
-                # loop, a body may nest it in loops over heads, and the
-                # PTX's copies may sit in inner loops of unknown trips)
+                # the source loop of the K loop: the body's own loop whose
+                # trips are closest to the steps, unless another loop moves
+                # more than twice its bytes (a short loop of the epilogue,
+                # as a sum of norm partials, next to a K loop that LLVM
+                # unrolled); its bytes per trip are the step's (the PTX's
+                # copies may sit in inner loops of unknown trips)
                 top = [l for l in c.get("loops", []) if l["depth"] == 0 and "value" in l["bytes"]]
 
                 def moved(l):  # a loop of unknown trips (they vary by task): one per step
                     return l["bytes"]["value"] * l["trips"].get("value", steps)
-                src_k = max(top, key=moved, default=None)
-                bytes_step = (moved(src_k) / steps
-                              if src_k and steps else kc.get("_gbytes", 0) * self.threads)
+                src_k = min(top, key=lambda l: abs(l["trips"].get("value", steps) - steps),
+                            default=None)
+                most = max(top, key=moved, default=None)
+                if src_k is not None and moved(most) > 2 * moved(src_k):
+                    src_k = most
+                bytes_step = src_k["bytes"]["value"] if src_k else kc.get("_gbytes", 0) * self.threads
                 # work that varies by task (a sum over the domain, as a causal
                 # attention's): steps per task from its own expression
                 m = re.fullmatch(r"sum\[\w+\]\((.*)\)", c["flops_tc"]["expr"].strip())
