@@ -397,8 +397,10 @@ def hot_counts(loop, blocks, args_regs, succ):
     header to a latch (inner loops as one node worth their own interior
     count times their trips) that avoid the element-wise fallback (blocks
     that load narrow elements one by one), one that issues the most global
-    loads and copies (a step copies its whole tile) and, of those, the
-    fewest instructions (the interior path where an edge path copies too)."""
+    loads and copies (a step copies its whole tile), then the most mma (a
+    dot's tiles dealt unevenly over the warps branch on the warp: the
+    busiest warp's path), and of those, the fewest instructions (the
+    interior path where an edge path copies too)."""
     owner = {}
     for ch in loop["children"]:
         for b in ch["blocks"]:
@@ -431,7 +433,7 @@ def hot_counts(loop, blocks, args_regs, succ):
     best = {}
 
     def key(c):
-        return (c.get("gmem", 0), -class_total(c))
+        return (c.get("gmem", 0), c.get("mma", 0), -class_total(c))
 
     def visit(n, onpath):
         if n in best:

@@ -504,6 +504,8 @@ def build_tasks(graph, model, bodies):
         if body is None:
             raise KeyError("perf_model: no body for group '%s'" % g.name)
         active = min(model.sms, len(tv))
+        layer = tv[0][g.vars[0][0]] if g.layer_block is not None and tv else None
+        first = len(tasks)
         if g.data_range:
             # one expander per prefix (the variables before the data range),
             # waiting on the group's edges, pushing that prefix's tasks
@@ -522,9 +524,11 @@ def build_tasks(graph, model, bodies):
                 for v in items:
                     tasks.append(_task(graph, g, v, model, body, active, dynamic=True, waits=False))
                     exp["pushes"].append(len(tasks) - 1)
-            continue
-        for v in tv:
-            tasks.append(_task(graph, g, v, model, body, active, dynamic=g.dynamic, waits=True))
+        else:
+            for v in tv:
+                tasks.append(_task(graph, g, v, model, body, active, dynamic=g.dynamic, waits=True))
+        for t in tasks[first:]:
+            t["layer"] = layer
     return tasks
 
 
@@ -534,15 +538,16 @@ _durs = {}
 def _task(graph, g, v, model, body, active, dynamic, waits):
     per_task = any(isinstance(x, str) for x in body.values())  # an expression of the task's vars
     key = (id(model), id(body), g.name, active, waits)
-    dur = None if per_task else _durs.get(key)
+    dur, parts = (None, None) if per_task else _durs.get(key, (None, None))
     if dur is None:
         env = dict(graph.env)
         env.update(v)
-        dur, _ = model.task_s(dict(body, waits=len(g.waits) if waits else 0,
-                                   notifies=len(g.notifies)), env, active)
+        dur, parts = model.task_s(dict(body, waits=len(g.waits) if waits else 0,
+                                       notifies=len(g.notifies)), env, active)
         if not per_task:
-            _durs[key] = dur
-    t = {"name": g.name, "dur": dur, "dynamic": dynamic, "waits": [], "notifies": []}
+            _durs[key] = (dur, parts)
+    t = {"name": g.name, "dur": dur, "parts": parts, "dynamic": dynamic, "waits": [],
+         "notifies": []}
     if waits:
         for e, idx in g.waits:
             t["waits"] += graph.elements(e, idx, v)
@@ -560,9 +565,14 @@ def predict(src, binding, bodies, model, etlc=None, defines=(), text=None):
     span, spans = replay(tasks, model.sms, pop, serial, model.wake)
     per = {}
     for t, s in zip(tasks, spans):
-        d = per.setdefault(t["name"], {"tasks": 0, "first": s[0], "last": s[1], "dur": t["dur"]})
+        d = per.setdefault(t["name"], {"tasks": 0, "first": s[0], "last": s[1], "dur": t["dur"],
+                                       "parts": t.get("parts"), "layers": {}})
         d["tasks"] += 1
         d["first"], d["last"] = min(d["first"], s[0]), max(d["last"], s[1])
+        if t.get("layer") is not None:
+            dl = d["layers"].setdefault(t["layer"], {"tasks": 0, "first": s[0], "last": s[1]})
+            dl["tasks"] += 1
+            dl["first"], dl["last"] = min(dl["first"], s[0]), max(dl["last"], s[1])
     return span + model.launch, per
 
 
@@ -664,6 +674,9 @@ def main(argv):
                     help="do not assemble the cubins (SASS ratio 1): fast, less exact")
     ap.add_argument("--only", default="", help="comma-separated row ids")
     ap.add_argument("-v", action="store_true", help="per group: tasks, one task's time, span")
+    ap.add_argument("--layer", type=int, default=None,
+                    help="with -v, a layered program: the per-group breakdown of this layer "
+                    "(default: the middle one)")
     a = ap.parse_args(argv)
     import perf_model_rows as R
     etlc = etlc_path(a.etlc)
@@ -698,6 +711,42 @@ def main(argv):
             print("    %-14s %7d tasks  %9.2f us each  %9.2f .. %9.2f us  steps %6s  %s" %
                   (name, d["tasks"], d["dur"] * 1e6, d["first"] * 1e6, d["last"] * 1e6,
                    "%.1f" % st if not isinstance(st, str) else "/task", b.get("source", "")))
+        layer_detail(per)
+
+    def layer_detail(per):
+        """One layer of a layered block: per group, its tasks, one task's time
+        (fixed part, steps x step and what bounds the step), and its span
+        from the layer's start (the previous layer's last end)."""
+        layers = sorted({l for d in per.values() for l in d["layers"]})
+        if not layers:
+            return
+        n = a.layer if a.layer is not None else layers[len(layers) // 2]
+        if n not in layers:
+            print("    (no layer %d; layers %d .. %d)" % (n, layers[0], layers[-1]))
+            return
+        end = {l: max(d["layers"][l]["last"] for d in per.values() if l in d["layers"])
+               for l in layers}
+        t0 = end[n - 1] if n - 1 in end else min(d["layers"][n]["first"] for d in per.values()
+                                                 if n in d["layers"])
+        print("    layer %d: %.2f us (from layer %d's last end to its own; %d layers: "
+              "%.2f .. %.2f us)" % (n, (end[n] - t0) * 1e6, n - 1, len(layers),
+                                    min(end.values()) * 1e6, max(end.values()) * 1e6))
+        print("      %-14s %6s %9s %8s %6s %8s %-24s %9s %9s" % (
+            "group", "tasks", "us each", "fixed", "steps", "step us", "bound (issue/mem/lat/tc)",
+            "start", "end"))
+        for name, d in per.items():
+            dl = d["layers"].get(n)
+            if dl is None:
+                continue
+            pt = d.get("parts") or {}
+            bound = ""
+            if pt.get("steps"):
+                parts = [(pt[k], k) for k in ("issue", "mem", "lat", "tc")]
+                bound = "%s %s" % (max(parts)[1], "/".join("%.2f" % (x * 1e6) for x, _ in parts))
+            print("      %-14s %6d %9.2f %8.2f %6s %8.3f %-24s %9.2f %9.2f" % (
+                name, dl["tasks"], d["dur"] * 1e6, pt.get("fixed", 0) * 1e6,
+                "%.0f" % pt["steps"] if pt.get("steps") else "-", pt.get("step", 0) * 1e6, bound,
+                (dl["first"] - t0) * 1e6, (dl["last"] - t0) * 1e6))
 
     ids = [r for r in R.ROWS if (not only or r in only)] if a.cmd in ("rows", "predict") else []
     if ids:

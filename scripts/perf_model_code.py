@@ -155,12 +155,20 @@ class Program:
                 # tf32 dot's as other FLOPs (its few other ops ride along)
                 steps = (other if kc.get("_tf32") else tc) / flops_step if flops_step else 0
                 # the source loop of the K loop: the body's own loop whose
-                # trips are closest to the steps; its bytes per trip are the
-                # step's (the PTX's copies may sit in inner loops of unknown
-                # trips)
+                # trips are closest to the steps, unless another loop moves
+                # more than twice its bytes (a short loop of the epilogue,
+                # as a sum of norm partials, next to a K loop that LLVM
+                # unrolled); its bytes per trip are the step's (the PTX's
+                # copies may sit in inner loops of unknown trips)
                 top = [l for l in c.get("loops", []) if l["depth"] == 0 and "value" in l["bytes"]]
+
+                def moved(l):  # a loop of unknown trips (they vary by task): one per step
+                    return l["bytes"]["value"] * l["trips"].get("value", steps)
                 src_k = min(top, key=lambda l: abs(l["trips"].get("value", steps) - steps),
                             default=None)
+                most = max(top, key=moved, default=None)
+                if src_k is not None and moved(most) > 2 * moved(src_k):
+                    src_k = most
                 bytes_step = src_k["bytes"]["value"] if src_k else kc.get("_gbytes", 0) * self.threads
                 # work that varies by task (a sum over the domain, as a causal
                 # attention's): steps per task from its own expression

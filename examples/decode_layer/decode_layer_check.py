@@ -56,7 +56,7 @@ from qwen3_ref import (DH, EPS, PS, attention, bf16, cache_rows, compare, page_t
 DIMS = {  # H, NKV, G (NQ = NKV * G), F
     "0.6b": (1024, 8, 2, 3072),   # Qwen3-0.6B
     "8b": (4096, 8, 4, 12288),    # Qwen3-8B
-    "tiny": (256, 2, 2, 2048),    # small, with two down column blocks (FB = 1024)
+    "tiny": (256, 2, 2, 6144),    # small, with two down column blocks (FB = 3072)
 }
 
 

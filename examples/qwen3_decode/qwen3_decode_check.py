@@ -14,9 +14,10 @@ cache lengths before the first step; ragged). The weights, the embedding,
 the start tokens and the old cache contents are seeded random bf16 values.
 The reference is the same model in PyTorch (CPU, f32 from those same bf16
 values) generating from the same start, rounding to bf16 exactly where the
-kernel does (the normed activations rmsnorm(x) * ln as one rounding of the
-f32 product, q, the new k/v cache rows, the attention output, h1, the SiLU
-product, each layer's output, the final normed row). Checked at every step:
+kernel does (each norm's matmul input, the bf16 product x * ln, with the
+row's 1 / rms applied to the f32 matmul result; q, the new k/v cache rows,
+the attention output, h1, the SiLU product, each layer's output). Checked
+at every step:
 the next token of every request (exactly) and the logits; after the last
 step the whole K and V caches of every layer.
 
@@ -32,8 +33,9 @@ can flip again, so a stored activation (and a cache element) stays within
 one ulp of itself plus about one ulp of a typical activation of the
 reference: we allow |got - ref| <= 2^-6 (|ref| + rms(ref)) for the caches
 (twice that estimate) with at least half the elements bit-identical. The
-logits are f32 sums over H of (final normed row xf) x (lm_head column w_v):
-every product is exact, so they differ only through xf, whose elements
+logits are f32 sums over H of (final normed row xf = bf16(x * lnf), scaled
+by 1 / rms(x) after the sum) x (lm_head column w_v): every product is
+exact, so they differ only through xf, whose elements
 carry their own one-ulp flips (<= 2^-7 |xf_i|) plus what each of the L
 layers passed on (about one ulp of a typical activation per layer, adding
 up like a random walk: sqrt(L + 1) ulps in all). With random signs,
@@ -81,7 +83,7 @@ from qwen3_ref import (DH, EPS, PS, attention, bf16, cache_rows, compare, page_t
 DIMS = {  # H, NKV, G (NQ = NKV * G), F, L, V
     "0.6b": (1024, 8, 2, 3072, 28, 151936),   # Qwen3-0.6B
     "8b": (4096, 8, 4, 12288, 36, 151936),    # Qwen3-8B
-    "tiny": (512, 2, 2, 2048, 2, 1000),       # small: 2 down blocks, a ragged vocab tile
+    "tiny": (512, 2, 2, 6144, 2, 1000),       # small: 2 down blocks (FB = 3072), a ragged vocab tile
 }
 
 
@@ -135,28 +137,32 @@ class Reference:
         _, _, NKV, G, _ = w["wq"].shape
         B = tok.shape[0]
 
-        def normed(t, g):  # bf16(rmsnorm(t) * g): one rounding of the f32 product
-            return bf16(t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * g).float()
+        def normed_matmul(t, g, *ws):
+            # rmsnorm(t) * g @ W as the kernel orders it: the bf16 product t * g
+            # is the matmul input (bf16 x bf16 products, f32 sums) and the
+            # row's 1 / rms scales the f32 result (the norm's sum of squares
+            # comes from the tasks that wrote t, so no norm task sits between
+            # them and the matmul); also returns the scaled input, bf16(t * g) / rms
+            r = torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS)
+            tg = bf16(t * g).float()
+            return [(tg @ W.reshape(W.shape[0], -1)) * r for W in ws] + [tg * r]
 
         pos = (kv_len - 1).long()
         c, s = w["cos_t"][pos], w["sin_t"][pos]
         rows = cache_rows(self.pt, pos)
         x = w["embed"][tok.long()]
         for l in range(L):
-            xn = normed(x, w["ln1"][l])
-            q = (xn @ w["wq"][l].reshape(H, -1)).reshape(B, NKV, G, DH)
-            k = (xn @ w["wk"][l].reshape(H, -1)).reshape(B, NKV, DH)
-            v = (xn @ w["wv"][l].reshape(H, -1)).reshape(B, NKV, DH)
+            q, k, v, _ = normed_matmul(x, w["ln1"][l], w["wq"][l], w["wk"][l], w["wv"][l])
+            q, k, v = q.reshape(B, NKV, G, DH), k.reshape(B, NKV, DH), v.reshape(B, NKV, DH)
             q = bf16(rope(rms(q, w["qn"][l]), c[:, None, None, :], s[:, None, None, :])).float()
             self.kc[l][rows] = bf16(rope(rms(k, w["kn"][l]), c[:, None, :], s[:, None, :]))
             self.vc[l][rows] = bf16(v)
             attn = bf16(attention(q, self.kc[l], self.vc[l], self.pt, kv_len)).float()
             h1 = bf16(x + attn.reshape(B, -1) @ w["wo"][l].reshape(-1, H)).float()
-            hn = normed(h1, w["ln2"][l])
-            act = bf16(torch.nn.functional.silu(hn @ w["wg"][l]) * (hn @ w["wu"][l])).float()
+            gate, up, _ = normed_matmul(h1, w["ln2"][l], w["wg"][l], w["wu"][l])
+            act = bf16(torch.nn.functional.silu(gate) * up).float()
             x = bf16(h1 + act @ w["wd"][l]).float()
-        xf = normed(x, w["lnf"])
-        logits = xf @ w["lm_head"]
+        logits, xf = normed_matmul(x, w["lnf"], w["lm_head"])
         # the logit bound of the module docstring, per column: 2^-6 sqrt(L + 1) rms(xf) |w_v|
         lbound = (2.0 ** -6 * math.sqrt(L + 1) * xf.pow(2).mean().sqrt()
                   * w["lm_head"].pow(2).sum(0).sqrt())
@@ -238,7 +244,9 @@ def main():
     ap.add_argument("--device", default="sim")
     ap.add_argument("--race-check", action="store_true")
     ap.add_argument("--profile")
-    ap.add_argument("--seed", type=int, default=19)
+    ap.add_argument("--seed", type=int, default=43,
+                    help="the first case's seed (default 43: at tiny dims, kv 40,7, 8 steps, the "
+                         "reference's top-1 margin is 1.4 x the needed)")
     ap.add_argument("--min-margin", type=float, default=1.0,
                     help="fail a case whose reference top-1 logit beats the top-2 by less than "
                          "this many times the bounds' allowance (0: report only)")

@@ -247,6 +247,40 @@ class InputsFromTheCode(unittest.TestCase):
         self.assertEqual(per["tile"]["tasks"], 4)
         self.assertGreater(s, 8 * 560e-9 / 2)  # at least the ring's latency bound per step
 
+    def test_a_dot_dealt_unevenly_over_the_warps_is_still_a_k_loop(self):
+        # [16, 64] x [64, 96] per K step: 12 n8 tiles over 8 warps, so the
+        # step branches on the warp (2 tiles or 1); the K loop's interior
+        # path is the busiest warp's (8 mma), not the path without mma
+        # (qwen3_decode's gate_up and lm read as no K loop before)
+        etlc = os.environ.get("ETL_ETLC")
+        if not etlc or not os.path.exists(etlc):
+            self.skipTest("ETL_ETLC (the built etlc) not set")
+        import tempfile
+        import perf_model_code as C
+        src = """
+kernel uneven<H: dim, F: dim>(a: tensor<bf16>[16, H], w: tensor<bf16>[H, F], y: tensor<f32>[16, F])
+  where H % 64 == 0 {
+  task g[j in 0 .. cdiv(F, 96)] {
+    var acc = zeros<f32>[16, 96];
+    for k in 0 .. H / 64 {
+      acc += dot(load(a[0 .. +16, k * 64 .. +64]), load(w[k * 64 .. +64, j * 96 .. +96]));
+    }
+    store(y[0 .. +16, j * 96 .. +96], acc);
+  }
+}
+"""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "uneven.etl")
+            with open(path, "w") as f:
+                f.write(src)
+            prog = C.Program(path, etlc, sass=False)
+            k = prog.kloop("g")
+            self.assertIsNotNone(k)
+            self.assertEqual(k["counts"]["_mma"], 2 * 64 // 16)  # 2 n8 tiles x 4 k16 steps
+            body = prog.bodies({"H": 1024, "F": 192}, "h200")["g"]
+        self.assertEqual(body["ring"], 3)
+        self.assertEqual(body["bytes_step"], (16 * 64 + 64 * 96) * 2)
+
     def test_a_layered_program_s_groups_are_layered(self):
         etlc = os.environ.get("ETL_ETLC")
         if not etlc or not os.path.exists(etlc):
@@ -254,13 +288,13 @@ class InputsFromTheCode(unittest.TestCase):
         text = subprocess.run([etlc, "compile", os.path.join(ROOT, "examples/qwen3_decode/qwen3_decode.etl"),
                                "--emit=taskgraph"], stdout=subprocess.PIPE, check=True,
                               text=True).stdout
-        g = P.Graph(text, {"L": 2, "B": 1, "H": 256, "NKV": 2, "G": 2, "F": 1024, "V": 300, "NP": 8,
+        g = P.Graph(text, {"L": 2, "B": 1, "H": 256, "NKV": 2, "G": 2, "F": 3072, "V": 300, "NP": 8,
                            "MP": 4, "kv_len": 8, "_tensors": ("kv_len",)})
         seq = [(grp.name, tv[0].get("l")) for grp, tv in P.deal_order(g)]
         self.assertEqual(seq[0], ("embed_rows", None))
-        self.assertEqual(seq[1], ("norm1", 0))
+        self.assertEqual(seq[1], ("qpart", 0))
         layer0 = seq.index(("down_sum", 0))
-        self.assertEqual(seq[layer0 + 1], ("norm1", 1))
+        self.assertEqual(seq[layer0 + 1], ("qpart", 1))
 
 
 if __name__ == "__main__":

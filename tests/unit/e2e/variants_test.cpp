@@ -161,7 +161,7 @@ namespace {
 /// decode_layer's inputs at small dims for a batch of `b` requests
 /// (deterministic), and the outputs a run writes.
 struct DecodeCase {
-  static constexpr int64_t H = 128, NKV = 1, G = 1, F = 1024, DH = 128, DH2 = 64, PS = 16,
+  static constexpr int64_t H = 128, NKV = 2, G = 1, F = 3072, DH = 128, DH2 = 64, PS = 16,
                            MP = 2;
   int64_t B, NP;
   std::vector<uint16_t> x, ln1, wq, wk, wv, qn, kn, kcache, vcache, wo, ln2, wg, wu, wd, out;
