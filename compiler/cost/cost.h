@@ -90,6 +90,11 @@ struct KernelCost {
 
 KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g);
 
+/// `s` at the dims (and integer tensors' values) in `env`, a sum[...] symbol
+/// enumerated over its domain; nullopt when something is unbound.
+std::optional<double> eval_cost(const Sym &s, const std::map<std::string, int64_t> &env,
+                                const std::map<std::string, DomainSum> &sums);
+
 /// The SOL time in seconds of `c` on `gpu` with the dims in `env`; nullopt
 /// when a dim is unbound.
 struct Sol {
