@@ -65,7 +65,7 @@ struct DomainSum {
 /// body's own), trips per task (the symbol trips@LINE when unknown) and the
 /// bytes its body's loads and stores move per trip (inner loops' trips
 /// included; not capped at tensor sizes). What the JSON report gives a
-/// timing model (scripts/perf_model_code.py).
+/// timing model (cost/timing.h).
 struct LoopTrips {
   unsigned line = 0;
   int depth = 0;

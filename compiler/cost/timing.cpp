@@ -128,7 +128,7 @@ const PtxLoop *kloop(const std::vector<const PtxLoop *> &loops) {
   return best;
 }
 
-/// Per group the body its tasks run (perf_model_code.Program.bodies).
+/// Per group the body its tasks run, from its cost and its code.
 std::optional<Body> body_of(const Cost &c, const std::vector<const PtxLoop *> &rows,
                             const PtxTally *region, unsigned threads, const Env &env,
                             std::string &error) {
