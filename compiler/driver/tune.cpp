@@ -125,6 +125,15 @@ std::string sha256_of(const std::string &text) {
   return llvm::toHex(h, true);
 }
 
+/// `o`'s program read and checked up to its task graph, into `c`.
+bool check(const CompileOptions &o, Compilation &c) {
+  c.import_dirs = o.import_dirs;
+  c.defines = o.defines;
+  c.target = target_info(o.targets);
+  std::string io_err;
+  return c.sm.load(o.input, c.file, io_err) && compile_front(c);
+}
+
 /// The model's seconds of candidate `o` (its PTX given) at each binding.
 std::vector<std::optional<double>> model_candidate(const CompileOptions &o, const std::string &ptx,
                                                    const std::vector<std::map<std::string, int64_t>> &envs,
@@ -132,11 +141,7 @@ std::vector<std::optional<double>> model_candidate(const CompileOptions &o, cons
                                                    std::string &why) {
   std::vector<std::optional<double>> out(envs.size());
   Compilation c;
-  c.import_dirs = o.import_dirs;
-  c.defines = o.defines;
-  c.target = target_info(o.targets);
-  std::string io_err;
-  if (!c.sm.load(o.input, c.file, io_err) || !compile_front(c)) {
+  if (!check(o, c)) {
     why = "the model could not check it";
     return out;
   }
@@ -179,11 +184,7 @@ int tune(const TuneOptions &topts, std::ostream &out, std::ostream &err) {
     return code;
   }
   Compilation c;
-  c.import_dirs = opts.import_dirs;
-  c.defines = opts.defines;
-  c.target = target_info(opts.targets);
-  std::string io_err;
-  if (!c.sm.load(opts.input, c.file, io_err) || !compile_front(c)) {
+  if (!check(opts, c)) {
     err << "etlc tune: cannot check '" << opts.input << "'\n";
     return kExitUsage;
   }
