@@ -87,7 +87,7 @@ TEST_CASE("--emit=time: clear errors without a binding, a GPU target or timing c
   CHECK(r.err.find("--bind gives no value for dim 'M'") != std::string::npos);
   r = etlc({"compile", f, "--target", "sim", "--emit=time", "--bind", "M=1,N=1,K=1"});
   CHECK(r.code == 2);
-  CHECK(r.err.find("--emit=ptx and --emit=time need an sm_* target") != std::string::npos);
+  CHECK(r.err.find("--emit=ptx or --emit=time needs an sm_* target") != std::string::npos);
   r = etlc({"compile", f, "--target", "sm_90", "--emit=time", "--bind", "M=1,N=1,K=1", "--gpu",
             "rtx4090"});
   CHECK(r.code == 2);
