@@ -26,7 +26,8 @@ TARGET_FIELDS = ["name", "kind", "sm", "ptx", "smem_limit", "regs_per_sm", "regs
 GPU_FIELDS = ["key", "id", "hbm_gb_per_s", "fp32_tflops", "tc16_tflops", "tf32_tflops", "sms",
               "boost_mhz", "source"]
 TIMING_FIELDS = ["key", "l2_ns", "dram_ns", "atomic_ns", "fence_ns", "wake_ns", "sched_per_sm",
-                 "issue_per_clk", "issue_eff_2w", "mma_sync_eff", "sm_max_gb_per_s", "source"]
+                 "issue_per_clk", "issue_eff_2w", "mma_sync_eff", "sm_max_gb_per_s", "launch_us",
+                 "cas_pop_us", "source"]
 
 
 def _args(text):

@@ -1,8 +1,9 @@
 """perf_model_rows.py: the rows scripts/perf_model.py predicts, and its fitted constants.
 
-No per-group input is written here: perf_model_code.py reads every group's
-steps, PTX per step, ring, bytes and task counts from the code that the
-given etlc compiles (docs/PERF_MODEL.md, section 2).
+No per-group input is written here: etlc's model (`--emit=time`,
+compiler/cost/timing.cpp) reads every group's steps, PTX per step, ring,
+bytes and task counts from the code it compiles (docs/PERF_MODEL.md,
+section 2).
 
 ROWS: the measured H200 rows (README "Benchmarks"; stop 25's note: its final
 table and its TK sweep, measured side by side in one call), CUDA events,
@@ -18,15 +19,9 @@ L layers, final norm, lm_head, argmax) at Qwen3-0.6B and -8B dims, batch 1,
 4, 16, 64, KV 1024: predictions, not measured.
 """
 
-# Fitted constants, each from the one measurement named (every other row is
-# predicted with them). Fitted on 3f62c00's hand-read inputs, kept since:
-#  launch_s:   gemm bf16 128^3 (one task, 0.029 ms measured; the task itself
-#              ~6 us in the model): host launch, argument and counter uploads.
-#  cas_pop_s:  the head/tail/CAS queue's serial cost per pop (one CTA in the
-#              chip wins at a time), set so that the Qwen3-8B decode layer at
-#              B 16 (TK 64, 3.69 ms) came out; issue 27 read 0.74 us from
-#              B 16 minus B 1 over ~3,960 more pops. Only --queue cas uses it.
-FIT = {"launch_s": 23e-6, "cas_pop_s": 0.76e-6}
+# The fitted constants (launch_us, cas_pop_us) are in compiler/cost/gpus.def's
+# ETL_GPU_TIMING rows, each from the one measurement named there: gemm bf16
+# 128^3 (the launch) and the Qwen3-8B decode layer at B 16 (the CAS queue).
 
 # The programs gpu_bench.py runs (perf_model.model_ms): their source.
 PROGRAMS = {"gemm": "examples/gemm/gemm.etl",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The task switch against task count: queue operations and dependent round
 trips per task, from the sim profile (docs/PROFILE.md: "Task switch"), with
-the timing model's cost of them beside (scripts/perf_model.py's constants).
+the timing model's cost of them beside (compiler/cost/gpus.def's ETL_GPU_TIMING constants).
 
     scripts/queue_bench.py [--build build]
 
@@ -28,8 +28,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-import perf_model  # noqa: E402
-import perf_model_rows  # noqa: E402
+import def_facts  # noqa: E402
 
 COLS = ["tasks", "queue_pops", "queue_pushes", "queue_push_claims", "queue_empty_looks",
         "queue_retries", "event_notifies", "waits_spun", "round_trips"]
@@ -74,9 +73,9 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     a = ap.parse_args()
     os.environ.setdefault("ETL_SIM_WORKERS", "4")
-    model = perf_model.Model("h200", perf_model_rows.FIT)
-    ticket_us = model.atomic * 1e6
-    cas_us = (2 * model.l2 + model.atomic + model.pop_serial) * 1e6
+    t = def_facts.timing("h200")
+    ticket_us = t["atomic_ns"] * 1e-3
+    cas_us = (2 * t["l2_ns"] + t["atomic_ns"]) * 1e-3 + t["cas_pop_us"]
     print("%-14s %-10s %6s %6s %6s %6s %6s %6s %6s %6s %7s %8s | %8s %8s %9s" % (
         "program", "size", "tasks", "pops", "pushes", "claims", "empty", "retry", "notify",
         "spun", "trips", "trips/tk", "ticket", "cas", "switch"))

@@ -387,6 +387,11 @@ KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g) {
   return kc;
 }
 
+std::optional<double> eval_cost(const Sym &s, const std::map<std::string, int64_t> &env,
+                                const std::map<std::string, DomainSum> &sums) {
+  return eval(s, env, sums);
+}
+
 std::optional<Sol> speed_of_light(const Cost &c, const std::map<std::string, int64_t> &env,
                                   const GpuSpec &gpu) {
   auto tc = eval(c.flops_tc, env, c.sums), other = eval(c.flops_other, env, c.sums);

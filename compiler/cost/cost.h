@@ -65,7 +65,7 @@ struct DomainSum {
 /// body's own), trips per task (the symbol trips@LINE when unknown) and the
 /// bytes its body's loads and stores move per trip (inner loops' trips
 /// included; not capped at tensor sizes). What the JSON report gives a
-/// timing model (scripts/perf_model_code.py).
+/// timing model (cost/timing.h).
 struct LoopTrips {
   unsigned line = 0;
   int depth = 0;
@@ -89,6 +89,11 @@ struct KernelCost {
 };
 
 KernelCost estimate_cost(const KernelDecl &k, const TaskGraph &g);
+
+/// `s` at the dims (and integer tensors' values) in `env`, a sum[...] symbol
+/// enumerated over its domain; nullopt when something is unbound.
+std::optional<double> eval_cost(const Sym &s, const std::map<std::string, int64_t> &env,
+                                const std::map<std::string, DomainSum> &sums);
 
 /// The SOL time in seconds of `c` on `gpu` with the dims in `env`; nullopt
 /// when a dim is unbound.

@@ -156,13 +156,24 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
   compile->add_option("--bind", opts.bind,
-                      "--emit=cost: values of every dim, e.g. M=4096,N=4096 (values and SOL "
+                      "--emit=cost and --emit=time: values of every dim, e.g. M=4096,N=4096 (values and SOL "
                       "times are printed only with a binding); an integer tensor parameter "
                       "may be given one too (kv_len=1024): every element the cost reads "
                       "from it takes that value");
   compile->add_option("--gpu", opts.gpu, gpu_help())->capture_default_str();
-  compile->add_option("--format", opts.format, "--emit=cost: text or json")
+  compile->add_option("--format", opts.format, "--emit=cost and --emit=time: text or json")
       ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  compile
+      ->add_option("--queue", opts.queue,
+                   "--emit=time: the dynamic queue modelled: ticket (today's fetch-and-add) or "
+                   "cas (the head/tail/CAS queue of older code)")
+      ->check(CLI::IsMember({"ticket", "cas"}))
+      ->capture_default_str();
+  compile
+      ->add_option("--sass-ratio", opts.sass_ratio,
+                   "--emit=time: scale PTX to SASS by the program's static SASS / expanded PTX, "
+                   "read from ptxas's cubin when ptxas is found (true or false; false: 1)")
       ->capture_default_str();
   compile->add_option("--threads", opts.threads_per_cta,
                       "Threads per CTA of the megakernel: 32, 64, 128, 256, 512 or 1024 (a "
@@ -187,9 +198,11 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
   CompileOptions tune_opts;
   CLI::App *tune_cmd = app.add_subcommand(
       "tune", "List the combinations of a program's tunable consts that their constraints "
-              "allow, each compiled up to the task graph, and prune those the compiler knows "
-              "are bad (shared memory over the targets' budget, a register-spill estimate, any "
-              "error), saying why. Ranking the rest is not implemented yet");
+              "allow (and -D pins), each compiled, prune those the compiler knows are bad "
+              "(shared memory over the targets' budget, a register-spill estimate, ptxas "
+              "spills, any error), saying why, and rank the rest by the timing model at each "
+              "--bind (modelled, not measured): a table of every candidate and the pick");
+  TuneOptions tune_to{tune_opts};
   tune_cmd->add_option("input", tune_opts.input, "The .etl source file")->required();
   tune_cmd->add_option("--target", tune_opts.targets, target_help())
       ->delimiter(',')
@@ -197,6 +210,19 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
   tune_cmd->add_option("-I,--import-dir", tune_opts.import_dirs, "As for compile")
       ->allow_extra_args(false);
   tune_cmd->add_option("--threads", tune_opts.threads_per_cta, "As for compile");
+  tune_cmd->add_option("-D", tune_opts.defines, "NAME=VALUE: pin a const (a tunable: only its "
+                                                "combinations with that value)")
+      ->allow_extra_args(false);
+  tune_cmd->add_option("--bind", tune_to.binds,
+                       "Every dim's value, e.g. M=4096,N=4096,K=4096 (and integer tensors "
+                       "read by ranges, kv_len=1024); repeat for several bindings (batch "
+                       "buckets): each gets its own ranking")
+      ->allow_extra_args(false);
+  tune_cmd->add_option("--gpu", tune_to.gpu, "The GPU the timing model ranks on (h100-sxm, h200)")
+      ->capture_default_str();
+  tune_cmd->add_option("--record", tune_to.record,
+                       "Write the JSON record (program hash, target, GPU, each binding's "
+                       "candidates with their time, modelled or measured) to this file");
 
   LspOptions lsp_opts;
   CLI::App *lsp_cmd = app.add_subcommand(
@@ -250,7 +276,7 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
       return usage_error("--threads " + std::to_string(tune_opts.threads_per_cta) +
                              ": threads per CTA must be 32, 64, 128, 256, 512 or 1024",
                          DiagFormat::Text, false, err);
-    return tune(tune_opts, out, err);
+    return tune(tune_to, out, err);
   }
   opts.diag_format = *parse_diag_format(diag_format);
   opts.barrier_events = events == "barrier";

@@ -12,6 +12,7 @@
 #include "cost/cost.h"
 #include "driver/defines.h"
 #include "driver/metadata.h"
+#include "driver/time.h"
 #include "driver/tunables.h"
 #include "driver/variants.h"
 #include "frontend/parser.h"
@@ -152,68 +153,6 @@ private:
 bool is_gpu_target(const std::string &t) {
   const TargetDesc *d = find_target(t);
   return d && d->kind == TargetKind::Nvptx;
-}
-
-/// --emit=cost: parses --bind against the kernel's dims, prints the report.
-int emit_cost(const CompileOptions &opts, const Program &p, std::ostream &out, Diag &diag,
-              const TaskGraph &g) {
-  const KernelDecl &k = p.kernels[0];
-  const SourceRange none;
-  const GpuSpec *gpu = find_gpu(opts.gpu);
-  if (!gpu) {
-    std::string ids;
-    for (const GpuSpec &s : known_gpus())
-      ids += (ids.empty() ? "" : " ") + std::string(s.id);
-    diag.error(DiagId::UnknownGpu, none, {opts.gpu, ids});
-    return kExitUsage;
-  }
-  if (opts.format != "text" && opts.format != "json") {
-    diag.error(DiagId::BadCommandLine, none,
-               {"unknown --format '" + opts.format + "'; expected text or json"});
-    return kExitUsage;
-  }
-  std::string dims, ints;
-  for (const DimDecl &d : k.dims)
-    dims += (dims.empty() ? "" : " ") + d.name;
-  // An integer tensor parameter may be given a value too: every element the
-  // cost reads from it (a loop or task range over kv_len[b]) is taken as it.
-  auto int_tensor = [&](const std::string &name) {
-    return std::any_of(k.tensors.begin(), k.tensors.end(), [&](const TensorDecl &t) {
-      return !t.is_buffer && t.name == name &&
-             (t.type.elem == ElemType::I32 || t.type.elem == ElemType::I64);
-    });
-  };
-  for (const TensorDecl &t : k.tensors)
-    if (int_tensor(t.name))
-      ints += (ints.empty() ? "" : " ") + t.name;
-  if (!ints.empty())
-    dims += " (or an integer tensor, each element read as VALUE: " + ints + ")";
-  std::map<std::string, int64_t> env;
-  std::stringstream items(opts.bind);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    size_t eq = item.find('=');
-    std::string name = item.substr(0, eq);
-    bool data = int_tensor(name);
-    bool known = data || std::any_of(k.dims.begin(), k.dims.end(),
-                                     [&](const DimDecl &d) { return d.name == name; });
-    int64_t v = 0; // getAsInteger: true on anything but a whole base-10 int64
-    bool number =
-        eq != std::string::npos && !llvm::StringRef(item).substr(eq + 1).getAsInteger(10, v);
-    if (!known || !number || v < (data ? 0 : 1)) {
-      diag.error(DiagId::BadBind, none, {item, dims});
-      return kExitUsage;
-    }
-    env[name] = v;
-  }
-  if (!env.empty())
-    for (const DimDecl &d : k.dims)
-      if (!env.count(d.name)) {
-        diag.error(DiagId::BindMissingDim, none, {d.name, k.name});
-        return kExitUsage;
-      }
-  out << print_cost(estimate_cost(k, g), env.empty() ? nullptr : &env, *gpu, opts.format == "json");
-  return kExitOk;
 }
 
 bool front_stages(Compilation &c, const std::string &stop_after, PassTimer &timer) {
@@ -489,7 +428,8 @@ int compile_into(const CompileOptions &opts, Compilation &c, PassTimer &timer, s
       c.diag.error(DiagId::UnknownTarget, none, {t, target_names()});
       return kExitUsage;
     }
-  if (opts.emit == "ptx" && !std::any_of(opts.targets.begin(), opts.targets.end(), is_gpu_target)) {
+  if ((opts.emit == "ptx" || opts.emit == "time") &&
+      !std::any_of(opts.targets.begin(), opts.targets.end(), is_gpu_target)) {
     c.diag.error(DiagId::EmitPtxNeedsGpu, none);
     return kExitUsage;
   }
@@ -585,10 +525,12 @@ int compile_program(const CompileOptions &opts, Compilation &c, PassTimer &timer
   }
 
   std::vector<std::string> targets = opts.targets;
-  if (opts.emit == "ptx") {
+  if (opts.emit == "ptx" || opts.emit == "time") {
     targets.erase(std::remove_if(targets.begin(), targets.end(),
                                  [](const std::string &t) { return !is_gpu_target(t); }),
                   targets.end());
+    if (opts.emit == "time") // the model reads the first GPU target's code
+      targets.resize(1);
   }
   BackendOptions bopts;
   bopts.threads_per_cta = threads;
@@ -621,6 +563,8 @@ int compile_program(const CompileOptions &opts, Compilation &c, PassTimer &timer
     c.diag.note(DiagId::NoteReportBug, none);
     return kExitInternalError;
   }
+  if (opts.emit == "time")
+    return emit_time(opts, *c.program, c.graph, be.outputs[0].code, out, c.diag);
   if (opts.emit == "llvm" || opts.emit == "ptx") {
     for (const TargetOutput &o : be.outputs) {
       if (be.outputs.size() > 1)

@@ -43,6 +43,7 @@ namespace etl {
   X(taskgraph, "task groups and their schedule, event tensors, edges and wait counts")             \
   X(dot, "the task graph as Graphviz")                                                             \
   X(cost, "FLOPs, minimum DRAM bytes and speed-of-light time per task group (--bind, --gpu)")      \
+  X(time, "the timing model's run time per task group and in all (--bind every dim, --gpu, --queue)") \
   X(tile, "the tile IR of every task before and after layout assignment, with remarks")            \
   X(llvm, "LLVM IR of the megakernel, per target")                                                 \
   X(ptx, "PTX text for the sm_* targets")
@@ -64,6 +65,11 @@ struct CompileOptions {
   std::string bind;
   std::string gpu = "h100-sxm";
   std::string format = "text";
+  /// --emit=time: the dynamic queue modelled, "ticket" (today's) or "cas".
+  std::string queue = "ticket";
+  /// --emit=time: read the SASS ratio from ptxas's cubin (when ptxas is
+  /// found); false: ratio 1.
+  bool sass_ratio = true;
   /// -Werror: warnings are errors; -w: no warnings.
   bool werror = false, no_warnings = false;
   /// `-D NAME=VALUE`: overrides of top-level consts (driver/defines.h).

@@ -34,12 +34,26 @@ using TunableChoice = std::vector<std::pair<std::string, std::string>>;
 std::optional<std::vector<TunableChoice>> allowed_combinations(const Program &p, uint64_t &total,
                                                               uint64_t limit);
 
-/// `etlc tune`: per allowed combination, a compilation up to the task graph
-/// (`opts` with the combination's values as -D); a combination whose
-/// compilation fails (shared memory over the budget, a constraint) or that
-/// warns of register spills is pruned, saying why. Ranking the rest is not
-/// implemented yet. Returns the exit code.
-int tune(const CompileOptions &opts, std::ostream &out, std::ostream &err);
+/// `etlc tune`'s options: the compilation's (input, targets, -I, -D pins),
+/// the bindings to rank for (`--bind`, one or more), the GPU the timing model
+/// ranks on, and the JSON record to write ("": none).
+struct TuneOptions {
+  explicit TuneOptions(const CompileOptions &c) : compile(c) {}
+  const CompileOptions &compile;
+  std::vector<std::string> binds;
+  std::string gpu = "h200";
+  std::string record;
+};
+
+/// `etlc tune`: per allowed combination (those -D pins), a compilation up
+/// to the task graph with the combination's values as -D; a combination
+/// whose compilation fails (shared memory over the budget, a constraint),
+/// that warns of register spills or that ptxas says spills is pruned,
+/// saying why. With an sm_* target and a --bind, the rest are ranked by the
+/// timing model (cost/timing.h) on the first sm_* target's code, per
+/// binding, in a table of every candidate; `record` gets the JSON record.
+/// Progress goes to `err`. Returns the exit code.
+int tune(const TuneOptions &opts, std::ostream &out, std::ostream &err);
 
 /// The `--emit=tunables` text of a checked program.
 std::string print_tunables(const Program &p, const SourceManager &sm);

@@ -8,6 +8,8 @@
     prog.params                                     # name, dtype, rank, dims, kind of each
     etl.load("rmsnorm_rope.etlb")(x=x, ..., eps=1e-6)   # scalar parameters by name too
     y = etl.torch_op(prog)(x)    # one torch.library op, for nn.Modules and torch.compile
+    rec = etl.tune("gemm.etl", bind={"M": 4096, "N": 4096, "K": 4096})   # etlc tune: ranked
+    rec["picks"][0]                                 # {"BM": "128", ...}: the modelled best
 
 Tensors are numpy arrays, torch tensors, objects with
 ``__cuda_array_interface__`` or anything with ``__dlpack__``, C-contiguous:
@@ -47,7 +49,7 @@ import tempfile
 from . import _lib, _scalars, _tensors, errors
 from .errors import *  # noqa: F401,F403  (the exception classes)
 
-__all__ = ["compile", "load", "Program", "Param", "errors", "version", "torch_op"]
+__all__ = ["compile", "load", "Program", "Param", "errors", "version", "torch_op", "tune"]
 
 Param = collections.namedtuple("Param", "name dtype rank dims kind written",
                                defaults=("tensor", False))
@@ -120,6 +122,49 @@ def compile(source, targets=("sm_90", "sim"), output=None, device="auto", includ
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def tune(source, bind, target="sm_90", gpu="h200", defines=(), include=(), record=None,
+         progress=False):
+    """Rank the tunable consts' candidates of `source` with `etlc tune`: each
+    combination the constraints allow (and `defines` pin) is compiled, those
+    the compiler knows are bad are pruned (saying why), and the rest are
+    ranked by etlc's timing model (modelled, not measured) at each binding.
+
+    `bind`: one binding or a list (batch buckets), each a dict of every dim
+    (and integer tensors a range reads: ``kv_len``) or etlc's ``"M=4096,..."``.
+    Returns etlc's JSON record (program hash, target, GPU, per binding every
+    candidate, fastest first, with its modelled seconds or why it was pruned)
+    with ``"picks"`` added: per binding the fastest candidate's values (None
+    when every one was pruned). `record`: also keep the record in this file.
+    `progress`: etlc's per-candidate lines go to stderr. Raises CompileError
+    when etlc fails."""
+    binds = bind if isinstance(bind, (list, tuple)) else [bind]
+    tmp = tempfile.mkdtemp(prefix="etl-tune-")
+    path = os.fspath(record) if record else os.path.join(tmp, "record.json")
+    cmd = [_etlc(), "tune", os.fspath(source), "--target", target, "--gpu", gpu,
+           "--record", path]
+    for b in binds:
+        cmd += ["--bind", b if isinstance(b, str) else
+                ",".join("%s=%d" % (k, v) for k, v in b.items())]
+    for d in include:
+        cmd += ["-I", os.fspath(d)]
+    for d in defines:
+        cmd += ["-D", d]
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=None if progress else subprocess.PIPE, text=True)
+        if r.returncode != 0 or not os.path.exists(path):
+            raise errors.CompileError((r.stderr or r.stdout or "").rstrip() or
+                                      "etlc tune exited with status %d" % r.returncode)
+        import json
+        with open(path) as f:
+            rec = json.load(f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rec["picks"] = [next((c["candidate"] for c in b["candidates"] if "seconds" in c), None)
+                    for b in rec["bindings"]]
+    return rec
 
 
 def load(path, device="auto", sim_workers=None, watchdog_ms=None, cuda_device=None):

@@ -151,7 +151,7 @@ TEST_CASE("cost: --emit=cost text and JSON through the driver, and bad options")
   REQUIRE(total);
   CHECK(total->getObject("bytes_read")->getNumber("value") == 4.0 * 4096 * 4096 + 4.0 * 4096 * 32);
   CHECK(total->getObject("sol")->getString("bound") == "memory");
-  // each group's for loops (what scripts/perf_model_code.py reads): final's
+  // each group's for loops (what the timing model, cost/timing.cpp, reads): final's
   // one loop runs cdiv(N, TN) trips, each loading a [TM] f32 slice
   const llvm::json::Array *partial_loops = (*groups)[0].getAsObject()->getArray("loops");
   REQUIRE(partial_loops);

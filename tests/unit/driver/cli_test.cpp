@@ -120,7 +120,7 @@ TEST_CASE("-D NAME=VALUE overrides a const; the last one wins") {
   }
 }
 
-TEST_CASE("etlc tune lists the allowed combinations and prunes what fails, unranked") {
+TEST_CASE("etlc tune lists the allowed combinations and prunes what fails; unranked without sm_*") {
   fs::path f = temp_dir() / "tune.etl";
   write(f, R"(const TN = 64 in [32, 64, 512];
 const TM = 8 in [8, 16] where TM * TN <= 4096;
@@ -144,8 +144,8 @@ kernel big<N: dim>(x: tensor<f32>[N, N], y: tensor<f32>[N, N]) {
   CHECK(r.out.find("TN=512 TM=16") == std::string::npos); // the constraint excludes it
   CHECK(r.out.find("4 of 5 allowed combinations kept (6 candidate combinations)") !=
         std::string::npos);
-  CHECK(r.out.find("ranking (measured on a GPU, or modelled) is not implemented yet") !=
-        std::string::npos);
+  CHECK(r.out.find("(not ranked: no sm_* target for the model to read)") != std::string::npos);
+  CHECK(r.err.find("tune: [5/5] TN=512 TM=8: pruned: TileTooLarge") != std::string::npos);
   r = etlc({"tune", (temp_dir() / "none.etl").string()});
   CHECK(r.code == kExitUsage);
 }
