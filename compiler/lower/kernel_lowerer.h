@@ -48,6 +48,8 @@ private:
   /// (prefetch_reissue), so none lives across an item, and are read back
   /// once the waits are done (prefetch_reload, into tile_preloaded).
   void prefetch_store();
+  /// Lowers ring_prefetch's ops (before the waits, or again after an item).
+  void ring_issue(const std::vector<const TOp *> &ops);
   void prefetch_reissue();
   void prefetch_reload();
   std::vector<const TOp *> prefetch_ops; ///< of the group being lowered, with prefetch_slots

@@ -313,11 +313,10 @@ void KernelLowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
     RingPrefetch ring = ring_prefetch(tile, *plan.kernel, written);
     if (!ops.empty() || !ring.ops.empty())
       tile_begin(tile);
-    for (const TOp *op : ring.ops) {
-      tile_op(*op);
+    ring_issue(ring.ops);
+    for (const TOp *op : ring.ops)
       if (op->kind == TileOpKind::AsyncCopy)
         hoisted_ops.insert(op); // the alloc and the commits stay in the body too
-    }
     for (const TOp *op : ops) {
       tile_op(*op);
       hoisted_ops.insert(op);
@@ -333,6 +332,25 @@ void KernelLowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
   }
   prefetched.emplace_back(gp.name, n);
   ring_prefetched.emplace_back(gp.name, stages);
+}
+
+void KernelLowerer::ring_issue(const std::vector<const TOp *> &ops) {
+  // Their thread coordinates and argument loads are their own (an opaque
+  // thread index, loads in place): LLVM would otherwise merge them with the
+  // body's or a re-issue's and keep them live across the wait and the
+  // dynamic items it runs (decode_layer spilled on sm_80).
+  if (ops.empty())
+    return;
+  llvm::Value *const plain_tid = tid;
+  const auto saved = tcoord_cache;
+  tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
+  tcoord_cache.clear();
+  args_in_place = true;
+  for (const TOp *op : ops)
+    tile_op(*op);
+  args_in_place = false;
+  tid = plain_tid;
+  tcoord_cache = saved;
 }
 
 void KernelLowerer::prefetch_store() {
@@ -356,8 +374,7 @@ void KernelLowerer::prefetch_reissue() {
   // Coordinates computed here do not dominate the body: recompute them
   // here and forget them after.
   tcoord_cache.clear();
-  for (const TOp *op : ring_ops)
-    tile_op(*op);
+  ring_issue(ring_ops);
   for (const TOp *op : prefetch_ops)
     tile_op(*op);
   if (!prefetch_ops.empty())
