@@ -310,7 +310,14 @@ void KernelLowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
   if (!gp.waits.empty() && !gp.dynamic && prefetch_on()) {
     std::vector<const TOp *> ops = tile_prefetch(tile, *plan.kernel, written);
     // The K loops' rings: their first stages of weights (prefetch.cpp).
-    RingPrefetch ring = ring_prefetch(tile, *plan.kernel, written);
+    // Not yet in kernels with dynamic groups unless ETL_RING_PREFETCH=all:
+    // there qwen3_decode's nine groups that would copy before their waits
+    // spilled on sm_80 and sm_90 (40-56 bytes at 255 registers; decode_layer
+    // did not), and the rule that keeps it within registers is not found yet.
+    const char *rp = std::getenv("ETL_RING_PREFETCH");
+    RingPrefetch ring;
+    if (!any_dynamic() || (rp && std::string(rp) == "all"))
+      ring = ring_prefetch(tile, *plan.kernel, written);
     if (!ops.empty() || !ring.ops.empty())
       tile_begin(tile);
     ring_issue(ring.ops);

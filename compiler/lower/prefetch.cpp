@@ -51,7 +51,9 @@
 // groups the wait may run a dynamic item, whose shared memory overlaps the
 // rings: every thread waits for its copies and the CTA meets at a barrier
 // before the item, and the copies are issued again after it
-// (lower_dynamic.cpp, emit_static_wait_loop).
+// (lower_dynamic.cpp, emit_static_wait_loop). Off in kernels with dynamic
+// groups unless ETL_RING_PREFETCH=all (lower_kernel.cpp's emit_prefetch
+// says why).
 //
 //===----------------------------------------------------------------------===//
 #include "lower/plan.h"
