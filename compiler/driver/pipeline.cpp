@@ -548,6 +548,10 @@ int compile_program(const CompileOptions &opts, Compilation &c, PassTimer &timer
       if (n)
         std::cerr << "prefetch " << grp << ": " << n << " load(s) before the waits\n";
   if (std::getenv("ETL_TILE_DEBUG"))
+    for (const auto &[grp, n] : be.ring_prefetched)
+      if (n)
+        std::cerr << "ring-prefetch " << grp << ": " << n << " ring stage(s) before the waits\n";
+  if (std::getenv("ETL_TILE_DEBUG"))
     for (const auto &[grp, n] : be.pipelined)
       if (n)
         std::cerr << "pipeline " << grp << ": " << n << " load(s) one iteration ahead\n";

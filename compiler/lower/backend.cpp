@@ -60,6 +60,8 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
         res.prefetched = L.prefetched;
       if (res.pipelined.empty())
         res.pipelined = L.pipelined;
+      if (res.ring_prefetched.empty())
+        res.ring_prefetched = L.ring_prefetched;
       m->finish_kernel(mod, k, opts.threads_per_cta, smem);
     } catch (const LowerError &e) {
       res.error = std::string("lowering kernel '") + plan.kernel->name + "': " + e.what();

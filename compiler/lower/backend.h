@@ -80,6 +80,9 @@ struct BackendResult {
   /// Per task group: how many loads it issues before its waits (the weight
   /// prefetch, lower/prefetch.cpp); ETL_TILE_DEBUG=1 prints them.
   std::vector<std::pair<std::string, size_t>> prefetched;
+  /// Per task group: its K-loop rings' first stages issued before its
+  /// waits (lower/prefetch.cpp, ring_prefetch); ETL_TILE_DEBUG=1 prints them.
+  std::vector<std::pair<std::string, size_t>> ring_prefetched;
   /// Per task group: loads its loops issue one iteration ahead (the same).
   std::vector<std::pair<std::string, size_t>> pipelined;
 };

@@ -48,15 +48,25 @@ private:
   /// (prefetch_reissue), so none lives across an item, and are read back
   /// once the waits are done (prefetch_reload, into tile_preloaded).
   void prefetch_store();
+  /// Lowers ring_prefetch's ops (before the waits, or again after an item).
+  void ring_issue(const std::vector<const TOp *> &ops);
   void prefetch_reissue();
   void prefetch_reload();
   std::vector<const TOp *> prefetch_ops; ///< of the group being lowered, with prefetch_slots
+  /// The group's ring prologue ops issued before its waits (ring_prefetch);
+  /// in a kernel with dynamic groups a dynamic item run by the wait first
+  /// waits for their copies (its shared memory overlaps the rings), and
+  /// prefetch_reissue issues them again after it.
+  std::vector<const TOp *> ring_ops;
   std::vector<std::pair<int, std::vector<llvm::AllocaInst *>>> prefetch_slots;
 
 public:
   /// Per group, how many loads were issued before its waits
   /// (backend.h's BackendResult::prefetched).
   std::vector<std::pair<std::string, size_t>> prefetched;
+  /// Per group, how many of its rings' first stages were issued before its
+  /// waits (backend.h's BackendResult::ring_prefetched).
+  std::vector<std::pair<std::string, size_t>> ring_prefetched;
   /// Per group, how many loads its loops issue one iteration ahead.
   std::vector<std::pair<std::string, size_t>> pipelined;
 
@@ -117,14 +127,39 @@ private:
   /// Thread 0 only: emit_try_pop, then the CTA's decision (run, stop,
   /// pause) in smem kSmemDynDecision.
   void emit_pop_decision(bool wait);
+  /// Thread 0 only: takes a queue ticket (one fetch-and-add of head) into
+  /// kSmemDynTicket.
+  void emit_take_ticket();
+  /// CTA-wide, after a dynamic item's body, before its epilogue and
+  /// notifies: in the dynamic loop, thread 0 takes the CTA's next ticket
+  /// now (unless it holds one), so the fetch overlaps the item's tail and
+  /// the loop's next round goes straight to the ticket's slot.
+  void emit_early_ticket();
   /// Thread 0 only: claims `n` (i32) slots with one add on tail. Returns the
   /// first slot (i32); `*fits` (i1) is whether all fit (else the error word
   /// and the abort flag are raised).
   llvm::Value *emit_push_claim(llvm::Value *n, llvm::Value **fits);
   /// Thread 0 only: release-stores item `id` (i32) into claimed slot `s`.
   void emit_push_store(llvm::Value *s, llvm::Value *id);
-  /// Thread 0 only: pushes item `id` (i32).
+  /// Thread 0 only: pushes item `id` (i32); inside a batch (push_batch_open)
+  /// the id waits in the batch's registers and is pushed by its flush.
   void emit_push(llvm::Value *id);
+  /// Thread 0 only: the items a task's notifies (or an expander's settle)
+  /// make ready are pushed together: up to kPushBatch ids wait in registers
+  /// (a select per entry, not an array indexed by the count, which would go
+  /// to local memory) and push_batch_flush claims tail once for all of them
+  /// (emit_push_claim(n)) and release-stores the n slots, when the batch is
+  /// full and at push_batch_close. The slot stores stay releases after the
+  /// dependency counters' acq_rel decrements: the same happens-before chain.
+  void push_batch_open();
+  void push_batch_flush();
+  void push_batch_close();
+  static constexpr unsigned kPushBatch = 8;
+  struct PushBatch {
+    llvm::AllocaInst *n = nullptr; ///< ids waiting (i32)
+    std::vector<llvm::AllocaInst *> ids;
+  };
+  PushBatch push_batch; ///< open while push_batch.n is set
   /// Thread 0 only, after element `rel` (i64, offset inside event `ev`)
   /// reached zero: decrements the dependency counter of every dynamic task
   /// waiting on it and pushes those that become ready.

@@ -101,6 +101,11 @@ public:
   /// loads out of.
   std::map<std::pair<unsigned, llvm::Type *>, llvm::Value *> ring_args;
   bool ring_args_fill = false;
+  /// While set, argument-block loads stay plain loads in place whatever
+  /// invariant_args says: a ring's first stages issued before a task's
+  /// waits (KernelLowerer::emit_prefetch), whose values must not be merged
+  /// with the loop's and live across the wait.
+  bool args_in_place = false;
   llvm::Type *i1, *i32, *i64, *f32, *ptr;
 
   // The function being emitted: etl_main, a group's function or a dynamic

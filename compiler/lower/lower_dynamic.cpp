@@ -43,7 +43,10 @@ namespace etl {
 
 namespace {
 /// Decisions thread 0 broadcasts in a dynamic loop (smem kSmemDynDecision).
-constexpr uint32_t kDecReady = 0, kDecRun = 1, kDecPause = 2, kDecStop = 3;
+/// kDecRunLoop: run, in the dynamic loop (the item takes the CTA's next
+/// ticket before its notifies: emit_early_ticket); kDecRun: run, inside a
+/// static task's wait (the CTA has its own task to go back to).
+constexpr uint32_t kDecReady = 0, kDecRun = 1, kDecPause = 2, kDecStop = 3, kDecRunLoop = 4;
 } // namespace
 
 bool KernelLowerer::any_dynamic() const {
@@ -135,17 +138,13 @@ llvm::Value *KernelLowerer::emit_try_pop(bool wait) {
   // takes one only when an item looks ready (it has its own work coming);
   // the dynamic loop takes one regardless and waits for its slot.
   if_then(b.CreateICmpEQ(b.CreateLoad(i32, at(kSmemDynTicket)), b.getInt32(0)), [&] {
-    auto take = [&] {
-      llvm::Value *t = m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_HEAD), b.getInt32(1));
-      b.CreateStore(b.CreateAdd(t, b.getInt32(1)), at(kSmemDynTicket));
-    };
     if (wait) {
-      take();
+      emit_take_ticket();
       return;
     }
     llvm::Value *h = m.load_acquire(b, dyn_word(ETL_DYN_HEAD));
     llvm::Value *t = m.load_acquire(b, dyn_word(ETL_DYN_TAIL));
-    if_then(b.CreateICmpULT(h, t), take);
+    if_then(b.CreateICmpULT(h, t), [&] { emit_take_ticket(); });
   });
   llvm::Value *tk = b.CreateLoad(i32, at(kSmemDynTicket));
   if_then(b.CreateICmpNE(tk, b.getInt32(0)), [&] {
@@ -196,6 +195,24 @@ llvm::Value *KernelLowerer::emit_try_pop(bool wait) {
   return b.CreateLoad(i1, got);
 }
 
+void KernelLowerer::emit_take_ticket() {
+  llvm::Value *t = m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_HEAD), b.getInt32(1));
+  b.CreateStore(b.CreateAdd(t, b.getInt32(1)),
+                b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemDynTicket)));
+}
+
+void KernelLowerer::emit_early_ticket() {
+  // Only in the dynamic loop: inside a static task's wait the CTA goes back
+  // to its own task next, and a ticket held across that task would keep the
+  // item its slot receives waiting for it.
+  auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
+  if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
+    llvm::Value *loop = b.CreateICmpEQ(b.CreateLoad(i32, at(kSmemDynDecision)), b.getInt32(kDecRunLoop));
+    llvm::Value *none = b.CreateICmpEQ(b.CreateLoad(i32, at(kSmemDynTicket)), b.getInt32(0));
+    if_then(b.CreateAnd(loop, none), [&] { emit_take_ticket(); });
+  });
+}
+
 llvm::Value *KernelLowerer::emit_push_claim(llvm::Value *n, llvm::Value **fits) {
   llvm::Value *s = m.atomic_add_acq_rel(b, dyn_word(ETL_DYN_TAIL), n);
   llvm::Value *cap = b.CreateLoad(i32, dyn_word(ETL_DYN_CAPACITY));
@@ -214,9 +231,50 @@ void KernelLowerer::emit_push_store(llvm::Value *s, llvm::Value *id) {
 }
 
 void KernelLowerer::emit_push(llvm::Value *id) {
-  llvm::Value *fits = nullptr;
-  llvm::Value *s = emit_push_claim(b.getInt32(1), &fits);
-  if_then(fits, [&] { emit_push_store(s, id); });
+  if (!push_batch.n) {
+    llvm::Value *fits = nullptr;
+    llvm::Value *s = emit_push_claim(b.getInt32(1), &fits);
+    if_then(fits, [&] { emit_push_store(s, id); });
+    return;
+  }
+  llvm::Value *n = b.CreateLoad(i32, push_batch.n);
+  for (unsigned j = 0; j < kPushBatch; ++j) {
+    llvm::AllocaInst *e = push_batch.ids[j];
+    b.CreateStore(b.CreateSelect(b.CreateICmpEQ(n, b.getInt32(j)), id, b.CreateLoad(i32, e)), e);
+  }
+  llvm::Value *n1 = b.CreateAdd(n, b.getInt32(1));
+  b.CreateStore(n1, push_batch.n);
+  if_then(b.CreateICmpEQ(n1, b.getInt32(kPushBatch)), [&] { push_batch_flush(); });
+}
+
+void KernelLowerer::push_batch_open() {
+  push_batch.n = entry_alloca(i32, "batch.n");
+  push_batch.ids.clear();
+  for (unsigned j = 0; j < kPushBatch; ++j) {
+    push_batch.ids.push_back(entry_alloca(i32, "batch.id"));
+    b.CreateStore(b.getInt32(0), push_batch.ids.back());
+  }
+  b.CreateStore(b.getInt32(0), push_batch.n);
+}
+
+void KernelLowerer::push_batch_flush() {
+  llvm::Value *n = b.CreateLoad(i32, push_batch.n);
+  if_then(b.CreateICmpNE(n, b.getInt32(0)), [&] {
+    llvm::Value *fits = nullptr;
+    llvm::Value *s = emit_push_claim(n, &fits);
+    if_then(fits, [&] {
+      for (unsigned j = 0; j < kPushBatch; ++j)
+        if_then(b.CreateICmpULT(b.getInt32(j), n), [&] {
+          emit_push_store(b.CreateAdd(s, b.getInt32(j)), b.CreateLoad(i32, push_batch.ids[j]));
+        });
+    });
+    b.CreateStore(b.getInt32(0), push_batch.n);
+  });
+}
+
+void KernelLowerer::push_batch_close() {
+  push_batch_flush();
+  push_batch = PushBatch();
 }
 
 void KernelLowerer::emit_fire(int ev, llvm::Value *rel) {
@@ -368,6 +426,7 @@ llvm::Function *KernelLowerer::lower_expander(int g) {
     // Settle: each notified element holds one token for this expander.
     llvm::Value *events = arg_slot_ptr(ETL_SLOT_EVENTS);
     llvm::Value *delta = b.CreateSub(n, b.getInt32(1));
+    push_batch_open();
     for (const EventUse &use : gp.notifies)
       for_each_event_element(
           use,
@@ -378,6 +437,7 @@ llvm::Function *KernelLowerer::lower_expander(int g) {
                     [&] { emit_fire(use.event, rel); });
           },
           /*notify=*/true);
+    push_batch_close();
     // Push the tasks (ids after the expanders, over the largest domain).
     llvm::Value *base = b.CreateAdd(
         b.CreateLoad(i32, dyn_word(unsigned(ETL_DYN_GROUP_OFF + g))),
@@ -462,17 +522,25 @@ void KernelLowerer::emit_dyn_loop(llvm::BasicBlock *exit) {
   if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
     b.CreateStore(b.getInt32(kDecStop), at(kSmemDynDecision));
     llvm::Value *ab = poll_control(); // the control block, every 16th item or ~1 ms
-    llvm::Value *rem = m.load_acquire(b, dyn_word(ETL_DYN_REMAINING));
-    llvm::Value *go =
-        b.CreateAnd(b.CreateICmpEQ(ab, b.getInt32(0)), b.CreateICmpNE(rem, b.getInt32(0)));
-    if_then(go, [&] { emit_pop_decision(/*wait=*/true); });
+    if_then(b.CreateICmpEQ(ab, b.getInt32(0)), [&] {
+      // A ticket taken early (the last item's emit_early_ticket): straight
+      // to its slot, whose spin reads `remaining` only when it is empty.
+      llvm::Value *held = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemDynTicket)), b.getInt32(0));
+      llvm::AllocaInst *go = entry_alloca(i1, "dyn.go");
+      b.CreateStore(held, go);
+      if_then(b.CreateNot(held), [&] {
+        llvm::Value *rem = m.load_acquire(b, dyn_word(ETL_DYN_REMAINING));
+        b.CreateStore(b.CreateICmpNE(rem, b.getInt32(0)), go);
+      });
+      if_then(b.CreateLoad(i1, go), [&] { emit_pop_decision(/*wait=*/true); });
+    });
   });
   m.barrier(b);
   llvm::Value *dec = b.CreateLoad(i32, at(kSmemDynDecision));
   m.barrier(b); // everyone has read it before thread 0 writes the next one
   auto *run = llvm::BasicBlock::Create(ctx, "dyn.run", fn);
   llvm::SwitchInst *sw = b.CreateSwitch(dec, head);
-  sw->addCase(b.getInt32(kDecRun), run);
+  sw->addCase(b.getInt32(kDecRunLoop), run);
   sw->addCase(b.getInt32(kDecStop), exit);
   b.SetInsertPoint(run);
   b.CreateCall(dyn_run, {args, tid, smem});
@@ -485,9 +553,12 @@ void KernelLowerer::emit_pop_decision(bool wait) {
   auto at = [&](unsigned off) { return b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(off)); };
   llvm::Value *got = emit_try_pop(wait);
   llvm::Value *aborted = b.CreateICmpNE(b.CreateLoad(i32, at(kSmemAbort)), b.getInt32(0));
-  llvm::Value *dec =
-      b.CreateSelect(got, b.getInt32(kDecRun),
-                     b.CreateSelect(aborted, b.getInt32(kDecStop), b.getInt32(kDecPause)));
+  // A waiting pop comes back empty only on abort or once `remaining` is 0:
+  // stop (a pause would come back to a held ticket and spin again).
+  llvm::Value *dec = b.CreateSelect(
+      got, b.getInt32(wait ? kDecRunLoop : kDecRun),
+      wait ? b.getInt32(kDecStop)
+           : b.CreateSelect(aborted, b.getInt32(kDecStop), b.getInt32(kDecPause)));
   b.CreateStore(dec, at(kSmemDynDecision));
   if_then(b.CreateICmpEQ(dec, b.getInt32(kDecPause)), [&] { m.spin_pause(b); });
 }
@@ -525,9 +596,13 @@ void KernelLowerer::emit_static_wait_loop(const GroupPlan &gp, int g, llvm::Valu
   sw->addCase(b.getInt32(kDecRun), run);
   sw->addCase(b.getInt32(kDecStop), out);
   b.SetInsertPoint(run);
+  if (!ring_ops.empty()) { // the item's shared memory overlaps the rings' copies in flight
+    m.async_wait(b, 0);
+    m.barrier(b);
+  }
   b.CreateCall(dyn_run, {args, tid, smem});
   m.task_begin(b, b.getInt32(uint32_t(g)), lin); // the nested item replaced it
-  if (!prefetch_ops.empty())
+  if (!prefetch_ops.empty() || !ring_ops.empty())
     prefetch_reissue(); // the item's registers and shared memory were its own
   b.CreateBr(head);
   b.SetInsertPoint(go);

@@ -77,6 +77,9 @@ TileVal LowerCtx::scalar_param(int index) {
 llvm::Value *LowerCtx::arg_slot_i64(unsigned slot) { return arg_load(i64, slot); }
 llvm::Value *LowerCtx::arg_slot_ptr(unsigned slot) { return arg_load(ptr, slot); }
 llvm::Value *LowerCtx::arg_load(llvm::Type *ty, unsigned slot) {
+  if (args_in_place) {
+    return b.CreateLoad(ty, b.CreateGEP(i64, args, b.getInt64(slot)));
+  }
   if (invariant_args && !ring_args_fill)
     if (auto it = ring_args.find({slot, ty}); it != ring_args.end())
       return it->second;

@@ -252,6 +252,8 @@ llvm::Function *KernelLowerer::lower_group(int g) {
     auto *out = llvm::BasicBlock::Create(ctx, "aborted", fn);
     llvm::BasicBlock *here = b.GetInsertBlock();
     b.SetInsertPoint(out);
+    if (ring_prefetched.back().second)
+      m.async_wait(b, 0); // no copy lands after the task left
     m.task_end(b);
     b.CreateRetVoid();
     b.SetInsertPoint(here);
@@ -265,6 +267,8 @@ llvm::Function *KernelLowerer::lower_group(int g) {
     llvm::Value *ab = b.CreateLoad(i32, b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(kSmemAbort)));
     b.CreateCondBr(b.CreateICmpNE(ab, b.getInt32(0)), out, go);
     b.SetInsertPoint(out);
+    if (ring_prefetched.back().second)
+      m.async_wait(b, 0); // no copy lands after the task left
     m.task_end(b);
     b.CreateRetVoid();
     b.SetInsertPoint(go);
@@ -272,6 +276,8 @@ llvm::Function *KernelLowerer::lower_group(int g) {
   emit_data_notify_release(gp);
   timeline_mark(/*start=*/true);
   lower_tile_body(*tile); // lower_tile_control.cpp
+  if (gp.dynamic)
+    emit_early_ticket(); // lower_dynamic.cpp
   if (!gp.notifies.empty()) {
     m.barrier(b); // every thread's stores are done
     timeline_mark(/*start=*/false);
@@ -297,25 +303,61 @@ bool BodyLowerer::prefetch_on() {
 
 void KernelLowerer::emit_prefetch(const GroupPlan &gp, const TileFunc &tile) {
   // A dynamic task is pushed once its waits are done: nothing to hide.
-  size_t n = 0;
+  size_t n = 0, stages = 0;
   prefetch_ops.clear();
   prefetch_slots.clear();
+  ring_ops.clear();
   if (!gp.waits.empty() && !gp.dynamic && prefetch_on()) {
     std::vector<const TOp *> ops = tile_prefetch(tile, *plan.kernel, written);
-    if (!ops.empty()) {
+    // The K loops' rings: their first stages of weights (prefetch.cpp).
+    // Not yet in kernels with dynamic groups unless ETL_RING_PREFETCH=all:
+    // there qwen3_decode's nine groups that would copy before their waits
+    // spilled on sm_80 and sm_90 (40-56 bytes at 255 registers; decode_layer
+    // did not), and the rule that keeps it within registers is not found yet.
+    const char *rp = std::getenv("ETL_RING_PREFETCH");
+    RingPrefetch ring;
+    if (!any_dynamic() || (rp && std::string(rp) == "all"))
+      ring = ring_prefetch(tile, *plan.kernel, written);
+    if (!ops.empty() || !ring.ops.empty())
       tile_begin(tile);
-      for (const TOp *op : ops) {
-        tile_op(*op);
-        hoisted_ops.insert(op);
-      }
-      if (any_dynamic()) { // the wait may run dynamic items: see kernel_lowerer.h
-        prefetch_ops = ops;
+    ring_issue(ring.ops);
+    for (const TOp *op : ring.ops)
+      if (op->kind == TileOpKind::AsyncCopy)
+        hoisted_ops.insert(op); // the alloc and the commits stay in the body too
+    for (const TOp *op : ops) {
+      tile_op(*op);
+      hoisted_ops.insert(op);
+    }
+    if (any_dynamic()) { // the wait may run dynamic items: see kernel_lowerer.h
+      ring_ops = ring.ops;
+      prefetch_ops = ops;
+      if (!ops.empty())
         prefetch_store();
-      }
     }
     n = ops.size();
+    stages = ring.stages;
   }
   prefetched.emplace_back(gp.name, n);
+  ring_prefetched.emplace_back(gp.name, stages);
+}
+
+void KernelLowerer::ring_issue(const std::vector<const TOp *> &ops) {
+  // Their thread coordinates and argument loads are their own (an opaque
+  // thread index, loads in place): LLVM would otherwise merge them with the
+  // body's or a re-issue's and keep them live across the wait and the
+  // dynamic items it runs (decode_layer spilled on sm_80).
+  if (ops.empty())
+    return;
+  llvm::Value *const plain_tid = tid;
+  const auto saved = tcoord_cache;
+  tid = b.CreateAdd(tid, b.CreateTrunc(m.opaque_zero(b, b.getInt64Ty()), tid->getType()));
+  tcoord_cache.clear();
+  args_in_place = true;
+  for (const TOp *op : ops)
+    tile_op(*op);
+  args_in_place = false;
+  tid = plain_tid;
+  tcoord_cache = saved;
 }
 
 void KernelLowerer::prefetch_store() {
@@ -339,9 +381,11 @@ void KernelLowerer::prefetch_reissue() {
   // Coordinates computed here do not dominate the body: recompute them
   // here and forget them after.
   tcoord_cache.clear();
+  ring_issue(ring_ops);
   for (const TOp *op : prefetch_ops)
     tile_op(*op);
-  prefetch_store();
+  if (!prefetch_ops.empty())
+    prefetch_store();
   tcoord_cache.clear();
 }
 
@@ -356,7 +400,7 @@ void KernelLowerer::prefetch_reload() {
       regs.push_back(b.CreateLoad(a->getAllocatedType(), a));
     tile_preloaded.emplace_back(v, std::move(regs));
   }
-  if (!prefetch_slots.empty())
+  if (!prefetch_slots.empty() || !ring_ops.empty())
     tf = nullptr;
 }
 
@@ -455,6 +499,7 @@ void KernelLowerer::emit_data_notify_release(const GroupPlan &gp) {
                      [](const Expr *x) { return x && x->reads_data; }))
       continue;
     if_then(b.CreateICmpEQ(tid, b.getInt32(0)), [&] {
+      push_batch_open();
       for_each_event_element(
           use,
           [&](llvm::Value *target) {
@@ -468,6 +513,7 @@ void KernelLowerer::emit_data_notify_release(const GroupPlan &gp) {
             });
           },
           /*notify=*/true);
+      push_batch_close();
     });
   }
 }
@@ -476,8 +522,10 @@ void KernelLowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
   llvm::Value *is0 = b.CreateICmpEQ(tid, b.getInt32(0));
   if_then(is0, [&] {
     llvm::Value *events = arg_slot_ptr(ETL_SLOT_EVENTS);
-    if (!wait)
+    if (!wait) {
       m.fence(b);
+      push_batch_open(); // the items the notifies make ready: one claim of tail
+    }
     for (const EventUse &use : wait ? gp.waits : gp.notifies) {
       for_each_event_element(
           use,
@@ -511,6 +559,8 @@ void KernelLowerer::emit_event_ops(const GroupPlan &gp, bool wait) {
           },
           /*notify=*/!wait);
     }
+    if (!wait)
+      push_batch_close();
   });
 }
 

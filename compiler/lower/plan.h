@@ -103,6 +103,19 @@ constexpr int64_t kPrefetchRegs = 32;
 /// (prefetch.cpp's banner has the rules), in order.
 std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
                                        const std::set<int> &written);
+/// The first stages of the K-loop rings (tile/pipeline.cpp's prologue at
+/// the top level of `f`) a task with waits issues before them: the
+/// `smem.alloc` of each ring (lowered twice: before the waits and in the
+/// body), its `async.copy` ops of never-written tensors whose slice and
+/// bounds name only task variables and dims (the body skips them), and an
+/// `async.commit` after each stage that has one (the body commits again;
+/// prefetch.cpp's banner says why the wait counts still hold), in order.
+/// `stages`: the commits among them.
+struct RingPrefetch {
+  std::vector<const TOp *> ops;
+  size_t stages = 0;
+};
+RingPrefetch ring_prefetch(const TileFunc &f, const KernelDecl &k, const std::set<int> &written);
 /// Software pipelining of a tile IR `for` (prefetch.cpp): the loads of
 /// its body (top level) of never-written tensors whose slices name only
 /// task variables, dims, the loop's variable and the enclosing loops'

@@ -36,10 +36,31 @@
 // not the operands of tensor-core dots, which are staged in shared memory.
 // Both are off with ETL_PREFETCH=0.
 //
+// Rings (ring_prefetch): a K loop that tile/pipeline.cpp turned into a
+// cp.async ring starts with a prologue at the body's top level (smem.alloc,
+// then per stage s < S - 1 the copies of iteration lo + s step and a
+// commit). Its copies of tensors no task writes, sliced by task variables
+// and dims only, are issued before the waits, each stage committed as its
+// own group, so the weights stream while the activations are not ready;
+// the body's commits stay (now of the rest, or empty). Why the loop's
+// `async.wait S - 2` still covers stage k at iteration k: a wait_group N
+// completes every group but the N newest, and the hoisted groups are older
+// than the body's, so the newest N are the same groups as before. The
+// rings lie past every other shared buffer (tile/smem.cpp), so nothing the
+// body does before the loop touches their bytes. In a kernel with dynamic
+// groups the wait may run a dynamic item, whose shared memory overlaps the
+// rings: every thread waits for its copies and the CTA meets at a barrier
+// before the item, and the copies are issued again after it
+// (lower_dynamic.cpp, emit_static_wait_loop). Off in kernels with dynamic
+// groups unless ETL_RING_PREFETCH=all (lower_kernel.cpp's emit_prefetch
+// says why).
+//
 //===----------------------------------------------------------------------===//
 #include "lower/plan.h"
 
 #include "tile/passes.h"
+
+#include <algorithm>
 
 namespace etl {
 
@@ -94,6 +115,52 @@ std::vector<const TOp *> tile_prefetch(const TileFunc &f, const KernelDecl &k,
   for (const DimDecl &d : k.dims)
     known.insert(d.name);
   return hoistable_ops(f.body, f, written, known, kPrefetchRegs);
+}
+
+RingPrefetch ring_prefetch(const TileFunc &f, const KernelDecl &k, const std::set<int> &written) {
+  RingPrefetch out;
+  if (written.count(-1))
+    return out;
+  std::set<std::string> known(f.vars.begin(), f.vars.end());
+  for (const DimDecl &d : k.dims)
+    known.insert(d.name);
+  auto named = [&](const std::optional<Sym> &s) {
+    if (!s)
+      return false;
+    for (const std::string &n : s->symbols())
+      if (!known.count(n))
+        return false;
+    return true;
+  };
+  std::vector<const TOp *> allocs;
+  bool open = false; // a hoisted copy not yet committed
+  for (const TOp &op : f.body) {
+    if (op.kind == TileOpKind::SmemAlloc) {
+      allocs.push_back(&op);
+      continue;
+    }
+    if (op.kind == TileOpKind::AsyncCommit && open) {
+      out.ops.push_back(&op);
+      ++out.stages;
+      open = false;
+      continue;
+    }
+    if (op.kind != TileOpKind::AsyncCopy || op.tensor < 0 || written.count(op.tensor) ||
+        op.barrier_before || !named(op.lo) || !named(op.hi) || !named(op.sym))
+      continue;
+    bool ok = true;
+    for (const SlicePart &p : op.parts)
+      ok = ok && p.kind != SlicePart::Gather && p.at && named(p.at);
+    if (!ok)
+      continue;
+    for (const TOp *a : allocs) // its ring's alloc, once, before its first copy
+      if (!op.operands.empty() && a->results[0] == op.operands[0] &&
+          std::find(out.ops.begin(), out.ops.end(), a) == out.ops.end())
+        out.ops.push_back(a);
+    out.ops.push_back(&op);
+    open = true;
+  }
+  return out;
 }
 
 std::vector<const TOp *> loop_prefetch(const TOp &loop, const TileFunc &f, const KernelDecl &k,
