@@ -572,8 +572,7 @@ llvm::Value *BodyLowerer::tile_affine_step(const TOp &op, const std::string &var
   llvm::Value *bytes = b.getInt64(0);
   for (size_t d = 0; d < s.dims.size(); ++d)
     if (coeff[d] != Sym(0))
-      bytes = b.CreateAdd(bytes, b.CreateMul(b.CreateMul(sym_value(coeff[d] * Sym(step)),
-                                                         s.strides[d]),
+      bytes = b.CreateAdd(bytes, b.CreateMul(b.CreateMul(sym_value(coeff[d] * Sym(step)), s.strides[d]),
                                              b.getInt64(s.bytes)));
   return bytes;
 }
@@ -603,12 +602,11 @@ llvm::Value *BodyLowerer::tile_inside_until(const TOp &op, const std::vector<int
     llvm::Value *room = b.CreateSub(b.CreateSub(s.dims[d], b.getInt64(uint64_t(n))), s.at[d]);
     llvm::Value *ok = b.CreateAnd(b.CreateICmpSGE(s.at[d], b.getInt64(0)),
                                   b.CreateICmpSGE(room, b.getInt64(0)));
-    llvm::Value *last =
-        *k == 0 ? b.getInt64(uint64_t(never))
-                : b.CreateAdd(lo, b.CreateMul(b.CreateAdd(b.CreateSDiv(room, b.getInt64(
-                                                                              uint64_t(*k * step))),
-                                                          b.getInt64(1)),
-                                              b.getInt64(uint64_t(step))));
+    llvm::Value *last = b.getInt64(uint64_t(never));
+    if (*k) { // lo + (room / (k step) + 1) step
+      llvm::Value *j = b.CreateSDiv(room, b.getInt64(uint64_t(*k * step)));
+      last = b.CreateAdd(lo, b.CreateMul(b.CreateAdd(j, b.getInt64(1)), b.getInt64(uint64_t(step))));
+    }
     llvm::Value *here = b.CreateSelect(ok, last, lo);
     until = b.CreateSelect(b.CreateICmpSLT(here, until), here, until);
   }
