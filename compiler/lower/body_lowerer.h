@@ -25,6 +25,7 @@
 #include "tile/ir.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -151,6 +152,11 @@ public:
   const std::vector<llvm::Value *> &thread_dims(const Layout &l);
   /// Per dim, the coordinate (i64) of register `r` of layout `l`.
   std::vector<llvm::Value *> reg_coords(const Layout &l, uint32_t r);
+  /// Per dim, the constant register r of layout `l` adds to thread_dims'
+  /// coordinates, when each is an add (its bits disjoint from the lane
+  /// and warp bits'), so that r's address is the thread's plus a constant;
+  /// empty otherwise.
+  std::vector<int64_t> reg_offsets(const Layout &l, uint32_t r) const;
   /// i1: the element of register r lies inside the logical shape (null:
   /// always), for shapes padded to powers of two.
   llvm::Value *reg_alive(const Layout &l, uint32_t r);
@@ -216,6 +222,42 @@ public:
   /// element type, a rank-1 `shape` one row (a plain ring's slot).
   void tile_mma_copy(const TOp &load, const std::vector<int64_t> &shape, llvm::Value *base,
                      ElemType elem, bool row_major = false);
+  /// tile_mma_copy's interior path: this thread's first chunk of a tile of
+  /// `shape` (rank 1: one row) in 16-byte chunks of `elem` (row, column;
+  /// i64), and its address in `load`'s tensor (where `aligned`, given:
+  /// i1, the tensor's base is 16-byte aligned).
+  struct CopyChunk {
+    llvm::Value *row, *col, *src;
+  };
+  CopyChunk copy_first_chunk(const TOp &load, const std::vector<int64_t> &shape, ElemType elem,
+                             llvm::Value **aligned);
+  /// Bytes by which `op`'s slice moves when loop variable `var` grows by
+  /// `step`, where every index of the slice is affine in it (its
+  /// coefficients fixed outside the loop); null otherwise
+  /// (lower_tile_memory.cpp).
+  llvm::Value *tile_affine_step(const TOp &op, const std::string &var, int64_t step);
+  /// With `var` bound to lo: the first value of `var` (i64, lo, lo + step,
+  /// ...) from which the `shape` tile `op` slices may leave the tensor,
+  /// where each index grows by a constant >= 0 per step (before it, every
+  /// step's tile lies inside); null where an index does otherwise
+  /// (lower_tile_memory.cpp).
+  llvm::Value *tile_inside_until(const TOp &op, const std::vector<int64_t> &shape,
+                                 const std::string &var, int64_t step, llvm::Value *lo);
+  /// A pipelined loop's async.copy whose slice is affine in the loop
+  /// variable (tile_for, ring_copy_bump): this thread's first-chunk source
+  /// pointer at lo (`from`), bumped by `by` bytes per step in a phi
+  /// (`ptr`), and `until`: the interior path's steps (every chunk inside
+  /// the tensor and 16-byte aligned) are those before it, so a step tests
+  /// its variable against it instead of its tile's bounds (null: tested).
+  struct RingBump {
+    const TOp *copy;
+    std::string var;
+    llvm::Value *from, *by, *until;
+    llvm::PHINode *ptr;
+  };
+  /// Before a pipelined loop (its variable bound to lo): the bump of one of
+  /// its body's copies, if its slice is affine (lower_tile_mma.cpp).
+  std::optional<RingBump> ring_copy_bump(const TOp &copy, const TOp &loop, llvm::Value *lo);
   /// The place (i8 pointer) of element (row, col) of a tf32 dot's f32
   /// operand staged at byte `base` as rows of `cols` (lower_tile_mma.cpp's
   /// swizzle: 16-byte chunks, conflict-free for ldmatrix and B loads).
@@ -279,6 +321,12 @@ protected:
     std::string view, ahead;
   };
   std::map<std::string, RingCounter> tile_ring_counters;
+  /// Per async.copy of a pipelined loop's body whose slice is affine in the
+  /// loop variable: this thread's first-chunk source pointer, a phi
+  /// computed once before the loop and bumped by a loop-invariant byte
+  /// step per iteration (tile_for), which tile_mma_copy's interior path
+  /// starts from instead of the index arithmetic of each step.
+  std::map<const TOp *, RingBump> tile_copy_ptrs;
   std::map<int, std::pair<llvm::Value *, bool>> tile_views;
   std::set<const TOp *> tile_direct;
   /// Per value of the body being lowered: the ops that use it (tile_begin).

@@ -518,6 +518,7 @@ void BodyLowerer::tile_for(const TOp &op) {
   const std::map<std::pair<unsigned, llvm::Type *>, llvm::Value *> outer_args = ring_args;
   const bool bound = tile_loop_vars.count(op.var) != 0;
   llvm::Value *outer_var = bound ? tile_loop_vars[op.var] : nullptr;
+  std::vector<RingBump> bumps; // the copies' pointers bumped per step (phis below)
   for (const TOp &x : op.body)
     if (x.kind == TileOpKind::AsyncCopy) {
       tile_loop_vars[op.var] = lo; // (the slice's value is dead: only its loads count)
@@ -526,6 +527,8 @@ void BodyLowerer::tile_for(const TOp &op) {
       invariant_args = ring_args_fill = true;
       tile_inside(x, std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end()), stride);
       sym_value(*x.hi);
+      if (std::optional<RingBump> bump = ring_copy_bump(x, op, lo))
+        bumps.push_back(*bump);
       invariant_args = ring_args_fill = false;
       if (bound)
         tile_loop_vars[op.var] = outer_var;
@@ -559,6 +562,11 @@ void BodyLowerer::tile_for(const TOp &op) {
   if (stages) {
     slot = b.CreatePHI(i32, 2, op.var + ".slot");
     slot->addIncoming(b.getInt32(0), pre);
+  }
+  for (RingBump &bump : bumps) {
+    bump.ptr = b.CreatePHI(bump.from->getType(), 2);
+    bump.ptr->addIncoming(bump.from, pre);
+    tile_copy_ptrs[bump.copy] = bump;
   }
   std::vector<std::vector<llvm::PHINode *>> phis;
   for (size_t j = 0; j < op.block_args.size(); ++j) {
@@ -618,6 +626,10 @@ void BodyLowerer::tile_for(const TOp &op) {
     for (size_t k = 0; k < pipe_phis[j].size(); ++k)
       pipe_phis[j][k]->addIncoming(next[j][k], latch);
   iv->addIncoming(b.CreateAdd(iv, b.getInt64(uint64_t(op.step))), latch);
+  for (const RingBump &bump : bumps) {
+    bump.ptr->addIncoming(b.CreateGEP(b.getInt8Ty(), bump.ptr, bump.by), latch);
+    tile_copy_ptrs.erase(bump.copy);
+  }
   if (slot) {
     llvm::Value *n = b.CreateAdd(slot, b.getInt32(1));
     slot->addIncoming(
@@ -693,6 +705,22 @@ const std::vector<llvm::Value *> &BodyLowerer::thread_dims(const Layout &l) {
     dims.push_back(b.CreateZExt(f, i64));
   }
   return tcoord_cache[&l] = dims;
+}
+
+std::vector<int64_t> BodyLowerer::reg_offsets(const Layout &l, uint32_t r) const {
+  uint32_t rc = l.apply(r, 0, 0), hw = 0;
+  for (const std::vector<uint32_t> *bs : {&l.lane, &l.warp})
+    for (uint32_t x : *bs)
+      hw |= x;
+  std::vector<int64_t> out;
+  for (unsigned d = 0; d < l.rank(); ++d) {
+    uint32_t mask = (1u << l.lg[d]) - 1u, off = l.field_offset(d);
+    uint32_t rd = (rc >> off) & mask, td = (hw >> off) & mask;
+    if (rd & td)
+      return {};
+    out.push_back(int64_t(rd));
+  }
+  return out;
 }
 
 std::vector<llvm::Value *> BodyLowerer::reg_coords(const Layout &l, uint32_t r) {

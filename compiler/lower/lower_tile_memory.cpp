@@ -439,14 +439,25 @@ void BodyLowerer::tile_ring_read(const TOp &view, llvm::Value *slot) {
                ? from_memory(x, tv.elem, nullptr)
                : x;
   };
+  auto elem_of = [&](const std::vector<llvm::Value *> &c) {
+    return last == 1 ? b.CreateAdd(b.CreateMul(c[0], b.getInt64(uint64_t(tv.shape[1]))), c[1])
+                     : c[last];
+  };
+  // The thread's place in the slot, once: a register whose coordinates add
+  // a constant to the thread's reads at a constant byte offset from it.
+  llvm::Value *at_thread =
+      scratch_ptr(b.CreateAdd(slot, b.CreateMul(elem_of(thread_dims(l)), b.getInt64(eb))), 1);
   std::vector<llvm::Value *> regs;
   for (uint32_t r = 0; r < l.num_regs(); r += w) {
-    std::vector<llvm::Value *> c = reg_coords(l, r);
-    llvm::Value *e = c[last];
-    if (last == 1)
-      e = b.CreateAdd(b.CreateMul(c[0], b.getInt64(uint64_t(tv.shape[1]))), e);
+    const std::vector<int64_t> d = reg_offsets(l, r);
     auto read = [&] {
-      llvm::Value *p = scratch_ptr(b.CreateAdd(slot, b.CreateMul(e, b.getInt64(eb))), 1);
+      llvm::Value *p =
+          !d.empty()
+              ? b.CreateGEP(b.getInt8Ty(), at_thread,
+                            b.getInt64(uint64_t(
+                                (last == 1 ? d[0] * tv.shape[1] + d[1] : d[last]) * int64_t(eb))))
+              : scratch_ptr(
+                    b.CreateAdd(slot, b.CreateMul(elem_of(reg_coords(l, r)), b.getInt64(eb))), 1);
       m.shared_access(b, p, w * eb, false);
       return unpack_access(*this, b.CreateAlignedLoad(ty, p, llvm::Align(w * eb)), tv.elem, w,
                            widen);
@@ -540,6 +551,66 @@ std::pair<llvm::Value *, llvm::Value *> BodyLowerer::tile_elem_addr(const TOp &o
   if (aligned)
     *aligned = aligned_base_of(*this, s, n);
   return element_at(*this, s, op, c);
+}
+
+llvm::Value *BodyLowerer::tile_affine_step(const TOp &op, const std::string &var, int64_t step) {
+  // Per tensor dim, the index's coefficient of `var` (a Sym fixed outside
+  // the loop: a ring copy's slice is indexed by nothing else): the slice
+  // moves by the sum of coefficient x step x stride, in bytes.
+  std::vector<Sym> coeff;
+  for (const SlicePart &p : op.parts) {
+    std::optional<Sym> c;
+    if (p.kind != SlicePart::Gather && p.at)
+      c = p.at->linear_coeff(var);
+    if (!c || c->mentions(var))
+      return nullptr;
+    coeff.push_back(*c);
+  }
+  Slice s = slice_of(*this, op);
+  if (is_packed(s.elem)) // two elements a byte: no byte step per element
+    return nullptr;
+  llvm::Value *bytes = b.getInt64(0);
+  for (size_t d = 0; d < s.dims.size(); ++d)
+    if (coeff[d] != Sym(0))
+      bytes = b.CreateAdd(bytes, b.CreateMul(b.CreateMul(sym_value(coeff[d] * Sym(step)), s.strides[d]),
+                                             b.getInt64(s.bytes)));
+  return bytes;
+}
+
+llvm::Value *BodyLowerer::tile_inside_until(const TOp &op, const std::vector<int64_t> &shape,
+                                            const std::string &var, int64_t step,
+                                            llvm::Value *lo) {
+  // Per tested dim d, at lo: index a, extent n along it (1 for a fixed
+  // index), coefficient c >= 0 of var. Inside at lo + j step iff a + j c
+  // step >= 0 (a >= 0 suffices) and a + j c step + n - 1 < dim: for
+  // j <= (dim - n - a) / (c step) (every j when c = 0). The bound is the
+  // least over the dims, lo where some dim is outside already.
+  Slice s = slice_of(*this, op);
+  const int64_t never = int64_t(1) << 62;
+  llvm::Value *until = b.getInt64(uint64_t(never));
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    if (!s.checked[d])
+      continue;
+    const SlicePart &p = op.parts[d];
+    std::optional<Sym> c;
+    if (p.kind != SlicePart::Gather && p.at)
+      c = p.at->linear_coeff(var);
+    const std::optional<int64_t> k = c ? c->as_constant() : std::nullopt;
+    if (!k || *k < 0)
+      return nullptr;
+    const int64_t n = s.tile_dim[d] >= 0 ? shape.at(size_t(s.tile_dim[d])) : 1;
+    llvm::Value *room = b.CreateSub(b.CreateSub(s.dims[d], b.getInt64(uint64_t(n))), s.at[d]);
+    llvm::Value *ok = b.CreateAnd(b.CreateICmpSGE(s.at[d], b.getInt64(0)),
+                                  b.CreateICmpSGE(room, b.getInt64(0)));
+    llvm::Value *last = b.getInt64(uint64_t(never));
+    if (*k) { // lo + (room / (k step) + 1) step
+      llvm::Value *j = b.CreateSDiv(room, b.getInt64(uint64_t(*k * step)));
+      last = b.CreateAdd(lo, b.CreateMul(b.CreateAdd(j, b.getInt64(1)), b.getInt64(uint64_t(step))));
+    }
+    llvm::Value *here = b.CreateSelect(ok, last, lo);
+    until = b.CreateSelect(b.CreateICmpSLT(here, until), here, until);
+  }
+  return until;
 }
 
 llvm::Value *BodyLowerer::tile_inside(const TOp &op, const std::vector<int64_t> &shape,

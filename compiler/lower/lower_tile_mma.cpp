@@ -72,6 +72,8 @@
 
 #include <llvm/IR/Constants.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 namespace etl {
@@ -110,6 +112,20 @@ const TOp *BodyLowerer::mma_direct_b(const TOp &dot) {
   if (tr)
     tile_direct.insert(tr);
   return d;
+}
+
+BodyLowerer::CopyChunk BodyLowerer::copy_first_chunk(const TOp &load,
+                                                     const std::vector<int64_t> &tile_shape,
+                                                     ElemType elem, llvm::Value **aligned) {
+  const bool rank1 = tile_shape.size() == 1;
+  const int64_t per = 16 / int64_t(byte_size(elem)), cpr = tile_shape.back() / per;
+  llvm::Value *t64 = b.CreateZExt(tid, i64);
+  llvm::Value *row0 = b.CreateUDiv(t64, b.getInt64(uint64_t(cpr)));
+  llvm::Value *col =
+      b.CreateMul(b.CreateURem(t64, b.getInt64(uint64_t(cpr))), b.getInt64(uint64_t(per)));
+  const std::vector<llvm::Value *> at =
+      rank1 ? std::vector<llvm::Value *>{col} : std::vector<llvm::Value *>{row0, col};
+  return {row0, col, tile_elem_addr(load, at, unsigned(per), aligned).first};
 }
 
 void BodyLowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &tile_shape,
@@ -154,8 +170,9 @@ void BodyLowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &til
   llvm::Value *edge = nullptr;
   std::vector<llvm::Value *> stride;
   llvm::Value *inside = nullptr;
-  // (A rank-1 tile is one row: its start's alignment is tested below.)
-  if (T % cpr == 0 && (load.mem.align_vec >= per || rank1)) {
+  // (Rows not proven 16-byte aligned, and a rank-1 tile's one row: their
+  // start and pitch are tested below.)
+  if (T % cpr == 0) {
     inside = tile_inside(load, tile_shape, stride);
     if (rank1) // one row: chunks <= T, no step between a thread's chunks
       stride.at(0) = chunks <= int64_t(T) ? b.getInt64(0) : nullptr;
@@ -164,23 +181,56 @@ void BodyLowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &til
   }
   if (!stride.empty()) {
     llvm::Value *t64 = b.CreateZExt(tid, i64);
-    llvm::Value *row0 = b.CreateUDiv(t64, b.getInt64(uint64_t(cpr)));
-    llvm::Value *col = b.CreateMul(b.CreateURem(t64, b.getInt64(uint64_t(cpr))), b.getInt64(per));
     llvm::Value *aligned = nullptr;
-    llvm::Value *p0 = tile_elem_addr(load, at(row0, col), per, &aligned).first;
-    if (load.mem.align_vec < per) // the row's start (uniform): 16-byte aligned?
-      aligned = b.CreateAnd(
-          aligned, b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p0, i64), 15), b.getInt64(0)));
+    const CopyChunk first = copy_first_chunk(load, tile_shape, elem, &aligned);
+    llvm::Value *row0 = first.row, *col = first.col, *p0 = first.src;
+    // A pipelined loop's copy: its pointer bumped per step, and where the
+    // steps inside are known before the loop, one test of its variable.
+    auto bump = tile_copy_ptrs.find(&load);
+    if (bump != tile_copy_ptrs.end())
+      p0 = bump->second.ptr;
+    if (load.mem.align_vec < per) { // the rows' start and pitch: 16-byte aligned?
+      llvm::Value *bits = b.CreatePtrToInt(p0, i64);
+      if (!rank1)
+        bits = b.CreateOr(bits, stride[0]);
+      aligned = b.CreateAnd(aligned, b.CreateICmpEQ(b.CreateAnd(bits, 15), b.getInt64(0)));
+    }
     inside = inside ? b.CreateAnd(inside, aligned) : aligned;
+    if (bump != tile_copy_ptrs.end() && bump->second.until)
+      inside = b.CreateICmpSLT(tile_loop_vars.at(bump->second.var), bump->second.until);
     const int64_t rows_per = T / cpr; // rows between a thread's chunks
     llvm::Value *step = b.CreateMul(stride[0], b.getInt64(uint64_t(rows_per)));
+    // Chunk i's place in the staging: chunk 0's plus a constant where that
+    // holds for every thread (rows a multiple of the swizzle's period apart),
+    // so that one address is computed per copy, not one per chunk.
+    auto place = [&](int64_t row, int64_t c) {
+      SmemInt a;
+      return row_major ? (row * cols + c) * int64_t(eb)
+                       : smem_place(a, mma_staging_layout(cols, eb), row, c);
+    };
+    auto offset_of = [&](int64_t i) -> std::optional<int64_t> {
+      std::optional<int64_t> d;
+      for (int64_t t = 0; t < std::min(int64_t(T), chunks - i * T); ++t) {
+        const int64_t r = t / cpr, c = t % cpr * per;
+        const int64_t x = place(r + i * rows_per, c) - place(r, c);
+        if (d && *d != x)
+          return std::nullopt;
+        d = x;
+      }
+      return d;
+    };
     if_then(inside, [&] {
-      llvm::Value *src = p0;
+      llvm::Value *src = p0, *dst0 = nullptr;
       for (int64_t i = 0; i * T < chunks; ++i) {
         if (i)
           src = b.CreateGEP(b.getInt8Ty(), src, step);
         llvm::Value *row = b.CreateAdd(row0, b.getInt64(uint64_t(i * rows_per)));
-        llvm::Value *dst = dst_of(row, col), *from = src;
+        const std::optional<int64_t> d = i ? offset_of(i) : std::nullopt;
+        llvm::Value *dst = d ? b.CreateGEP(b.getInt8Ty(), dst0, b.getInt64(uint64_t(*d)))
+                             : dst_of(row, col);
+        if (!i)
+          dst0 = dst;
+        llvm::Value *from = src;
         if ((i + 1) * T <= chunks)
           m.async_copy(b, dst, from, 16);
         else
@@ -586,6 +636,33 @@ llvm::Value *BodyLowerer::ring_slot_value(const Sym &slot) {
                           i64);
   }
   return sym_value(slot);
+}
+
+std::optional<BodyLowerer::RingBump> BodyLowerer::ring_copy_bump(const TOp &copy, const TOp &loop,
+                                                                 llvm::Value *lo) {
+  llvm::Value *by = tile_affine_step(copy, loop.var, loop.step);
+  if (!by)
+    return std::nullopt;
+  const TValue &buf = tf->values.at(size_t(copy.operands.at(0)));
+  const std::vector<int64_t> shape(buf.shape.begin() + 1, buf.shape.end());
+  TOp wide = copy; // 64-bit offsets: lo's copy may lie past the tensor, where idx32 wraps
+  wide.mem.index32 = false;
+  llvm::Value *aligned = nullptr;
+  llvm::Value *from = copy_first_chunk(wide, shape, buf.elem, &aligned).src;
+  // The interior path's alignment (tile_mma_copy) holds at every step
+  // when it holds at lo and the step keeps it.
+  std::vector<llvm::Value *> stride;
+  tile_inside(copy, shape, stride);
+  llvm::Value *bits = b.CreateOr(b.CreatePtrToInt(from, i64), by);
+  if (shape.size() == 2 && stride.at(0))
+    bits = b.CreateOr(bits, stride[0]);
+  if (copy.mem.align_vec < 16 / byte_size(buf.elem))
+    aligned = b.CreateAnd(aligned, b.CreateICmpEQ(b.CreateAnd(bits, 15), b.getInt64(0)));
+  llvm::Value *until = loop.step > 0 ? tile_inside_until(copy, shape, loop.var, loop.step, lo)
+                                     : nullptr;
+  if (until)
+    until = b.CreateSelect(aligned, until, lo);
+  return RingBump{&copy, loop.var, from, by, until, nullptr};
 }
 
 void BodyLowerer::tile_async(const TOp &op) {

@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -23,9 +24,9 @@ using namespace etl;
 
 namespace {
 
-std::string ptx_of(const char *target) {
+std::string ptx_of(const char *target, const char *file = "/scripts/kloop_gemv.etl") {
   CompileOptions o;
-  o.input = std::string(ETL_SOURCE_DIR) + "/scripts/kloop_gemv.etl";
+  o.input = std::string(ETL_SOURCE_DIR) + file;
   o.targets = {target};
   o.emit = "ptx";
   std::ostringstream out, err;
@@ -35,7 +36,74 @@ std::string ptx_of(const char *target) {
   return out.str();
 }
 
+/// The blocks of the K loop: the innermost natural loop around the ring's
+/// `cp.async.wait_group 1`.
+std::set<int> k_loop(const etl::ptxcheck::Kernel &k) {
+  int wait = -1;
+  for (size_t i = 0; i < k.insns.size(); ++i)
+    if (k.insns[i].op == "cp.async.wait_group" && k.insns[i].operands.at(0) == "1")
+      wait = int(i);
+  REQUIRE(wait >= 0);
+  std::set<int> loop;
+  for (const std::set<int> &l : k.loops())
+    if (l.count(k.insns[size_t(wait)].block) && (loop.empty() || l.size() < loop.size()))
+      loop = l;
+  REQUIRE(!loop.empty());
+  return loop;
+}
+
 } // namespace
+
+// The ring copies' steps (lower_tile_mma.cpp's ring_copy_bump, tile_for):
+// each thread's first-chunk pointer is computed once before the loop and
+// bumped by a loop-invariant stride (no 64-bit multiply in the loop); the
+// steps whose tile lies inside the tensor are known before the loop, so
+// the interior path is one block of unconditional cp.async (no bounds or
+// alignment arithmetic between them: one compare of the loop variable
+// chose it), each chunk's place in the slot at a constant offset from the
+// first's; the ring read takes every vector at an immediate offset from
+// one address. For the naive GEMV and gemm's mma.sync K loop (its rows not
+// proven 16-byte aligned: tested once per copy before the loop).
+TEST_CASE("ring copies: pointers bumped per step, bounds known before the loop") {
+  using namespace etl::ptxcheck;
+  for (const char *file : {"/scripts/kloop_gemv.etl", "/examples/gemm/gemm.etl"})
+    for (const char *target : {"sm_80", "sm_90"}) {
+      CAPTURE(file);
+      CAPTURE(target);
+      const Kernel k = parse_kernel(ptx_of(target, file));
+      const std::set<int> loop = k_loop(k);
+      int wide_mul = 0, interior_copies = 0;
+      std::map<std::string, int> shared_bases;
+      for (int bi : loop) {
+        int copies = 0, arith = 0;
+        for (int ii : k.blocks[size_t(bi)].insns) {
+          const Insn &in = k.insns[size_t(ii)];
+          for (const char *mul : {"mul.lo.s64", "mul.lo.u64", "mad.lo.s64", "mad.lo.u64"})
+            wide_mul += in.op == mul;
+          if (in.op.rfind("cp.async.cg.shared.global", 0) == 0)
+            ++copies;
+          else if (in.op.rfind("setp.", 0) == 0 || in.op.rfind("and.b64", 0) == 0 ||
+                   in.op.rfind("or.b64", 0) == 0 || in.op.rfind("mul", 0) == 0)
+            ++arith;
+          if (in.op.rfind("ld.shared.v4", 0) == 0)
+            for (const std::string &o : in.operands)
+              if (o.front() == '[')
+                ++shared_bases[Kernel::address_reg(o)];
+        }
+        if (copies >= 2 && arith == 0)
+          interior_copies = std::max(interior_copies, copies);
+      }
+      CHECK(wide_mul == 0);
+      CHECK(interior_copies >= 2); // w's (the GEMV) or a's and b's chunks, untested
+      if (std::string(file).find("kloop_gemv") != std::string::npos) {
+        // w's four 16-byte vectors per thread from one address
+        int most = 0;
+        for (const auto &kv : shared_bases)
+          most = std::max(most, kv.second);
+        CHECK(most >= 4);
+      }
+    }
+}
 
 TEST_CASE("naive GEMV: its K loop is a 3-stage cp.async ring with lean steps") {
   using namespace etl::ptxcheck;
@@ -53,16 +121,7 @@ TEST_CASE("naive GEMV: its K loop is a 3-stage cp.async ring with lean steps") {
     CHECK(ptx.find("cp.async.wait_group 0;", in_loop) != std::string::npos); // the drain
     // The K loop: the innermost natural loop around the wait.
     const Kernel k = parse_kernel(ptx);
-    int wait = -1;
-    for (size_t i = 0; i < k.insns.size(); ++i)
-      if (k.insns[i].op == "cp.async.wait_group" && k.insns[i].operands.at(0) == "1")
-        wait = int(i);
-    REQUIRE(wait >= 0);
-    std::set<int> loop;
-    for (const std::set<int> &l : k.loops())
-      if (l.count(k.insns[size_t(wait)].block) && (loop.empty() || l.size() < loop.size()))
-        loop = l;
-    REQUIRE(!loop.empty());
+    const std::set<int> loop = k_loop(k);
     std::map<std::string, int> ops;
     int arg_loads = 0;
     for (int bi : loop)
