@@ -65,10 +65,10 @@ void BodyLowerer::tma_copy(const TOp &op, llvm::Value *slot) {
   for (auto p = op.parts.rbegin(); p != op.parts.rend(); ++p)
     coords.push_back(b.CreateTrunc(sym_value(*p->at), i32));
   invariant_args = was;
-  llvm::Value *dst = scratch_ptr(b.CreateAdd(b.getInt64(uint64_t(tile_rings.at(ring).first)),
-                                             b.CreateMul(slot, b.getInt64(uint64_t(
-                                                                   tile_rings.at(ring).second)))),
-                                 1);
+  llvm::Value *dst =
+      scratch_ptr(b.CreateAdd(b.getInt64(uint64_t(tile_rings.at(ring).first)),
+                              b.CreateMul(slot, b.getInt64(uint64_t(tile_rings.at(ring).second)))),
+                  1);
   llvm::Value *map = b.CreateGEP(i64, args, b.getInt64(map_slot));
   if_then(b.CreateAnd(go, b.CreateICmpEQ(tid, b.getInt32(0))), [&] {
     llvm::Value *bar = tma_barrier(ring, slot);

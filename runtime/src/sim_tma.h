@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define ETL_ASYNC_TMA_OWNER 0xFFFFu /* a word a TMA copy in flight will write */
+#define ETL_ASYNC_TMA_OWNER 0xFFFFu              /* a word a TMA copy in flight will write */
 #define ETL_SIM_TMAP_MAGIC 0x50414d54414d5445ull /* "ETMATMAP" */
 
 typedef struct etl_sim_tmap {

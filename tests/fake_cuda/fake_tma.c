@@ -25,11 +25,11 @@ EXPORT CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void
     RETURN(violation(INVALID_VALUE, "cuTensorMapEncodeTiled: map %p not 64-byte aligned", map));
   if (dtype < 0 || dtype > 12 || rank < 1 || rank > 5 || !dims || !box || !elem_strides ||
       (rank > 1 && !strides))
-    RETURN(violation(INVALID_VALUE, "cuTensorMapEncodeTiled: data type %d or rank %u", dtype,
-                     rank));
+    RETURN(
+        violation(INVALID_VALUE, "cuTensorMapEncodeTiled: data type %d or rank %u", dtype, rank));
   if (!addr || (uintptr_t)addr % 16 != 0)
-    RETURN(violation(INVALID_VALUE, "cuTensorMapEncodeTiled: address %p not 16-byte aligned",
-                     addr));
+    RETURN(
+        violation(INVALID_VALUE, "cuTensorMapEncodeTiled: address %p not 16-byte aligned", addr));
   for (unsigned k = 0; k < rank; ++k) {
     if (dims[k] == 0 || dims[k] > (1ull << 32) || box[k] == 0 || box[k] > 256 ||
         elem_strides[k] == 0 || elem_strides[k] > 8)

@@ -68,7 +68,7 @@ private:
 struct Result {
   std::string err;
   std::vector<float> y;
-  int bad = 0; ///< elements off the exact sum
+  int bad = 0;               ///< elements off the exact sum
   int waits = 0, copies = 0; ///< lowered mbarrier waits and TMA copies
 };
 
@@ -121,7 +121,8 @@ int64_t counter(const std::string &path, const char *name) {
 
 } // namespace
 
-TEST_CASE("TMA ring: a naive GEMV streams x and w by TMA on sim, exact, bit-identical to cp.async") {
+TEST_CASE(
+    "TMA ring: a naive GEMV streams x and w by TMA on sim, exact, bit-identical to cp.async") {
   // K = 200: 6 whole K steps and one of 8 rows (the rest of its box zeros);
   // N = 152: two whole column tiles and one of 24 columns.
   const std::string prof =

@@ -12,7 +12,7 @@
 #include "driver/pipeline.h"
 #include "ptx_cfg.h"
 #include "ptx_programs.h"
-#include "skip.h"
+#include "../skip.h"
 
 #include <doctest/doctest.h>
 
