@@ -26,8 +26,8 @@ instruction of the loop once, both arms of each branch. PTX, not SASS: a
 
 Classes (each instruction in the first that matches):
   args   loads from the argument block (pointers, dims, scalars re-read)
-  gmem   ld.global / ldg / cp.async copies / st.global / atomics on tensors
-  bar    bar.sync, barrier, cp.async.wait_group / commit_group
+  gmem   ld.global / ldg / cp.async copies / TMA copies / st.global / atomics on tensors
+  bar    bar.sync, barrier, cp.async.wait_group / commit_group, mbarrier.*
   mma    mma, wgmma, fma, ldmatrix
   i64    64-bit integer arithmetic: add/sub/mul/mad/shl/shr/and/or/... .s64/.u64/.b64,
          mul.wide / mad.wide, cvt to a 64-bit integer
@@ -243,9 +243,11 @@ def classify(ins, args_regs):
         if "param" in parts or (m and m.group(1) in args_regs):
             return "args"
     if (op.startswith("ld.global") or op.startswith("st.global") or op.startswith("cp.async.c")
-            or op.startswith("atom.global") or op.startswith("red.global")):
+            or op.startswith("cp.async.bulk.tensor") or op.startswith("atom.global")
+            or op.startswith("red.global")):
         return "gmem"
-    if op.startswith("bar") or op.startswith("cp.async.wait") or op.startswith("cp.async.commit"):
+    if (op.startswith("bar") or op.startswith("cp.async.wait") or op.startswith("cp.async.commit")
+            or op.startswith("mbarrier.")):
         return "bar"
     if parts[0] in ("mma", "wgmma", "fma", "ldmatrix"):
         return "mma"

@@ -174,6 +174,14 @@ std::string serialize_meta(const ArtifactMeta &m) {
   w.count(m.order.size());
   for (uint32_t g : m.order)
     w.u32(g);
+  w.count(m.tma_maps.size());
+  for (const ArtifactTmaMap &t : m.tma_maps) {
+    w.u32(t.tensor);
+    w.u32(t.slot);
+    w.count(t.box.size());
+    for (uint32_t x : t.box)
+      w.u32(x);
+  }
   return std::move(w.out);
 }
 

@@ -78,6 +78,12 @@ struct ArtifactGroup {
   uint32_t layer_block = ETL_NO_LAYER_BLOCK; ///< or k >= 1: in layered block k
 };
 
+/// A tensor map the runtime encodes for TMA copies (v9).
+struct ArtifactTmaMap {
+  uint32_t tensor = 0, slot = 0;
+  std::vector<uint32_t> box; ///< elements, outermost first (rank = size)
+};
+
 /// Everything the metadata section holds, in its order.
 struct ArtifactMeta {
   uint32_t threads_per_cta = 128;
@@ -92,6 +98,7 @@ struct ArtifactMeta {
   std::vector<ArtifactEvent> events;
   std::vector<ArtifactGroup> groups;
   std::vector<uint32_t> order; ///< group indices in a topological order
+  std::vector<ArtifactTmaMap> tma_maps;
 };
 
 /// Encode the metadata section alone.

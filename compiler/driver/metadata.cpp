@@ -188,6 +188,15 @@ ArtifactMeta build_metadata(const Program &p, const KernelDecl &k, const TaskGra
   }
   for (int gi : g.topo_order)
     m.order.push_back(uint32_t(gi));
+  for (size_t i = 0; i < be.tma_maps.size(); ++i) {
+    ArtifactTmaMap t;
+    t.tensor = uint32_t(be.tma_maps[i].tensor);
+    t.slot = layout.tma_map(unsigned(i));
+    for (int64_t x : be.tma_maps[i].box)
+      t.box.push_back(uint32_t(x));
+    m.tma_maps.push_back(std::move(t));
+  }
+  m.num_slots = layout.num_slots(unsigned(m.tma_maps.size()));
   return m;
 }
 

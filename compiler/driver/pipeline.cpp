@@ -200,7 +200,7 @@ bool front(Compilation &c, const std::string &stop_after, PassTimer &timer) {
 }
 
 /// tile/sums.cpp's loop sums, unless ETL_TILE_SUMS=0, then tile/pipeline.cpp's
-/// rings, unless ETL_TILE_RING=0 (seams for tests
+/// rings, unless ETL_TILE_RING=0, TMA rings as ETL_TILE_TMA says (seams for tests
 /// that compare a pipelined loop with its plain form); a MmaLoopNotPipelined
 /// remark to `remarks` (when given) for each K loop left as it was.
 void pipeline(TileModule &m, const TargetInfo &target, Diag *remarks = nullptr) {
@@ -210,7 +210,12 @@ void pipeline(TileModule &m, const TargetInfo &target, Diag *remarks = nullptr) 
   const char *env = std::getenv("ETL_TILE_RING");
   if (env && std::string(env) == "0")
     return;
-  for (const LoopNotPipelined &l : pipeline_loops(m, target))
+  // ETL_TILE_TMA=1: TMA rings for any target list (the sim runs them);
+  // =0: none, sm_90a's code keeps its cp.async rings.
+  TargetInfo t = target;
+  if (const char *tma = std::getenv("ETL_TILE_TMA"))
+    t.tma = std::string(tma) == "1";
+  for (const LoopNotPipelined &l : pipeline_loops(m, t))
     if (remarks)
       remarks->remark(DiagId::MmaLoopNotPipelined, l.loc, {l.var, l.why});
 }

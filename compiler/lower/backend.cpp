@@ -32,6 +32,7 @@ static BackendResult run_plan(const KernelPlan &plan, const std::vector<std::str
     }
   MachineOptions mopts;
   mopts.fmad = opts.fmad;
+  res.tma_maps = opts.tiles->tma_maps;
   for (const std::string &t : targets) {
     std::string err;
     std::unique_ptr<Machine> m;

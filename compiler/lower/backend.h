@@ -85,6 +85,9 @@ struct BackendResult {
   std::vector<std::pair<std::string, size_t>> ring_prefetched;
   /// Per task group: loads its loops issue one iteration ahead (the same).
   std::vector<std::pair<std::string, size_t>> pipelined;
+  /// The tensor maps of the TMA rings (TileModule::tma_maps): the artifact
+  /// lists them, the runtime encodes them (ArgLayout::tma_map's slots).
+  std::vector<TmaMap> tma_maps;
 };
 
 /// The most elements of any tile value in `k`'s task bodies (sema's types).

@@ -319,7 +319,23 @@ protected:
     llvm::Value *slot;
     int64_t stages;
     std::string view, ahead;
+    /// A loop with TMA rings: the parity of the view slot's mbarrier phase
+    /// (i32 0/1, flips when the slot wraps); else null.
+    llvm::Value *phase = nullptr;
   };
+  /// The TMA rings being lowered (kTmaRing on a machine with TMA): ring
+  /// value -> the byte offset of its S mbarriers (after its slots) and S.
+  std::map<int, std::pair<int64_t, int64_t>> tile_tma_rings;
+  /// cp.async copies lowered since the last `async.wait 0`: none (a loop of
+  /// TMA rings only) and its commits and waits emit nothing.
+  int tile_cp_async_copies = 0;
+  /// mbarrier `s` of TMA ring `ring` (a generic pointer; slot: i64).
+  llvm::Value *tma_barrier(int ring, llvm::Value *slot);
+  /// The TMA path of tile_async (lower_tile_mma.cpp).
+  void tma_ring_init(int ring);
+  void tma_copy(const TOp &op, llvm::Value *slot);
+  void tma_wait(const TOp &view);
+  void tma_drain();
   std::map<std::string, RingCounter> tile_ring_counters;
   /// Per async.copy of a pipelined loop's body whose slice is affine in the
   /// loop variable: this thread's first-chunk source pointer, a phi

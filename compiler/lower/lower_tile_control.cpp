@@ -272,6 +272,8 @@ void BodyLowerer::tile_begin(const TileFunc &f) {
   tile_direct.clear();
   tile_rings.clear();
   tile_row_major_rings.clear();
+  tile_tma_rings.clear();
+  tile_cp_async_copies = 0;
   tile_views.clear();
   std::function<void(const std::vector<TOp> &)> direct = [&](const std::vector<TOp> &ops) {
     for (const TOp &op : ops) {
@@ -527,8 +529,9 @@ void BodyLowerer::tile_for(const TOp &op) {
       invariant_args = ring_args_fill = true;
       tile_inside(x, std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end()), stride);
       sym_value(*x.hi);
-      if (std::optional<RingBump> bump = ring_copy_bump(x, op, lo))
-        bumps.push_back(*bump);
+      if (!tile_tma_rings.count(x.operands[0])) // (a TMA copy names coordinates, no pointer)
+        if (std::optional<RingBump> bump = ring_copy_bump(x, op, lo))
+          bumps.push_back(*bump);
       invariant_args = ring_args_fill = false;
       if (bound)
         tile_loop_vars[op.var] = outer_var;
@@ -554,11 +557,15 @@ void BodyLowerer::tile_for(const TOp &op) {
     pipe_phis.push_back(std::move(ps));
   }
   // A pipelined loop (tile/pipeline.cpp): its rings' slot as a counter.
-  llvm::PHINode *slot = nullptr;
+  llvm::PHINode *slot = nullptr, *phase = nullptr; // (phase: TMA rings, lower_tma.cpp)
   int64_t stages = 0;
+  bool tma = false;
   for (const TOp &x : op.body)
-    if (x.kind == TileOpKind::SmemView && !stages)
-      stages = tf->values.at(size_t(x.operands.at(0))).shape.at(0);
+    if (x.kind == TileOpKind::SmemView) {
+      if (!stages)
+        stages = tf->values.at(size_t(x.operands.at(0))).shape.at(0);
+      tma = tma || tile_tma_rings.count(x.operands[0]);
+    }
   if (stages) {
     slot = b.CreatePHI(i32, 2, op.var + ".slot");
     slot->addIncoming(b.getInt32(0), pre);
@@ -567,6 +574,10 @@ void BodyLowerer::tile_for(const TOp &op) {
     bump.ptr = b.CreatePHI(bump.from->getType(), 2);
     bump.ptr->addIncoming(bump.from, pre);
     tile_copy_ptrs[bump.copy] = bump;
+  }
+  if (tma) {
+    phase = b.CreatePHI(i32, 2, op.var + ".phase");
+    phase->addIncoming(b.getInt32(0), pre);
   }
   std::vector<std::vector<llvm::PHINode *>> phis;
   for (size_t j = 0; j < op.block_args.size(); ++j) {
@@ -597,7 +608,8 @@ void BodyLowerer::tile_for(const TOp &op) {
   if (slot) {
     const Sym var = Sym::symbol(op.var);
     tile_ring_counters[op.var] = {slot, stages, ring_slot(op, var, stages).str(),
-                                  ring_slot(op, var + Sym((stages - 1) * op.step), stages).str()};
+                                  ring_slot(op, var + Sym((stages - 1) * op.step), stages).str(),
+                                  phase};
   }
   std::map<std::string, llvm::Value *> outer_reads = tile_data_syms;
   {
@@ -632,8 +644,10 @@ void BodyLowerer::tile_for(const TOp &op) {
   }
   if (slot) {
     llvm::Value *n = b.CreateAdd(slot, b.getInt32(1));
-    slot->addIncoming(
-        b.CreateSelect(b.CreateICmpEQ(n, b.getInt32(uint32_t(stages))), b.getInt32(0), n), latch);
+    llvm::Value *wrap = b.CreateICmpEQ(n, b.getInt32(uint32_t(stages)));
+    slot->addIncoming(b.CreateSelect(wrap, b.getInt32(0), n), latch);
+    if (phase)
+      phase->addIncoming(b.CreateSelect(wrap, b.CreateXor(phase, b.getInt32(1)), phase), latch);
   }
   b.CreateBr(head);
   b.SetInsertPoint(done);

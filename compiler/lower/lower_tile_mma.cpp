@@ -673,10 +673,14 @@ void BodyLowerer::tile_async(const TOp &op) {
     const SmemBuffer &buf = tf->smem[size_t(op.smem)];
     const TValue &v = tf->values[size_t(op.results[0])];
     tile_rings[op.results[0]] = {buf.offset, ring_slot_bytes(v)};
-    if (op.attr == kRowMajorRing)
+    if (row_major_ring(op.attr))
       tile_row_major_rings.insert(op.results[0]);
     if ((buf.offset + buf.bytes) / 4 > max_scratch_elems)
       max_scratch_elems = (buf.offset + buf.bytes) / 4;
+    if (op.attr == kTmaRing && m.has_tma()) { // its mbarriers after its slots (lower_tma.cpp)
+      tile_tma_rings[op.results[0]] = {buf.offset + v.shape[0] * ring_slot_bytes(v), v.shape[0]};
+      tma_ring_init(op.results[0]);
+    }
     return;
   }
   case TileOpKind::AsyncCopy: { // iteration lo's slice into its slot, if lo < hi
@@ -685,6 +689,9 @@ void BodyLowerer::tile_async(const TOp &op) {
     const TValue &v = tf->values[size_t(op.operands[0])];
     const std::vector<int64_t> shape(v.shape.begin() + 1, v.shape.end());
     llvm::Value *slot = ring_slot_value(*op.sym);
+    if (tile_tma_rings.count(op.operands[0]))
+      return tma_copy(op, slot);
+    ++tile_cp_async_copies;
     const bool row_major = tile_row_major_rings.count(op.operands[0]) != 0;
     // The loop's bound, as the copy's pointers and extents: loaded once
     // before the loop, not per step.
@@ -699,11 +706,17 @@ void BodyLowerer::tile_async(const TOp &op) {
     });
     return;
   }
-  case TileOpKind::AsyncCommit:
-    m.async_commit(b);
+  case TileOpKind::AsyncCommit: // (none issued: a loop of TMA rings only)
+    if (tile_cp_async_copies)
+      m.async_commit(b);
     return;
   case TileOpKind::AsyncWait:
-    m.async_wait(b, unsigned(op.axis));
+    if (tile_cp_async_copies)
+      m.async_wait(b, unsigned(op.axis));
+    if (op.axis == 0) { // after the loop
+      tile_cp_async_copies = 0;
+      tma_drain();
+    }
     return;
   case TileOpKind::Barrier:
     m.barrier(b);
@@ -712,6 +725,8 @@ void BodyLowerer::tile_async(const TOp &op) {
     const auto &[off, sb] = tile_rings.at(op.operands.at(0));
     llvm::Value *at = b.CreateAdd(b.getInt64(uint64_t(off)),
                                   b.CreateMul(ring_slot_value(*op.sym), b.getInt64(sb)));
+    if (tile_tma_rings.count(op.operands[0])) // its phase has landed the copy
+      tma_wait(op);
     if (tile_row_major_rings.count(op.operands[0])) // a plain tile: into its registers
       tile_ring_read(op, at);
     else // a dot's operand: read by ldmatrix where it lies

@@ -9,6 +9,8 @@
 
 #include <llvm/IR/InlineAsm.h>
 
+#include <stdexcept>
+
 namespace etl {
 
 std::unique_ptr<Machine> make_machine(const TargetDesc &t, const MachineOptions &opts,
@@ -44,6 +46,24 @@ llvm::Value *Machine::opaque_zero(Builder &b, llvm::IntegerType *ty) {
   llvm::AllocaInst *slot = entry.CreateAlloca(ty, nullptr, "opaque.zero");
   entry.CreateStore(llvm::ConstantInt::get(ty, 0), slot);
   return b.CreateLoad(ty, slot, /*isVolatile=*/true);
+}
+
+// A machine without mbarriers or TMA (has_tma false) is never asked for them.
+void Machine::mbarrier_init(Builder &, llvm::Value *, unsigned) {
+  throw std::logic_error(target() + ": no mbarrier");
+}
+void Machine::mbarrier_arrive_expect_tx(Builder &, llvm::Value *, llvm::Value *) {
+  throw std::logic_error(target() + ": no mbarrier");
+}
+void Machine::mbarrier_wait(Builder &, llvm::Value *, llvm::Value *, unsigned) {
+  throw std::logic_error(target() + ": no mbarrier");
+}
+void Machine::mbarrier_inval(Builder &, llvm::Value *) {
+  throw std::logic_error(target() + ": no mbarrier");
+}
+void Machine::tma_load(Builder &, llvm::Value *, llvm::Value *, const std::vector<llvm::Value *> &,
+                       llvm::Value *) {
+  throw std::logic_error(target() + ": no TMA");
 }
 
 llvm::Value *opaque_asm_value(Builder &b, llvm::Type *ty, const char *text, const char *cons) {

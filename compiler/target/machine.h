@@ -146,6 +146,45 @@ public:
   /// This CTA's shared memory, a generic pointer to `smem_bytes` bytes.
   virtual llvm::Value *shared_base(Builder &b) = 0;
 
+  // -- mbarrier (PTX mbarrier.*, sm_90: expect_tx and parity waits) ---------
+  // `bar` is a generic pointer to an 8-byte-aligned mbarrier object in
+  // shared memory. A phase completes when its pending arrivals reach 0
+  // and its transaction bytes (expect_tx, less what complete_tx copies
+  // delivered) reach 0; the barrier then enters the next phase (parity
+  // flips) with `count` pending arrivals again.
+  /// mbarrier.init.shared::cta.b64 [bar], count (one thread).
+  virtual void mbarrier_init(Builder &b, llvm::Value *bar, unsigned count);
+  /// mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes: this thread
+  /// arrives and the phase expects `bytes` (i32) more transaction bytes.
+  virtual void mbarrier_arrive_expect_tx(Builder &b, llvm::Value *bar, llvm::Value *bytes);
+  /// Waits (mbarrier.try_wait.parity.shared::cta.b64 in a loop) until the
+  /// phase of parity `parity` (i32, 0 or 1) has completed; acquire at CTA
+  /// scope: what completed the phase (the TMA copies) is visible after it.
+  /// `line`: the source line (sim's messages).
+  virtual void mbarrier_wait(Builder &b, llvm::Value *bar, llvm::Value *parity, unsigned line);
+  /// mbarrier.inval.shared::cta.b64 [bar] (one thread, every waiter done):
+  /// before its bytes serve anything else.
+  virtual void mbarrier_inval(Builder &b, llvm::Value *bar);
+  /// fence.proxy.async.shared::cta: orders this thread's generic-proxy
+  /// shared-memory accesses (an mbarrier's init, earlier stores to a slot)
+  /// before the async proxy's (TMA) that follow. sim: nothing to order.
+  virtual void fence_proxy_async(Builder &b) { (void)b; }
+
+  // -- TMA (cp.async.bulk.tensor, sm_90a) -------------------------------------
+  /// Does this machine copy tiles by TMA? Else a TMA ring of the tile IR
+  /// (tile/pipeline.cpp, kTmaRing) is lowered as a cp.async ring.
+  virtual bool has_tma() const { return false; }
+  /// cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes
+  /// [dst], [map, {coords}], [bar], issued by one thread: the box of tensor
+  /// map `map` (a generic pointer to the 64-byte-aligned, 128-byte
+  /// CUtensorMap in global memory) at element coordinates `coords` (i32,
+  /// innermost first; out-of-bounds elements are the map's fill, zero)
+  /// lands row-major at `dst` (shared, 128-byte aligned) and completes its
+  /// bytes on mbarrier `bar`. Its data may be read only after a wait on
+  /// that phase (sim: a read before it fails with ETL_ERROR_RACE).
+  virtual void tma_load(Builder &b, llvm::Value *dst, llvm::Value *map,
+                        const std::vector<llvm::Value *> &coords, llvm::Value *bar);
+
   // -- Global memory ---------------------------------------------------------
   /// A load/store of tensor data (sim: check_access first).
   /// `ty` may be a vector (`<4 x float>`, ...): one access of all of its

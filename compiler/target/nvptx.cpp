@@ -15,8 +15,9 @@
 // with the PTX ISA version of targets.def ("+ptx78", "+ptx80" for sm_90a),
 // multiply-add contraction on unless MachineOptions::fmad is off. What no
 // LLVM 19 intrinsic selects (Hopper's wgmma, TMA, mbarrier parity waits,
-// fence.proxy.async, elect.sync, stmatrix) will be inline PTX here, one
-// Machine helper per instruction family, as the orderings below are.
+// fence.proxy.async, elect.sync, stmatrix) is inline PTX here, one
+// Machine helper per instruction family, as the orderings below are
+// (mbarrier_* and tma_load on sm_90a).
 //
 //===----------------------------------------------------------------------===//
 #include "target/machine.h"
@@ -63,7 +64,7 @@ llvm::GlobalVariable *new_shared_array(llvm::Module &m, const char *name) {
 class NvptxMachine : public Machine {
 public:
   NvptxMachine(const TargetDesc &desc, std::unique_ptr<llvm::TargetMachine> tm)
-      : sm_(desc.name), cc_(desc.sm), tm_(std::move(tm)) {}
+      : sm_(desc.name), cc_(desc.sm), tma_(etl::has_tma(desc)), tm_(std::move(tm)) {}
 
   const std::string &target() const override { return sm_; }
   /// 80 for "sm_80" (targets.def's compute capability).
@@ -95,6 +96,8 @@ public:
                                llvm::ValueAsMetadata::get(llvm::ConstantInt::get(i32, v))};
       ann->addOperand(llvm::MDNode::get(c, ops));
     };
+    if (tma_used_) // TMA's destinations: 128-byte aligned from the base
+      smem_->setAlignment(llvm::Align(128));
     md("kernel", 1);
     md("maxntidx", threads);
     md("minctasm", 1);
@@ -196,6 +199,59 @@ public:
   }
   llvm::Value *shared_base(Builder &b) override {
     return b.CreateAddrSpaceCast(smem_, b.getPtrTy(0));
+  }
+
+  // mbarrier and TMA (docs/ARCHITECTURE.md, "TMA rings"): inline PTX, LLVM
+  // 19 selects neither expect_tx, parity waits, fence.proxy.async nor
+  // cp.async.bulk.tensor. Shared addresses are 32-bit (`r`).
+  bool has_tma() const override { return tma_; }
+  void mbarrier_init(Builder &b, llvm::Value *bar, unsigned count) override {
+    asm_call(b, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
+             {shared32(b, bar), b.getInt32(count)});
+  }
+  void mbarrier_arrive_expect_tx(Builder &b, llvm::Value *bar, llvm::Value *bytes) override {
+    asm_call(b, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
+             {shared32(b, bar), bytes});
+  }
+  void mbarrier_wait(Builder &b, llvm::Value *bar, llvm::Value *parity, unsigned) override {
+    // try_wait suspends the thread for a while itself: no back-off here.
+    llvm::Function *fn = b.GetInsertBlock()->getParent();
+    auto *loop = llvm::BasicBlock::Create(b.getContext(), "mbar.wait", fn);
+    auto *done = llvm::BasicBlock::Create(b.getContext(), "mbar.done", fn);
+    llvm::Value *a = shared32(b, bar);
+    b.CreateBr(loop);
+    b.SetInsertPoint(loop);
+    llvm::Value *ok = asm_call(b,
+                               "{\n.reg .pred p;\n"
+                               "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+                               "selp.b32 $0, 1, 0, p;\n}",
+                               "=r,r,r,~{memory}", {a, parity}, b.getInt32Ty());
+    b.CreateCondBr(b.CreateICmpNE(ok, b.getInt32(0)), done, loop);
+    b.SetInsertPoint(done);
+  }
+  void mbarrier_inval(Builder &b, llvm::Value *bar) override {
+    asm_call(b, "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", {shared32(b, bar)});
+  }
+  void fence_proxy_async(Builder &b) override {
+    asm_call(b, "fence.proxy.async.shared::cta;", "~{memory}", {});
+  }
+  void tma_load(Builder &b, llvm::Value *dst, llvm::Value *map,
+                const std::vector<llvm::Value *> &coords, llvm::Value *bar) override {
+    const size_t n = coords.size();
+    std::string text = "cp.async.bulk.tensor." + std::to_string(n) +
+                       "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {";
+    std::string cons = "r,l";
+    std::vector<llvm::Value *> args = {shared32(b, dst), b.CreatePtrToInt(map, b.getInt64Ty())};
+    for (size_t i = 0; i < n; ++i) {
+      text += (i ? ", $" : "$") + std::to_string(2 + i);
+      cons += ",r";
+      args.push_back(coords[i]);
+    }
+    text += "}], [$" + std::to_string(2 + n) + "];";
+    cons += ",r,~{memory}";
+    args.push_back(shared32(b, bar));
+    asm_call(b, text, cons, args);
+    tma_used_ = true;
   }
 
   // Tensor data is global memory: ld.global / st.global, not generic.
@@ -370,6 +426,21 @@ public:
   }
 
 private:
+  /// A generic pointer into shared memory as PTX's 32-bit shared address.
+  static llvm::Value *shared32(Builder &b, llvm::Value *p) {
+    return b.CreateTrunc(b.CreatePtrToInt(b.CreateAddrSpaceCast(p, b.getPtrTy(3)), b.getInt64Ty()),
+                         b.getInt32Ty());
+  }
+  /// Side-effecting inline PTX on `args` (void, or a `ret` value).
+  static llvm::Value *asm_call(Builder &b, const std::string &text, const std::string &cons,
+                               const std::vector<llvm::Value *> &args,
+                               llvm::Type *ret = nullptr) {
+    std::vector<llvm::Type *> tys;
+    for (llvm::Value *a : args)
+      tys.push_back(a->getType());
+    auto *fty = llvm::FunctionType::get(ret ? ret : b.getVoidTy(), tys, false);
+    return b.CreateCall(fty, llvm::InlineAsm::get(fty, text, cons, true), args);
+  }
   /// Side-effecting, so it is neither merged with nor moved across others.
   static llvm::Value *value_asm(Builder &b, llvm::Type *ty, const char *text, const char *cons) {
     auto *fty = llvm::FunctionType::get(ty, false);
@@ -382,6 +453,8 @@ private:
 
   std::string sm_;
   unsigned cc_; ///< compute capability x 10
+  bool tma_;              ///< TMA and mbarrier expect_tx (sm_90a)
+  bool tma_used_ = false; ///< a tma_load was emitted
   std::unique_ptr<llvm::TargetMachine> tm_;
   llvm::GlobalVariable *smem_ = nullptr;
 };

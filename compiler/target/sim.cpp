@@ -127,6 +127,29 @@ public:
   void async_wait(Builder &b, unsigned pending) override {
     call(b, kOp_async_wait, b.getVoidTy(), {b.getInt32(pending)});
   }
+  // mbarriers and TMA (runtime/src/sim_tma.c): the runtime models both, so
+  // the sim runs the TMA rings sm_90a runs (lower/lower_tma.cpp).
+  bool has_tma() const override { return true; }
+  void mbarrier_init(Builder &b, llvm::Value *bar, unsigned count) override {
+    call(b, kOp_mbar_init, b.getVoidTy(), {bar, b.getInt32(count)});
+  }
+  void mbarrier_arrive_expect_tx(Builder &b, llvm::Value *bar, llvm::Value *bytes) override {
+    call(b, kOp_mbar_arrive_tx, b.getVoidTy(), {bar, bytes});
+  }
+  void mbarrier_wait(Builder &b, llvm::Value *bar, llvm::Value *parity, unsigned line) override {
+    call(b, kOp_mbar_wait, b.getVoidTy(), {bar, parity, b.getInt32(line)});
+  }
+  void mbarrier_inval(Builder &b, llvm::Value *bar) override {
+    call(b, kOp_mbar_inval, b.getVoidTy(), {bar});
+  }
+  void tma_load(Builder &b, llvm::Value *dst, llvm::Value *map,
+                const std::vector<llvm::Value *> &coords, llvm::Value *bar) override {
+    llvm::Value *c = entry_array(b, 5);
+    for (size_t i = 0; i < coords.size(); ++i)
+      b.CreateStore(coords[i], b.CreateGEP(b.getInt32Ty(), c, b.getInt64(i)));
+    call(b, kOp_tma_load, b.getVoidTy(),
+         {dst, map, c, b.getInt32(uint32_t(coords.size())), bar});
+  }
   llvm::Value *shared_base(Builder &b) override {
     return call(b, kOp_shared_base, b.getPtrTy(), {});
   }

@@ -37,6 +37,7 @@ TargetInfo target_info(const std::vector<std::string> &targets) {
   for (const std::string &name : targets)
     if (const TargetDesc *t = find_target(name)) {
       info.targets.push_back(t);
+      info.tma = info.tma || has_tma(*t);
       if (t->smem_limit != 0 && (info.smem_budget == 0 || t->smem_limit < info.smem_budget))
         info.smem_budget = t->smem_limit;
     }
@@ -49,7 +50,14 @@ TargetInfo every_target_info() {
   std::vector<std::string> names;
   for (const TargetDesc &t : all_targets())
     names.push_back(t.name);
-  return target_info(names);
+  TargetInfo info = target_info(names);
+  info.tma = false;
+  return info;
+}
+
+bool has_tma(const TargetDesc &t) {
+  const std::string n = t.name;
+  return t.kind == TargetKind::Nvptx && t.sm >= 90 && !n.empty() && n.back() == 'a';
 }
 
 unsigned TargetInfo::register_limit(unsigned threads, std::string *which) const {

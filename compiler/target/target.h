@@ -61,11 +61,21 @@ struct TargetInfo {
   /// tile IR's allocator reports a body over it, and the lowering stages
   /// within it.
   unsigned smem_budget = 0;
+  /// Some target of the list loads tiles by TMA (has_tma): the pipeline
+  /// pass marks the plain rings TMA can fill (tile/pipeline.cpp), and each
+  /// machine without TMA lowers them as cp.async rings still. False for
+  /// every_target_info (no list named an sm_NNa target).
+  bool tma = false;
   /// The registers one thread may use at `threads` per CTA on the tightest
   /// GPU target of the list (register_limit), with that target's name in
   /// `which`; 0 when the list has no GPU target.
   unsigned register_limit(unsigned threads, std::string *which = nullptr) const;
 };
+
+/// Does `t` load tiles by the Tensor Memory Accelerator (cp.async.bulk.tensor
+/// with mbarriers)? The architecture-specific Hopper target (sm_90a) only:
+/// sm_80..sm_90 keep their cp.async rings.
+bool has_tma(const TargetDesc &t);
 
 /// The TargetInfo of `targets` (names of targets.def).
 TargetInfo target_info(const std::vector<std::string> &targets);

@@ -140,6 +140,12 @@ struct ArgLayout {
   /// A scalar parameter's slot holds its value's bits in the low bytes.
   unsigned scalar(unsigned i) const { return first + num_dims + num_tensors + num_events + i; }
   unsigned num_slots() const { return first + num_dims + num_tensors + num_events + num_scalars; }
+  /// Tensor map `i` of a TMA copy (TileModule::tma_maps): 16 slots (a
+  /// 128-byte CUtensorMap the runtime encodes at bind time), 64-byte
+  /// aligned, after every other slot.
+  unsigned tma_map(unsigned i) const { return (num_slots() + 7) / 8 * 8 + 16 * i; }
+  /// The slots of a kernel with `maps` tensor maps.
+  unsigned num_slots(unsigned maps) const { return maps ? tma_map(maps) : num_slots(); }
 };
 ArgLayout arg_layout(const KernelDecl &k);
 

@@ -194,10 +194,22 @@ inline size_t value_operands(const TOp &op) {
   return 0;
 }
 
+/// A tensor map the runtime encodes at bind time (cuTensorMapEncodeTiled)
+/// for a TMA ring's copies (tile/pipeline.cpp, kTmaRing): tensor `tensor`
+/// of the kernel, rows of `box` elements (outermost first; the tile's
+/// shape), its out-of-bounds elements zero.
+struct TmaMap {
+  int tensor = -1;
+  std::vector<int64_t> box;
+  bool operator==(const TmaMap &o) const { return tensor == o.tensor && box == o.box; }
+};
+
 struct TileModule {
   std::string kernel;
   unsigned threads = 128;
   std::vector<TileFunc> funcs;
+  /// The tensor maps TMA copies read, in their argument-block order.
+  std::vector<TmaMap> tma_maps;
 };
 
 struct TaskGraph;

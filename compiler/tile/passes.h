@@ -134,6 +134,16 @@ int64_t ring_slot_bytes(const TValue &v);
 /// replace; an empty attr is a ring of dot operands in the dot's swizzled
 /// staging.
 inline constexpr const char *kRowMajorRing = "row-major";
+/// smem.alloc's and async.copy's attr for a plain ring a target with TMA
+/// (TargetInfo::tma) fills by cp.async.bulk.tensor: slots row-major as
+/// kRowMajorRing's, (the ring's S mbarriers, 8 bytes each,
+/// lie after its slots); the copy's axis is its tensor map
+/// (TileModule::tma_maps). A machine without TMA lowers it as kRowMajorRing.
+inline constexpr const char *kTmaRing = "tma";
+/// Is `attr` a ring of plain tiles (row-major slots)?
+inline bool row_major_ring(const std::string &attr) {
+  return attr == kRowMajorRing || attr == kTmaRing;
+}
 /// The ring slot of iteration `e` of `loop` (a `for`) in a ring of
 /// `stages` slots: ((e - lo) / step) mod stages (tile/pipeline.cpp's
 /// async.copy and smem.view name their slots so; the lowering carries the

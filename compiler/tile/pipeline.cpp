@@ -54,6 +54,19 @@
 // Only in loops without dots (beside a dot's staging their registers pushed
 // rmsnorm_rope's FMA dot loop into spills).
 //
+// Where a target of the list has TMA (TargetInfo::tma: sm_90a), a plain
+// ring whose tile TMA can copy exactly is a TMA ring (kTmaRing): each
+// dimension of the tile a range over the same dimension of the tensor
+// (rank 1 or 2), rows contiguous and, for rank 2, 16-byte multiples
+// (tile/memory.cpp's align_vec proves the row pitch), at most 256 elements
+// along each dimension (the tensor map's box), of 1-, 2-, 4- or 8-byte
+// elements. Its edges are then the tensor map's out-of-bounds fill, zeros,
+// the load's default pad (a plain ring has no mask or pad). The copy names
+// its tensor map (TileModule::tma_maps: tensor and box, shared by the
+// copies of the same tensor and box), which the runtime encodes at bind
+// time into the argument block. ETL_TILE_TMA=1 marks them for any target
+// list (the sim executes TMA too: its bit-exactness tests), =0 for none.
+//
 //===----------------------------------------------------------------------===//
 #include "tile/passes.h"
 
@@ -145,6 +158,21 @@ struct Pipeliner {
       if (mma_dot(f, *u) || (u->kind == TileOpKind::Transpose && some_dot_use(u->results[0])))
         return true;
     return false;
+  }
+
+  /// Can TMA copy `load`'s tile exactly (the file comment's rules)?
+  bool tma_copyable(const TOp &load) {
+    const TValue &v = f.values[size_t(load.results[0])];
+    const unsigned eb = byte_size(v.elem);
+    if (load.tensor < 0 || is_packed(v.elem) || v.elem == ElemType::Bool ||
+        (eb != 1 && eb != 2 && eb != 4 && eb != 8) || load.parts.size() != v.shape.size())
+      return false;
+    for (size_t d = 0; d < load.parts.size(); ++d) {
+      const SlicePart &p = load.parts[d];
+      if (p.kind != SlicePart::Range || p.tile_dim != int(d) || p.n != v.shape[d] || p.n > 256)
+        return false;
+    }
+    return v.shape.size() == 1 || load.mem.align_vec >= 16 / eb;
   }
 
   Ring qualifies(const TOp &op, const std::set<std::string> &inner, const std::string &var) {
@@ -254,6 +282,7 @@ struct Pipeliner {
     // still stages (planned on a copy); when none does, the dots' rings alone.
     const std::vector<TOp> saved = body;
     const std::vector<TValue> values = f.values; // read_as_used retags layouts
+    const std::vector<TmaMap> maps = m.tma_maps;
     const int64_t most = a_in_registers(lp) ? 2 : kMaxStages;
     for (bool all : {true, false}) {
       std::vector<size_t> r;
@@ -271,6 +300,7 @@ struct Pipeliner {
           return pre;
         body = saved;
         f.values = values;
+        m.tma_maps = maps;
       }
     }
     if (dots)
@@ -355,20 +385,39 @@ struct Pipeliner {
       TOp a = simple(TileOpKind::SmemAlloc);
       a.results = {buf};
       if (plain[bufs.size() - 1])
-        a.attr = kRowMajorRing;
+        a.attr = target.tma && tma_copyable(ld) ? kTmaRing : kRowMajorRing;
       a.loc = ld.loc;
       pre.push_back(a);
     }
+    // A TMA ring's copies name its tensor map.
+    std::vector<int> maps;
+    for (size_t r = 0; r < ring.size(); ++r) {
+      maps.push_back(-1);
+      if (pre[r].attr != kTmaRing)
+        continue;
+      const TOp &ld = lp.body[ring[r]];
+      const TmaMap want{ld.tensor, f.values[size_t(ld.results[0])].shape};
+      auto it = std::find(m.tma_maps.begin(), m.tma_maps.end(), want);
+      maps.back() = int(it - m.tma_maps.begin());
+      if (it == m.tma_maps.end())
+        m.tma_maps.push_back(want);
+    }
+    auto copy = [&](size_t r, const Sym &at, const Sym &slot) {
+      TOp c = copy_of(lp.body[ring[r]], bufs[r], lp, at, slot);
+      if (maps[r] >= 0)
+        c.attr = kTmaRing, c.axis = maps[r];
+      return c;
+    };
     for (int64_t s = 0; s + 1 < stages; ++s) {
       for (size_t r = 0; r < ring.size(); ++r)
-        pre.push_back(copy_of(lp.body[ring[r]], bufs[r], lp, lo + Sym(s * lp.step), Sym(s)));
+        pre.push_back(copy(r, lo + Sym(s * lp.step), Sym(s)));
       pre.push_back(simple(TileOpKind::AsyncCommit));
     }
     top.push_back(simple(TileOpKind::AsyncWait, int(stages - 2)));
     top.push_back(simple(TileOpKind::Barrier));
     const Sym ahead = var + Sym((stages - 1) * lp.step);
     for (size_t r = 0; r < ring.size(); ++r)
-      top.push_back(copy_of(lp.body[ring[r]], bufs[r], lp, ahead, slot(ahead)));
+      top.push_back(copy(r, ahead, slot(ahead)));
     top.push_back(simple(TileOpKind::AsyncCommit));
     std::vector<int> view_results;
     for (size_t r = 0; r < ring.size(); ++r) {

@@ -226,7 +226,8 @@ private:
     }
     case TileOpKind::AsyncCopy:
       os_ << "async.copy " << ref(op.operands[0]) << "[" << op.sym->str() << "] <- "
-          << slice_str(op) << " if " << op.lo->str() << " < " << op.hi->str();
+          << slice_str(op) << " if " << op.lo->str() << " < " << op.hi->str()
+          << (op.attr == kTmaRing ? " {tma map " + std::to_string(op.axis) + "}" : "");
       break;
     case TileOpKind::SmemView:
       os_ << "smem.view " << ref(op.operands[0]) << "[" << op.sym->str() << "]" << res_type;

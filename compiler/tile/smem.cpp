@@ -400,10 +400,18 @@ void plan_shared(TileModule &m, const TargetInfo &target) {
       b.loc = r->loc;
       b.bytes = v.shape[0] * ring_slot_bytes(v);
       b.align = 128;
+      // A TMA ring: its S mbarriers after the slots, and its slots 128-byte
+      // aligned in shared memory itself (past the header), as
+      // cp.async.bulk.tensor requires of its destination.
+      const bool tma = r->attr == kTmaRing;
+      if (tma)
+        b.bytes += 8 * v.shape[0];
       b.live = {{b.pos, b.pos}};
       b.barrier_after = false;
       b.ring = true;
       b.offset = (f.smem_bytes + 127) / 128 * 128;
+      if (tma)
+        b.offset = (f.smem_bytes + kSmemHeaderBytes + 127) / 128 * 128 - kSmemHeaderBytes;
       f.smem_bytes = b.offset + b.bytes;
       r->smem = int(f.smem.size());
       f.smem.push_back(b);

@@ -204,7 +204,7 @@ private:
     const bool wants_buf = op.kind == TileOpKind::AsyncCopy || op.kind == TileOpKind::SmemView;
     if (op.kind == TileOpKind::SmemAlloc &&
         (r < 0 || !val(r).shared || val(r).shape.size() < 2 || val(r).shape.size() > 3 ||
-         val(r).shape[0] < 2 || (!op.attr.empty() && op.attr != kRowMajorRing)))
+         val(r).shape[0] < 2 || (!op.attr.empty() && !row_major_ring(op.attr))))
       fail(op, "does not yield a ring of at least 2 slots");
     if (wants_buf && (op.operands.size() != 1 || !val(op.operands[0]).shared || !op.sym))
       return fail(op, "needs a ring and a slot");

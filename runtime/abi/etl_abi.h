@@ -58,7 +58,9 @@ extern "C" {
  *       whose ranges all hold.
  */
 #define ETL_ARTIFACT_MAGIC "ETLB"
-#define ETL_ARTIFACT_VERSION 8u
+#define ETL_ARTIFACT_VERSION 9u
+/* The oldest version this runtime still reads (v8: no tensor maps). */
+#define ETL_ARTIFACT_VERSION_MIN 8u
 #define ETL_MAX_VARIANTS 64u
 
 typedef struct etl_artifact_header {
@@ -124,6 +126,16 @@ typedef struct etl_section_entry {
  *                                    layer by layer, by the first domain
  *                                    variable, then the groups in order) }
  *   u32 n_order     { u32 group }    groups in a topological order of the event graph
+ *   u32 n_tma_maps  { u32 tensor; u32 slot; u32 rank; u32 box[rank] }   (v9; v8: none)
+ *                                       a tensor map the runtime encodes at each run
+ *                                       into slots [slot, slot + 16) (128 bytes, slot
+ *                                       a multiple of 8: 64-byte aligned) for the
+ *                                       TMA copies of the sm_90a code (and sim's):
+ *                                       parameter or buffer `tensor` (rank = its rank,
+ *                                       1 .. 2), boxes of box[] elements (outermost
+ *                                       first, each 1 .. 256, the innermost of a
+ *                                       multiple of 16 bytes), out-of-bounds elements
+ *                                       read as zeros (device.h: encode_tma)
  *
  * Exprs in tensor/event shapes and constraints may use DIM; exprs in group
  * domains may use DIM (lo/hi of var k may use VAR j for j < k: not yet);
@@ -352,8 +364,26 @@ typedef struct etl_timeline_record {
   X(async_copy, void, /* cp.async: lands at the wait_group that covers it (below) */               \
     (void *dst, const void *src, uint32_t bytes))                                                  \
   X(async_commit, void, (void))           /* cp.async.commit_group */                              \
-  X(async_wait, void, (uint32_t pending)) /* cp.async.wait_group pending */
+  X(async_wait, void, (uint32_t pending)) /* cp.async.wait_group pending */                        \
+  X(mbar_init, void, (void *bar, uint32_t count)) /* mbarrier.init (TMA rings, below) */           \
+  X(mbar_arrive_tx, void, (void *bar, uint32_t tx_bytes)) /* mbarrier.arrive.expect_tx */          \
+  X(mbar_wait, void, (void *bar, uint32_t parity, uint32_t line)) /* try_wait.parity loop */       \
+  X(mbar_inval, void, (void *bar))                                /* mbarrier.inval */             \
+  X(tma_load, void, /* cp.async.bulk.tensor: lands when its mbarrier phase completes */            \
+    (void *dst, const void *map, const int32_t *coords, uint32_t rank, void *bar))
 
+/* The mbarrier and TMA ops (sim_tma.c) model PTX's mbarrier objects in
+ * shared memory and cp.async.bulk.tensor: mbar_init(bar, count) starts phase
+ * 0 with `count` pending arrivals; mbar_arrive_tx(bar, n) adds n expected
+ * transaction bytes and arrives; tma_load(dst, map, coords, rank, bar) reads
+ * the box of tensor map `map` (the runtime's encoding in the argument block)
+ * at `coords` (innermost first; outside the tensor: zeros) at once, but its
+ * bytes land at `dst` only when the phase of `bar` completes (its pending
+ * arrivals 0 and its transaction bytes all delivered), which a mbar_wait of
+ * that phase brings about; mbar_wait(bar, parity, line) returns once the
+ * phase of that parity has completed (else the fiber yields); a shared-memory
+ * access of a destination before its phase completes fails the run with
+ * ETL_ERROR_RACE. mbar_inval(bar) ends the object (no copy may be pending). */
 /* shuffle(value, mode, b, c, mask, line) is PTX `shfl.sync.MODE.b32 d, value,
  * b, c, mask`: every lane of `mask` (bits = lanes of the caller's warp, which
  * must include the caller) calls it with the same mode, c, mask and line;

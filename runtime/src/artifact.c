@@ -65,6 +65,7 @@ typedef struct rd {
   char why[256];
   char where[160]; /* what was being read */
   char at[160];    /* `where` when the first failure was recorded */
+  uint32_t version; /* the artifact's (parse_meta: what it holds) */
 } rd;
 
 static void rd_fail(rd *r, const char *why) {
@@ -194,6 +195,40 @@ static void rd_edges(rd *r, const etl_meta *m, uint32_t n_vars, uint32_t *count,
       if (e->idx[k].star == ETL_INDEX_EXPR)
         rd_expr(r, &e->idx[k].idx, m->n_dims, n_vars);
     }
+  }
+}
+
+/* v9's tensor maps (none before): each on a tensor of rank 1 or 2 whose
+   box fits TMA (etl_abi.h), in 16 free slots, 64-byte aligned. */
+static void parse_tma_maps(rd *r, etl_meta *m, uint8_t *used) {
+  snprintf(r->where, sizeof r->where, "tensor maps");
+  m->n_tma_maps = r->version >= 9 ? rd_count(r, 12) : 0;
+  m->tma_maps = rd_alloc(r, m->n_tma_maps + 1, sizeof(etl_tma_meta));
+  for (uint32_t i = 0; i < m->n_tma_maps && !r->bad; ++i) {
+    etl_tma_meta *t = &m->tma_maps[i];
+    snprintf(r->where, sizeof r->where, "tensor map %u", i);
+    t->tensor = rd_u32(r);
+    t->slot = rd_u32(r);
+    t->rank = rd_u32(r);
+    if (r->bad)
+      return;
+    if (t->tensor >= m->n_tensors || t->rank != m->tensors[t->tensor].rank || t->rank < 1 ||
+        t->rank > 2) {
+      rd_fail(r, "not a tensor of rank 1 or 2, or a rank other than its tensor's");
+      return;
+    }
+    for (uint32_t d = 0; d < t->rank && !r->bad; ++d) {
+      t->box[d] = rd_u32(r);
+      if (!r->bad && (t->box[d] < 1 || t->box[d] > 256))
+        rd_fail(r, "a box dimension not in 1 .. 256");
+    }
+    uint32_t es = etl_elem_size(m->tensors[t->tensor].elem);
+    if (!r->bad && (es == 0 || (uint64_t)t->box[t->rank - 1] * es % 16 != 0))
+      rd_fail(r, "a box whose rows are not whole 16-byte multiples");
+    if (!r->bad && (t->slot % 8 != 0 || (uint64_t)t->slot + 16 > m->num_slots))
+      rd_fail(r, "slots not 64-byte aligned or past num_slots");
+    for (uint32_t k = 0; k < 16 && !r->bad; ++k)
+      rd_slot(r, m, t->slot + k, used);
   }
 }
 
@@ -365,6 +400,7 @@ static void parse_meta(rd *r, etl_meta *m) {
       if (m->groups[m->order[j]].layer_block == b)
         rd_fail(r, "a layered block's groups are not consecutive in the group order");
   }
+  parse_tma_maps(r, m, used);
   if (!r->bad && r->p != r->end) {
     snprintf(r->where, sizeof r->where, "end of metadata");
     rd_fail(r, "trailing bytes");
@@ -531,11 +567,11 @@ static etlStatus artifact_parse(const void *data, size_t size, etl_artifact *out
   if (memcmp(b, ETL_ARTIFACT_MAGIC, 4) != 0)
     return etl_error(ETL_ERROR_INVALID_ARTIFACT, "not an ETL artifact (bad magic)");
   uint32_t version = le32(b + 4);
-  if (version != ETL_ARTIFACT_VERSION)
+  if (version < ETL_ARTIFACT_VERSION_MIN || version > ETL_ARTIFACT_VERSION)
     return etl_error(ETL_ERROR_UNSUPPORTED_VERSION,
-                     "artifact version %u, this runtime reads %u (recompile with a matching "
-                     "etlc)",
-                     version, ETL_ARTIFACT_VERSION);
+                     "artifact version %u, this runtime reads %u .. %u (recompile with a "
+                     "matching etlc)",
+                     version, ETL_ARTIFACT_VERSION_MIN, ETL_ARTIFACT_VERSION);
   uint64_t file_size = le64(b + 8);
   uint32_t n_sections = le32(b + 16), checksum = le32(b + 20);
   if (file_size != size)
@@ -638,6 +674,7 @@ static etlStatus artifact_parse(const void *data, size_t size, etl_artifact *out
     r.base = r.p = meta;
     r.end = meta + meta_size;
     r.arena = &out->arena;
+    r.version = version;
     parse_meta(&r, &out->meta);
     if (r.bad == 2)
       st = etl_error(ETL_ERROR_OUT_OF_MEMORY, "out of memory decoding artifact metadata");

@@ -43,6 +43,7 @@ typedef struct etl_cuda_state {
   void *lib;
 #define ETL_CUDA_FIELD(field, sym, ret, params) ret(*field) params;
   ETL_CUDA_FUNCS(ETL_CUDA_FIELD)
+  ETL_CUDA_OPTIONAL_FUNCS(ETL_CUDA_FIELD)
 #undef ETL_CUDA_FIELD
   CUdevice dev;
   CUcontext cu;
@@ -63,6 +64,7 @@ typedef struct etl_cuda_state {
 typedef struct cuda_program {
   CUmodule module;
   CUfunction function;
+  int tma; /* the loaded PTX is an sm_NNa target's: its TMA copies read tensor maps */
 } cuda_program;
 
 static const char *cu_err(etl_cuda_state *s, CUresult r) {
@@ -127,6 +129,13 @@ static etlStatus cuda_context_create(etl_context *ctx) {
   }
   ETL_CUDA_FUNCS(ETL_CUDA_RESOLVE)
 #undef ETL_CUDA_RESOLVE
+#define ETL_CUDA_RESOLVE_OPTIONAL(field, sym, ret, params)                                         \
+  {                                                                                                \
+    void *fp = dlsym(s->lib, sym);                                                                 \
+    memcpy(&s->field, &fp, sizeof fp);                                                             \
+  }
+  ETL_CUDA_OPTIONAL_FUNCS(ETL_CUDA_RESOLVE_OPTIONAL)
+#undef ETL_CUDA_RESOLVE_OPTIONAL
   etlStatus st = ETL_SUCCESS;
   int pushed = 0;
   void *abort_host = NULL;
@@ -426,8 +435,55 @@ static etlStatus cuda_program_load(etl_program *p) {
   }
   cp->module = mod;
   cp->function = fn;
+  cp->tma = best_rank % 2 == 1;
   p->state = cp;
   return ETL_SUCCESS;
+}
+
+/* A tensor map for the sm_90a code's TMA copies (device.h): dense row-major
+   tensor, boxes of t->box, no swizzle (the slots are row-major), zeros out
+   of bounds (the loads' default pad). */
+static etlStatus cuda_encode_tma(etl_program *p, const etl_tma_meta *t, uint32_t elem,
+                                 uint64_t dptr, const int64_t *dims, void *out) {
+  etl_cuda_state *s = p->ctx->state;
+  if (!((cuda_program *)p->state)->tma)
+    return ETL_SUCCESS;
+  if (!s->TensorMapEncodeTiled)
+    return etl_error(ETL_ERROR_NO_CUDA_DRIVER,
+                     "cuda: libcuda.so.1 lacks cuTensorMapEncodeTiled (a driver older than CUDA "
+                     "12?), which this sm_90a program's TMA copies need; compile for sm_90");
+  int dtype;
+  switch (elem) {
+  case ETL_ELEM_F32: dtype = ETL_CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+  case ETL_ELEM_F16: dtype = ETL_CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+  case ETL_ELEM_BF16: dtype = ETL_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+  case ETL_ELEM_I32: dtype = ETL_CU_TENSOR_MAP_DATA_TYPE_INT32; break;
+  case ETL_ELEM_U32: dtype = ETL_CU_TENSOR_MAP_DATA_TYPE_UINT32; break;
+  case ETL_ELEM_I64: dtype = ETL_CU_TENSOR_MAP_DATA_TYPE_INT64; break;
+  default: /* bytes are bytes: 8- and 16-bit integers and FP8 copy as unsigned */
+    dtype = etl_elem_size(elem) == 2 ? ETL_CU_TENSOR_MAP_DATA_TYPE_UINT16
+                                     : ETL_CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  }
+  /* The driver's order is innermost first. */
+  uint64_t gdim[2], gstride[1];
+  unsigned box[2], estride[2] = {1, 1};
+  for (uint32_t k = 0; k < t->rank; ++k) {
+    gdim[k] = (uint64_t)dims[t->rank - 1 - k];
+    box[k] = t->box[t->rank - 1 - k];
+  }
+  gstride[0] = (uint64_t)dims[t->rank - 1] * etl_elem_size(elem);
+  etlStatus st = enter(s);
+  if (st)
+    return st;
+  CUresult r = s->TensorMapEncodeTiled(
+      out, dtype, t->rank, (void *)(uintptr_t)dptr, gdim, gstride, box, estride,
+      ETL_CU_TENSOR_MAP_INTERLEAVE_NONE, ETL_CU_TENSOR_MAP_SWIZZLE_NONE,
+      ETL_CU_TENSOR_MAP_L2_PROMOTION_L2_128B, ETL_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return leave(s, r ? etl_error(ETL_ERROR_LAUNCH_FAILED,
+                                "cuda: cuTensorMapEncodeTiled for tensor '%s' failed: %s "
+                                "(CUresult %d)",
+                                p->art.meta.tensors[t->tensor].name, cu_err(s, r), r)
+                    : ETL_SUCCESS);
 }
 
 static void cuda_program_unload(etl_program *p) {
@@ -559,6 +615,7 @@ const etl_device etl_device_cuda = {
     .hold = cuda_hold,
     .dtoh = cuda_dtoh,
     .program_load = cuda_program_load,
+    .encode_tma = cuda_encode_tma,
     .program_unload = cuda_program_unload,
     .launch = cuda_launch,
     .finish = cuda_finish,

@@ -80,4 +80,26 @@ typedef int CUjit_option;
   X(EventQuery, "cuEventQuery", CUresult, (CUevent e))                                             \
   X(GetErrorString, "cuGetErrorString", CUresult, (CUresult e, const char **s))
 
+/* Resolved when present (NULL otherwise: a driver older than CUDA 12 has no
+ * tensor maps; an sm_90a program with TMA copies then fails to run). */
+#define ETL_CUDA_OPTIONAL_FUNCS(X)                                                                 \
+  X(TensorMapEncodeTiled, "cuTensorMapEncodeTiled", CUresult,                                      \
+    (void *map, int dtype, unsigned rank, void *addr, const uint64_t *dims,                        \
+     const uint64_t *strides, const unsigned *box, const unsigned *elem_strides, int interleave,   \
+     int swizzle, int l2, int oob))
+
+/* CUtensorMapDataType, and the other enums of cuTensorMapEncodeTiled */
+#define ETL_CU_TENSOR_MAP_DATA_TYPE_UINT8 0
+#define ETL_CU_TENSOR_MAP_DATA_TYPE_UINT16 1
+#define ETL_CU_TENSOR_MAP_DATA_TYPE_UINT32 2
+#define ETL_CU_TENSOR_MAP_DATA_TYPE_INT32 3
+#define ETL_CU_TENSOR_MAP_DATA_TYPE_INT64 5
+#define ETL_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 6
+#define ETL_CU_TENSOR_MAP_DATA_TYPE_FLOAT32 7
+#define ETL_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9
+#define ETL_CU_TENSOR_MAP_INTERLEAVE_NONE 0
+#define ETL_CU_TENSOR_MAP_SWIZZLE_NONE 0
+#define ETL_CU_TENSOR_MAP_L2_PROMOTION_L2_128B 2
+#define ETL_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE 0 /* out-of-bounds elements are zeros */
+
 #endif /* ETL_CUDA_MINI_H */

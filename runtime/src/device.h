@@ -84,7 +84,19 @@ typedef struct etl_device {
   /// 0, else its status once it ended. Each call checks the watchdog. NULL
   /// for a device whose launches never stay in flight.
   etlStatus (*finish)(etl_program *p, etl_plan *plan, int block);
+  /// Encode tensor map `t` (etl_abi.h v9; tma.c checked the binding) of
+  /// element type `elem` for the tensor at `dptr` of extents `dims`
+  /// (outermost first) into the 128 bytes at `out` (64-byte aligned), as
+  /// the loaded code's TMA copies read it (cuda: cuTensorMapEncodeTiled,
+  /// only when that code is sm_90a's; sim: its own record, sim_tma.c).
+  /// Leaves `out` untouched when the loaded code reads no tensor map.
+  etlStatus (*encode_tma)(etl_program *p, const etl_tma_meta *t, uint32_t elem, uint64_t dptr,
+                          const int64_t *dims, void *out);
 } etl_device;
+
+/* tma.c: the tensor maps of `m` for this run's binding into the argument
+ * slots `args` (run.c's start, before the block is uploaded). */
+etlStatus etl_tma_encode(etl_program *p, etl_plan *pl, uint64_t *args);
 
 /* Each device's file defines its table; ctx.c's etl_devices[] lists them. */
 

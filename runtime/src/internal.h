@@ -101,6 +101,14 @@ typedef struct etl_group_meta {
   uint32_t layer_block; /* ETL_NO_LAYER_BLOCK or k >= 1: in layered block k */
 } etl_group_meta;
 
+/* A tensor map of TMA copies (etl_abi.h, v9): tensor `tensor`, boxes of
+   box[0 .. rank) elements (outermost first), encoded into slots
+   [slot, slot + 16) of the argument block. */
+typedef struct etl_tma_meta {
+  uint32_t tensor, slot, rank;
+  uint32_t box[2];
+} etl_tma_meta;
+
 typedef struct etl_meta {
   uint32_t threads_per_cta, smem_bytes;
   char *kernel_name, *source_path;
@@ -113,6 +121,8 @@ typedef struct etl_meta {
   etl_event_meta *events;
   etl_group_meta *groups;
   uint32_t *order;
+  uint32_t n_tma_maps;
+  etl_tma_meta *tma_maps;
 } etl_meta;
 
 typedef struct etl_code_section {

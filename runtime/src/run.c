@@ -263,8 +263,11 @@ static etlStatus start(etl_program *p, etl_plan *pl, uint64_t tl_dptr, void *str
     a[m->events[i].slot] = pl->event_offset[i];
   for (uint32_t i = 0; i < m->n_scalars; ++i)
     a[m->scalars[i].slot] = p->scalar_bits[i];
+  etlStatus st = etl_tma_encode(p, pl, a); /* the tensor maps of TMA copies (tma.c) */
+  if (st)
+    return st;
   uint64_t args = 0;
-  etlStatus st = args_block(p, pl, capture, &args);
+  st = args_block(p, pl, capture, &args);
   if (st)
     return st;
   pl->captured |= capture; /* from here on the graph names its memory */

@@ -198,6 +198,7 @@ done:
     free(c->fibers[i].stack);
     etl_async_queue_free(&c->async, &c->fibers[i].aq); /* a stopped CTA's copies */
   }
+  etl_mbar_set_free(&c->async, &c->mbars); /* a stopped CTA's TMA copies */
   etl_async_smem_free(&c->async);
   return NULL;
 }
@@ -394,6 +395,24 @@ static etlStatus sim_dtoh(etl_context *c, void *dst, uint64_t src, size_t n) {
   return ETL_SUCCESS;
 }
 
+/* The sim's tensor map (sim_tma.h): what op_tma_load reads. */
+static etlStatus sim_encode_tma(etl_program *p, const etl_tma_meta *t, uint32_t elem, uint64_t dptr,
+                                const int64_t *dims, void *out) {
+  (void)p;
+  etl_sim_tmap m;
+  memset(&m, 0, sizeof m);
+  m.magic = ETL_SIM_TMAP_MAGIC;
+  m.addr = dptr;
+  m.rank = t->rank;
+  m.elem_size = (uint32_t)etl_elem_size(elem);
+  for (uint32_t k = 0; k < t->rank; ++k) {
+    m.dims[k] = dims[k];
+    m.box[k] = t->box[k];
+  }
+  memcpy(out, &m, sizeof m);
+  return ETL_SUCCESS;
+}
+
 const etl_device etl_device_sim = {
     .name = "sim",
     .is_gpu = 0,
@@ -409,4 +428,5 @@ const etl_device etl_device_sim = {
     .program_load = sim_program_load,
     .program_unload = sim_program_unload,
     .launch = sim_launch,
+    .encode_tma = sim_encode_tma,
 };

@@ -22,6 +22,7 @@
 #include "sim_fiber.h"
 #include "sim_profile.h"
 #include "sim_race.h"
+#include "sim_tma.h"
 #include "sim_warp.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -87,6 +88,7 @@ typedef struct sim_cta {
   int stopped;
   void *smem;
   etl_async_smem async; /* who writes which shared word when it lands (sim_async.h) */
+  etl_mbar_set mbars;   /* its mbarriers and the TMA copies queued on them (sim_tma.h) */
   void *tsan_sched;
   const void *asan_sched_bottom;
   size_t asan_sched_size;

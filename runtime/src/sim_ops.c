@@ -115,7 +115,18 @@ static void async_conflict(sim_cta *c, const char *what, uint32_t line, uint64_t
   etl_sim_current_task(c, task, sizeof task);
   if (line)
     snprintf(where, sizeof where, " (line %u)", line);
-  snprintf(msg, sizeof msg,
+  const etl_mbar *mb = owner == ETL_ASYNC_TMA_OWNER ? etl_mbar_owner(&c->mbars, at) : NULL;
+  if (owner == ETL_ASYNC_TMA_OWNER)
+    snprintf(msg, sizeof msg,
+             "sim: shared-memory %s%s of %llu bytes at offset %llu in task %s, thread (cta %u, "
+             "tid %u): byte %llu is the destination of a TMA copy (cp.async.bulk.tensor) "
+             "completing on the mbarrier at offset %u in its phase %u, which no "
+             "mbarrier.try_wait.parity has seen complete yet (a missing wait on the ring's "
+             "mbarrier)",
+             what, where, (unsigned long long)bytes, (unsigned long long)off, task, c->cta,
+             c->cur->tid, (unsigned long long)at, mb ? mb->off : 0u, mb ? mb->phase : 0u);
+  else
+    snprintf(msg, sizeof msg,
            "sim: shared-memory %s%s of %llu bytes at offset %llu in task %s, thread (cta %u, "
            "tid %u): byte %llu is the destination of a cp.async of tid %u that no "
            "cp.async.wait_group has landed yet (a missing or too weak wait_group)",
@@ -478,6 +489,118 @@ static void op_task_end(void) {
 static uint64_t op_clock_ns(void) { return (uint64_t)now_ns(); }
 
 static uint32_t op_sm_id(void) { return etl_sim_cta->cta; }
+
+/*===-- mbarriers and TMA (sim_tma.h) -------------------------------------===*/
+
+static void tma_fail(sim_cta *c, etlStatus st, const char *what, uint64_t off, const char *why) {
+  char task[256], msg[1024];
+  etl_sim_current_task(c, task, sizeof task);
+  snprintf(msg, sizeof msg, "sim: %s at shared offset %llu in task %s, thread (cta %u, tid %u): %s",
+           what, (unsigned long long)off, task, c->cta, c->cur->tid, why);
+  etl_sim_run_fail(c->run, st, msg);
+  stop_cta(c);
+}
+
+/* `p`'s offset in shared memory, checked: inside it, `align`-aligned. */
+static uint32_t smem_at(sim_cta *c, const void *p, uint64_t bytes, uint32_t align,
+                        const char *what) {
+  uintptr_t a = (uintptr_t)p, base = (uintptr_t)c->smem;
+  uint64_t sb = c->async.bytes;
+  if (a < base || a - base > sb || sb - (a - base) < bytes || (a - base) % align != 0)
+    tma_fail(c, ETL_ERROR_MEMORY_VIOLATION, what, a - base,
+             "not inside the CTA's shared memory, or misaligned");
+  return (uint32_t)(a - base);
+}
+
+static etl_mbar *mbar_at(sim_cta *c, void *bar, const char *what) {
+  uint32_t off = smem_at(c, bar, 8, 8, what);
+  etl_mbar *b = etl_mbar_find(&c->mbars, off);
+  if (!b)
+    tma_fail(c, ETL_ERROR_RACE, what, off, "no mbarrier.init made an mbarrier there");
+  return b;
+}
+
+static void op_mbar_init(void *bar, uint32_t count) {
+  sim_cta *c = etl_sim_cta;
+  int busy = 0;
+  uint32_t off = smem_at(c, bar, 8, 8, "mbarrier.init");
+  if (!etl_mbar_init(&c->mbars, off, count, &busy))
+    tma_fail(c, busy ? ETL_ERROR_RACE : ETL_ERROR_OUT_OF_MEMORY, "mbarrier.init", off,
+             busy ? "the mbarrier there still has TMA copies in flight" : "out of memory");
+}
+
+static void op_mbar_arrive_tx(void *bar, uint32_t tx) {
+  sim_cta *c = etl_sim_cta;
+  etl_mbar *b = mbar_at(c, bar, "mbarrier.arrive.expect_tx");
+  if (b->pending == 0)
+    tma_fail(c, ETL_ERROR_RACE, "mbarrier.arrive.expect_tx", b->off,
+             "more arrivals in one phase than its init count");
+  b->tx += tx;
+  b->pending--;
+}
+
+static void op_mbar_wait(void *bar, uint32_t parity, uint32_t line) {
+  sim_cta *c = etl_sim_cta;
+  if (c->run->prof && c->cur->tid == 0)
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_MBAR_WAITS, 1);
+  (void)line;
+  for (;;) {
+    etl_mbar *b = mbar_at(c, bar, "mbarrier.try_wait.parity");
+    if ((b->phase & 1u) != (parity & 1u))
+      return; /* the phase of that parity has completed */
+    if (!etl_mbar_complete(&c->async, b))
+      op_spin_pause(); /* arrivals or copies still to come (the watchdog's) */
+  }
+}
+
+static void op_mbar_inval(void *bar) {
+  sim_cta *c = etl_sim_cta;
+  etl_mbar *b = mbar_at(c, bar, "mbarrier.inval");
+  if (etl_mbar_inval(&c->mbars, b))
+    tma_fail(c, ETL_ERROR_RACE, "mbarrier.inval", b->off,
+             "TMA copies completing on it are still in flight (no wait saw their phase)");
+}
+
+static void op_tma_load(void *dst, const void *map, const int32_t *coords, uint32_t rank,
+                        void *bar) {
+  sim_cta *c = etl_sim_cta;
+  const etl_sim_tmap *t = map;
+  if (t->magic != ETL_SIM_TMAP_MAGIC || t->rank != rank || rank < 1 || rank > 2)
+    tma_fail(c, ETL_ERROR_MEMORY_VIOLATION, "cp.async.bulk.tensor",
+             (uint64_t)((uintptr_t)dst - (uintptr_t)c->smem),
+             "its tensor map is not one the runtime encoded for this rank");
+  uint32_t rows = rank == 2 ? t->box[0] : 1, cols = t->box[rank - 1], es = t->elem_size;
+  uint32_t bytes = rows * cols * es;
+  uint32_t off = smem_at(c, dst, bytes, 128, "cp.async.bulk.tensor destination");
+  etl_mbar *b = mbar_at(c, bar, "cp.async.bulk.tensor's mbarrier");
+  uint64_t at = off;
+  uint32_t who = etl_async_owner(&c->async, off, bytes, &at);
+  if (who)
+    async_conflict(c, "cp.async.bulk.tensor destination", 0, off, bytes, who, at);
+  unsigned char *data = calloc(1, bytes); /* zeros: the box outside the tensor */
+  if (!data)
+    tma_fail(c, ETL_ERROR_OUT_OF_MEMORY, "cp.async.bulk.tensor", off, "out of memory");
+  int64_t c0 = coords[0], r0 = rank == 2 ? coords[1] : 0, nrows = rank == 2 ? t->dims[0] : 1;
+  int64_t ncols = t->dims[rank - 1];
+  for (uint32_t r = 0; r < rows; ++r) {
+    int64_t gr = r0 + r, lo = c0 < 0 ? -c0 : 0, hi = ncols - c0 < cols ? ncols - c0 : cols;
+    if (gr < 0 || gr >= nrows || lo >= hi)
+      continue;
+    const unsigned char *src =
+        (const unsigned char *)(uintptr_t)t->addr + ((uint64_t)gr * ncols + c0 + lo) * es;
+    op_check_access(src, (uint64_t)(hi - lo) * es, 0);
+    memcpy(data + ((uint64_t)r * cols + lo) * es, src, (uint64_t)(hi - lo) * es);
+  }
+  if (etl_mbar_queue(&c->async, b, off, bytes, data)) {
+    free(data);
+    tma_fail(c, ETL_ERROR_OUT_OF_MEMORY, "cp.async.bulk.tensor", off, "out of memory");
+  }
+  if (c->run->prof) {
+    etl_profile_count(c->run->prof, c->cta, c->cur->prof_group, ETL_PROF_TMA_BYTES, bytes);
+    etl_profile_shared(c->run->prof, c->cta, c->cur->tid, c->cur->prof_group,
+                       (uintptr_t)__builtin_return_address(0), off, bytes, 1);
+  }
+}
 
 const etl_sim_ops etl_sim_ops_table = {
 #define ETL_SIM_OP_INIT(name, ret, params) .name = op_##name,

@@ -746,6 +746,7 @@ EXPORT void etl_fake_cuda_reset(void) {
   kernel_ms = 0;
   fake_cc = 90;
   stats.reclaimed = stats.violations = stats.launches = stats.graph_launches = 0;
+  stats.tmaps = 0;
   first_violation[0] = 0;
   pthread_mutex_unlock(&mu);
 }

@@ -88,7 +88,19 @@ typedef struct etl_fake_cuda_stats {
   int last_graph_copies;    /* cuMemcpyAsync copies and */
   int last_graph_memsets;   /* memsets */
   char last_target[16];     /* the .target of the last module loaded ("sm_90a") */
+  /* cuTensorMapEncodeTiled (fake_tma.c): its successful calls, and the
+     arguments of the first ETL_FAKE_TMAPS of them, in call order */
+  int tmaps;
+  struct etl_fake_tmap {
+    int dtype, rank, interleave, swizzle, l2, oob;
+    unsigned long long addr, dims[2], stride; /* dims innermost first; stride of dim 1 */
+    unsigned box[2], elem_strides[2];
+  } tmap[4];
 } etl_fake_cuda_stats;
+#define ETL_FAKE_TMAPS 4
+/* What the fake writes into an encoded map: this, then the address (the
+   test finds it in the argument block the kernel got). */
+#define ETL_FAKE_TMAP_MAGIC 0x70616d74656b6166ull /* "faketmap" */
 
 /// Forget failures, kernel mode, the compute capability, call counts and
 /// violations (not resources).

@@ -101,7 +101,8 @@ enum {
   X(cuEventDestroy_v2)                                                                             \
   X(cuEventRecord)                                                                                 \
   X(cuEventQuery)                                                                                  \
-  X(cuGetErrorString)
+  X(cuGetErrorString)                                                                              \
+  X(cuTensorMapEncodeTiled)
 
 enum {
 #define X(name) F_##name,

@@ -33,6 +33,13 @@ except (OSError, AttributeError):
 P = ctypes.c_void_p
 
 
+class Tmap(ctypes.Structure):  # etl_fake_cuda_stats's struct etl_fake_tmap (fake_cuda.h)
+    _fields_ = [(n, ctypes.c_int) for n in ("dtype", "rank", "interleave", "swizzle", "l2", "oob")] + \
+        [("addr", ctypes.c_ulonglong), ("dims", ctypes.c_ulonglong * 2),
+         ("stride", ctypes.c_ulonglong), ("box", ctypes.c_uint * 2),
+         ("elem_strides", ctypes.c_uint * 2)]
+
+
 class Stats(ctypes.Structure):  # etl_fake_cuda_stats (fake_cuda.h)
     _fields_ = [("contexts", ctypes.c_int), ("device_allocs", ctypes.c_int),
                 ("host_allocs", ctypes.c_int), ("modules", ctypes.c_int),
@@ -49,7 +56,8 @@ class Stats(ctypes.Structure):  # etl_fake_cuda_stats (fake_cuda.h)
                 ("graph_execs", ctypes.c_int), ("graph_launches", ctypes.c_int),
                 ("last_graph_nodes", ctypes.c_int), ("last_graph_kernels", ctypes.c_int),
                 ("last_graph_copies", ctypes.c_int), ("last_graph_memsets", ctypes.c_int),
-                ("last_target", ctypes.c_char * 16)]
+                ("last_target", ctypes.c_char * 16),
+                ("tmaps", ctypes.c_int), ("tmap", Tmap * 4)]
 
 
 fake.etl_fake_cuda_get_stats.restype = Stats

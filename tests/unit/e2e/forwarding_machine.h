@@ -66,6 +66,22 @@ public:
   void async_commit(Builder &b) override { in_->async_commit(b); }
   void async_wait(Builder &b, unsigned pending) override { in_->async_wait(b, pending); }
   llvm::Value *shared_base(Builder &b) override { return in_->shared_base(b); }
+  void mbarrier_init(Builder &b, llvm::Value *bar, unsigned count) override {
+    in_->mbarrier_init(b, bar, count);
+  }
+  void mbarrier_arrive_expect_tx(Builder &b, llvm::Value *bar, llvm::Value *bytes) override {
+    in_->mbarrier_arrive_expect_tx(b, bar, bytes);
+  }
+  void mbarrier_wait(Builder &b, llvm::Value *bar, llvm::Value *parity, unsigned line) override {
+    in_->mbarrier_wait(b, bar, parity, line);
+  }
+  void mbarrier_inval(Builder &b, llvm::Value *bar) override { in_->mbarrier_inval(b, bar); }
+  void fence_proxy_async(Builder &b) override { in_->fence_proxy_async(b); }
+  bool has_tma() const override { return in_->has_tma(); }
+  void tma_load(Builder &b, llvm::Value *dst, llvm::Value *map,
+                const std::vector<llvm::Value *> &coords, llvm::Value *bar) override {
+    in_->tma_load(b, dst, map, coords, bar);
+  }
   llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
     return in_->global_load(b, ty, p);
   }

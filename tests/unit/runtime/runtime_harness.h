@@ -209,6 +209,7 @@ inline std::string test_meta(int64_t notify_shift = 0, int64_t scalar_elem = -1,
   w.u32(1);
   w.u32(0);
   w.u32(2);
+  w.u32(0); // no tensor maps (v9)
   return w.b;
 }
 

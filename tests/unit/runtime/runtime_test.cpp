@@ -113,6 +113,7 @@ TEST_CASE("plan: wait counts with star, queues round-robin over CTAs") {
   // order entries are the last two u32: make them (0, 1)
   put32(meta, meta.size() - 8, 0);
   put32(meta, meta.size() - 4, 1);
+  meta.append(4, '\0'); // no tensor maps (v9)
   std::string a = artifact(meta, {});
   etl_artifact art;
   REQUIRE(etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS);
@@ -174,8 +175,19 @@ TEST_CASE("artifact reader refuses corrupt, truncated and wrong-version files") 
     CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_UNSUPPORTED_VERSION);
     std::string msg = etlGetLastErrorMessage();
     CHECK(msg.find("artifact version " + std::to_string(ETL_ARTIFACT_VERSION + 1) +
-                   ", this runtime reads " + std::to_string(ETL_ARTIFACT_VERSION)) !=
-          std::string::npos);
+                   ", this runtime reads " + std::to_string(ETL_ARTIFACT_VERSION_MIN) + " .. " +
+                   std::to_string(ETL_ARTIFACT_VERSION)) != std::string::npos);
+    a = artifact(test_meta(), {}, ETL_ARTIFACT_VERSION_MIN - 1);
+    CHECK(etl_artifact_parse(a.data(), a.size(), &art) == ETL_ERROR_UNSUPPORTED_VERSION);
+  }
+  SUBCASE("version 8: no tensor maps, still read") {
+    std::string meta = test_meta();
+    meta.resize(meta.size() - 4); // v9's count of tensor maps
+    std::string a = artifact(meta, {}, 8);
+    REQUIRE(etl_artifact_parse(a.data(), a.size(), &art) == ETL_SUCCESS);
+    CHECK(art.meta.n_tma_maps == 0);
+    CHECK(art.meta.n_groups == 3);
+    etl_artifact_free(&art);
   }
   SUBCASE("bad magic, checksum, size") {
     std::string a = good;

@@ -141,7 +141,7 @@ TEST_CASE("memory: a shape whose byte size overflows is refused at bind") {
   w.expr(D(0));
   w.expr(D(0));
   w.u32(9);
-  for (int i = 0; i < 5; ++i) // scalars, constraints, events, groups, order
+  for (int i = 0; i < 6; ++i) // scalars, constraints, events, groups, order, tensor maps
     w.u32(0);
   std::string a2 = artifact(w.b, {{"sim", kernel("")}});
   REQUIRE(etlProgramLoadMemory(l.ctx.ctx, a2.data(), a2.size(), &l.prog) == ETL_SUCCESS);

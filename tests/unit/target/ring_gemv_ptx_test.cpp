@@ -11,6 +11,8 @@
 // and pointers stay in registers).
 #include "driver/pipeline.h"
 #include "ptx_cfg.h"
+#include "ptx_programs.h"
+#include "../skip.h"
 
 #include <doctest/doctest.h>
 
@@ -151,4 +153,77 @@ TEST_CASE("naive GEMV: its K loop is a 3-stage cp.async ring with lean steps") {
     CHECK(n("fma.rn.f32") >= 32);
     CHECK(arg_loads == 0);
   }
+}
+
+// sm_90a: the same rings filled by TMA (tile/pipeline.cpp's kTmaRing,
+// lower/lower_tma.cpp). Before the loop thread 0 initialises the mbarriers
+// (2 rings x 3 stages), fences the async proxy and issues the prologue's
+// boxes; in the loop one cp.async.bulk.tensor per ring (w 2-D, x 1-D) after
+// its mbarrier.arrive.expect_tx, one mbarrier.try_wait.parity per ring, the
+// ring's one barrier, and no cp.async at all (no commit or wait_group
+// either); after it the mbarriers are invalidated. ptxas -arch=sm_90a
+// assembles it without spills.
+TEST_CASE("naive GEMV on sm_90a: its K loop's rings are TMA copies completing on mbarriers") {
+  using namespace etl::ptxcheck;
+  const std::string ptx = ptx_of("sm_90a");
+  auto count = [&](const std::string &what) {
+    int n = 0;
+    for (size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  CHECK(count("mbarrier.init.shared::cta.b64") == 6);
+  CHECK(count("fence.proxy.async.shared::cta;") == 2);
+  CHECK(count("mbarrier.inval.shared::cta.b64") == 6);
+  CHECK(count("cp.async.cg") == 0);
+  CHECK(count("cp.async.commit_group") == 0);
+  CHECK(count("cp.async.wait_group") == 0);
+  const Kernel k = parse_kernel(ptx);
+  int wait = -1;
+  for (size_t i = 0; i < k.insns.size() && wait < 0; ++i)
+    if (k.insns[i].op.rfind("mbarrier.try_wait.parity", 0) == 0)
+      wait = int(i);
+  REQUIRE(wait >= 0);
+  // The K loop: the smallest natural loop around the wait that is not the
+  // wait's own polling loop (it holds the barrier).
+  std::set<int> loop;
+  for (const std::set<int> &l : k.loops()) {
+    if (!l.count(k.insns[size_t(wait)].block))
+      continue;
+    bool bar = false;
+    for (int bi : l)
+      for (int ii : k.blocks[size_t(bi)].insns)
+        bar = bar || k.insns[size_t(ii)].op == "bar.sync";
+    if (bar && (loop.empty() || l.size() < loop.size()))
+      loop = l;
+  }
+  REQUIRE(!loop.empty());
+  std::map<std::string, int> ops;
+  for (int bi : loop)
+    for (int ii : k.blocks[size_t(bi)].insns)
+      ++ops[k.insns[size_t(ii)].op];
+  auto n = [&](const std::string &prefix) {
+    int c = 0;
+    for (const auto &[op, times] : ops)
+      if (op.rfind(prefix, 0) == 0)
+        c += times;
+    return c;
+  };
+  CHECK(n("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes") == 1);
+  CHECK(n("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes") == 1);
+  CHECK(n("mbarrier.arrive.expect_tx.shared::cta.b64") == 2);
+  CHECK(n("mbarrier.try_wait.parity.shared::cta.b64") == 2);
+  CHECK(n("bar.sync") == 1);
+  CHECK(n("cp.async.cg") == 0);
+  CHECK(n("ld.global.nc.v4") == 0); // w never goes global -> registers
+  CHECK(n("fma.rn.f32") >= 32);
+  if (std::string(ETL_PTXAS).empty()) {
+    ETL_TEST_SKIP("ptxas not found at configure time: skipping the sm_90a assembly check");
+    return;
+  }
+  std::string log;
+  int rc = run_ptxas(ptx, "sm_90a", log);
+  INFO(log);
+  CHECK(rc == 0);
+  CHECK(spill_bytes(log) == 0);
 }
