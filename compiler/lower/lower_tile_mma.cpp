@@ -143,7 +143,8 @@ void BodyLowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &til
                       b.CreateMul(b.CreateAdd(b.CreateMul(row, b.getInt64(uint64_t(cols))), col),
                                   b.getInt64(eb))),
           1);
-    return eb == 4 ? tile_tf32_ptr(cols, base, row, col) : mma_a_ptr(cols, base, row, col);
+    return eb == 4 ? tile_tf32_ptr(cols, base, row, col)
+                   : mma_a_ptr(shape[0], cols, base, row, col);
   };
   // The interior path: where the whole tile lies inside the tensor with
   // its base and rows 16-byte aligned (one uniform test per tile) and a
@@ -277,7 +278,8 @@ void BodyLowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
       }
       auto put = [&] {
         llvm::Value *p = tf32 ? tile_tf32_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd])
-                              : mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
+                              : mma_a_ptr(shape[1 - sd], cols, b.getInt64(uint64_t(base)),
+                                          c[1 - sd], c[sd]);
         m.shared_access(b, p, eb * w, true);
         b.CreateAlignedStore(x, p, llvm::Align(eb * w));
       };
@@ -296,6 +298,8 @@ void BodyLowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
 }
 
 void BodyLowerer::tile_mma_dot(const TOp &op) {
+  if (tf->wgmma && wgmma_gap(*tf, op).empty())
+    return tile_wgmma_dot(op);
   const MmaStaging st = mma_staging(*tf, op);
   if (!st.ok)
     throw LowerError("tile IR dot on tensor cores without the accumulator layout");
@@ -465,7 +469,7 @@ void BodyLowerer::tile_mma_dot(const TOp &op) {
         llvm::Value *p =
             tf32 ? tile_tf32_ptr(K, a_base, r,
                                  b.CreateAdd(b.getInt64(uint64_t(8 * kk)), b.CreateLShr(lhalf, 1)))
-                 : mma_a_ptr(K, a_base, r, b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
+                 : mma_a_ptr(M, K, a_base, r, b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
         fa.push_back(round(m.ldmatrix(b, p, 4, false, line), a_raw));
         continue;
       }
@@ -631,6 +635,10 @@ void BodyLowerer::tile_async(const TOp &op) {
   case TileOpKind::Barrier:
     m.barrier(b);
     return;
+  case TileOpKind::WgmmaFence:
+  case TileOpKind::WgmmaCommit:
+  case TileOpKind::WgmmaWait:
+    return tile_wgmma_op(op);
   case TileOpKind::SmemView: {
     const auto &[off, sb] = tile_rings.at(op.operands.at(0));
     llvm::Value *at = b.CreateAdd(b.getInt64(uint64_t(off)),

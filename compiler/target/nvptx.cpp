@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #include "target/machine.h"
 #include "target/optimize.h"
+#include "target/wgmma.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Constants.h>
@@ -196,6 +197,26 @@ public:
   }
   llvm::Value *shared_base(Builder &b) override {
     return b.CreateAddrSpaceCast(smem_, b.getPtrTy(0));
+  }
+
+  // wgmma (sm_90a): inline PTX, target/wgmma.cpp.
+  llvm::Value *wgmma_smem_addr(Builder &b, llvm::Value *p) override {
+    // A descriptor's swizzle reads absolute address bits: the shared array
+    // (and so the 1024-byte aligned rings, tile/smem.cpp) is aligned to the
+    // 128-byte swizzle's 1024-byte pattern.
+    smem_->setAlignment(llvm::Align(1024));
+    return nvptx_wgmma_smem_addr(b, p);
+  }
+  void wgmma_fence(Builder &b) override { nvptx_wgmma_fence(b); }
+  std::vector<llvm::Value *> wgmma_mma(Builder &b, unsigned n, bool bf16, bool trans_b,
+                                       llvm::Value *da, llvm::Value *db,
+                                       const std::vector<llvm::Value *> &acc, unsigned) override {
+    return nvptx_wgmma_mma(b, n, bf16, trans_b, da, db, acc);
+  }
+  void wgmma_commit(Builder &b) override { nvptx_wgmma_commit(b); }
+  std::vector<llvm::Value *> wgmma_wait(Builder &b, unsigned pending,
+                                        const std::vector<llvm::Value *> &acc, unsigned) override {
+    return nvptx_wgmma_wait(b, pending, acc);
   }
 
   // Tensor data is global memory: ld.global / st.global, not generic.

@@ -197,6 +197,7 @@ done:
 #endif
     free(c->fibers[i].stack);
     etl_async_queue_free(&c->async, &c->fibers[i].aq); /* a stopped CTA's copies */
+    etl_wgmma_free(&c->fibers[i].wg);
   }
   etl_async_smem_free(&c->async);
   return NULL;

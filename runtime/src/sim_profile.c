@@ -408,7 +408,7 @@ static const char *event_names[ETL_PROF_EVENTS] = {
     "barriers", "atomics", "fences",   "spin_iterations", "wait_ns",         "tasks",
     "shuffles", "mma",     "ldmatrix", "tensor_flops",    "ldmatrix_phases", "ldmatrix_wavefronts",
     "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims", "queue_empty_looks",
-    "event_notifies", "event_not_ready", "waits_spun", "round_trips"};
+    "event_notifies", "event_not_ready", "waits_spun", "round_trips", "wgmma"};
 
 /* The task switch's counters, per CTA: JSON "per_cta" (one row per CTA, the
  * columns named once) and a table in the text report. */

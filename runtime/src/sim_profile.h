@@ -60,6 +60,7 @@ enum etl_profile_event {
   ETL_PROF_EVENT_NOT_READY,     /* looks at a waited element that found it not yet zero */
   ETL_PROF_WAITS_SPUN,          /* tasks whose wait found an element not ready at least once */
   ETL_PROF_ROUND_TRIPS,         /* queue and event operations but the looks that found nothing */
+  ETL_PROF_WGMMA,               /* a warpgroup-level wgmma.mma_async (one per warpgroup) */
   ETL_PROF_EVENTS
 };
 
