@@ -195,6 +195,10 @@ public:
   /// around it.
   void tile_wgmma_dot(const TOp &op);
   void tile_wgmma_op(const TOp &op);
+  /// `x + dot(..)` as dot result `ir`'s one use, x computed already, f32 in
+  /// the dot's layout `lr`: the add (x in *x), which the dot's accumulators
+  /// start from and which is then done (tile_fused); else null.
+  const TOp *dot_add_onto(int ir, const Layout &lr, int *x);
   /// Value v's registers to its swizzled staging area at byte `base`:
   /// [R, C] rows, or [C, R] rows when `nk` (no barrier); 16-bit elements
   /// of `elem` (f16, bf16), or for F32 (a tf32 dot's) cvt.rna's tf32 bits,

@@ -405,22 +405,11 @@ void BodyLowerer::tile_mma_dot(const TOp &op) {
   t.n8 = unsigned(t.nb / 8);
   t.b_nk = st.b_nk;
 
-  // `x + dot(a, b)` (the dot's one use, x computed already, in the same
-  // layout): the mma accumulates onto x, and the add is this op's result
-  // (FlashAttention-2's acc * alpha + P V: no second set of accumulators).
-  const TOp *add = nullptr;
+  // `x + dot(a, b)`: the mma accumulates onto x, and the add is this op's
+  // result (FlashAttention-2's acc * alpha + P V: no second set of
+  // accumulators).
   int x = -1;
-  auto use = tile_users.find(ir);
-  if (use != tile_users.end() && use->second.size() == 1) {
-    const TOp *u = use->second[0];
-    if (u->kind == TileOpKind::Binary && u->attr == "add" && u->operands.size() == 2) {
-      x = u->operands[0] == ir ? u->operands[1] : u->operands[0];
-      const TValue &xv = tf->values[size_t(x)];
-      if (x != ir && xv.is_tile() && xv.elem == ElemType::F32 &&
-          xv.layout == tf->values[size_t(ir)].layout && tregs[size_t(x)].size() == lr.num_regs())
-        add = u;
-    }
-  }
+  const TOp *add = dot_add_onto(ir, lr, &x);
   std::vector<llvm::Value *> acc(lr.num_regs(), llvm::ConstantFP::get(f32, 0.0));
   if (add)
     acc = tregs[size_t(x)];
@@ -529,6 +518,21 @@ void BodyLowerer::tile_mma_dot(const TOp &op) {
     tregs[size_t(add->results[0])] = acc;
     tile_fused.insert(add);
   }
+}
+
+const TOp *BodyLowerer::dot_add_onto(int ir, const Layout &lr, int *x) {
+  auto use = tile_users.find(ir);
+  if (use == tile_users.end() || use->second.size() != 1)
+    return nullptr;
+  const TOp *u = use->second[0];
+  if (u->kind != TileOpKind::Binary || u->attr != "add" || u->operands.size() != 2)
+    return nullptr;
+  *x = u->operands[0] == ir ? u->operands[1] : u->operands[0];
+  const TValue &xv = tf->values[size_t(*x)];
+  if (*x != ir && xv.is_tile() && xv.elem == ElemType::F32 &&
+      xv.layout == tf->values[size_t(ir)].layout && tregs[size_t(*x)].size() == lr.num_regs())
+    return u;
+  return nullptr;
 }
 
 llvm::Value *BodyLowerer::tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,

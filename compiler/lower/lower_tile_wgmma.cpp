@@ -101,19 +101,8 @@ void BodyLowerer::tile_wgmma_dot(const TOp &op) {
 
   // `x + dot(a, b)` (the dot's one use, x in the same layout): accumulate
   // onto x (tile/pipeline.cpp put the wait after the add).
-  const TOp *add = nullptr;
   int x = -1;
-  auto use = tile_users.find(ir);
-  if (use != tile_users.end() && use->second.size() == 1) {
-    const TOp *u = use->second[0];
-    if (u->kind == TileOpKind::Binary && u->attr == "add" && u->operands.size() == 2) {
-      x = u->operands[0] == ir ? u->operands[1] : u->operands[0];
-      const TValue &xv = tf->values[size_t(x)];
-      if (x != ir && xv.is_tile() && xv.elem == ElemType::F32 &&
-          xv.layout == tf->values[size_t(ir)].layout && tregs[size_t(x)].size() == lr.num_regs())
-        add = u;
-    }
-  }
+  const TOp *add = dot_add_onto(ir, lr, &x);
   std::vector<llvm::Value *> acc(lr.num_regs(), llvm::ConstantFP::get(f32, 0.0));
   if (add)
     acc = tregs[size_t(x)];
