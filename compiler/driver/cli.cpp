@@ -77,7 +77,7 @@ std::string exit_code_help() {
 }
 
 int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream &out,
-            std::ostream &err, bool err_is_terminal) {
+            std::ostream &err, bool err_is_terminal, LspEntry lsp) {
   CLI::App app{"etlc: the ETL compiler.\n\n"
                "Compiles a .etl program (tiled tasks and the event tensors between them)\n"
                "ahead of time into one persistent megakernel, packed with the metadata\n"
@@ -198,6 +198,28 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
       ->allow_extra_args(false);
   tune_cmd->add_option("--threads", tune_opts.threads_per_cta, "As for compile");
 
+  LspOptions lsp_opts;
+  CLI::App *lsp_cmd = app.add_subcommand(
+      "lsp", "Run the language server for editors: the Language Server Protocol on standard "
+             "input and output");
+  lsp_cmd->footer(
+      "\nSpeaks JSON-RPC 2.0 with Content-Length framing (the VS Code extension in\n"
+      "editors/vscode starts it; any LSP client can). Offers diagnostics as you type\n"
+      "(the checks of `etlc compile --emit=taskgraph`), hover (a tensor's or tile's\n"
+      "element type and symbolic shape, its layout, a builtin's signature), go to\n"
+      "definition (names, events, buffers, fns of imported modules) and completion of\n"
+      "builtins and their keyword arguments. Imports are searched in the -I DIRs, the\n"
+      "client's initializationOptions.includePaths, a workspace folder's stdlib/,\n"
+      "then the stdlib. Framing problems are logged to standard error.\n\n"
+      "Exit codes:\n"
+      "  0  the client sent shutdown, then exit\n"
+      "  1  exit without shutdown, or the input ended first\n"
+      "  2  a bad command line\n");
+  lsp_cmd
+      ->add_option("-I,--import-dir", lsp_opts.import_dirs,
+                   "Directory searched for imported modules, as for compile; repeatable")
+      ->allow_extra_args(false);
+
   // clang spells these with one dash; CLI11 takes multi-letter options with
   // two.
   std::vector<std::string> args = argv;
@@ -216,6 +238,12 @@ int run_cli(const std::vector<std::string> &argv, std::istream &in, std::ostream
     if (e.get_exit_code() == 0) // --help, --version
       return app.exit(e, out, err) == 0 ? kExitOk : kExitUsage;
     return usage_error(e.what(), early_format, early_color, err);
+  }
+  if (lsp_cmd->parsed()) {
+    if (!lsp)
+      return usage_error("etlc lsp: this etlc was built without the language server",
+                         DiagFormat::Text, false, err);
+    return lsp(lsp_opts, in, out, err);
   }
   if (tune_cmd->parsed()) {
     if (tune_cmd->count("--threads") && !valid_threads_per_cta(tune_opts.threads_per_cta))

@@ -359,7 +359,36 @@ bool smem_within_budget(const TileModule &m, Diag &diag) {
   return ok;
 }
 
+/// The tile stage as every compile runs it: tile_passes, then a
+/// SmemOverBudget error per body over the budget (`fits` false; not for a
+/// dump, which prints the plan) and, when it fits, the spill warnings.
+std::optional<TileModule> tile_stage(Compilation &c, unsigned threads, PassTimer &timer,
+                                     TileReport &tile, bool &fits) {
+  std::optional<TileModule> tiles = tile_passes(c, threads, timer, tile);
+  fits = !tiles || tile.dump || smem_within_budget(*tiles, c.diag);
+  if (tiles && fits)
+    timer.run("registers", [&] {
+      warn_register_spills(c.program->kernels[0], threads, c.target, c.diag, *tiles);
+      return true;
+    });
+  return tiles;
+}
+
 } // namespace
+
+bool check_source(Compilation &c, const std::vector<std::string> &targets,
+                  std::optional<TileModule> &tiles) {
+  return on_compiler_stack([&] {
+    PassTimer timer;
+    if (!front(c, "", timer) || c.diag.has_errors())
+      return false;
+    TileReport r;
+    r.pad_check = true;
+    bool fits = true;
+    tiles = tile_stage(c, pick_threads(c.program->kernels[0], targets), timer, r, fits);
+    return tiles && fits && !c.diag.has_errors();
+  });
+}
 
 std::optional<TileModule> lowering_tiles(Compilation &c, unsigned threads, std::string &error,
                                         bool remarks) {
@@ -380,6 +409,13 @@ bool emit_tile(Compilation &c, unsigned threads, std::string &text, std::string 
     text = r.text;
     error = r.error.empty() ? "" : "tile IR " + r.error;
     return ok;
+  });
+}
+
+void run_on_compiler_stack(const std::function<void()> &f) {
+  on_compiler_stack([&] {
+    f();
+    return true;
   });
 }
 
@@ -523,14 +559,10 @@ int compile_program(const CompileOptions &opts, Compilation &c, PassTimer &timer
   tile.pad_check = true;
   tile.pipeline_remarks = opts.emit.empty() || opts.emit == "tile" || opts.emit == "llvm" ||
                           opts.emit == "ptx";
-  std::optional<TileModule> tiles = tile_passes(c, threads, timer, tile);
-  if (tiles && !tile.dump && !smem_within_budget(*tiles, c.diag))
+  bool fits = true;
+  std::optional<TileModule> tiles = tile_stage(c, threads, timer, tile, fits);
+  if (!fits)
     return kExitProgramError;
-  if (tiles)
-    timer.run("registers", [&] {
-      warn_register_spills(k, threads, c.target, c.diag, *tiles);
-      return true;
-    });
   if (c.diag.has_errors()) // -Werror
     return fail;
   if (opts.emit == "taskgraph") {

@@ -26,6 +26,7 @@
 #include "taskgraph/taskgraph.h"
 #include "tile/ir.h"
 
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -121,6 +122,21 @@ struct Compilation {
 /// `stop_after` may be "ast" to stop after parsing (before imports), or
 /// "inline" after the fn calls are expanded.
 bool compile_front(Compilation &c, const std::string &stop_after = "");
+
+/// What `etlc compile --emit=taskgraph` checks (the editor's "check"), for
+/// the language server: the front stages on c.file, then the tile stage
+/// with its warnings and errors (padding reaching a reduction, shared
+/// memory over budget, register spills) at the thread count compile would
+/// pick for `targets` (c.target should be target_info(targets)). `tiles`:
+/// the tile IR after layout assignment, when the front stages passed and it
+/// verified. Returns false once anything reported an error.
+bool check_source(Compilation &c, const std::vector<std::string> &targets,
+                  std::optional<TileModule> &tiles);
+
+/// Runs `f` on the compiler's thread, whose large stack every stage's
+/// recursion over a deeply nested program needs (the language server runs
+/// its own walks of the tree there too).
+void run_on_compiler_stack(const std::function<void()> &f);
 
 /// `etlc --version`: "etlc 0.1.0 (artifact format N, LLVM 19)", N the
 /// ETL_ARTIFACT_VERSION of runtime/abi/etl_abi.h that the artifact writer uses.

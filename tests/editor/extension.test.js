@@ -7,11 +7,19 @@
 // 3. task provider: extension.js, loaded against a recording stand-in for
 //    the `vscode` module (VS Code itself cannot run here), provides and
 //    resolves `etlc` tasks with the etlc command line and `$etlc` matcher.
+//    language client: activate() starts a LanguageClient (a recording
+//    stand-in for vscode-languageclient/node, which must be installed) on
+//    `<etl.etlcPath> lsp` for etl documents with etl.importPaths, none when
+//    etl.languageServer.enable is false; that command line, run with the
+//    real etlc, answers initialize with hover, definition and completion and
+//    exits 0 after shutdown and exit.
 // 4. problem matcher: the task's command line runs the real etlc on
 //    tests/diag files; the matcher's regexp (from package.json, applied as VS
 //    Code does, line by line) must find exactly the diagnostics the file's
 //    `// CHECK:` lines expect, with severity, file, line and column.
-// 5. package: `vsce package` builds the .vsix offline; its file list is checked.
+// 5. package: `vsce package` builds the .vsix offline; its file list is
+//    checked: the language client ships (node_modules/vscode-languageclient),
+//    the dev dependencies (vsce, vscode-textmate, ...) do not.
 // etlc: $ETLC, else build/compiler/etlc; parts 2 (compiling) and 4 print why
 // they are skipped when it is missing. Run through tests/editor/run.sh.
 'use strict';
@@ -122,20 +130,38 @@ function fakeVscode(config) {
   };
 }
 
-function loadExtension(fake) {
-  const resolve = Module._resolveFilename;
-  Module._resolveFilename = function (request, ...rest) {
-    return request === 'vscode' ? 'vscode' : resolve.call(this, request, ...rest);
-  };
-  require.cache.vscode = { id: 'vscode', filename: 'vscode', loaded: true, exports: fake.api };
-  try {
-    const file = path.join(c.ext, manifest.main);
-    delete require.cache[require.resolve(file)];
-    return require(file);
-  } finally {
-    Module._resolveFilename = resolve;
-    delete require.cache.vscode;
+// A recording stand-in for vscode-languageclient/node's LanguageClient.
+function fakeLanguageClient() {
+  const clients = [];
+  class LanguageClient {
+    constructor(id, name, serverOptions, clientOptions) {
+      Object.assign(this, { id, name, serverOptions, clientOptions, started: false, stopped: false });
+      clients.push(this);
+    }
+    start() { this.started = true; return Promise.resolve(); }
+    stop() { this.stopped = true; return Promise.resolve(); }
   }
+  return { clients, api: { LanguageClient } };
+}
+
+const LC = 'vscode-languageclient/node';
+
+// Loads extension.js with `vscode` and vscode-languageclient/node resolving
+// to the stand-ins given, which stay in place (activate() requires the
+// client lazily) until the next load.
+function loadExtension(fake, lc = fakeLanguageClient()) {
+  if (!loadExtension.hooked) {
+    const resolve = Module._resolveFilename;
+    Module._resolveFilename = function (request, ...rest) {
+      return request === 'vscode' || request === LC ? request : resolve.call(this, request, ...rest);
+    };
+    loadExtension.hooked = true;
+  }
+  require.cache.vscode = { id: 'vscode', filename: 'vscode', loaded: true, exports: fake.api };
+  require.cache[LC] = { id: LC, filename: LC, loaded: true, exports: lc.api };
+  const file = path.join(c.ext, manifest.main);
+  delete require.cache[require.resolve(file)];
+  return require(file);
 }
 
 // Returns the command line of the provided "check current file" task.
@@ -144,7 +170,7 @@ function checkTaskProvider() {
   const context = { subscriptions: [] };
   loadExtension(fake).activate(context);
   const provider = fake.providers.etlc;
-  if (!provider || context.subscriptions.length !== 1) {
+  if (!provider) {
     c.fail('extension.js did not register one task provider for type "etlc"');
     return null;
   }
@@ -163,6 +189,61 @@ function checkTaskProvider() {
   if (provider.resolveTask({ definition: { type: 'shell' } }) !== undefined) c.fail('resolveTask accepted a task of another type');
   console.log('task provider: provides "check current file" and resolves tasks.json etlc tasks');
   return t ? t.execution.args : null;
+}
+
+// One framed LSP message to `etlc lsp`'s input.
+function frame(obj) {
+  const body = JSON.stringify({ jsonrpc: '2.0', ...obj });
+  return `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+function checkLanguageClient() {
+  if (!fs.existsSync(path.join(c.ext, 'node_modules', `${LC}.js`))) {
+    c.fail(`${LC} is not installed in ${c.rel(c.ext)}/node_modules (npm ci)`);
+  }
+  const fake = fakeVscode({ 'etl.etlcPath': '/opt/etl/bin/etlc', 'etl.importPaths': ['lib'] });
+  const lc = fakeLanguageClient();
+  const ext = loadExtension(fake, lc);
+  const context = { subscriptions: [] };
+  ext.activate(context);
+  const client = lc.clients[0];
+  if (lc.clients.length !== 1 || !client.started) {
+    c.fail(`activate started ${lc.clients.length} language clients, expected one, started`);
+    return;
+  }
+  const run = client.serverOptions.run || client.serverOptions;
+  if (run.command !== '/opt/etl/bin/etlc' || JSON.stringify(run.args) !== '["lsp"]') {
+    c.fail(`the language client runs ${JSON.stringify([run.command, run.args])}, expected ["/opt/etl/bin/etlc",["lsp"]]`);
+  }
+  if (!client.clientOptions.documentSelector.some((d) => d.language === 'etl')) c.fail('the language client is not for etl documents');
+  if (JSON.stringify(client.clientOptions.initializationOptions) !== '{"includePaths":["lib"]}') {
+    c.fail(`initializationOptions ${JSON.stringify(client.clientOptions.initializationOptions)} lack etl.importPaths`);
+  }
+  ext.deactivate();
+  if (!client.stopped) c.fail('deactivate did not stop the language client');
+  const off = fakeLanguageClient();
+  loadExtension(fakeVscode({ 'etl.languageServer.enable': false }), off).activate({ subscriptions: [] });
+  if (off.clients.length !== 0) c.fail('etl.languageServer.enable = false still started a language client');
+  if (!haveEtlc) {
+    skipped.push(`starting the language server: no etlc at ${etlc} (build it, or set ETLC)`);
+    return;
+  }
+  // The client's command line with the real etlc: initialize, shutdown, exit.
+  const input = frame({ id: 1, method: 'initialize', params: { processId: null, capabilities: {}, rootUri: null,
+    initializationOptions: client.clientOptions.initializationOptions } }) +
+    frame({ method: 'initialized', params: {} }) + frame({ id: 2, method: 'shutdown' }) + frame({ method: 'exit' });
+  const r = spawnSync(etlc, run.args, { input, encoding: 'utf8', timeout: 30000 });
+  const m = /Content-Length: (\d+)\r\n\r\n/.exec(r.stdout || '');
+  let caps = null;
+  try {
+    caps = m && JSON.parse(r.stdout.substr(m.index + m[0].length, +m[1])).result.capabilities;
+  } catch (e) {
+    caps = null;
+  }
+  if (r.status !== 0 || !caps || !caps.hoverProvider || !caps.definitionProvider || !caps.completionProvider) {
+    c.fail(`etlc lsp (exit ${r.status}) did not answer initialize with hover, definition and completion:\n${r.stdout}${r.stderr}`);
+  }
+  console.log('language client: starts `etlc lsp` for etl documents with etl.importPaths; etlc lsp answers initialize and exits 0');
 }
 
 // Applies a VS Code problem matcher pattern to output, line by line.
@@ -235,7 +316,11 @@ async function checkPackage() {
     const want = ['extension/package.json', `extension/${path.normalize(manifest.main)}`, 'extension/syntaxes/etl.tmLanguage.json',
       'extension/snippets/etl.json', 'extension/language-configuration.json'];
     for (const w of want.filter((x) => !entries.includes(x))) c.fail(`the .vsix lacks ${w} (it has ${entries.join(', ')})`);
-    for (const e of entries.filter((x) => x.includes('node_modules/') || x.endsWith('.vsix'))) c.fail(`the .vsix contains ${e}`);
+    if (!entries.includes('extension/node_modules/vscode-languageclient/package.json')) {
+      c.fail('the .vsix lacks the language client (extension/node_modules/vscode-languageclient)');
+    }
+    const dev = /node_modules\/(@vscode\/vsce|vscode-textmate|vscode-oniguruma)\//;
+    for (const e of entries.filter((x) => dev.test(x) || x.endsWith('.vsix'))) c.fail(`the .vsix contains ${e}`);
     console.log(`package: vsce built a .vsix of ${entries.length} files (${(fs.statSync(out).size / 1024).toFixed(1)} KiB)`);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -246,6 +331,7 @@ async function checkPackage() {
   const pm = checkManifest();
   await checkSnippets();
   checkProblemMatcher(pm, checkTaskProvider());
+  checkLanguageClient();
   if (!process.argv.includes('--no-package')) await checkPackage();
   for (const s of skipped) console.log(`SKIPPED: ${s}`);
   if (c.failureCount()) {
