@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
             "mma", "ldmatrix", "tensor_flops", "ldmatrix_phases", "ldmatrix_wavefronts",
             "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims",
             "queue_empty_looks", "event_notifies", "event_not_ready", "waits_spun",
-            "round_trips"})
+            "round_trips", "wgmma"})
         if (!sync || !sync->getInteger(k))
           fail(where + ": sync.\"" + k + "\" missing");
       const llvm::json::Array *sites = g->getArray("sites");

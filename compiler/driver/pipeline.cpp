@@ -262,6 +262,8 @@ std::optional<TileModule> tile_passes(Compilation &c, unsigned threads, PassTime
       warn_pad_reductions(m, c.diag);
       return 0;
     });
+  for (TileFunc &f : m.funcs)
+    f.wgmma = c.target.wgmma;
   timer.run("tile-layout", [&] {
     assign_layouts(m, k, c.graph, r.dump ? c.diag : quiet);
     return 0;
@@ -560,6 +562,23 @@ int compile_program(const CompileOptions &opts, Compilation &c, PassTimer &timer
     for (const auto &[grp, n] : be.pipelined)
       if (n)
         std::cerr << "pipeline " << grp << ": " << n << " load(s) one iteration ahead\n";
+  if (std::getenv("ETL_TILE_DEBUG") && be.ok) // sm_90a: each tensor-core dot's instruction
+    for (const TileFunc &f : tiles->funcs) {
+      std::function<void(const std::vector<TOp> &)> dots = [&](const std::vector<TOp> &body) {
+        for (const TOp &op : body) {
+          if (f.wgmma && mma_dot(f, op)) {
+            const std::string gap = wgmma_gap(f, op);
+            const TValue &r = f.values[size_t(op.results[0])];
+            std::cerr << "wgmma " << f.name << " line " << op.loc.begin.line << ": "
+                      << (gap.empty() ? "wgmma.mma_async m64n" + std::to_string(r.shape[1]) + "k16"
+                                      : "mma.sync: " + gap)
+                      << "\n";
+          }
+          dots(op.body);
+        }
+      };
+      dots(f.body);
+    }
   for (const BackendRemark &r : be.remarks)
     c.diag.remark(r.id, r.range, r.args);
   if (!be.ok && be.resource_limit) {

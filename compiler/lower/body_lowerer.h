@@ -90,7 +90,13 @@ public:
                            bool chunk_first = false);
   /// Scratch pointer (i8, shared) of element (row, col) of an operand area
   /// of `cols` columns at `base` in the XOR-swizzled staging layout.
-  llvm::Value *mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row, llvm::Value *col);
+  llvm::Value *mma_a_ptr(int64_t rows, int64_t cols, llvm::Value *base, llvm::Value *row,
+                         llvm::Value *col);
+  /// The 16-bit staging of a tensor-core dot's operand of `rows` x `cols`:
+  /// tile/smem_layout.cpp's wgmma_staging_layout where the compilation's
+  /// targets have wgmma (the layout its descriptors name), else
+  /// mma_staging_layout. ldmatrix reads either.
+  SmemLayout staging16(int64_t rows, int64_t cols) const;
   /// The B fragments of the k16 step at `k0`, columns from `n0` (2 n8
   /// registers each) from the B area at `b_base`.
   std::vector<llvm::Value *> mma_load_b(const MmaTile &t, llvm::Value *b_base, llvm::Value *k0,
@@ -190,6 +196,15 @@ public:
   /// A tensor-core `dot` (tile/mma.cpp's mma_dot) whose result registers
   /// are the mma accumulators (lower/lower_tile_mma.cpp).
   void tile_mma_dot(const TOp &op);
+  /// Such a dot as wgmma.mma_async (tile/mma.cpp wgmma_gap empty;
+  /// lower/lower_tile_wgmma.cpp), and the wgmma ops tile/pipeline.cpp placed
+  /// around it.
+  void tile_wgmma_dot(const TOp &op);
+  void tile_wgmma_op(const TOp &op);
+  /// `x + dot(..)` as dot result `ir`'s one use, x computed already, f32 in
+  /// the dot's layout `lr`: the add (x in *x), which the dot's accumulators
+  /// start from and which is then done (tile_fused); else null.
+  const TOp *dot_add_onto(int ir, const Layout &lr, int *x);
   /// Value v's registers to its swizzled staging area at byte `base`:
   /// [R, C] rows, or [C, R] rows when `nk` (no barrier); 16-bit elements
   /// of `elem` (f16, bf16), or for F32 (a tf32 dot's) cvt.rna's tf32 bits,

@@ -48,15 +48,19 @@ llvm::Value *BodyLowerer::smem_offset(const SmemLayout &s, llvm::Value *row, llv
   return smem_place(a, s, row, col);
 }
 
-llvm::Value *BodyLowerer::mma_a_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
-                                llvm::Value *col) {
-  return scratch_ptr(b.CreateAdd(smem_offset(mma_staging_layout(cols, 2), row, col), base), 1);
+SmemLayout BodyLowerer::staging16(int64_t rows, int64_t cols) const {
+  return tf->wgmma ? wgmma_staging_layout(rows, cols) : mma_staging_layout(cols, 2);
+}
+
+llvm::Value *BodyLowerer::mma_a_ptr(int64_t rows, int64_t cols, llvm::Value *base,
+                                    llvm::Value *row, llvm::Value *col) {
+  return scratch_ptr(b.CreateAdd(smem_offset(staging16(rows, cols), row, col), base), 1);
 }
 
 std::vector<llvm::Value *> BodyLowerer::mma_load_b(const MmaTile &t, llvm::Value *b_base,
                                                llvm::Value *k0, llvm::Value *n0, llvm::Value *lane,
                                                unsigned line) {
-  const SmemLayout s = mma_staging_layout(t.b_nk ? t.K : t.N, 2);
+  const SmemLayout s = t.b_nk ? staging16(t.N, t.K) : staging16(t.K, t.N);
   llvm::Value *row, *col;
   if (t.b_nk) {
     // B as [N, K] rows, PTX's col-major B: plain 8x8 loads. Lane l gives a

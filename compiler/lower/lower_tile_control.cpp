@@ -103,6 +103,9 @@ struct GapCheck {
     case TileOpKind::AsyncWait:
     case TileOpKind::Barrier:
     case TileOpKind::SmemView:
+    case TileOpKind::WgmmaFence:
+    case TileOpKind::WgmmaCommit:
+    case TileOpKind::WgmmaWait:
     case TileOpKind::Transpose: // a renaming (tile/verify.cpp checks the layouts)
       return;
     case TileOpKind::AsyncCopy:

@@ -159,7 +159,8 @@ void BodyLowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &til
                       b.CreateMul(b.CreateAdd(b.CreateMul(row, b.getInt64(uint64_t(cols))), col),
                                   b.getInt64(eb))),
           1);
-    return eb == 4 ? tile_tf32_ptr(cols, base, row, col) : mma_a_ptr(cols, base, row, col);
+    return eb == 4 ? tile_tf32_ptr(cols, base, row, col)
+                   : mma_a_ptr(shape[0], cols, base, row, col);
   };
   // The interior path: where the whole tile lies inside the tensor with
   // its base and rows 16-byte aligned (one uniform test per tile) and a
@@ -327,7 +328,8 @@ void BodyLowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
       }
       auto put = [&] {
         llvm::Value *p = tf32 ? tile_tf32_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd])
-                              : mma_a_ptr(cols, b.getInt64(uint64_t(base)), c[1 - sd], c[sd]);
+                              : mma_a_ptr(shape[1 - sd], cols, b.getInt64(uint64_t(base)),
+                                          c[1 - sd], c[sd]);
         m.shared_access(b, p, eb * w, true);
         b.CreateAlignedStore(x, p, llvm::Align(eb * w));
       };
@@ -346,6 +348,8 @@ void BodyLowerer::tile_mma_stage(int v, bool nk, int64_t base, ElemType elem) {
 }
 
 void BodyLowerer::tile_mma_dot(const TOp &op) {
+  if (tf->wgmma && wgmma_gap(*tf, op).empty())
+    return tile_wgmma_dot(op);
   const MmaStaging st = mma_staging(*tf, op);
   if (!st.ok)
     throw LowerError("tile IR dot on tensor cores without the accumulator layout");
@@ -451,22 +455,11 @@ void BodyLowerer::tile_mma_dot(const TOp &op) {
   t.n8 = unsigned(t.nb / 8);
   t.b_nk = st.b_nk;
 
-  // `x + dot(a, b)` (the dot's one use, x computed already, in the same
-  // layout): the mma accumulates onto x, and the add is this op's result
-  // (FlashAttention-2's acc * alpha + P V: no second set of accumulators).
-  const TOp *add = nullptr;
+  // `x + dot(a, b)`: the mma accumulates onto x, and the add is this op's
+  // result (FlashAttention-2's acc * alpha + P V: no second set of
+  // accumulators).
   int x = -1;
-  auto use = tile_users.find(ir);
-  if (use != tile_users.end() && use->second.size() == 1) {
-    const TOp *u = use->second[0];
-    if (u->kind == TileOpKind::Binary && u->attr == "add" && u->operands.size() == 2) {
-      x = u->operands[0] == ir ? u->operands[1] : u->operands[0];
-      const TValue &xv = tf->values[size_t(x)];
-      if (x != ir && xv.is_tile() && xv.elem == ElemType::F32 &&
-          xv.layout == tf->values[size_t(ir)].layout && tregs[size_t(x)].size() == lr.num_regs())
-        add = u;
-    }
-  }
+  const TOp *add = dot_add_onto(ir, lr, &x);
   std::vector<llvm::Value *> acc(lr.num_regs(), llvm::ConstantFP::get(f32, 0.0));
   if (add)
     acc = tregs[size_t(x)];
@@ -515,7 +508,7 @@ void BodyLowerer::tile_mma_dot(const TOp &op) {
         llvm::Value *p =
             tf32 ? tile_tf32_ptr(K, a_base, r,
                                  b.CreateAdd(b.getInt64(uint64_t(8 * kk)), b.CreateLShr(lhalf, 1)))
-                 : mma_a_ptr(K, a_base, r, b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
+                 : mma_a_ptr(M, K, a_base, r, b.CreateAdd(b.getInt64(uint64_t(16 * kk)), lhalf));
         fa.push_back(round(m.ldmatrix(b, p, 4, false, line), a_raw));
         continue;
       }
@@ -575,6 +568,21 @@ void BodyLowerer::tile_mma_dot(const TOp &op) {
     tregs[size_t(add->results[0])] = acc;
     tile_fused.insert(add);
   }
+}
+
+const TOp *BodyLowerer::dot_add_onto(int ir, const Layout &lr, int *x) {
+  auto use = tile_users.find(ir);
+  if (use == tile_users.end() || use->second.size() != 1)
+    return nullptr;
+  const TOp *u = use->second[0];
+  if (u->kind != TileOpKind::Binary || u->attr != "add" || u->operands.size() != 2)
+    return nullptr;
+  *x = u->operands[0] == ir ? u->operands[1] : u->operands[0];
+  const TValue &xv = tf->values[size_t(*x)];
+  if (*x != ir && xv.is_tile() && xv.elem == ElemType::F32 &&
+      xv.layout == tf->values[size_t(ir)].layout && tregs[size_t(*x)].size() == lr.num_regs())
+    return u;
+  return nullptr;
 }
 
 llvm::Value *BodyLowerer::tile_tf32_ptr(int64_t cols, llvm::Value *base, llvm::Value *row,
@@ -721,6 +729,10 @@ void BodyLowerer::tile_async(const TOp &op) {
   case TileOpKind::Barrier:
     m.barrier(b);
     return;
+  case TileOpKind::WgmmaFence:
+  case TileOpKind::WgmmaCommit:
+  case TileOpKind::WgmmaWait:
+    return tile_wgmma_op(op);
   case TileOpKind::SmemView: {
     const auto &[off, sb] = tile_rings.at(op.operands.at(0));
     llvm::Value *at = b.CreateAdd(b.getInt64(uint64_t(off)),

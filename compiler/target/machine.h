@@ -185,6 +185,38 @@ public:
   virtual void tma_load(Builder &b, llvm::Value *dst, llvm::Value *map,
                         const std::vector<llvm::Value *> &coords, llvm::Value *bar);
 
+  // -- wgmma (sm_90a; sim models it) ----------------------------------------
+  // One family, target/wgmma.cpp (PTX's wgmma is inline asm on every LLVM:
+  // no intrinsic). The lowering calls it only where TargetInfo::wgmma holds;
+  // a machine without it fails loudly (these defaults).
+  /// The i32 shared-memory address of `p` (generic, into shared memory) that
+  /// a wgmma matrix descriptor names (NVPTX: cvta.to.shared; sim: the offset
+  /// from shared_base). Descriptors are built from it with integer ops.
+  virtual llvm::Value *wgmma_smem_addr(Builder &b, llvm::Value *p);
+  /// wgmma.fence.sync.aligned: orders this thread's earlier register and
+  /// shared-memory writes before the wgmmas that follow.
+  virtual void wgmma_fence(Builder &b);
+  /// wgmma.mma_async.sync.aligned.m64n`n`k16.f32.{bf16|f16} over the
+  /// warpgroup (128 threads, warp-uniform control): D = A B + `acc`, A and B
+  /// by 64-bit descriptors (`trans_b`: B is MN-major, [K, N] rows), `acc`
+  /// the thread's n / 2 f32 accumulators (register 4j + i: mma.sync's m16n8
+  /// accumulator register i of n8 tile j, rows of warp w of the warpgroup
+  /// 16w ..). Returns the registers in flight: only a chained wgmma (their
+  /// `acc`) or wgmma_wait may take them.
+  virtual std::vector<llvm::Value *> wgmma_mma(Builder &b, unsigned n, bool bf16, bool trans_b,
+                                               llvm::Value *desc_a, llvm::Value *desc_b,
+                                               const std::vector<llvm::Value *> &acc,
+                                               unsigned line);
+  /// wgmma.commit_group.sync.aligned.
+  virtual void wgmma_commit(Builder &b);
+  /// wgmma.wait_group.sync.aligned `pending`: returns `acc` (wgmma_mma's
+  /// registers in flight) as values any code may read (NVPTX: tied through
+  /// the wait's inline asm, so nothing reads or moves them before it; sim:
+  /// landed, then read under the race check).
+  virtual std::vector<llvm::Value *> wgmma_wait(Builder &b, unsigned pending,
+                                                const std::vector<llvm::Value *> &acc,
+                                                unsigned line);
+
   // -- Global memory ---------------------------------------------------------
   /// A load/store of tensor data (sim: check_access first).
   /// `ty` may be a vector (`<4 x float>`, ...): one access of all of its

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "target/machine.h"
 #include "target/optimize.h"
+#include "target/wgmma.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Constants.h>
@@ -96,8 +97,8 @@ public:
                                llvm::ValueAsMetadata::get(llvm::ConstantInt::get(i32, v))};
       ann->addOperand(llvm::MDNode::get(c, ops));
     };
-    if (tma_used_) // TMA's destinations: 128-byte aligned from the base
-      smem_->setAlignment(llvm::Align(128));
+    if (tma_used_ && smem_->getAlign().valueOrOne() < llvm::Align(128)) // TMA's destinations:
+      smem_->setAlignment(llvm::Align(128)); // 128-byte aligned (wgmma's 1024 may be set already)
     md("kernel", 1);
     md("maxntidx", threads);
     md("minctasm", 1);
@@ -252,6 +253,26 @@ public:
     args.push_back(shared32(b, bar));
     asm_call(b, text, cons, args);
     tma_used_ = true;
+  }
+
+  // wgmma (sm_90a): inline PTX, target/wgmma.cpp.
+  llvm::Value *wgmma_smem_addr(Builder &b, llvm::Value *p) override {
+    // A descriptor's swizzle reads absolute address bits: the shared array
+    // (and so the 1024-byte aligned rings, tile/smem.cpp) is aligned to the
+    // 128-byte swizzle's 1024-byte pattern.
+    smem_->setAlignment(llvm::Align(1024));
+    return nvptx_wgmma_smem_addr(b, p);
+  }
+  void wgmma_fence(Builder &b) override { nvptx_wgmma_fence(b); }
+  std::vector<llvm::Value *> wgmma_mma(Builder &b, unsigned n, bool bf16, bool trans_b,
+                                       llvm::Value *da, llvm::Value *db,
+                                       const std::vector<llvm::Value *> &acc, unsigned) override {
+    return nvptx_wgmma_mma(b, n, bf16, trans_b, da, db, acc);
+  }
+  void wgmma_commit(Builder &b) override { nvptx_wgmma_commit(b); }
+  std::vector<llvm::Value *> wgmma_wait(Builder &b, unsigned pending,
+                                        const std::vector<llvm::Value *> &acc, unsigned) override {
+    return nvptx_wgmma_wait(b, pending, acc);
   }
 
   // Tensor data is global memory: ld.global / st.global, not generic.

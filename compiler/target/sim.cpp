@@ -24,6 +24,7 @@
 #include <llvm/Support/Program.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace etl {
@@ -251,7 +252,84 @@ public:
 
   bool emit(llvm::Module &m, std::string &code, std::string &error) override;
 
+  // -- wgmma: the ops of etl_sim_ops (runtime/src/sim_wgmma.h) ---------------
+  // The accumulators live in a per-site [n/2 x float] the runtime writes at
+  // the wait that covers them; a wgmma's results come back as loads of it
+  // behind a `wgmma_read` check (ETL_ERROR_RACE while a result is in
+  // flight). A chained wgmma or the wait that takes exactly those loads
+  // drops them and their check (the registers never left the wgmma), so
+  // only a read the lowering put before the wait keeps its check, and
+  // fails the run.
+  llvm::Value *wgmma_smem_addr(Builder &b, llvm::Value *p) override {
+    llvm::Value *off = b.CreateSub(b.CreatePtrToInt(p, b.getInt64Ty()),
+                                   b.CreatePtrToInt(shared_base(b), b.getInt64Ty()));
+    return b.CreateTrunc(off, b.getInt32Ty());
+  }
+  void wgmma_fence(Builder &b) override { call(b, kOp_wgmma_fence, b.getVoidTy(), {}); }
+  std::vector<llvm::Value *> wgmma_mma(Builder &b, unsigned n, bool bf16, bool trans_b,
+                                       llvm::Value *da, llvm::Value *db,
+                                       const std::vector<llvm::Value *> &acc,
+                                       unsigned line) override {
+    llvm::Value *buf = wgmma_regs(b, acc);
+    const uint32_t shape = n | (bf16 ? 1u << 16 : 0u) | (trans_b ? 1u << 17 : 0u);
+    call(b, kOp_wgmma_mma, b.getVoidTy(), {da, db, buf, b.getInt32(shape), b.getInt32(line)});
+    return wgmma_read(b, buf, unsigned(acc.size()), line);
+  }
+  void wgmma_commit(Builder &b) override { call(b, kOp_wgmma_commit, b.getVoidTy(), {}); }
+  std::vector<llvm::Value *> wgmma_wait(Builder &b, unsigned pending,
+                                        const std::vector<llvm::Value *> &acc,
+                                        unsigned line) override {
+    llvm::Value *buf = wgmma_regs(b, acc);
+    call(b, kOp_wgmma_wait, b.getVoidTy(), {b.getInt32(pending)});
+    return wgmma_read(b, buf, unsigned(acc.size()), line);
+  }
+
 private:
+  /// A wgmma's registers in flight: the loads handed out and their check.
+  struct WgmmaRegs {
+    llvm::Value *buf;
+    llvm::CallInst *check;
+    std::vector<llvm::LoadInst *> loads;
+  };
+  std::vector<WgmmaRegs> wgmma_out_;
+  /// The registers `acc` names: a wgmma's in flight (exactly its loads: its
+  /// buffer; the loads and the check go if nothing else reads them), or
+  /// values stored into a fresh buffer.
+  llvm::Value *wgmma_regs(Builder &b, const std::vector<llvm::Value *> &acc) {
+    for (size_t i = 0; i < wgmma_out_.size(); ++i) {
+      WgmmaRegs &w = wgmma_out_[i];
+      if (w.loads.size() != acc.size() ||
+          !std::equal(acc.begin(), acc.end(), w.loads.begin()))
+        continue;
+      llvm::Value *buf = w.buf;
+      bool read = false;
+      for (llvm::LoadInst *l : w.loads)
+        read = read || !l->use_empty();
+      if (!read) {
+        for (llvm::LoadInst *l : w.loads)
+          l->eraseFromParent();
+        w.check->eraseFromParent();
+      }
+      wgmma_out_.erase(wgmma_out_.begin() + long(i));
+      return buf;
+    }
+    llvm::Function *f = b.GetInsertBlock()->getParent();
+    llvm::IRBuilder<> e(&f->getEntryBlock(), f->getEntryBlock().begin());
+    llvm::Value *buf = e.CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), acc.size()));
+    for (size_t i = 0; i < acc.size(); ++i)
+      b.CreateStore(acc[i], b.CreateConstGEP1_32(b.getFloatTy(), buf, unsigned(i)));
+    return buf;
+  }
+  std::vector<llvm::Value *> wgmma_read(Builder &b, llvm::Value *buf, unsigned n, unsigned line) {
+    WgmmaRegs w{buf, nullptr, {}};
+    w.check = llvm::cast<llvm::CallInst>(
+        call(b, kOp_wgmma_read, b.getVoidTy(), {buf, b.getInt32(line)}));
+    for (unsigned i = 0; i < n; ++i)
+      w.loads.push_back(b.CreateLoad(b.getFloatTy(), b.CreateConstGEP1_32(b.getFloatTy(), buf, i)));
+    wgmma_out_.push_back(w);
+    return {w.loads.begin(), w.loads.end()};
+  }
+
   /// The `mma` op of etl_sim_ops (one per warp, etl_abi.h) of `kind`.
   std::vector<llvm::Value *> mma(Builder &b, unsigned kind, const std::vector<llvm::Value *> &a,
                                  const std::vector<llvm::Value *> &bf,

@@ -29,8 +29,14 @@ std::string target_names() {
   return r;
 }
 
+bool target_has_wgmma(const TargetDesc &t) {
+  const std::string n = t.name;
+  return t.kind == TargetKind::Nvptx && t.sm == 90 && !n.empty() && n.back() == 'a';
+}
+
 TargetInfo target_info(const std::vector<std::string> &targets) {
   TargetInfo info;
+  bool gpu = false, all = true;
   unsigned largest = 0;
   for (const TargetDesc &t : all_targets())
     largest = std::max(largest, t.smem_limit);
@@ -38,11 +44,14 @@ TargetInfo target_info(const std::vector<std::string> &targets) {
     if (const TargetDesc *t = find_target(name)) {
       info.targets.push_back(t);
       info.tma = info.tma || has_tma(*t);
+      if (t->kind == TargetKind::Nvptx)
+        gpu = true, all = all && target_has_wgmma(*t);
       if (t->smem_limit != 0 && (info.smem_budget == 0 || t->smem_limit < info.smem_budget))
         info.smem_budget = t->smem_limit;
     }
   if (info.smem_budget == 0)
     info.smem_budget = largest;
+  info.wgmma = gpu && all;
   return info;
 }
 

@@ -38,6 +38,10 @@ struct TargetDesc {
 /// that `dot` and reductions use follows it.
 constexpr unsigned kSmemHeaderBytes = 32;
 
+/// The target may use wgmma.mma_async (PTX's architecture-specific
+/// `sm_90a`: a name ending in `a` at compute capability 9.0; targets.def).
+bool target_has_wgmma(const TargetDesc &t);
+
 /// Every target, in targets.def order.
 const std::vector<TargetDesc> &all_targets();
 /// The target named `name`, or null.
@@ -66,6 +70,12 @@ struct TargetInfo {
   /// machine without TMA lowers them as cp.async rings still. False for
   /// every_target_info (no list named an sm_NNa target).
   bool tma = false;
+  /// Every GPU target of the list has wgmma (target_has_wgmma: sm_90a), and
+  /// there is one: tensor-core dots that fit take wgmma's accumulator layout
+  /// and 1024-byte aligned rings (tile/mma.cpp, tile/smem.cpp), and every
+  /// target of the list lowers them with wgmma.mma_async, sim included (it
+  /// models the GPUs of its artifact: `--target sm_90a,sim`).
+  bool wgmma = false;
   /// The registers one thread may use at `threads` per CTA on the tightest
   /// GPU target of the list (register_limit), with that target's name in
   /// `which`; 0 when the list has no GPU target.

@@ -181,6 +181,10 @@ struct TileFunc {
   /// The scratch bytes the compilation's targets allow (TargetInfo::
   /// smem_budget less the shared-memory header), set by plan_shared.
   int64_t smem_budget = 0;
+  /// Every target of the compilation has wgmma (TargetInfo::wgmma, set by
+  /// the driver before assign_layouts): tensor-core dots that fit take
+  /// wgmma's layouts, rings and ops (tile/mma.cpp wgmma_gap).
+  bool wgmma = false;
 };
 
 /// The values a store or atomic writes, its first operands (the gathers

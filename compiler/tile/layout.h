@@ -232,6 +232,10 @@ struct SmemLayout {
   int64_t row_bytes = 0; ///< the affine part's row pitch (a multiple of 16); 0: none
   unsigned elem_bytes = 0, rotate = 0;
   bool lines = false;
+  /// Column blocks (wgmma_staging_layout): a row of more than row_bytes is
+  /// split into blocks of row_bytes / elem_bytes columns, block b at byte
+  /// b * block_bytes (0: one block, the row pitch is row_bytes).
+  int64_t block_bytes = 0;
   uint32_t apply(uint32_t off) const;
   bool bijective() const;
   std::string str() const;
@@ -262,6 +266,12 @@ typename A::Value smem_place(A &a, const SmemLayout &s, typename A::Value row,
     V line = a.and_(a.udiv(col, a.k(div)), a.k(mp - 1));
     return a.xor_(col, a.mul(line, a.k(per)));
   }
+  V block{};
+  if (s.block_bytes) { // a column block of row_bytes, then the row inside it
+    const int64_t cpb = s.row_bytes / int64_t(s.elem_bytes);
+    block = a.mul(a.udiv(col, a.k(cpb)), a.k(s.block_bytes));
+    col = a.urem(col, a.k(cpb));
+  }
   V phase = phase_of(row, int64_t(s.per_phase));
   V chunk = a.xor_(a.udiv(col, a.k(per)), phase);
   V off;
@@ -272,7 +282,8 @@ typename A::Value smem_place(A &a, const SmemLayout &s, typename A::Value row,
     off = a.mul(row, a.k(s.row_bytes));
     off = a.add(off, a.mul(chunk, a.k(16)));
   }
-  return a.add(off, a.mul(a.urem(col, a.k(per)), a.k(int64_t(s.elem_bytes))));
+  off = a.add(off, a.mul(a.urem(col, a.k(per)), a.k(int64_t(s.elem_bytes))));
+  return s.block_bytes ? a.add(off, block) : off;
 }
 /// smem_place's arithmetic on host integers.
 struct SmemInt {
@@ -300,6 +311,17 @@ struct SmemInt {
 /// left by one, so that the 4 rows of a B fragment load (k = t + 4i) take
 /// phases whose chunk pairs differ and its 32 lanes hit 32 banks.
 SmemLayout mma_staging_layout(int64_t cols, unsigned elem_bytes);
+/// The staging of a wgmma dot's 16-bit operand of `rows` x `cols` (tile/
+/// mma.cpp wgmma_gap): the canonical layout a shared-memory matrix
+/// descriptor names with a W-byte swizzle, W = 128 when a row is a multiple
+/// of 128 bytes (column blocks of 64 elements, each `rows` x 128 bytes,
+/// block_bytes apart), else the row's 64 or 32 bytes: row r of a block at r
+/// W, its 16-byte chunk c at (c ^ phase) 16 with phase = (r / (128 / W)) %
+/// (W / 16): the address bits [4, 4 + log2(W / 16)) XORed with bits [7, ..)
+/// of a block whose base is 8 W aligned (PTX's 128/64/32-byte swizzle
+/// modes). For W = 128 and one block it is mma_staging_layout's map. Other
+/// row lengths: mma_staging_layout (no wgmma).
+SmemLayout wgmma_staging_layout(int64_t rows, int64_t cols);
 /// The scratch of re-layouts and the FMA dot's b (lower_tile_map.cpp's
 /// tile_convert), registers of `elem_bytes`: the row-major index, each
 /// 16-byte chunk XORed by its 128-byte line's number mod 8 (lanes reading

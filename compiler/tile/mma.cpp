@@ -163,8 +163,60 @@ bool feeds_dot_a(const TileFunc &f, int v, int depth = 0) {
 
 } // namespace
 
+namespace {
+
+/// Rows of `cols` 16-bit elements that a swizzled descriptor names: 32, 64
+/// or a multiple of 128 bytes (wgmma_staging_layout).
+bool wgmma_row(int64_t cols) { return (2 * cols) % 128 == 0 || 2 * cols == 64 || 2 * cols == 32; }
+
+/// wgmma's accumulator fits the dot's shape on `warps`: warpgroups of 4
+/// warps, warp w of the CTA owning rows 16w .. 16w + 15 (M = 16 warps: 64
+/// rows per warpgroup, all N columns, as m64nNk16 gives them), N a power of
+/// two <= 256 (the layout's n8 tiles all real).
+std::string wgmma_shape_gap(const TileFunc &f, const TOp &op, unsigned warps) {
+  if (!mma_dot(f, op) || op.attr == "tf32")
+    return "not an f16/bf16 tensor-core dot";
+  const TValue &a = f.values[size_t(op.operands[0])], &r = f.values[size_t(op.results[0])];
+  const int64_t M = r.shape[0], N = r.shape[1], K = a.shape[1];
+  if (warps % 4 || M != 16 * int64_t(warps))
+    return "M = " + std::to_string(M) + " is not 16 rows for each of the CTA's " +
+           std::to_string(warps) + " warps (64 per warpgroup of 4; --threads " +
+           std::to_string(M / 16 * 32) + " would fit)";
+  if (N < 8 || N > 256 || (N & (N - 1)))
+    return "N = " + std::to_string(N) + " is not a power of two in [8, 256]";
+  if (!wgmma_row(K))
+    return "K = " + std::to_string(K) + " rows are not 32, 64 or a multiple of 128 bytes";
+  return "";
+}
+
+} // namespace
+
+std::string wgmma_gap(const TileFunc &f, const TOp &op) {
+  if (!f.wgmma)
+    return "a target of the compilation has no wgmma";
+  const MmaStaging st = mma_staging(f, op);
+  if (!st.ok)
+    return "not a tensor-core dot in the accumulator layout";
+  const Layout &lr = f.layouts[size_t(f.values[size_t(op.results[0])].layout)];
+  const unsigned warps = lr.num_warps();
+  if (std::string g = wgmma_shape_gap(f, op, warps); !g.empty())
+    return g;
+  const TValue &r = f.values[size_t(op.results[0])];
+  if (lr != mma_layout(MmaOperand::Acc, r.shape, warps, 1))
+    return "its accumulator layout splits the columns over warps";
+  if (!st.a_view || !st.b_view)
+    return "an operand is not a ring slot (staged by the dot itself)";
+  const TValue &b = f.values[size_t(op.operands[1])];
+  const int64_t K = b.shape[0], N = b.shape[1];
+  if (!wgmma_row(st.b_nk ? K : N))
+    return "b's rows are not 32, 64 or a multiple of 128 bytes";
+  return "";
+}
+
 unsigned mma_dot_col_warps(const TileFunc &f, const TOp &op, unsigned warps) {
   const TValue &r = f.values[size_t(op.results[0])];
+  if (f.wgmma && wgmma_shape_gap(f, op, warps).empty())
+    return 1; // wgmma's accumulator: warps own row blocks, all N columns
   const unsigned rb = ceil_log2(uint64_t(r.shape[0] / 16)), cb = ceil_log2(uint64_t(r.shape[1] / 8)),
                  wb = ceil_log2(std::max(1u, warps));
   if (feeds_dot_a(f, op.results[0]))

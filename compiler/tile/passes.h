@@ -125,6 +125,16 @@ struct MmaStaging {
   int64_t b_base = 0, bytes = 0;
 };
 MmaStaging mma_staging(const TileFunc &f, const TOp &op);
+/// Why such a dot does not run as wgmma.mma_async (empty: it does), after
+/// tile/pipeline.cpp made its ring slots: every target of the compilation
+/// has wgmma (TileFunc::wgmma); f16/bf16; its accumulator layout is
+/// mma_layout(Acc, [M, N], warps, 1) with M = 16 warps (a multiple of 4:
+/// warpgroups; warp w owns rows 16w .., all N columns: wgmma's m64nN
+/// fragment per warpgroup, which is mma.sync's m16n8 accumulator per warp
+/// and n8 tile); N a power of two <= 256; a and b ring slots (smem.view) in
+/// wgmma_staging_layout, whose rows are 32, 64 or a multiple of 128
+/// bytes. Any other dot lowers by mma.sync in the same layout.
+std::string wgmma_gap(const TileFunc &f, const TOp &op);
 
 /// The bytes of one slot of ring `v` (smem.alloc's [S, R, C] or [S, C]
 /// result): its elements' bytes, whole 128-byte lines.

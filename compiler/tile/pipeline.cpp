@@ -362,6 +362,64 @@ struct Pipeliner {
     drop(f.body);
   }
 
+  /// The wgmma dots of loop `lp` (tile/mma.cpp wgmma_gap: its operands are
+  /// ring slots now): `wgmma.fence` before each, `wgmma.commit` after it,
+  /// and `%w = wgmma.wait 0 %acc` after the registers it accumulates into
+  /// (the dot's, or those of `acc + dot` with acc an iter_arg of the loop
+  /// in its layout, which the lowering fuses: the wgmma accumulates onto
+  /// acc), whose later uses read %w. The results exist only after the
+  /// wait; it leaves no group in flight because the next iteration's
+  /// copies, after its barrier, refill the slot this dot reads (slot(k +
+  /// S - 1) at k + 1 is slot(k)), so the wgmma must be done before that
+  /// barrier, and nothing in the rest of the iteration could overlap it.
+  void place_wgmma(TOp &lp) {
+    std::vector<TOp> &body = lp.body;
+    for (size_t j = 0; j < body.size(); ++j) {
+      if (body[j].kind != TileOpKind::Dot || !wgmma_gap(f, body[j]).empty())
+        continue;
+      const int d = body[j].results[0];
+      int v = d;
+      size_t after = j;
+      if (const TOp *u = only_use(d);
+          u && u->kind == TileOpKind::Binary && u->attr == "add" && u->operands.size() == 2) {
+        const int x = u->operands[0] == d ? u->operands[1] : u->operands[0];
+        const bool iter = std::find(lp.block_args.begin(), lp.block_args.end(), x) !=
+                          lp.block_args.end();
+        for (size_t k = j + 1; iter && k < body.size(); ++k)
+          if (&body[k] == u && f.values[size_t(x)].layout == f.values[size_t(d)].layout &&
+              f.values[size_t(x)].elem == ElemType::F32)
+            after = k, v = u->results[0];
+      }
+      const SourceRange loc = body[j].loc;
+      TOp fence = simple(TileOpKind::WgmmaFence);
+      fence.loc = loc;
+      body.insert(body.begin() + long(j), fence);
+      ++j, ++after; // the dot, and the registers' op
+      TOp commit = simple(TileOpKind::WgmmaCommit);
+      commit.loc = loc;
+      body.insert(body.begin() + long(j + 1), commit);
+      ++after; // past the commit (the dot's own registers: the commit)
+      const int w = int(f.values.size());
+      f.values.push_back(f.values[size_t(v)]);
+      TOp wait = simple(TileOpKind::WgmmaWait, 0);
+      wait.operands = {v};
+      wait.results = {w};
+      wait.loc = loc;
+      body.insert(body.begin() + long(after + 1), wait);
+      std::function<void(std::vector<TOp> &, size_t)> rename = [&](std::vector<TOp> &ops,
+                                                                   size_t from) {
+        for (size_t k = from; k < ops.size(); ++k) {
+          for (int &o : ops[k].operands)
+            if (o == v)
+              o = w;
+          rename(ops[k].body, 0);
+        }
+      };
+      rename(body, after + 2);
+      j = after + 1;
+    }
+  }
+
   /// The rewrite of the file comment, for loop `body[i]`, its loads at
   /// `ring` and `stages` slots; returns how many ops went before the loop.
   size_t rewrite(std::vector<TOp> &body, size_t i, const std::vector<size_t> &ring,
@@ -433,6 +491,7 @@ struct Pipeliner {
     for (size_t r = 0; r < ring.size(); ++r) // (may drop ops of the body: after the views)
       if (plain[r])
         read_as_used(view_results[r]);
+    place_wgmma(lp);
     lp.body.insert(lp.body.begin(), top.begin(), top.end());
     body.insert(body.begin() + long(i + 1), simple(TileOpKind::AsyncWait, 0));
     body.insert(body.begin() + long(i), pre.begin(), pre.end());

@@ -235,6 +235,9 @@ private:
     case TileOpKind::AsyncWait:
       os_ << "async.wait " << op.axis;
       break;
+    case TileOpKind::WgmmaWait:
+      os_ << "wgmma.wait " << op.axis << " " << list(op.operands) << res_type;
+      break;
     case TileOpKind::SmemAlloc:
       os_ << "smem.alloc" << res_type << (op.attr.empty() ? "" : " {" + op.attr + "}");
       break;

@@ -412,6 +412,12 @@ void plan_shared(TileModule &m, const TargetInfo &target) {
       b.offset = (f.smem_bytes + 127) / 128 * 128;
       if (tma)
         b.offset = (f.smem_bytes + kSmemHeaderBytes + 127) / 128 * 128 - kSmemHeaderBytes;
+      if (f.wgmma && r->attr.empty()) { // a dot's ring: 1024-byte aligned in shared memory,
+        // the base a 128-byte swizzle's descriptor needs (tile/mma.cpp wgmma_gap)
+        const int64_t h = kSmemHeaderBytes;
+        b.align = 1024;
+        b.offset = (f.smem_bytes + h + 1023) / 1024 * 1024 - h;
+      }
       f.smem_bytes = b.offset + b.bytes;
       r->smem = int(f.smem.size());
       f.smem.push_back(b);

@@ -39,7 +39,8 @@ std::string SmemLayout::str() const {
   if (row_bytes) // the affine part
     s += std::string(lines ? " lines=" : " row_bytes=") + std::to_string(row_bytes) +
          " elem_bytes=" + std::to_string(elem_bytes) +
-         (rotate ? " rotate=" + std::to_string(rotate) : std::string());
+         (rotate ? " rotate=" + std::to_string(rotate) : std::string()) +
+         (block_bytes ? " block_bytes=" + std::to_string(block_bytes) : std::string());
   return s + ">";
 }
 
@@ -60,6 +61,22 @@ SmemLayout mma_staging_layout(int64_t cols, unsigned elem_bytes) {
   } else {
     s.per_phase = s.row_bytes >= 128 ? 1 : unsigned(128 / s.row_bytes);
   }
+  return s;
+}
+
+SmemLayout wgmma_staging_layout(int64_t rows, int64_t cols) {
+  const int64_t rb = 2 * cols;
+  const int64_t w = rb % 128 == 0 ? 128 : rb == 64 || rb == 32 ? rb : 0;
+  if (!w || rows <= 0)
+    return mma_staging_layout(cols, 2);
+  SmemLayout s;
+  s.shape = {cols};
+  s.elem_bytes = 2;
+  s.vec = 8;
+  s.row_bytes = w;
+  s.max_phase = unsigned(w / 16);
+  s.per_phase = unsigned(128 / w);
+  s.block_bytes = rb > w ? rows * w : 0;
   return s;
 }
 

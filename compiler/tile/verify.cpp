@@ -216,8 +216,12 @@ private:
           val(r).shape != std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end()))
         fail(op, "is not a slot of its ring");
     }
-    if (op.kind == TileOpKind::AsyncWait && op.axis < 0)
+    if ((op.kind == TileOpKind::AsyncWait || op.kind == TileOpKind::WgmmaWait) && op.axis < 0)
       fail(op, "needs the groups it leaves in flight");
+    if (op.kind == TileOpKind::WgmmaWait &&
+        (op.operands.size() != 1 || r < 0 || val(r).shape != val(op.operands[0]).shape ||
+         val(r).elem != ElemType::F32 || val(r).layout != val(op.operands[0]).layout))
+      fail(op, "needs f32 accumulators and yields them in their layout");
   }
 
   /// An atomic: a known kind, one element per access, its values (and its

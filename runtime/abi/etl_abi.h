@@ -370,7 +370,13 @@ typedef struct etl_timeline_record {
   X(mbar_wait, void, (void *bar, uint32_t parity, uint32_t line)) /* try_wait.parity loop */       \
   X(mbar_inval, void, (void *bar))                                /* mbarrier.inval */             \
   X(tma_load, void, /* cp.async.bulk.tensor: lands when its mbarrier phase completes */            \
-    (void *dst, const void *map, const int32_t *coords, uint32_t rank, void *bar))
+    (void *dst, const void *map, const int32_t *coords, uint32_t rank, void *bar))                \
+  X(wgmma_fence, void, (void))            /* wgmma.fence.sync.aligned (below) */                   \
+  X(wgmma_mma, void, /* wgmma.mma_async m64nNk16, A and B by descriptor */                         \
+    (uint64_t desc_a, uint64_t desc_b, float *acc, uint32_t shape, uint32_t line))                 \
+  X(wgmma_commit, void, (void))           /* wgmma.commit_group.sync.aligned */                    \
+  X(wgmma_wait, void, (uint32_t pending)) /* wgmma.wait_group.sync.aligned pending */              \
+  X(wgmma_read, void, (const float *acc, uint32_t line)) /* before reading accumulators */
 
 /* The mbarrier and TMA ops (sim_tma.c) model PTX's mbarrier objects in
  * shared memory and cp.async.bulk.tensor: mbar_init(bar, count) starts phase
@@ -439,6 +445,19 @@ enum etl_mma_kind { ETL_MMA_F16 = 0, ETL_MMA_BF16 = 1, ETL_MMA_TF32 = 2 };
  * and writes the destination only when a wait covers the copy; until then
  * the destination holds 0xFF bytes, and a shared-memory access to it, or a
  * task that ends with copies in flight, is ETL_ERROR_RACE (sim_async.h). */
+
+/* wgmma_mma(desc_a, desc_b, acc, shape, line) is PTX `wgmma.mma_async.sync.
+ * aligned.m64nNk16.f32.T.T` (N = shape & 0x1FF; T = bf16 if shape bit 16,
+ * else f16; B transposed (MN-major, [K, N] rows) if bit 17; scale-d 1) with
+ * A and B in shared memory by 64-bit matrix descriptors (the shared-memory
+ * offset from shared_base); `acc` is the calling thread's N/2 accumulator
+ * registers (the m16n8 accumulator fragment of mma.sync per warp and n8
+ * tile j, registers 4j .. 4j+3). The result is written to `acc` only by the
+ * wgmma_wait that covers its group (commit_group closes the thread's open
+ * group); wgmma_read(acc, line), called before the registers are read,
+ * fails the run (ETL_ERROR_RACE) while a wgmma that will write them is in
+ * flight, and so does a wgmma_mma without a wgmma_fence since the thread's
+ * last wgmma_wait (runtime/src/sim_wgmma.h). */
 
 /* In C++ every field defaults to null, so a host table written as a
  * positional initializer before an op was appended stays warning-free

@@ -197,6 +197,7 @@ done:
 #endif
     free(c->fibers[i].stack);
     etl_async_queue_free(&c->async, &c->fibers[i].aq); /* a stopped CTA's copies */
+    etl_wgmma_free(&c->fibers[i].wg);
   }
   etl_mbar_set_free(&c->async, &c->mbars); /* a stopped CTA's TMA copies */
   etl_async_smem_free(&c->async);

@@ -19,6 +19,7 @@
 
 #include "device.h"
 #include "sim_async.h"
+#include "sim_wgmma.h"
 #include "sim_fiber.h"
 #include "sim_profile.h"
 #include "sim_race.h"
@@ -69,6 +70,7 @@ typedef struct sim_fiber {
   uint32_t race_task;  /* the race check's id of the fiber's task (sim_race.h) */
   uint32_t prof_group; /* the fiber's task group for the profile, or UINT32_MAX */
   etl_async_queue aq;  /* its cp.async copies in flight (sim_async.h) */
+  etl_wgmma_thread wg; /* its wgmma results in flight (sim_wgmma.h) */
   void *tsan;
   void *asan_fake;
 } sim_fiber;

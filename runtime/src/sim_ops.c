@@ -105,6 +105,8 @@ void etl_sim_current_task(sim_cta *c, char *buf, size_t n) {
                      atomic_load_explicit(&c->task_linear, memory_order_relaxed), buf, n);
 }
 
+static void wgmma_fail(sim_cta *c, int code, const char *what);
+
 /*===-- cp.async (sim_async.h) ---------------------------------------------===*/
 
 /* A shared-memory access of [off, off + bytes) that meets the word at `at`
@@ -467,6 +469,14 @@ static void op_task_end(void) {
     snprintf(where, sizeof where, "task %s", task);
     etl_sim_async_leftover(c, where);
   }
+  if (c->cur->wg.n) {
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "the task ends with %u wgmma.mma_async results in flight (line %u): no "
+             "wgmma.wait_group landed them",
+             c->cur->wg.n, c->cur->wg.q[0].line);
+    wgmma_fail(c, ETL_WGMMA_NO_FENCE, msg);
+  }
   if (c->run->race) {
     if (c->cur->tid == 0)
       etl_race_task_end(c->run->race, c->cta);
@@ -484,6 +494,78 @@ static void op_task_end(void) {
   }
   atomic_store_explicit(&c->in_task, 0u, memory_order_relaxed);
   atomic_store_explicit(&c->run->last_progress_ns, now_ns(), memory_order_relaxed);
+}
+
+/*===-- wgmma (sim_wgmma.h) -------------------------------------------------===*/
+
+static void wgmma_fail(sim_cta *c, int code, const char *what) {
+  char task[256], msg[1280];
+  etl_sim_current_task(c, task, sizeof task);
+  snprintf(msg, sizeof msg, "sim: %s, in task %s, thread (cta %u, tid %u)", what, task, c->cta,
+           c->cur->tid);
+  etl_sim_run_fail(c->run,
+                   code == ETL_WGMMA_NO_MEMORY ? ETL_ERROR_OUT_OF_MEMORY
+                   : code == ETL_WGMMA_OUTSIDE ? ETL_ERROR_MEMORY_VIOLATION
+                   : code == ETL_WGMMA_BAD_SHAPE ? ETL_ERROR_LAUNCH_FAILED
+                                                 : ETL_ERROR_RACE,
+                   msg);
+  stop_cta(c);
+}
+
+static void op_wgmma_fence(void) { etl_sim_cta->cur->wg.fenced = 1; }
+
+static void op_wgmma_mma(uint64_t desc_a, uint64_t desc_b, float *acc, uint32_t shape,
+                         uint32_t line) {
+  sim_cta *c = etl_sim_cta;
+  sim_fiber *f = c->cur;
+  char why[512];
+  if (c->async.pending) { /* an operand's 16-byte piece still the target of a cp.async */
+    const uint32_t n = shape & ETL_WGMMA_N_MASK;
+    const int trans_b = (shape & ETL_WGMMA_TRANS_B) != 0;
+    /* A: 64 rows of two 8-element pieces; B: N rows so (K-major), or 16
+     * k rows of N / 8 pieces (MN-major) */
+    const uint32_t pieces = 128 + (trans_b ? 16 * (n / 8) : 2 * n);
+    for (uint32_t i = 0; i < pieces; ++i) {
+      const uint32_t j = i - 128;
+      uint64_t at, off = i < 128   ? etl_wgmma_elem(desc_a, 0, i / 2, 8 * (i % 2))
+                         : trans_b ? etl_wgmma_elem(desc_b, 1, j % 16, 8 * (j / 16))
+                                   : etl_wgmma_elem(desc_b, 0, j / 2, 8 * (j % 2));
+      uint32_t who = off < c->async.bytes ? etl_async_owner(&c->async, off, 16, &at) : 0;
+      if (who) {
+        async_conflict(c, "wgmma.mma_async operand read", line, off, 16, who, at);
+        return;
+      }
+    }
+  }
+  int rc = etl_wgmma_issue(&f->wg, c->smem, c->async.bytes, f->tid, desc_a, desc_b, acc,
+                           shape, line, why, sizeof why);
+  if (rc != ETL_WGMMA_OK) {
+    wgmma_fail(c, rc, why);
+    return;
+  }
+  if (c->run->prof && f->tid % 128 == 0) { /* one per warpgroup */
+    etl_profile_count(c->run->prof, c->cta, f->prof_group, ETL_PROF_WGMMA, 1);
+    etl_profile_count(c->run->prof, c->cta, f->prof_group, ETL_PROF_TC_FLOPS,
+                      2ull * 64 * (shape & ETL_WGMMA_N_MASK) * 16);
+  }
+}
+
+static void op_wgmma_commit(void) { etl_wgmma_commit(&etl_sim_cta->cur->wg); }
+
+static void op_wgmma_wait(uint32_t pending) { etl_wgmma_wait(&etl_sim_cta->cur->wg, pending); }
+
+static void op_wgmma_read(const float *acc, uint32_t line) {
+  sim_cta *c = etl_sim_cta;
+  const etl_wgmma_result *r = etl_wgmma_busy(&c->cur->wg, acc);
+  if (!r)
+    return;
+  char what[512];
+  snprintf(what, sizeof what,
+           "read of wgmma accumulator registers (line %u) that the wgmma.mma_async of line %u "
+           "(group %u) still in flight will write: no wgmma.wait_group landed it yet (a missing "
+           "or too weak wait_group)",
+           line, r->line, r->group);
+  wgmma_fail(c, ETL_WGMMA_NO_FENCE, what); /* a race, as a missing fence */
 }
 
 static uint64_t op_clock_ns(void) { return (uint64_t)now_ns(); }

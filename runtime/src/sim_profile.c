@@ -409,7 +409,7 @@ static const char *event_names[ETL_PROF_EVENTS] = {
     "shuffles", "mma",     "ldmatrix", "tensor_flops",    "ldmatrix_phases", "ldmatrix_wavefronts",
     "queue_pops", "queue_retries", "queue_pushes", "queue_push_claims", "queue_empty_looks",
     "event_notifies", "event_not_ready", "waits_spun", "round_trips", "tma_bytes",
-    "mbarrier_waits"};
+    "mbarrier_waits", "wgmma"};
 
 /* The task switch's counters, per CTA: JSON "per_cta" (one row per CTA, the
  * columns named once) and a table in the text report. */

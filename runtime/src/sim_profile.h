@@ -62,6 +62,7 @@ enum etl_profile_event {
   ETL_PROF_ROUND_TRIPS,         /* queue and event operations but the looks that found nothing */
   ETL_PROF_TMA_BYTES,           /* bytes TMA copies (cp.async.bulk.tensor) brought in, boxes whole */
   ETL_PROF_MBAR_WAITS,          /* mbarrier phase waits (thread 0's: one per CTA-wide wait) */
+  ETL_PROF_WGMMA,               /* a warpgroup-level wgmma.mma_async (one per warpgroup) */
   ETL_PROF_EVENTS
 };
 

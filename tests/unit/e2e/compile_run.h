@@ -53,6 +53,9 @@ struct RunOptions {
   bool barrier_events = false;           ///< compile with --events=barrier
   MachineWrapper wrap_machine = nullptr; ///< a decorator around the sim machine (backend.h)
   unsigned sim_workers = 2;              ///< CTAs of the sim launch (one pthread each)
+  /// The compilation's targets (the run is sim's section): {"sm_90a", "sim"}
+  /// makes sim lower as sm_90a does (wgmma, TargetInfo::wgmma).
+  std::vector<std::string> targets = {"sim"};
 };
 
 /// f16 bits of a float that f16 represents exactly (small multiples of 1/4).
@@ -137,7 +140,7 @@ inline std::string compile_and_run(const std::string &text, const std::string &s
   CompileOptions o;
   o.input = in.string();
   o.output = art.string();
-  o.targets = {"sim"};
+  o.targets = run.targets;
   o.threads_per_cta = run.threads_per_cta;
   o.barrier_events = run.barrier_events;
   o.wrap_machine = run.wrap_machine;

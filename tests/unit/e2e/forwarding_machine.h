@@ -82,6 +82,22 @@ public:
                 const std::vector<llvm::Value *> &coords, llvm::Value *bar) override {
     in_->tma_load(b, dst, map, coords, bar);
   }
+  llvm::Value *wgmma_smem_addr(Builder &b, llvm::Value *p) override {
+    return in_->wgmma_smem_addr(b, p);
+  }
+  void wgmma_fence(Builder &b) override { in_->wgmma_fence(b); }
+  std::vector<llvm::Value *> wgmma_mma(Builder &b, unsigned n, bool bf16, bool trans_b,
+                                       llvm::Value *da, llvm::Value *db,
+                                       const std::vector<llvm::Value *> &acc,
+                                       unsigned line) override {
+    return in_->wgmma_mma(b, n, bf16, trans_b, da, db, acc, line);
+  }
+  void wgmma_commit(Builder &b) override { in_->wgmma_commit(b); }
+  std::vector<llvm::Value *> wgmma_wait(Builder &b, unsigned pending,
+                                        const std::vector<llvm::Value *> &acc,
+                                        unsigned line) override {
+    return in_->wgmma_wait(b, pending, acc, line);
+  }
   llvm::Value *global_load(Builder &b, llvm::Type *ty, llvm::Value *p) override {
     return in_->global_load(b, ty, p);
   }

@@ -87,8 +87,10 @@ TEST_CASE("examples: softmax compiles for sm_90, sm_80 and sim, PTX assembles") 
   assemble(c->result);
 }
 
-// sm_90a (PTX 8.0, compute capability 9.0 only) has no instruction of its
-// own yet: its PTX is sm_90's but for the header, and ptxas takes both.
+// sm_90a (PTX 8.0, compute capability 9.0 only) compiled beside sm_90: the
+// list's targets do not all have wgmma (TargetInfo::wgmma), so its PTX is
+// sm_90's but for the header (wgmma_ptx_test.cpp: sm_90a alone), and ptxas
+// takes both.
 TEST_CASE("examples: gemm for sm_90a is sm_90's code under .version 8.0 / .target sm_90a") {
   auto c = compile_example("examples/gemm/gemm.etl", {"sm_90", "sm_90a"});
   INFO(c->result.error);
