@@ -207,7 +207,8 @@ void BodyLowerer::tile_mma_copy(const TOp &load, const std::vector<int64_t> &til
     auto place = [&](int64_t row, int64_t c) {
       SmemInt a;
       return row_major ? (row * cols + c) * int64_t(eb)
-                       : smem_place(a, mma_staging_layout(cols, eb), row, c);
+                       : smem_place(a, eb == 4 ? mma_staging_layout(cols, 4) : staging16(shape[0], cols),
+                                    row, c); // (dst_of's layouts)
     };
     auto offset_of = [&](int64_t i) -> std::optional<int64_t> {
       std::optional<int64_t> d;

@@ -294,7 +294,7 @@ struct Pipeliner {
         continue;
       for (int64_t stages = most; stages >= 2; --stages) {
         const size_t pre = rewrite(body, i, r, pl, stages);
-        TileModule one{m.kernel, m.threads, {f}};
+        TileModule one{m.kernel, m.threads, {f}, {}};
         plan_shared(one, target);
         if (!smem_over_budget(one.funcs[0]))
           return pre;

@@ -108,7 +108,10 @@ kernel uneven<H: dim, F: dim>(a: tensor<bf16>[16, H], w: tensor<bf16>[H, F], y: 
                 f.write(src)
             d = P.etlc_time(path, {"H": 1024, "F": 192}, etlc=etlc, sass=False)
         g = next(g for g in d["groups"] if g["name"] == "g")
-        self.assertEqual(g["steps"], 1024 // 64)  # a K loop was found: H / 64 steps
+        # a K loop was found (steps: the task's FLOPs over the busiest warp's
+        # mma per step times the warps, 16 * 48 / 64)
+        self.assertEqual(g["steps"], 12)
+        self.assertGreater(g["ptx_step"], 0)
         self.assertEqual(g["ring"], 3)
 
 
