@@ -532,9 +532,8 @@ void BodyLowerer::tile_for(const TOp &op) {
       invariant_args = ring_args_fill = true;
       tile_inside(x, std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end()), stride);
       sym_value(*x.hi);
-      if (!tile_tma_rings.count(x.operands[0])) // (a TMA copy names coordinates, no pointer)
-        if (std::optional<RingBump> bump = ring_copy_bump(x, op, lo))
-          bumps.push_back(*bump);
+      if (std::optional<RingBump> bump = ring_copy_bump(x, op, lo))
+        bumps.push_back(*bump);
       invariant_args = ring_args_fill = false;
       if (bound)
         tile_loop_vars[op.var] = outer_var;

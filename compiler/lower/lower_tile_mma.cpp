@@ -649,6 +649,8 @@ llvm::Value *BodyLowerer::ring_slot_value(const Sym &slot) {
 
 std::optional<BodyLowerer::RingBump> BodyLowerer::ring_copy_bump(const TOp &copy, const TOp &loop,
                                                                  llvm::Value *lo) {
+  if (tile_tma_rings.count(copy.operands.at(0))) // a TMA copy names coordinates, no pointer
+    return std::nullopt;
   llvm::Value *by = tile_affine_step(copy, loop.var, loop.step);
   if (!by)
     return std::nullopt;
